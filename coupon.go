@@ -1,0 +1,133 @@
+package quan
+
+import "time"
+
+// CouponStatus is where a held coupon is in its life.
+type CouponStatus string
+
+// Coupon statuses.
+const (
+	CouponAvailable CouponStatus = "available"
+	CouponLocked    CouponStatus = "locked"  // held by an unpaid order
+	CouponUsed      CouponStatus = "used"    // spent on a paid order
+	CouponExpired   CouponStatus = "expired" // its valid window closed unused
+	CouponRevoked   CouponStatus = "revoked" // taken back by the merchant
+)
+
+// CouponSource says how a user got a coupon.
+type CouponSource string
+
+// Coupon sources.
+const (
+	FromDistribution CouponSource = "distribution"
+	FromClaim        CouponSource = "claim"
+	FromCode         CouponSource = "code"
+)
+
+// Coupon is one coupon a user holds, issued from a template.
+type Coupon struct {
+	ID         int64        `json:"id"`
+	TemplateID int64        `json:"templateId"`
+	ShopNo     int64        `json:"shopNo"`
+	UserID     int64        `json:"userId"`
+	Seq        int64        `json:"seq"` // 1 … the template's per-user limit
+	Status     CouponStatus `json:"status"`
+	ValidStart time.Time    `json:"validStart"`
+	ValidEnd   time.Time    `json:"validEnd"`
+	Source     CouponSource `json:"source"`
+	TaskID     int64        `json:"taskId,omitempty"` // the distribution task, if any
+	OrderID    string       `json:"orderId,omitempty"` // the order holding or having used it
+	CreatedAt  time.Time    `json:"createdAt"`
+	UpdatedAt  time.Time    `json:"updatedAt"`
+}
+
+// Usable reports whether c may be spent at now: available and inside its
+// valid window.
+func (c *Coupon) Usable(now time.Time) bool {
+	return c.Status == CouponAvailable && !now.Before(c.ValidStart) && now.Before(c.ValidEnd)
+}
+
+// Lock holds an available, currently valid coupon for order. A coupon
+// outside its window is expired instead and ErrTransition returned.
+func (c *Coupon) Lock(order string, now time.Time) error {
+	if c.Status == CouponAvailable && !now.Before(c.ValidEnd) {
+		c.set(CouponExpired, now)
+	}
+	if c.Status != CouponAvailable {
+		return c.transitionErr("lock")
+	}
+	if now.Before(c.ValidStart) {
+		return Errorf(ETRANSITION, "coupon %d is not valid before %s", c.ID, c.ValidStart.Format(time.RFC3339))
+	}
+	c.OrderID = order
+	c.set(CouponLocked, now)
+	return nil
+}
+
+// Release gives a locked coupon back (the order was cancelled or its lock
+// timed out). It returns to available while valid, otherwise it expires.
+func (c *Coupon) Release(now time.Time) error {
+	if c.Status != CouponLocked {
+		return c.transitionErr("release")
+	}
+	c.OrderID = ""
+	if now.Before(c.ValidEnd) {
+		c.set(CouponAvailable, now)
+	} else {
+		c.set(CouponExpired, now)
+	}
+	return nil
+}
+
+// Redeem spends a locked coupon: its order was paid.
+func (c *Coupon) Redeem(now time.Time) error {
+	if c.Status != CouponLocked {
+		return c.transitionErr("redeem")
+	}
+	c.set(CouponUsed, now)
+	return nil
+}
+
+// Refund gives a used coupon back after its order was refunded: available
+// if still valid, expired otherwise. A refund never revives an expired
+// coupon.
+func (c *Coupon) Refund(now time.Time) error {
+	if c.Status != CouponUsed {
+		return c.transitionErr("refund")
+	}
+	c.OrderID = ""
+	if now.Before(c.ValidEnd) {
+		c.set(CouponAvailable, now)
+	} else {
+		c.set(CouponExpired, now)
+	}
+	return nil
+}
+
+// Expire marks an available coupon whose window has closed as expired.
+func (c *Coupon) Expire(now time.Time) error {
+	if c.Status != CouponAvailable || now.Before(c.ValidEnd) {
+		return c.transitionErr("expire")
+	}
+	c.set(CouponExpired, now)
+	return nil
+}
+
+// Revoke takes back an available or locked coupon.
+func (c *Coupon) Revoke(now time.Time) error {
+	if c.Status != CouponAvailable && c.Status != CouponLocked {
+		return c.transitionErr("revoke")
+	}
+	c.OrderID = ""
+	c.set(CouponRevoked, now)
+	return nil
+}
+
+func (c *Coupon) set(s CouponStatus, now time.Time) {
+	c.Status = s
+	c.UpdatedAt = now
+}
+
+func (c *Coupon) transitionErr(verb string) error {
+	return Errorf(ETRANSITION, "cannot %s coupon %d: it is %s", verb, c.ID, c.Status)
+}

@@ -1,0 +1,110 @@
+package quan
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes are stable, machine-readable strings that clients may switch
+// on. Exactly one function (in package http) maps them to HTTP statuses.
+const (
+	EINVALID      = "invalid"            // the request or entity breaks a rule; see Fields
+	EUNAUTHORIZED = "unauthorized"       // no identity, or a bad one
+	EFORBIDDEN    = "forbidden"          // the identity may not do this at all
+	ENOTFOUND     = "not_found"          // no such thing, or not visible to the caller
+	ECONFLICT     = "conflict"           // the thing exists already
+	EINTERNAL     = "internal"           // a bug or an unreachable dependency
+	ETRANSITION   = "illegal_transition" // a state change not allowed from the current status
+	ENOTDRAFT     = "template_not_draft" // templates can only be edited while draft
+	EOUTOFSTOCK   = "out_of_stock"       // the template has no stock left
+	ESTOCKLIMIT   = "stock_limit"        // the stock would exceed MaxStock
+)
+
+// Error is quan's one error type: a machine code, a message a person
+// understands, and for EINVALID the problem of each field.
+type Error struct {
+	Code    string
+	Message string
+	Fields  []FieldError
+}
+
+// FieldError names one invalid field and what is wrong with it.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *Error) Error() string {
+	if len(e.Fields) == 0 {
+		return fmt.Sprintf("quan: %s: %s", e.Code, e.Message)
+	}
+	s := fmt.Sprintf("quan: %s: %s:", e.Code, e.Message)
+	for i, f := range e.Fields {
+		if i > 0 {
+			s += ";"
+		}
+		s += " " + f.Field + ": " + f.Message
+	}
+	return s
+}
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, quan.ErrNotFound) holds for every not-found error whatever
+// its message.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Sentinel errors, one per code, for use with errors.Is.
+var (
+	ErrInvalid      = &Error{Code: EINVALID, Message: "invalid input"}
+	ErrUnauthorized = &Error{Code: EUNAUTHORIZED, Message: "authentication required"}
+	ErrForbidden    = &Error{Code: EFORBIDDEN, Message: "forbidden"}
+	ErrNotFound     = &Error{Code: ENOTFOUND, Message: "not found"}
+	ErrConflict     = &Error{Code: ECONFLICT, Message: "already exists"}
+	ErrTransition   = &Error{Code: ETRANSITION, Message: "illegal status transition"}
+	ErrNotDraft     = &Error{Code: ENOTDRAFT, Message: "only a draft template can be edited"}
+	ErrOutOfStock   = &Error{Code: EOUTOFSTOCK, Message: "out of stock"}
+	ErrStockLimit   = &Error{Code: ESTOCKLIMIT, Message: "stock limit exceeded"}
+)
+
+// ErrorCode returns the code of the *Error in err's chain, "" for nil and
+// EINTERNAL for any other error.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the human message of the *Error in err's chain. Other
+// errors may carry internal detail, so they get a generic message.
+func ErrorMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// ErrorFields returns the field errors of the *Error in err's chain.
+func ErrorFields(err error) []FieldError {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Fields
+	}
+	return nil
+}

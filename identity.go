@@ -1,0 +1,86 @@
+package quan
+
+import (
+	"context"
+	"fmt"
+)
+
+// Role is what an identity may do.
+type Role string
+
+// Roles.
+const (
+	RoleMerchant Role = "merchant" // manages its own shop's templates and tasks
+	RoleUser     Role = "user"     // holds and spends coupons
+	RoleAdmin    Role = "admin"    // operates the platform, every shop
+)
+
+// Identity is who makes a request, as proven by a token.
+type Identity struct {
+	Subject string `json:"sub"`
+	Role    Role   `json:"role"`
+	ShopNo  int64  `json:"shopNo,omitempty"` // merchants only
+	UserID  int64  `json:"userId,omitempty"` // users only
+}
+
+// Validate reports whether the identity is well formed for its role.
+func (id Identity) Validate() error {
+	switch id.Role {
+	case RoleMerchant:
+		if id.ShopNo <= 0 {
+			return Errorf(EUNAUTHORIZED, "a merchant identity needs a positive shop number")
+		}
+	case RoleUser:
+		if id.UserID <= 0 {
+			return Errorf(EUNAUTHORIZED, "a user identity needs a positive user id")
+		}
+	case RoleAdmin:
+	default:
+		return Errorf(EUNAUTHORIZED, "unknown role %q", id.Role)
+	}
+	return nil
+}
+
+// String names the identity for audit records, e.g. "merchant:1001".
+func (id Identity) String() string {
+	switch id.Role {
+	case RoleMerchant:
+		return fmt.Sprintf("merchant:%d", id.ShopNo)
+	case RoleUser:
+		return fmt.Sprintf("user:%d", id.UserID)
+	}
+	if id.Subject != "" {
+		return string(id.Role) + ":" + id.Subject
+	}
+	return string(id.Role)
+}
+
+// ShopScope returns the shop a merchant-facing query is limited to: the
+// merchant's own shop, or AnyShop for an admin. Users get ErrForbidden.
+func (id Identity) ShopScope() (int64, error) {
+	switch id.Role {
+	case RoleMerchant:
+		return id.ShopNo, nil
+	case RoleAdmin:
+		return AnyShop, nil
+	case "":
+		return 0, ErrUnauthorized
+	}
+	return 0, Errorf(EFORBIDDEN, "this needs a merchant or admin token")
+}
+
+// AnyShop, as a shop scope, lets a query see every shop. Only admins get it.
+const AnyShop int64 = 0
+
+type identityKey struct{}
+
+// NewContextWithIdentity returns ctx carrying id.
+func NewContextWithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFromContext returns the identity in ctx, the zero Identity if none.
+func IdentityFromContext(ctx context.Context) Identity {
+	id, _ := ctx.Value(identityKey{}).(Identity)
+	return id
+}

@@ -1,0 +1,426 @@
+package quan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on template values. Money is always int64 fen (0.01 yuan).
+const (
+	MaxStock        = 20_000_000 // most coupons one template may hold in stock
+	MaxAmount       = 100_000_000 // 1,000,000 yuan: upper bound of any amount in fen
+	MaxPerUserLimit = 100
+	MaxScopeIDs     = 1000
+	MaxValidHours   = 24 * 366 * 5
+	MaxNameLen      = 64
+	MaxDescLen      = 512
+)
+
+// Kind is how a coupon computes its discount.
+type Kind string
+
+// Template kinds.
+const (
+	KindDirect    Kind = "direct"    // 立减: Amount off, no threshold
+	KindThreshold Kind = "threshold" // 满减: Amount off when the in-scope amount ≥ Threshold
+	KindDiscount  Kind = "discount"  // 折扣: pay Rate percent, at most Cap off, from Threshold on
+	KindStep      Kind = "step"      // 每满减: Amount off per full Step, at most Cap
+)
+
+// Rule holds a template's amounts, in fen. Which fields apply depends on
+// the kind; the others must be zero.
+//
+// Rate is the percentage of the price the buyer pays: 85 means 8.5折, that
+// is 15% off. It ranges 1..99. Discounts round down to the fen.
+type Rule struct {
+	Amount    int64 `json:"amount,omitempty"`
+	Threshold int64 `json:"threshold,omitempty"`
+	Rate      int64 `json:"rate,omitempty"`
+	Cap       int64 `json:"cap,omitempty"`
+	Step      int64 `json:"step,omitempty"`
+}
+
+// Source says who funds a coupon.
+type Source string
+
+// Sources.
+const (
+	SourceShop     Source = "shop"
+	SourcePlatform Source = "platform"
+)
+
+// ScopeKind says which goods a coupon applies to.
+type ScopeKind string
+
+// Scope kinds.
+const (
+	ScopeAll        ScopeKind = "all"
+	ScopeGoods      ScopeKind = "goods"      // IDs are goods ids
+	ScopeCategories ScopeKind = "categories" // IDs are category ids
+)
+
+// Scope restricts a coupon to all goods or to listed goods or categories.
+type Scope struct {
+	Kind ScopeKind `json:"type"`
+	IDs  []string  `json:"ids,omitempty"`
+}
+
+// ValidityKind says how an issued coupon's valid window is computed.
+type ValidityKind string
+
+// Validity kinds.
+const (
+	ValidFixed    ValidityKind = "fixed"    // [Start, End)
+	ValidRelative ValidityKind = "relative" // Hours from receipt
+)
+
+// Validity is the valid window of the coupons a template issues. It never
+// extends past the template's issue end.
+type Validity struct {
+	Kind  ValidityKind `json:"type"`
+	Start time.Time    `json:"start,omitzero"`
+	End   time.Time    `json:"end,omitzero"`
+	Hours int64        `json:"hours,omitempty"`
+}
+
+// TemplateStatus is a template's place in its life: draft → active ⇄ paused
+// → ended.
+type TemplateStatus string
+
+// Template statuses.
+const (
+	TemplateDraft  TemplateStatus = "draft"
+	TemplateActive TemplateStatus = "active"
+	TemplatePaused TemplateStatus = "paused"
+	TemplateEnded  TemplateStatus = "ended"
+)
+
+// TemplateSpec is the part of a template a merchant writes.
+type TemplateSpec struct {
+	Name         string    `json:"name"`
+	Description  string    `json:"description"`
+	Kind         Kind      `json:"kind"`
+	Rule         Rule      `json:"rule"`
+	Source       Source    `json:"source"`
+	Scope        Scope     `json:"scope"`
+	IssueStart   time.Time `json:"issueStart"`
+	IssueEnd     time.Time `json:"issueEnd"`
+	Validity     Validity  `json:"validity"`
+	PerUserLimit int64     `json:"perUserLimit"`
+}
+
+// Template defines a coupon: its rule, scope, windows, limits and stock.
+type Template struct {
+	ID     int64 `json:"id"`
+	ShopNo int64 `json:"shopNo"`
+	TemplateSpec
+	Stock      int64          `json:"stock"`      // left to issue
+	TotalStock int64          `json:"totalStock"` // initial stock plus every increase
+	Status     TemplateStatus `json:"status"`
+	CreatedBy  string         `json:"createdBy"`
+	CreatedAt  time.Time      `json:"createdAt"`
+	UpdatedAt  time.Time      `json:"updatedAt"`
+}
+
+// Validate reports every problem of t at once, as an EINVALID *Error with
+// one FieldError per problem, or nil.
+func (t *Template) Validate() error {
+	var v validator
+	if t.ShopNo <= 0 {
+		v.add("shopNo", "must be a positive shop number")
+	}
+	t.TemplateSpec.validate(&v)
+	switch {
+	case t.Stock < 0:
+		v.add("stock", "must not be negative")
+	case t.Stock > MaxStock:
+		v.add("stock", fmt.Sprintf("must be at most %d", MaxStock))
+	case t.Status == TemplateDraft && t.Stock < 1:
+		v.add("stock", fmt.Sprintf("must be between 1 and %d", MaxStock))
+	}
+	return v.err("the template has invalid fields")
+}
+
+func (s *TemplateSpec) validate(v *validator) {
+	name := strings.TrimSpace(s.Name)
+	switch {
+	case name == "":
+		v.add("name", "is required")
+	case utf8.RuneCountInString(s.Name) > MaxNameLen:
+		v.add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
+	}
+	if utf8.RuneCountInString(s.Description) > MaxDescLen {
+		v.add("description", fmt.Sprintf("must be at most %d characters", MaxDescLen))
+	}
+	s.validateRule(v)
+	switch s.Source {
+	case SourceShop, SourcePlatform:
+	case "":
+		v.add("source", "is required: shop or platform")
+	default:
+		v.add("source", fmt.Sprintf("%q is not a source: use shop or platform", s.Source))
+	}
+	s.validateScope(v)
+	issueOK := true
+	if s.IssueStart.IsZero() {
+		v.add("issueStart", "is required")
+		issueOK = false
+	}
+	if s.IssueEnd.IsZero() {
+		v.add("issueEnd", "is required")
+		issueOK = false
+	}
+	if issueOK && !s.IssueEnd.After(s.IssueStart) {
+		v.add("issueEnd", "must be after issueStart")
+		issueOK = false
+	}
+	s.validateValidity(v, issueOK)
+	if s.PerUserLimit < 1 || s.PerUserLimit > MaxPerUserLimit {
+		v.add("perUserLimit", fmt.Sprintf("must be between 1 and %d", MaxPerUserLimit))
+	}
+}
+
+func (s *TemplateSpec) validateRule(v *validator) {
+	r := s.Rule
+	amount := func(field string, x int64, required bool) bool {
+		switch {
+		case x < 0:
+			v.add(field, "must not be negative")
+		case x == 0 && required:
+			v.add(field, "is required and must be positive (in fen)")
+		case x > MaxAmount:
+			v.add(field, fmt.Sprintf("must be at most %d fen", MaxAmount))
+		default:
+			return true
+		}
+		return false
+	}
+	unused := func(field string, x int64) {
+		if x != 0 {
+			v.add(field, fmt.Sprintf("does not apply to a %s coupon", s.Kind))
+		}
+	}
+	switch s.Kind {
+	case KindDirect:
+		amount("rule.amount", r.Amount, true)
+		unused("rule.threshold", r.Threshold)
+		unused("rule.rate", r.Rate)
+		unused("rule.cap", r.Cap)
+		unused("rule.step", r.Step)
+	case KindThreshold:
+		okA := amount("rule.amount", r.Amount, true)
+		okT := amount("rule.threshold", r.Threshold, true)
+		if okA && okT && r.Amount > r.Threshold {
+			v.add("rule.amount", "must not exceed the threshold")
+		}
+		unused("rule.rate", r.Rate)
+		unused("rule.cap", r.Cap)
+		unused("rule.step", r.Step)
+	case KindDiscount:
+		if r.Rate < 1 || r.Rate > 99 {
+			v.add("rule.rate", "must be between 1 and 99: the percent the buyer pays, 85 means 8.5折")
+		}
+		amount("rule.cap", r.Cap, false)
+		amount("rule.threshold", r.Threshold, false)
+		unused("rule.amount", r.Amount)
+		unused("rule.step", r.Step)
+	case KindStep:
+		okA := amount("rule.amount", r.Amount, true)
+		okS := amount("rule.step", r.Step, true)
+		okC := amount("rule.cap", r.Cap, true)
+		if okA && okS && r.Amount > r.Step {
+			v.add("rule.amount", "must not exceed the step")
+		}
+		if okA && okC && r.Cap < r.Amount {
+			v.add("rule.cap", "must be at least the amount of one step")
+		}
+		unused("rule.threshold", r.Threshold)
+		unused("rule.rate", r.Rate)
+	case "":
+		v.add("kind", "is required: direct, threshold, discount or step")
+	default:
+		v.add("kind", fmt.Sprintf("%q is not a kind: use direct, threshold, discount or step", s.Kind))
+	}
+}
+
+func (s *TemplateSpec) validateScope(v *validator) {
+	switch s.Scope.Kind {
+	case ScopeAll:
+		if len(s.Scope.IDs) > 0 {
+			v.add("scope.ids", "must be empty when the scope is all goods")
+		}
+		return
+	case ScopeGoods, ScopeCategories:
+	case "":
+		v.add("scope.type", "is required: all, goods or categories")
+		return
+	default:
+		v.add("scope.type", fmt.Sprintf("%q is not a scope: use all, goods or categories", s.Scope.Kind))
+		return
+	}
+	if len(s.Scope.IDs) == 0 {
+		v.add("scope.ids", fmt.Sprintf("must list at least one id for a %s scope", s.Scope.Kind))
+		return
+	}
+	if len(s.Scope.IDs) > MaxScopeIDs {
+		v.add("scope.ids", fmt.Sprintf("must list at most %d ids", MaxScopeIDs))
+		return
+	}
+	seen := make(map[string]bool, len(s.Scope.IDs))
+	for i, id := range s.Scope.IDs {
+		field := fmt.Sprintf("scope.ids[%d]", i)
+		switch {
+		case strings.TrimSpace(id) == "":
+			v.add(field, "must not be empty")
+		case len(id) > 64:
+			v.add(field, "must be at most 64 characters")
+		case seen[id]:
+			v.add(field, fmt.Sprintf("%q is listed twice", id))
+		}
+		seen[id] = true
+	}
+}
+
+func (s *TemplateSpec) validateValidity(v *validator, issueOK bool) {
+	d := s.Validity
+	switch d.Kind {
+	case ValidFixed:
+		if d.Hours != 0 {
+			v.add("validity.hours", "does not apply to a fixed validity")
+		}
+		ok := true
+		if d.Start.IsZero() {
+			v.add("validity.start", "is required for a fixed validity")
+			ok = false
+		}
+		if d.End.IsZero() {
+			v.add("validity.end", "is required for a fixed validity")
+			ok = false
+		}
+		if ok && !d.End.After(d.Start) {
+			v.add("validity.end", "must be after validity.start")
+			ok = false
+		}
+		if ok && issueOK && d.End.After(s.IssueEnd) {
+			v.add("validity.end", "must not be after issueEnd: coupons never outlive their template")
+		}
+	case ValidRelative:
+		if !d.Start.IsZero() || !d.End.IsZero() {
+			v.add("validity", "start and end do not apply to a relative validity")
+		}
+		if d.Hours < 1 || d.Hours > MaxValidHours {
+			v.add("validity.hours", fmt.Sprintf("must be between 1 and %d", MaxValidHours))
+		}
+	case "":
+		v.add("validity.type", "is required: fixed or relative")
+	default:
+		v.add("validity.type", fmt.Sprintf("%q is not a validity: use fixed or relative", d.Kind))
+	}
+}
+
+// CouponWindow returns the valid window of a coupon received at t: the
+// fixed window, or Hours from receipt, and never past the issue end.
+func (t *Template) CouponWindow(received time.Time) (start, end time.Time) {
+	switch t.Validity.Kind {
+	case ValidFixed:
+		start, end = t.Validity.Start, t.Validity.End
+	default:
+		start, end = received, received.Add(time.Duration(t.Validity.Hours)*time.Hour)
+	}
+	if end.After(t.IssueEnd) {
+		end = t.IssueEnd
+	}
+	return start, end
+}
+
+// Activate moves a draft template to active. It returns ErrTransition from
+// any other status, and EINVALID when the issue window closed already.
+func (t *Template) Activate(now time.Time) error {
+	if t.Status != TemplateDraft {
+		return t.transitionErr("activate", "only a draft can be activated")
+	}
+	if !now.Before(t.IssueEnd) {
+		return &Error{Code: EINVALID, Message: "the template cannot be activated",
+			Fields: []FieldError{{Field: "issueEnd", Message: "the issue window has closed already"}}}
+	}
+	t.Status = TemplateActive
+	return nil
+}
+
+// Pause moves an active template to paused; ErrTransition otherwise.
+func (t *Template) Pause() error {
+	if t.Status != TemplateActive {
+		return t.transitionErr("pause", "only an active template can be paused")
+	}
+	t.Status = TemplatePaused
+	return nil
+}
+
+// Resume moves a paused template back to active; ErrTransition otherwise.
+func (t *Template) Resume() error {
+	if t.Status != TemplatePaused {
+		return t.transitionErr("resume", "only a paused template can be resumed")
+	}
+	t.Status = TemplateActive
+	return nil
+}
+
+// Terminate ends a template for good, from draft, active or paused. Coupons
+// already issued stay valid. Ending an ended template is ErrTransition.
+func (t *Template) Terminate() error {
+	if t.Status == TemplateEnded {
+		return t.transitionErr("terminate", "it has ended already")
+	}
+	t.Status = TemplateEnded
+	return nil
+}
+
+// IncreaseStock adds n to the stock. n must be positive, the template not
+// ended, and the stock stays at most MaxStock (ErrStockLimit).
+func (t *Template) IncreaseStock(n int64) error {
+	if n < 1 || n > MaxStock {
+		return &Error{Code: EINVALID, Message: "invalid stock increase",
+			Fields: []FieldError{{Field: "amount", Message: fmt.Sprintf("must be between 1 and %d", MaxStock)}}}
+	}
+	if t.Status == TemplateEnded {
+		return t.transitionErr("increase the stock of", "it has ended")
+	}
+	if t.Stock+n > MaxStock {
+		return Errorf(ESTOCKLIMIT, "stock would be %d, more than the limit of %d", t.Stock+n, MaxStock)
+	}
+	t.Stock += n
+	t.TotalStock += n
+	return nil
+}
+
+// Edit replaces the merchant-written part of a draft template, and its
+// stock. It returns ErrNotDraft unless the template is a draft, and the
+// validation errors of the result.
+func (t *Template) Edit(spec TemplateSpec, stock int64) error {
+	if t.Status != TemplateDraft {
+		return Errorf(ENOTDRAFT, "template %d is %s: only a draft template can be edited", t.ID, t.Status)
+	}
+	t.TemplateSpec = spec
+	t.Stock, t.TotalStock = stock, stock
+	return t.Validate()
+}
+
+func (t *Template) transitionErr(verb, why string) error {
+	return Errorf(ETRANSITION, "cannot %s template %d in status %s: %s", verb, t.ID, t.Status, why)
+}
+
+// validator collects field errors so a caller learns every problem at once.
+type validator struct{ fields []FieldError }
+
+func (v *validator) add(field, msg string) {
+	v.fields = append(v.fields, FieldError{Field: field, Message: msg})
+}
+
+func (v *validator) err(msg string) error {
+	if len(v.fields) == 0 {
+		return nil
+	}
+	return &Error{Code: EINVALID, Message: msg, Fields: v.fields}
+}

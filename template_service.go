@@ -1,0 +1,199 @@
+package quan
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// TemplateService is the merchant's use of templates: it checks who may do
+// what, scopes every call to the caller's shop, and records the audit.
+type TemplateService struct {
+	Store TemplateStore
+	Now   Clock // nil means time.Now
+}
+
+// NewTemplate is what a merchant sends to create a template. ShopNo is
+// taken from a merchant's identity; an admin must give it.
+type NewTemplate struct {
+	TemplateSpec
+	ShopNo int64 `json:"shopNo,omitempty"`
+	Stock  int64 `json:"stock"`
+}
+
+// TemplateEdit is what a merchant sends to edit a draft: the whole spec and
+// stock as they should be.
+type TemplateEdit struct {
+	TemplateSpec
+	Stock int64 `json:"stock"`
+}
+
+func (s *TemplateService) now() time.Time {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	return now().UTC().Truncate(time.Microsecond)
+}
+
+// Create validates and stores a new draft template for the caller's shop.
+// A platform-funded template needs an admin.
+func (s *TemplateService) Create(ctx context.Context, who Identity, in NewTemplate) (*Template, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, err
+	}
+	if shop == AnyShop {
+		shop = in.ShopNo
+	} else if in.ShopNo != 0 && in.ShopNo != shop {
+		return nil, &Error{Code: EINVALID, Message: "the template has invalid fields",
+			Fields: []FieldError{{Field: "shopNo", Message: "a merchant can only create templates for its own shop"}}}
+	}
+	if in.Source == SourcePlatform && who.Role != RoleAdmin {
+		return nil, Errorf(EFORBIDDEN, "only the platform (an admin) can create platform-funded templates")
+	}
+	now := s.now()
+	t := &Template{
+		ShopNo:       shop,
+		TemplateSpec: in.TemplateSpec,
+		Stock:        in.Stock,
+		TotalStock:   in.Stock,
+		Status:       TemplateDraft,
+		CreatedBy:    who.String(),
+		CreatedAt:    now,
+		UpdatedAt:    now,
+	}
+	normalizeSpec(&t.TemplateSpec)
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.Store.CreateTemplate(ctx, t, who.String()); err != nil {
+		return nil, fmt.Errorf("create template: %w", err)
+	}
+	return t, nil
+}
+
+// Get returns template id if the caller's shop owns it, else ErrNotFound.
+func (s *TemplateService) Get(ctx context.Context, who Identity, id int64) (*Template, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.Template(ctx, shop, id)
+}
+
+// List returns a page of the caller's templates matching f and the total.
+// f.ShopNo is overridden for merchants; admins may set it or leave it 0.
+func (s *TemplateService) List(ctx context.Context, who Identity, f TemplateFilter) ([]*Template, int, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, 0, err
+	}
+	if shop != AnyShop {
+		f.ShopNo = shop
+	}
+	if err := f.Validate(); err != nil {
+		return nil, 0, err
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultPageSize
+	}
+	return s.Store.Templates(ctx, f)
+}
+
+// Validate reports every invalid filter value at once.
+func (f TemplateFilter) Validate() error {
+	var v validator
+	switch f.Status {
+	case "", TemplateDraft, TemplateActive, TemplatePaused, TemplateEnded:
+	default:
+		v.add("status", fmt.Sprintf("%q is not a status: use draft, active, paused or ended", f.Status))
+	}
+	switch f.Kind {
+	case "", KindDirect, KindThreshold, KindDiscount, KindStep:
+	default:
+		v.add("kind", fmt.Sprintf("%q is not a kind: use direct, threshold, discount or step", f.Kind))
+	}
+	if f.Offset < 0 {
+		v.add("offset", "must not be negative")
+	}
+	if f.Limit < 0 || f.Limit > MaxPageSize {
+		v.add("limit", fmt.Sprintf("must be between 1 and %d", MaxPageSize))
+	}
+	return v.err("invalid list parameters")
+}
+
+// Edit replaces a draft template's spec and stock. ErrNotDraft once the
+// template has been activated.
+func (s *TemplateService) Edit(ctx context.Context, who Identity, id int64, in TemplateEdit) (*Template, error) {
+	return s.update(ctx, who, id, ActionUpdate, func(t *Template) error {
+		if in.Source == SourcePlatform && who.Role != RoleAdmin && t.Source != SourcePlatform {
+			return Errorf(EFORBIDDEN, "only the platform (an admin) can make a template platform-funded")
+		}
+		normalizeSpec(&in.TemplateSpec)
+		return t.Edit(in.TemplateSpec, in.Stock)
+	})
+}
+
+// Activate, Pause, Resume and Terminate change a template's status; an
+// illegal change is ErrTransition.
+func (s *TemplateService) Activate(ctx context.Context, who Identity, id int64) (*Template, error) {
+	now := s.now()
+	return s.update(ctx, who, id, ActionActivate, func(t *Template) error { return t.Activate(now) })
+}
+
+// Pause stops issuing from an active template.
+func (s *TemplateService) Pause(ctx context.Context, who Identity, id int64) (*Template, error) {
+	return s.update(ctx, who, id, ActionPause, (*Template).Pause)
+}
+
+// Resume restarts issuing from a paused template.
+func (s *TemplateService) Resume(ctx context.Context, who Identity, id int64) (*Template, error) {
+	return s.update(ctx, who, id, ActionResume, (*Template).Resume)
+}
+
+// Terminate ends a template for good.
+func (s *TemplateService) Terminate(ctx context.Context, who Identity, id int64) (*Template, error) {
+	return s.update(ctx, who, id, ActionTerminate, (*Template).Terminate)
+}
+
+// IncreaseStock adds n coupons to a template's stock.
+func (s *TemplateService) IncreaseStock(ctx context.Context, who Identity, id, n int64) (*Template, error) {
+	return s.update(ctx, who, id, ActionStock, func(t *Template) error { return t.IncreaseStock(n) })
+}
+
+// History returns the audit trail of template id, oldest first.
+func (s *TemplateService) History(ctx context.Context, who Identity, id int64) ([]*AuditEntry, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.TemplateHistory(ctx, shop, id)
+}
+
+func (s *TemplateService) update(ctx context.Context, who Identity, id int64, action string, fn func(*Template) error) (*Template, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	t, err := s.Store.UpdateTemplate(ctx, shop, id, who.String(), action, func(t *Template) error {
+		if err := fn(t); err != nil {
+			return err
+		}
+		t.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s template %d: %w", action, id, err)
+	}
+	return t, nil
+}
+
+// normalizeSpec keeps times in UTC to the microsecond, the precision every
+// engine stores, so a template reads back exactly as it was written.
+func normalizeSpec(s *TemplateSpec) {
+	for _, t := range []*time.Time{&s.IssueStart, &s.IssueEnd, &s.Validity.Start, &s.Validity.End} {
+		*t = t.UTC().Truncate(time.Microsecond)
+	}
+}
