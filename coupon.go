@@ -35,7 +35,7 @@ type Coupon struct {
 	ValidStart time.Time    `json:"validStart"`
 	ValidEnd   time.Time    `json:"validEnd"`
 	Source     CouponSource `json:"source"`
-	TaskID     int64        `json:"taskId,omitempty"` // the distribution task, if any
+	TaskID     int64        `json:"taskId,omitempty"`  // the distribution task, if any
 	OrderID    string       `json:"orderId,omitempty"` // the order holding or having used it
 	CreatedAt  time.Time    `json:"createdAt"`
 	UpdatedAt  time.Time    `json:"updatedAt"`

@@ -9,7 +9,7 @@ import (
 
 // Limits on template values. Money is always int64 fen (0.01 yuan).
 const (
-	MaxStock        = 20_000_000 // most coupons one template may hold in stock
+	MaxStock        = 20_000_000  // most coupons one template may hold in stock
 	MaxAmount       = 100_000_000 // 1,000,000 yuan: upper bound of any amount in fen
 	MaxPerUserLimit = 100
 	MaxScopeIDs     = 1000
