@@ -21,8 +21,7 @@ type NewTemplate struct {
 	Stock  int64 `json:"stock"`
 }
 
-// TemplateEdit is what a merchant sends to edit a draft: the whole spec and
-// stock as they should be.
+// TemplateEdit is the editable part of a draft template.
 type TemplateEdit struct {
 	TemplateSpec
 	Stock int64 `json:"stock"`
@@ -123,10 +122,19 @@ func (f TemplateFilter) Validate() error {
 	return v.err("invalid list parameters")
 }
 
-// Edit replaces a draft template's spec and stock. ErrNotDraft once the
-// template has been activated.
-func (s *TemplateService) Edit(ctx context.Context, who Identity, id int64, in TemplateEdit) (*Template, error) {
+// Edit changes a draft template: patch gets the current spec and stock and
+// changes them (inside the store's transaction, so concurrent edits never
+// lose each other); the result is validated and saved. ErrNotDraft once
+// the template has been activated.
+func (s *TemplateService) Edit(ctx context.Context, who Identity, id int64, patch func(*TemplateEdit) error) (*Template, error) {
 	return s.update(ctx, who, id, ActionUpdate, func(t *Template) error {
+		if t.Status != TemplateDraft {
+			return Errorf(ENOTDRAFT, "template %d is %s: only a draft template can be edited", t.ID, t.Status)
+		}
+		in := TemplateEdit{TemplateSpec: t.TemplateSpec, Stock: t.Stock}
+		if err := patch(&in); err != nil {
+			return err
+		}
 		if in.Source == SourcePlatform && who.Role != RoleAdmin && t.Source != SourcePlatform {
 			return Errorf(EFORBIDDEN, "only the platform (an admin) can make a template platform-funded")
 		}

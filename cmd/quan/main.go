@@ -1,0 +1,72 @@
+// Command quan is the coupon platform's one binary: the API server and the
+// operator's tools, chosen by subcommand.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	if err := m.Run(ctx, os.Args[1:]); err != nil {
+		if err != errUsage {
+			fmt.Fprintln(os.Stderr, "quan:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// Main runs one subcommand. Tests drive it in-process with their own
+// streams and environment.
+type Main struct {
+	Stdout, Stderr io.Writer
+	// Getenv reads QUAN_* settings; only Main reads the environment.
+	Getenv func(string) string
+}
+
+const usage = `quan — coupon platform
+
+Usage:
+  quan serve   [flags]   run the HTTP API (embedded SQLite by default)
+  quan token   [flags]   mint a bearer token for development
+
+Run 'quan COMMAND -h' for a command's flags. Every flag can also be set
+with an environment variable: --data is QUAN_DATA, --jwt-secret is
+QUAN_JWT_SECRET, and so on.
+`
+
+// Run dispatches args[0] to its subcommand. It returns when the command
+// finishes or, for serve, when ctx ends and the server has drained.
+func (m *Main) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "serve":
+		cmd := &ServeCommand{Main: m}
+		if err := cmd.ParseFlags(args[1:]); err != nil {
+			return err
+		}
+		if err := cmd.Open(ctx); err != nil {
+			cmd.Close()
+			return err
+		}
+		<-ctx.Done()
+		return cmd.Close()
+	case "token":
+		return (&TokenCommand{Main: m}).Run(ctx, args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(m.Stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(m.Stderr, "quan: unknown command %q\n\n%s", args[0], usage)
+	return errUsage
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testEnv is a QUAN_* environment with a fresh data folder and a free port.
+func testEnv(t *testing.T) map[string]string {
+	t.Helper()
+	return map[string]string{
+		"QUAN_DATA":      t.TempDir(),
+		"QUAN_ADDR":      "127.0.0.1:0",
+		"QUAN_LOG_LEVEL": "warn",
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a server's logs and a test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe opens `quan serve` configured by env and closes it at cleanup.
+func startServe(t *testing.T, env map[string]string) *ServeCommand {
+	t.Helper()
+	logs := &syncBuffer{}
+	m := &Main{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }}
+	cmd := &ServeCommand{Main: m}
+	if err := cmd.ParseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Open(context.Background()); err != nil {
+		cmd.Close()
+		t.Fatalf("open: %v\n%s", err, logs.String())
+	}
+	t.Cleanup(func() {
+		if err := cmd.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return cmd
+}
+
+func TestServeKeepsSecretAndData(t *testing.T) {
+	env := testEnv(t)
+	srv := startServe(t, env)
+	tok := runQuan(t, env, "token --role merchant --shop 7")
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := os.ReadFile(filepath.Join(env["QUAN_DATA"], "jwt-secret"))
+	if err != nil || len(strings.TrimSpace(string(secret))) < 32 {
+		t.Fatalf("secret file: %q, %v", secret, err)
+	}
+	info, _ := os.Stat(filepath.Join(env["QUAN_DATA"], "jwt-secret"))
+	if info.Mode().Perm() != 0o600 {
+		t.Fatalf("secret file mode %v", info.Mode())
+	}
+
+	// A restarted server accepts the token minted before.
+	srv = startServe(t, env)
+	req, _ := http.NewRequest("GET", srv.URL()+"/api/v1/templates", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(tok))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("token after restart: %d", res.StatusCode)
+	}
+	res, err = http.Get(srv.URL() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("readyz %d", res.StatusCode)
+	}
+}
+
+// TestServeDrains cancels serve's context while a request is in flight: the
+// request completes and Run returns nil.
+func TestServeDrains(t *testing.T) {
+	env := testEnv(t)
+	logs := &syncBuffer{}
+	m := &Main{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }}
+	cmd := &ServeCommand{Main: m}
+	if err := cmd.ParseFlags([]string{"--shutdown-timeout", "10s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 7"))
+	// A slow client: the request is in flight until its body arrives.
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", cmd.URL()+"/api/v1/templates", pr)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- -1
+			return
+		}
+		res.Body.Close()
+		done <- res.StatusCode
+	}()
+	pw.Write([]byte(`{"name":`))
+	time.Sleep(100 * time.Millisecond) // let the request reach the handler
+	closed := make(chan error, 1)
+	go func() { closed <- cmd.Close() }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a request was in flight")
+	case <-time.After(200 * time.Millisecond):
+	}
+	pw.Write([]byte(`"x"}`))
+	pw.Close()
+	if status := <-done; status != http.StatusBadRequest {
+		t.Fatalf("in-flight request got %d, want its normal 400", status)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFlagsAndEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // error text
+	}{
+		{"UnknownCommand", []string{"frobnicate"}, nil, "usage"},
+		{"UnknownStore", []string{"serve", "--store", "oracle://x"}, nil, `unknown scheme "oracle"`},
+		{"BadLogLevelFromEnv", []string{"serve"}, map[string]string{"QUAN_LOG_LEVEL": "loud"}, `log level "loud"`},
+		{"BadDurationFromEnv", []string{"serve"}, map[string]string{"QUAN_SHUTDOWN_TIMEOUT": "soon"}, "QUAN_SHUTDOWN_TIMEOUT"},
+		{"ShortSecret", []string{"serve", "--jwt-secret", "short"}, nil, "at least 32"},
+		{"TokenMerchantWithoutShop", []string{"token", "--role", "merchant"}, nil, "shop number"},
+		{"TokenUnknownRole", []string{"token", "--role", "root"}, nil, "unknown role"},
+		{"TokenStrayArgument", []string{"token", "extra"}, nil, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := testEnv(t)
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			var out bytes.Buffer
+			m := &Main{Stdout: &out, Stderr: &out, Getenv: func(k string) string { return env[k] }}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // serve would return at once if it started
+			err := m.Run(ctx, tt.args)
+			if err == nil || !strings.Contains(err.Error()+out.String(), tt.want) {
+				t.Fatalf("err %v, output %q; want %q", err, out.String(), tt.want)
+			}
+		})
+	}
+	t.Run("FlagBeatsEnv", func(t *testing.T) {
+		env := testEnv(t)
+		env["QUAN_LOG_LEVEL"] = "loud"
+		var out bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &out, Getenv: func(k string) string { return env[k] }}
+		cmd := &ServeCommand{Main: m}
+		if err := cmd.ParseFlags([]string{"--log-level", "error"}); err != nil {
+			t.Fatal(err)
+		}
+		if cmd.LogLevel != "error" || cmd.DataDir != env["QUAN_DATA"] {
+			t.Fatalf("log level %q data %q", cmd.LogLevel, cmd.DataDir)
+		}
+	})
+	t.Run("ServeReturnsOnCancel", func(t *testing.T) {
+		env := testEnv(t)
+		m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- m.Run(ctx, []string{"serve"}) }()
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+		select {
+		case err := <-errc:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not return after its context ended")
+		}
+	})
+}

@@ -1,0 +1,91 @@
+package http
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"github.com/quanhq/quan"
+)
+
+// Codes only the HTTP layer produces.
+const (
+	codeMethodNotAllowed = "method_not_allowed"
+	codeTooLarge         = "request_too_large"
+)
+
+// statusOf is the one place where quan's error codes become HTTP statuses.
+func statusOf(code string) int {
+	switch code {
+	case quan.EINVALID:
+		return http.StatusBadRequest
+	case quan.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case quan.EFORBIDDEN:
+		return http.StatusForbidden
+	case quan.ENOTFOUND:
+		return http.StatusNotFound
+	case quan.ECONFLICT, quan.ETRANSITION, quan.ENOTDRAFT, quan.EOUTOFSTOCK, quan.ESTOCKLIMIT:
+		return http.StatusConflict
+	case codeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case codeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusInternalServerError
+}
+
+// Problem is an RFC 9457 problem document with quan's machine code and,
+// for invalid input, one entry per bad field.
+type Problem struct {
+	Type     string            `json:"type"`
+	Title    string            `json:"title"`
+	Status   int               `json:"status"`
+	Detail   string            `json:"detail"`
+	Instance string            `json:"instance,omitempty"`
+	Code     string            `json:"code"`
+	Errors   []quan.FieldError `json:"errors,omitempty"`
+}
+
+// writeError answers with err as application/problem+json. Internal errors
+// are logged and their detail is not shown to the client.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := quan.ErrorCode(err)
+	status := statusOf(code)
+	if status == http.StatusInternalServerError {
+		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="quan"`)
+	}
+	p := Problem{
+		Type:     "urn:quan:problem:" + code,
+		Title:    http.StatusText(status),
+		Status:   status,
+		Detail:   quan.ErrorMessage(err),
+		Instance: r.URL.Path,
+		Code:     code,
+		Errors:   quan.ErrorFields(err),
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(p); err != nil {
+		s.logger().Debug("write problem", "err", err)
+	}
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		s.logger().Debug("write response", "err", err)
+	}
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}

@@ -1,0 +1,193 @@
+// Package http serves quan's JSON API under /api/v1, with bearer-token
+// identity, RFC 9457 problem errors and an OpenAPI document.
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// Server is quan's HTTP API. Set the fields, then Open; Close drains.
+type Server struct {
+	Templates *quan.TemplateService
+	Tokens    *Tokens
+	Logger    *slog.Logger // nil discards
+
+	// Ready reports whether the dependencies are reachable, for /readyz.
+	Ready func(ctx context.Context) error
+
+	ln     net.Listener
+	srv    *http.Server
+	routes []string
+}
+
+// maxBody bounds a JSON request body.
+const maxBody = 1 << 20
+
+// Handler returns the API's handler, for tests and embedding.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.routes = nil
+	handle := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+		s.routes = append(s.routes, pattern)
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				s.writeError(w, r, err)
+			}
+		})
+	}
+	handle("GET /healthz", s.healthz)
+	handle("GET /readyz", s.readyz)
+	handle("GET /api/v1/openapi.json", s.openapi)
+
+	handle("POST /api/v1/templates", s.createTemplate)
+	handle("GET /api/v1/templates", s.listTemplates)
+	handle("GET /api/v1/templates/{id}", s.getTemplate)
+	handle("PATCH /api/v1/templates/{id}", s.editTemplate)
+	handle("POST /api/v1/templates/{id}/activate", s.changeTemplate((*quan.TemplateService).Activate))
+	handle("POST /api/v1/templates/{id}/pause", s.changeTemplate((*quan.TemplateService).Pause))
+	handle("POST /api/v1/templates/{id}/resume", s.changeTemplate((*quan.TemplateService).Resume))
+	handle("POST /api/v1/templates/{id}/terminate", s.changeTemplate((*quan.TemplateService).Terminate))
+	handle("POST /api/v1/templates/{id}/stock", s.increaseStock)
+	handle("GET /api/v1/templates/{id}/history", s.templateHistory)
+
+	return s.recoverer(s.authenticate(s.unmatchedAsProblem(mux)))
+}
+
+// Routes returns the patterns Handler registered ("METHOD /path"), for the
+// OpenAPI completeness test.
+func (s *Server) Routes() []string { return s.routes }
+
+// Open listens on addr (":0" picks a free port) and serves in the
+// background.
+func (s *Server) Open(addr string) error {
+	if s.Templates == nil || s.Tokens == nil {
+		return errors.New("http server: Templates and Tokens are required")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s.ln = ln
+	s.srv = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.logger().Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger().Error("http serve", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL is the base URL the server listens on, once open.
+func (s *Server) URL() string {
+	if s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String()
+}
+
+// Close stops accepting connections and waits, until ctx ends, for the
+// requests in flight to finish. It is safe to call twice.
+func (s *Server) Close(ctx context.Context) error {
+	if s.srv == nil {
+		return nil
+	}
+	err := s.srv.Shutdown(ctx)
+	s.srv = nil
+	if err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	if s.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.Ready(ctx); err != nil {
+			s.logger().Warn("not ready", "err", err)
+			s.writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+			return nil
+		}
+	}
+	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// recoverer turns a handler panic into a logged 500 problem.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// unmatchedAsProblem answers requests no route matches with a problem
+// document instead of the mux's plain text: 405 with its Allow header when
+// the path exists under another method, 404 otherwise.
+func (s *Server) unmatchedAsProblem(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := &allowRecorder{header: http.Header{}}
+		mux.ServeHTTP(probe, r)
+		switch probe.status {
+		case http.StatusMethodNotAllowed:
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			s.writeError(w, r, quan.Errorf(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+		case http.StatusNotFound:
+			s.writeError(w, r, quan.Errorf(quan.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
+		default: // a redirect to the clean path
+			for k, v := range probe.header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(probe.status)
+		}
+	})
+}
+
+// allowRecorder captures only the status and headers of a response.
+type allowRecorder struct {
+	header http.Header
+	status int
+}
+
+func (a *allowRecorder) Header() http.Header         { return a.header }
+func (a *allowRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (a *allowRecorder) WriteHeader(status int)      { a.status = status }
+
+// pathID parses the {id} path value as a positive integer; anything else
+// is not a template anyone can have, so it is ErrNotFound.
+func pathID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, quan.Errorf(quan.ENOTFOUND, "no template %q", r.PathValue("id"))
+	}
+	return id, nil
+}

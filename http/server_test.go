@@ -1,0 +1,179 @@
+package http_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quanhq/quan"
+	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/sqlite"
+)
+
+var testSecret = []byte("0123456789abcdef0123456789abcdef-test")
+
+// testNow is the fixed clock of every test server: templates in the tests
+// open their issue window around it.
+var testNow = time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
+
+type testServer struct {
+	*httptest.Server
+	api    *qhttp.Server
+	tokens *qhttp.Tokens
+	now    time.Time
+}
+
+// newTestServer serves the API over a fresh SQLite store in a temp dir.
+func newTestServer(t *testing.T) *testServer {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "quan.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	store := sqlite.NewStore(db)
+	ts := &testServer{now: testNow}
+	tokens, err := qhttp.NewTokens(testSecret, func() time.Time { return ts.now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.tokens = tokens
+	ts.api = &qhttp.Server{
+		Templates: &quan.TemplateService{Store: store, Now: func() time.Time { return ts.now }},
+		Tokens:    tokens,
+		Ready:     db.Ping,
+	}
+	ts.Server = httptest.NewServer(ts.api.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func (ts *testServer) token(t *testing.T, id quan.Identity) string {
+	t.Helper()
+	tok, err := ts.tokens.Mint(id, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func (ts *testServer) merchant(t *testing.T, shop int64) string {
+	return ts.token(t, quan.Identity{Role: quan.RoleMerchant, ShopNo: shop})
+}
+
+// response is a decoded reply.
+type response struct {
+	Status  int
+	Header  http.Header
+	Body    []byte
+	Problem qhttp.Problem
+}
+
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// hasField reports whether the problem names field among its errors.
+func (r response) hasField(field string) bool {
+	for _, f := range r.Problem.Errors {
+		if f.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+func (ts *testServer) do(t *testing.T, method, path, token string, body any) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, ts.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := response{Status: res.StatusCode, Header: res.Header, Body: b}
+	if res.StatusCode >= 400 {
+		if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
+			t.Fatalf("%s %s: status %d with Content-Type %q, want application/problem+json; body %s", method, path, res.StatusCode, ct, b)
+		}
+		r.decode(t, &r.Problem)
+		if r.Problem.Status != res.StatusCode || r.Problem.Code == "" {
+			t.Fatalf("%s %s: problem %+v does not match status %d", method, path, r.Problem, res.StatusCode)
+		}
+	}
+	return r
+}
+
+// want fails unless r has the status and, for errors, the code.
+func (r response) want(t *testing.T, status int, code string) {
+	t.Helper()
+	if r.Status != status || r.Problem.Code != code {
+		t.Fatalf("got %d %q (%s), want %d %q", r.Status, r.Problem.Code, r.Body, status, code)
+	}
+}
+
+// validTemplate returns a valid create body of a threshold coupon
+// (满100减10) whose issue window is open at testNow.
+func validTemplate() map[string]any {
+	return map[string]any{
+		"name":         "满100减10",
+		"description":  "autumn sale",
+		"kind":         "threshold",
+		"rule":         map[string]any{"amount": 1000, "threshold": 10000},
+		"source":       "shop",
+		"scope":        map[string]any{"type": "all"},
+		"issueStart":   testNow.Add(-time.Hour).Format(time.RFC3339),
+		"issueEnd":     testNow.Add(30 * 24 * time.Hour).Format(time.RFC3339),
+		"validity":     map[string]any{"type": "relative", "hours": 72},
+		"perUserLimit": 1,
+		"stock":        1000,
+	}
+}
+
+// create makes a template for token's shop and returns it.
+func (ts *testServer) create(t *testing.T, token string, body map[string]any) quan.Template {
+	t.Helper()
+	r := ts.do(t, "POST", "/api/v1/templates", token, body)
+	r.want(t, http.StatusCreated, "")
+	var tpl quan.Template
+	r.decode(t, &tpl)
+	return tpl
+}

@@ -1,0 +1,254 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/quanhq/quan"
+)
+
+func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	var in quan.NewTemplate
+	if err := decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	t, err := s.Templates.Create(r.Context(), who, in)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", fmt.Sprintf("/api/v1/templates/%d", t.ID))
+	s.writeJSON(w, http.StatusCreated, t)
+	return nil
+}
+
+func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.Templates.Get(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// templatePage is one page of a template listing.
+type templatePage struct {
+	Items  []*quan.Template `json:"items"`
+	Total  int              `json:"total"`
+	Offset int              `json:"offset"`
+	Limit  int              `json:"limit"`
+}
+
+func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := quan.TemplateFilter{
+		Status:       quan.TemplateStatus(q.Get("status")),
+		Kind:         quan.Kind(q.Get("kind")),
+		NameContains: q.Get("name"),
+	}
+	var bad []quan.FieldError
+	intParam := func(name string, dst *int) {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not a whole number", v)})
+				return
+			}
+			*dst = n
+		}
+	}
+	intParam("offset", &f.Offset)
+	intParam("limit", &f.Limit)
+	if v := q.Get("shopNo"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			bad = append(bad, quan.FieldError{Field: "shopNo", Message: fmt.Sprintf("%q is not a shop number", v)})
+		} else if who.Role == quan.RoleAdmin {
+			f.ShopNo = n
+		}
+	}
+	if len(bad) > 0 {
+		return &quan.Error{Code: quan.EINVALID, Message: "invalid list parameters", Fields: bad}
+	}
+	items, total, err := s.Templates.List(r.Context(), who, f)
+	if err != nil {
+		return err
+	}
+	if items == nil {
+		items = []*quan.Template{}
+	}
+	limit := f.Limit
+	if limit == 0 {
+		limit = quan.DefaultPageSize
+	}
+	s.writeJSON(w, http.StatusOK, templatePage{Items: items, Total: total, Offset: f.Offset, Limit: limit})
+	return nil
+}
+
+func (s *Server) editTemplate(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	// The patch is applied inside the store's transaction: the fields sent
+	// replace the current ones, the others stay.
+	t, err := s.Templates.Edit(r.Context(), who, id, func(e *quan.TemplateEdit) error {
+		return unmarshalStrict(body, e)
+	})
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// changeTemplate serves a status change without a body.
+func (s *Server) changeTemplate(change func(*quan.TemplateService, context.Context, quan.Identity, int64) (*quan.Template, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		who, err := identity(r)
+		if err != nil {
+			return err
+		}
+		id, err := pathID(r)
+		if err != nil {
+			return err
+		}
+		t, err := change(s.Templates, r.Context(), who, id)
+		if err != nil {
+			return err
+		}
+		s.writeJSON(w, http.StatusOK, t)
+		return nil
+	}
+}
+
+func (s *Server) increaseStock(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Amount int64 `json:"amount"`
+	}
+	if err := decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	t, err := s.Templates.IncreaseStock(r.Context(), who, id, in.Amount)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func (s *Server) templateHistory(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	entries, err := s.Templates.History(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	if entries == nil {
+		entries = []*quan.AuditEntry{}
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"items": entries})
+	return nil
+}
+
+// decodeJSON reads a JSON body of at most maxBody bytes into v, refusing
+// unknown fields, with an error that names the problem.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return unmarshalStrict(body, v)
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	// Any Content-Type is read as JSON: curl -d sends form-urlencoded.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, quan.Errorf(codeTooLarge, "the request body is larger than %d bytes", maxBody)
+	case err != nil:
+		return nil, quan.Errorf(quan.EINVALID, "read request body: %v", err)
+	}
+	return body, nil
+}
+
+func unmarshalStrict(body []byte, v any) error {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return quan.Errorf(quan.EINVALID, "the request body is empty; send a JSON object")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return quan.Errorf(quan.EINVALID, "the request body holds more than one JSON value")
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into an EINVALID error that names the
+// field when it can.
+func jsonError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		return &quan.Error{Code: quan.EINVALID, Message: "the request body has a value of the wrong type",
+			Fields: []quan.FieldError{{Field: typeErr.Field, Message: fmt.Sprintf("must be a %s, not a %s", typeErr.Type, typeErr.Value)}}}
+	case errors.As(err, &syntaxErr):
+		return quan.Errorf(quan.EINVALID, "the request body is not valid JSON: %v (at byte %d)", err, syntaxErr.Offset)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &quan.Error{Code: quan.EINVALID, Message: "the request body has an unknown field",
+			Fields: []quan.FieldError{{Field: field, Message: "is not a known field"}}}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return quan.Errorf(quan.EINVALID, "the request body is cut short")
+	}
+	return quan.Errorf(quan.EINVALID, "the request body is not valid: %v", err)
+}
