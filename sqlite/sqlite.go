@@ -1,0 +1,172 @@
+// Package sqlite is quan's embedded default store: the quan store ports on
+// one SQLite file, through the pure-Go modernc.org/sqlite driver.
+//
+// # Storage
+//
+// Times are stored as INTEGER Unix microseconds in UTC and read back as UTC
+// time.Time values; a time that does not apply (the zero time.Time) is NULL.
+// Microseconds are the precision quan keeps everywhere, so a template reads
+// back exactly as it was written. Money is INTEGER fen. The schema lives in
+// migrations/*.sql, applied in order by Open.
+//
+// # Concurrency
+//
+// SQLite runs one writer at a time. A DB therefore holds two pools on the
+// same file. The writer pool has a single connection whose transactions
+// begin IMMEDIATE, taking the write lock up front: writers queue inside
+// database/sql rather than fail with SQLITE_BUSY when a deferred
+// transaction tries to upgrade its read lock. The reader pool has several
+// query-only connections that, in WAL mode, read a consistent snapshot
+// while the writer works. Other processes on the same file are covered by
+// busy_timeout.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/quanhq/quan"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// busyTimeoutMS is how long a connection waits for a lock another process
+// holds before giving up with SQLITE_BUSY.
+const busyTimeoutMS = 5000
+
+// DB is an open quan database: a writer and a reader pool on one file.
+type DB struct {
+	write  *sql.DB // one connection, BEGIN IMMEDIATE
+	read   *sql.DB // query-only connections
+	logger *slog.Logger
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the database file at path, creating it if needed, and applies
+// the migrations it lacks. path names a file: an in-memory database cannot
+// be shared by the two pools. A nil logger discards.
+func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("open sqlite: %q is not a file path", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	db := &DB{logger: logger}
+
+	// journal_mode=WAL is persistent, so the reader connections opened
+	// after the writer find the file in WAL mode already.
+	db.write, err = sql.Open("sqlite", dsn(abs, url.Values{
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS),
+			"journal_mode(WAL)",
+			"foreign_keys(1)",
+			"synchronous(NORMAL)",
+		},
+		"_txlock": {"immediate"},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	db.write.SetMaxOpenConns(1)
+	db.write.SetMaxIdleConns(1)
+	if err := db.write.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+
+	db.read, err = sql.Open("sqlite", dsn(abs, url.Values{
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS),
+			"foreign_keys(1)",
+			"query_only(1)",
+		},
+	}))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	db.read.SetMaxOpenConns(n)
+	db.read.SetMaxIdleConns(n)
+	if err := db.read.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// dsn returns a file: URI for the absolute path abs, escaped so that any
+// '?', '#' or '%' in the path stays part of it.
+func dsn(abs string, params url.Values) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive: file:///C:/...
+	}
+	u := url.URL{Scheme: "file", Path: p, RawQuery: params.Encode()}
+	return u.String()
+}
+
+// Close closes both pools. It is safe to call more than once; later calls
+// return the first call's result.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		var errs []error
+		// Readers first, so that the writer is the last connection to
+		// close: it checkpoints the WAL into the database file.
+		if db.read != nil {
+			errs = append(errs, db.read.Close())
+		}
+		if db.write != nil {
+			errs = append(errs, db.write.Close())
+		}
+		if err := errors.Join(errs...); err != nil {
+			db.closeErr = fmt.Errorf("close sqlite: %w", err)
+		}
+	})
+	return db.closeErr
+}
+
+// Ping reports whether both pools can reach the file.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.write.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite writer: %w", err)
+	}
+	if err := db.read.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite reader: %w", err)
+	}
+	return nil
+}
+
+// translate maps a driver error to quan's vocabulary where one applies: a
+// unique or primary-key violation is quan.ErrConflict. The driver error
+// stays in the chain for logs; other errors are returned as they are.
+// sql.ErrNoRows is left to the caller, which knows what was not found.
+func translate(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %w", quan.ErrConflict, err)
+		}
+	}
+	return err
+}

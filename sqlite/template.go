@@ -1,0 +1,411 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// Store keeps templates and their audit trail in a DB.
+type Store struct {
+	db *DB
+}
+
+var _ quan.TemplateStore = (*Store)(nil)
+
+// NewStore returns a Store on db. Closing db is the caller's business.
+func NewStore(db *DB) *Store { return &Store{db: db} }
+
+// templateColumns is the column list of every SELECT, in scanTemplate's
+// order.
+const templateColumns = `id, shop_no, name, description, kind,
+	rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
+	source, scope_kind, scope_ids, issue_start, issue_end,
+	validity_kind, validity_start, validity_end, validity_hours,
+	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at`
+
+// CreateTemplate stores t, sets t.ID, and records the create audit entry
+// in the same transaction. t.ID is left alone if anything fails.
+func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor string) error {
+	ids, err := encodeIDs(t.Scope.IDs)
+	if err != nil {
+		return fmt.Errorf("create template: %w", err)
+	}
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("create template: %w", err)
+	}
+	defer tx.Rollback()
+
+	var id int64
+	err = tx.QueryRowContext(ctx, `
+		INSERT INTO templates (
+			shop_no, name, description, kind,
+			rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
+			source, scope_kind, scope_ids, issue_start, issue_end,
+			validity_kind, validity_start, validity_end, validity_hours,
+			per_user_limit, stock, total_stock, status, created_by, created_at, updated_at
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		RETURNING id`,
+		t.ShopNo, t.Name, t.Description, t.Kind,
+		t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
+		t.Source, t.Scope.Kind, ids, micros(t.IssueStart), micros(t.IssueEnd),
+		t.Validity.Kind, nullMicros(t.Validity.Start), nullMicros(t.Validity.End), t.Validity.Hours,
+		t.PerUserLimit, t.Stock, t.TotalStock, t.Status, t.CreatedBy, micros(t.CreatedAt), micros(t.UpdatedAt),
+	).Scan(&id)
+	if err != nil {
+		return fmt.Errorf("create template: %w", translate(err))
+	}
+
+	created := *t
+	created.ID = id
+	if err := insertAudit(ctx, tx, &quan.AuditEntry{
+		TemplateID: id,
+		ShopNo:     t.ShopNo,
+		Actor:      actor,
+		Action:     quan.ActionCreate,
+		At:         t.CreatedAt,
+		Changes:    quan.DiffTemplates(nil, &created),
+	}); err != nil {
+		return fmt.Errorf("create template: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create template: commit: %w", translate(err))
+	}
+	t.ID = id
+	return nil
+}
+
+// Template returns template id of shop (any shop for quan.AnyShop), or
+// quan.ErrNotFound.
+func (s *Store) Template(ctx context.Context, shop, id int64) (*quan.Template, error) {
+	return queryTemplate(ctx, s.db.read, shop, id)
+}
+
+// rowQueryer is a *sql.DB or a *sql.Tx.
+type rowQueryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func queryTemplate(ctx context.Context, q rowQueryer, shop, id int64) (*quan.Template, error) {
+	query := `SELECT ` + templateColumns + ` FROM templates WHERE id = ?`
+	args := []any{id}
+	if shop != quan.AnyShop {
+		query += ` AND shop_no = ?`
+		args = append(args, shop)
+	}
+	t, err := scanTemplate(q.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("template %d: %w", id, quan.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read template %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// Templates returns one page of the templates matching f, newest (highest
+// id) first, and the number of all matches. A Limit of 0 means
+// quan.DefaultPageSize, and one above quan.MaxPageSize is cut to it.
+func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) ([]*quan.Template, int, error) {
+	var conds []string
+	var args []any
+	if f.ShopNo != quan.AnyShop {
+		conds, args = append(conds, `shop_no = ?`), append(args, f.ShopNo)
+	}
+	if f.Status != "" {
+		conds, args = append(conds, `status = ?`), append(args, f.Status)
+	}
+	if f.Kind != "" {
+		conds, args = append(conds, `kind = ?`), append(args, f.Kind)
+	}
+	if f.NameContains != "" {
+		// SQLite's LIKE ignores case for ASCII letters only, which is the
+		// contract; the escape makes % and _ in the search text literal.
+		conds = append(conds, `name LIKE ? ESCAPE '\'`)
+		args = append(args, "%"+escapeLike(f.NameContains)+"%")
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = ` WHERE ` + strings.Join(conds, ` AND `)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = quan.DefaultPageSize
+	}
+	limit = min(limit, quan.MaxPageSize)
+	offset := max(f.Offset, 0)
+
+	// One read transaction, so the page and the total see the same snapshot.
+	tx, err := s.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list templates: %w", err)
+	}
+	defer tx.Rollback()
+
+	var total int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM templates`+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("list templates: count: %w", err)
+	}
+	ts := []*quan.Template{}
+	if offset >= total {
+		return ts, total, nil
+	}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT `+templateColumns+` FROM templates`+where+` ORDER BY id DESC LIMIT ? OFFSET ?`,
+		append(args, limit, offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list templates: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		t, err := scanTemplate(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list templates: %w", err)
+		}
+		ts = append(ts, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list templates: %w", err)
+	}
+	return ts, total, nil
+}
+
+// UpdateTemplate loads template id of shop inside a write transaction,
+// which holds SQLite's write lock until COMMIT, and calls fn with it. If
+// fn returns nil, the template and an audit entry listing the changed
+// fields are saved; the entry's time is the template's UpdatedAt. If fn
+// fails, nothing is written and its error is returned as it is.
+//
+// fn runs under the database's only write lock: it must be quick and must
+// not call the store. It must not change ID or ShopNo.
+func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, action string, fn func(*quan.Template) error) (*quan.Template, error) {
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("update template %d: %w", id, err)
+	}
+	defer tx.Rollback()
+
+	t, err := queryTemplate(ctx, tx, shop, id)
+	if err != nil {
+		return nil, err
+	}
+	before := *t
+	before.Scope.IDs = slices.Clone(t.Scope.IDs)
+	if err := fn(t); err != nil {
+		return nil, err
+	}
+	if t.ID != before.ID || t.ShopNo != before.ShopNo {
+		return nil, fmt.Errorf("update template %d: the update changed the id or the shop, which are fixed", id)
+	}
+
+	ids, err := encodeIDs(t.Scope.IDs)
+	if err != nil {
+		return nil, fmt.Errorf("update template %d: %w", id, err)
+	}
+	if _, err := tx.ExecContext(ctx, `
+		UPDATE templates SET
+			name = ?, description = ?, kind = ?,
+			rule_amount = ?, rule_threshold = ?, rule_rate = ?, rule_cap = ?, rule_step = ?,
+			source = ?, scope_kind = ?, scope_ids = ?, issue_start = ?, issue_end = ?,
+			validity_kind = ?, validity_start = ?, validity_end = ?, validity_hours = ?,
+			per_user_limit = ?, stock = ?, total_stock = ?, status = ?,
+			created_by = ?, created_at = ?, updated_at = ?
+		WHERE id = ?`,
+		t.Name, t.Description, t.Kind,
+		t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
+		t.Source, t.Scope.Kind, ids, micros(t.IssueStart), micros(t.IssueEnd),
+		t.Validity.Kind, nullMicros(t.Validity.Start), nullMicros(t.Validity.End), t.Validity.Hours,
+		t.PerUserLimit, t.Stock, t.TotalStock, t.Status,
+		t.CreatedBy, micros(t.CreatedAt), micros(t.UpdatedAt),
+		id,
+	); err != nil {
+		return nil, fmt.Errorf("update template %d: %w", id, translate(err))
+	}
+	if err := insertAudit(ctx, tx, &quan.AuditEntry{
+		TemplateID: id,
+		ShopNo:     t.ShopNo,
+		Actor:      actor,
+		Action:     action,
+		At:         t.UpdatedAt,
+		Changes:    quan.DiffTemplates(&before, t),
+	}); err != nil {
+		return nil, fmt.Errorf("update template %d: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("update template %d: commit: %w", id, translate(err))
+	}
+	return t, nil
+}
+
+// AdjustStock adds delta to the stock of template id in one statement, whose
+// WHERE refuses a take larger than the stock, and returns the stock left.
+// A take that is refused changes nothing and returns quan.ErrOutOfStock;
+// quan.ErrNotFound if there is no such template.
+func (s *Store) AdjustStock(ctx context.Context, id, delta int64) (int64, error) {
+	var stock int64
+	err := s.db.write.QueryRowContext(ctx, `
+		UPDATE templates SET stock = stock + ?1
+		WHERE id = ?2 AND stock + ?1 >= 0
+		RETURNING stock`, delta, id).Scan(&stock)
+	if err == nil {
+		return stock, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("adjust stock of template %d: %w", id, translate(err))
+	}
+	// Nothing updated: no such template, or not enough stock. Templates are
+	// never deleted, so asking outside the statement's transaction is safe.
+	var exists bool
+	if err := s.db.read.QueryRowContext(ctx,
+		`SELECT EXISTS (SELECT 1 FROM templates WHERE id = ?)`, id).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("adjust stock of template %d: %w", id, err)
+	}
+	if !exists {
+		return 0, fmt.Errorf("template %d: %w", id, quan.ErrNotFound)
+	}
+	return 0, fmt.Errorf("template %d: take %d: %w", id, -delta, quan.ErrOutOfStock)
+}
+
+// TemplateHistory returns the audit entries of template id of shop, oldest
+// first, or quan.ErrNotFound.
+func (s *Store) TemplateHistory(ctx context.Context, shop, id int64) ([]*quan.AuditEntry, error) {
+	tx, err := s.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("template %d history: %w", id, err)
+	}
+	defer tx.Rollback()
+
+	query := `SELECT EXISTS (SELECT 1 FROM templates WHERE id = ?`
+	args := []any{id}
+	if shop != quan.AnyShop {
+		query += ` AND shop_no = ?`
+		args = append(args, shop)
+	}
+	var exists bool
+	if err := tx.QueryRowContext(ctx, query+`)`, args...).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("template %d history: %w", id, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("template %d: %w", id, quan.ErrNotFound)
+	}
+
+	rows, err := tx.QueryContext(ctx, `
+		SELECT id, template_id, shop_no, actor, action, at, changes
+		FROM template_audit WHERE template_id = ? ORDER BY id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("template %d history: %w", id, err)
+	}
+	defer rows.Close()
+	es := []*quan.AuditEntry{}
+	for rows.Next() {
+		var e quan.AuditEntry
+		var at int64
+		var changes string
+		if err := rows.Scan(&e.ID, &e.TemplateID, &e.ShopNo, &e.Actor, &e.Action, &at, &changes); err != nil {
+			return nil, fmt.Errorf("template %d history: %w", id, err)
+		}
+		e.At = fromMicros(at)
+		if err := json.Unmarshal([]byte(changes), &e.Changes); err != nil {
+			return nil, fmt.Errorf("template %d history: audit entry %d: %w", id, e.ID, err)
+		}
+		es = append(es, &e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("template %d history: %w", id, err)
+	}
+	return es, nil
+}
+
+// Ping reports whether the database file is reachable.
+func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
+
+func insertAudit(ctx context.Context, tx *sql.Tx, e *quan.AuditEntry) error {
+	changes := e.Changes
+	if changes == nil {
+		changes = []quan.FieldChange{} // "[]", not "null"
+	}
+	b, err := json.Marshal(changes)
+	if err != nil {
+		return fmt.Errorf("audit entry: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `
+		INSERT INTO template_audit (template_id, shop_no, actor, action, at, changes)
+		VALUES (?, ?, ?, ?, ?, ?)`,
+		e.TemplateID, e.ShopNo, e.Actor, e.Action, micros(e.At), string(b)); err != nil {
+		return fmt.Errorf("audit entry: %w", translate(err))
+	}
+	return nil
+}
+
+// scanTemplate reads a row of templateColumns.
+func scanTemplate(row interface{ Scan(...any) error }) (*quan.Template, error) {
+	var (
+		t                                         quan.Template
+		ids                                       string
+		issueStart, issueEnd, createdAt, updateAt int64
+		validStart, validEnd                      sql.NullInt64
+	)
+	if err := row.Scan(&t.ID, &t.ShopNo, &t.Name, &t.Description, &t.Kind,
+		&t.Rule.Amount, &t.Rule.Threshold, &t.Rule.Rate, &t.Rule.Cap, &t.Rule.Step,
+		&t.Source, &t.Scope.Kind, &ids, &issueStart, &issueEnd,
+		&t.Validity.Kind, &validStart, &validEnd, &t.Validity.Hours,
+		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, &createdAt, &updateAt,
+	); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(ids), &t.Scope.IDs); err != nil {
+		return nil, fmt.Errorf("template %d: scope ids: %w", t.ID, err)
+	}
+	if len(t.Scope.IDs) == 0 {
+		t.Scope.IDs = nil // as the domain writes "no ids"
+	}
+	t.IssueStart, t.IssueEnd = fromMicros(issueStart), fromMicros(issueEnd)
+	t.Validity.Start, t.Validity.End = fromNullMicros(validStart), fromNullMicros(validEnd)
+	t.CreatedAt, t.UpdatedAt = fromMicros(createdAt), fromMicros(updateAt)
+	return &t, nil
+}
+
+func encodeIDs(ids []string) (string, error) {
+	if len(ids) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return "", fmt.Errorf("scope ids: %w", err)
+	}
+	return string(b), nil
+}
+
+// escapeLike makes the LIKE wildcards % and _, and the escape itself,
+// literal; the query says ESCAPE '\'.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// micros is how times are stored: Unix microseconds, which are UTC.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// nullMicros stores the zero time as NULL.
+func nullMicros(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
+}
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func fromNullMicros(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromMicros(n.Int64)
+}
