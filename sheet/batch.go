@@ -1,0 +1,196 @@
+package sheet
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Field indexes into the three columns a Reader extracts.
+const (
+	fUser = iota
+	fPhone
+	fMail
+	nFields
+)
+
+var fieldNames = [nFields]string{"user id", "phone", "mail"}
+
+// batch collects the rows of one Read call. Values that are not already
+// stable strings are appended to arena and converted with one allocation in
+// finish, so a 5,000-row batch costs one string allocation instead of
+// 15,000.
+type batch struct {
+	rows  []Row
+	arena []byte
+	fix   []fixup
+}
+
+type fixup struct {
+	row      int32
+	field    int32
+	off, end int32
+}
+
+func (b *batch) full() bool { return len(b.rows) == cap(b.rows) }
+
+// add starts a new row and returns its index.
+func (b *batch) add(line int64) int {
+	b.rows = append(b.rows, Row{Line: line})
+	return len(b.rows) - 1
+}
+
+func (b *batch) setBytes(row, field int, v []byte) {
+	if len(v) == 0 {
+		return
+	}
+	off := len(b.arena)
+	b.arena = append(b.arena, v...)
+	b.fix = append(b.fix, fixup{int32(row), int32(field), int32(off), int32(len(b.arena))})
+}
+
+func (b *batch) setString(row, field int, s string) {
+	r := &b.rows[row]
+	switch field {
+	case fUser:
+		r.UserID = s
+	case fPhone:
+		r.Phone = s
+	case fMail:
+		r.Mail = s
+	}
+}
+
+// setNumber stores the text of a numeric cell, normalised by number.
+func (b *batch) setNumber(row, field int, v []byte, header string) {
+	out, ok := number(v)
+	if !ok {
+		b.inexact(row, field, v, header)
+	}
+	b.setBytes(row, field, out)
+}
+
+// inexact marks the row with ErrInexactNumber for value v.
+func (b *batch) inexact(row, field int, v []byte, header string) {
+	r := &b.rows[row]
+	if r.Err == nil {
+		r.Err = fmt.Errorf("%w: %s %s (column %q) is above 2^53 = 9007199254740992, where Excel "+
+			"drops digits; store the column as text (format the cells as Text and type the ids again)",
+			ErrInexactNumber, fieldNames[field], v, header)
+	}
+}
+
+func (b *batch) finish() {
+	if len(b.fix) == 0 {
+		return
+	}
+	s := string(b.arena)
+	for _, f := range b.fix {
+		b.setString(int(f.row), int(f.field), s[f.off:f.end])
+	}
+	b.arena = b.arena[:0]
+	b.fix = b.fix[:0]
+}
+
+const maxExact = 1 << 53
+
+// number turns the text of a numeric cell into what the user typed: an
+// integer in plain digits when the value is an exact integer (so "1E9" and
+// "1.0E+9" read as "1000000000"), the text as written when the value is not
+// an integer or not a number at all, and ok == false when the value is an
+// integer above 2^53, whose digits Excel has already lost.
+func number(v []byte) (out []byte, ok bool) {
+	if len(v) <= 15 && len(v) > 0 && (v[0] != '0' || len(v) == 1) {
+		plain := true
+		for _, c := range v {
+			if c < '0' || c > '9' {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return v, true
+		}
+	}
+	t := strings.TrimSpace(unsafe.String(unsafe.SliceData(v), len(v)))
+	if d := strings.TrimPrefix(t, "-"); d != "" && strings.Trim(d, "0123456789") == "" {
+		// Plain digits: compare as text, since parsing would round
+		// 9007199254740993 down to 2^53.
+		d = strings.TrimLeft(d, "0")
+		if len(d) > 16 || len(d) == 16 && d > "9007199254740992" {
+			return v, false
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || f != math.Trunc(f) {
+		return v, true
+	}
+	if math.Abs(f) > maxExact {
+		return v, false
+	}
+	return strconv.AppendInt(nil, int64(f), 10), true
+}
+
+// headerNames are the accepted header names per field, lower case.
+var headerNames = [nFields][]string{
+	{"userid", "user_id", "用户id"},
+	{"phone", "手机号"},
+	{"mail", "email", "邮箱"},
+}
+
+// matchHeader maps header cells to fields. cols[f] is the index in cells of
+// field f's column, or -1. The first matching column wins.
+func matchHeader(cells []string) (cols [nFields]int, names [nFields]string, err error) {
+	for f := range cols {
+		cols[f] = -1
+	}
+	for i, c := range cells {
+		k := strings.ToLower(strings.TrimSpace(strings.TrimPrefix(c, "\ufeff")))
+		for f, accepted := range headerNames {
+			if cols[f] >= 0 {
+				continue
+			}
+			for _, a := range accepted {
+				if k == a {
+					cols[f] = i
+					names[f] = strings.TrimSpace(c)
+				}
+			}
+		}
+	}
+	if cols[fUser] < 0 {
+		var found []string
+		for _, c := range cells {
+			if c = strings.TrimSpace(c); c != "" {
+				if len(found) == 20 {
+					found = append(found, "...")
+					break
+				}
+				found = append(found, strconv.Quote(c))
+			}
+		}
+		return cols, names, fmt.Errorf("%w: the header row must name it userId, user_id or 用户ID "+
+			"(phone: phone or 手机号; mail: mail, email or 邮箱); found %s",
+			ErrNoUserIDColumn, strings.Join(found, ", "))
+	}
+	return cols, names, nil
+}
+
+// isBlank reports whether s holds only white space, Unicode spaces such as
+// U+3000 (the ideographic space) included.
+func isBlank(s []byte) bool {
+	for _, c := range s {
+		switch {
+		case c == ' ', c == '\t', c == '\r', c == '\n':
+		case c >= utf8.RuneSelf:
+			return len(bytes.TrimSpace(s)) == 0
+		default:
+			return false
+		}
+	}
+	return true
+}
