@@ -37,7 +37,8 @@ const (
 	// phone and mail columns and in the header row. Excel caps a cell at
 	// 32,767 characters, which is at most 98,301 bytes of UTF-8.
 	MaxCellBytes = 128 << 10
-	// MaxRowBytes is the longest xlsx row element or CSV record, in bytes.
+	// MaxRowBytes is the longest xlsx row element or CSV record, in bytes,
+	// enforced to within the 256 KiB the reader inflates at a time.
 	MaxRowBytes = 8 << 20
 	// MaxCompressionRatio is the highest inflated/compressed ratio accepted
 	// for an xlsx part larger than 4 MiB. Real worksheets stay far below it;
