@@ -18,6 +18,7 @@ const (
 	ENOTDRAFT     = "template_not_draft" // templates can only be edited while draft
 	EOUTOFSTOCK   = "out_of_stock"       // the template has no stock left
 	ESTOCKLIMIT   = "stock_limit"        // the stock would exceed MaxStock
+	ELEASELOST    = "lease_lost"         // a task runner no longer holds its task
 )
 
 // Error is quan's one error type: a machine code, a message a person
@@ -72,6 +73,7 @@ var (
 	ErrNotDraft     = &Error{Code: ENOTDRAFT, Message: "only a draft template can be edited"}
 	ErrOutOfStock   = &Error{Code: EOUTOFSTOCK, Message: "out of stock"}
 	ErrStockLimit   = &Error{Code: ESTOCKLIMIT, Message: "stock limit exceeded"}
+	ErrLeaseLost    = &Error{Code: ELEASELOST, Message: "the task is no longer held by this runner"}
 )
 
 // ErrorCode returns the code of the *Error in err's chain, "" for nil and

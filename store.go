@@ -65,3 +65,70 @@ const (
 
 // Clock returns the current time. Use cases take one so tests never sleep.
 type Clock func() time.Time
+
+// TaskStore keeps distribution tasks and applies their chunks. Like
+// TemplateStore, merchant-facing methods are scoped by shop.
+type TaskStore interface {
+	// CreateTask stores t, setting its ID.
+	CreateTask(ctx context.Context, t *Task) error
+
+	// Task returns task id of shop (AnyShop: any), or ErrNotFound.
+	Task(ctx context.Context, shop, id int64) (*Task, error)
+
+	// Tasks returns one page of the tasks of f.ShopNo, newest first, and
+	// the number of all matches.
+	Tasks(ctx context.Context, f TaskFilter) ([]*Task, int, error)
+
+	// UpdateTask loads task id of shop under a lock, calls fn and saves
+	// the task if fn returns nil. fn must not change ID or ShopNo.
+	UpdateTask(ctx context.Context, shop, id int64, fn func(*Task) error) (*Task, error)
+
+	// ClaimTask gives owner the lease of one task that needs a runner,
+	// until lease: a pending task whose SendAt has come (it becomes
+	// running, StartedAt now), or a running task whose lease expired (its
+	// runner died). Dry runs and real runs alike; oldest first. It returns
+	// nil and no error when no task needs a runner.
+	ClaimTask(ctx context.Context, owner string, now, lease time.Time) (*Task, error)
+
+	// ApplyChunk applies c in one transaction: it checks that the task is
+	// running, held by c.Owner and that c.Seq follows its checkpoint; plans
+	// the chunk with PlanChunk against the template's stock and the users'
+	// holdings (nothing of the kind for a dry run); takes the stock, creates
+	// the coupons, records every failed row, adds the counts and moves the
+	// checkpoint to c.Seq and c.BytesRead. It returns the chunk's counts.
+	// ErrLeaseLost if the task is not running or not held by c.Owner, a
+	// conflict if c.Seq is not the next chunk; nothing is written then.
+	ApplyChunk(ctx context.Context, c *Chunk) (TaskCounts, error)
+
+	// Failures returns up to limit failed rows of task id with a line
+	// after afterLine, in line order.
+	Failures(ctx context.Context, taskID, afterLine int64, limit int) ([]Failure, error)
+}
+
+// TaskFilter selects tasks.
+type TaskFilter struct {
+	ShopNo int64
+	Status TaskStatus // "" matches any
+	Offset int
+	Limit  int
+}
+
+// CouponStore reads the coupons users hold.
+type CouponStore interface {
+	// UserCoupons returns the coupons user holds of template (0: of every
+	// template), newest first.
+	UserCoupons(ctx context.Context, user, template int64) ([]*Coupon, error)
+
+	// CouponStats summarises the coupons issued of template: how many, to
+	// how many users, the most one user holds, and how many came from
+	// task (0: any task).
+	CouponStats(ctx context.Context, template, task int64) (CouponStats, error)
+}
+
+// CouponStats summarises the coupons of one template.
+type CouponStats struct {
+	Coupons    int64 `json:"coupons"`
+	Users      int64 `json:"users"`
+	MaxPerUser int64 `json:"maxPerUser"`
+	FromTask   int64 `json:"fromTask"`
+}

@@ -1,0 +1,100 @@
+package quan
+
+import "time"
+
+// ChunkRow is one data row of a distribution file, in file order.
+type ChunkRow struct {
+	Line   int64  // the row number the user sees in the spreadsheet
+	UserID int64  // parsed; 0 when Cause was set by the file check
+	Raw    string // the user id as written, for the failure report
+	Cause  Cause  // "" for a row still to be decided by the store
+}
+
+// Chunk is a run of consecutive rows that a store applies atomically.
+type Chunk struct {
+	TaskID    int64
+	Owner     string // the runner holding the task's lease
+	Seq       int64  // 1-based position in the file; applied strictly in order
+	Rows      []ChunkRow
+	BytesRead int64 // of the file's data once this chunk was read
+	Now       time.Time
+}
+
+// Failure is one row of a task that got no coupon.
+type Failure struct {
+	Line  int64  `json:"line"`
+	Raw   string `json:"userId"`
+	Cause Cause  `json:"cause"`
+}
+
+// Issue is one coupon a chunk will create: the row it serves and the
+// user's receive sequence.
+type Issue struct {
+	Row int // index into Chunk.Rows
+	Seq int64
+}
+
+// PlanChunk decides the rows of a chunk that the file check left
+// undecided, in file order, given what the store holds inside the chunk's
+// transaction: held[user] is the number of coupons of the template the user
+// holds now, stock the template's stock, and issuing whether the template
+// issues at now. It sets Cause on refused rows and returns the coupons to
+// create; len(issues) is the stock to take. Every adapter calls it so the
+// rules cannot drift between engines.
+func PlanChunk(c *Chunk, t *Template, held map[int64]int64, stock int64) []Issue {
+	issuing := t.Status == TemplateActive && !c.Now.Before(t.IssueStart) && c.Now.Before(t.IssueEnd)
+	var issues []Issue
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		if r.Cause != "" {
+			continue
+		}
+		switch {
+		case !issuing:
+			r.Cause = CauseTemplateInactive
+		case held[r.UserID] >= t.PerUserLimit:
+			r.Cause = CauseLimitReached
+		case int64(len(issues)) >= stock:
+			r.Cause = CauseOutOfStock
+		default:
+			issues = append(issues, Issue{Row: i, Seq: held[r.UserID] + 1})
+		}
+	}
+	return issues
+}
+
+// ChunkCounts counts the outcomes of a planned chunk.
+func ChunkCounts(c *Chunk, dryRun bool) TaskCounts {
+	var n TaskCounts
+	n.Rows = int64(len(c.Rows))
+	for _, r := range c.Rows {
+		switch {
+		case r.Cause != "":
+			n.AddFailure(r.Cause)
+		case dryRun:
+			n.Valid++
+		default:
+			n.Valid++
+			n.Issued++
+		}
+	}
+	return n
+}
+
+// NewCoupon returns the coupon a distribution issues to user from t at now.
+func NewCoupon(t *Template, user, seq, taskID int64, now time.Time) Coupon {
+	start, end := t.CouponWindow(now)
+	return Coupon{
+		TemplateID: t.ID,
+		ShopNo:     t.ShopNo,
+		UserID:     user,
+		Seq:        seq,
+		Status:     CouponAvailable,
+		ValidStart: start,
+		ValidEnd:   end,
+		Source:     FromDistribution,
+		TaskID:     taskID,
+		CreatedAt:  now,
+		UpdatedAt:  now,
+	}
+}

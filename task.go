@@ -1,0 +1,278 @@
+package quan
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TaskStatus is where a distribution task is: pending (scheduled) →
+// running → succeeded | failed | canceled.
+type TaskStatus string
+
+// Task statuses.
+const (
+	TaskPending   TaskStatus = "pending"
+	TaskRunning   TaskStatus = "running"
+	TaskSucceeded TaskStatus = "succeeded"
+	TaskFailed    TaskStatus = "failed"
+	TaskCanceled  TaskStatus = "canceled"
+)
+
+// Done reports whether the status is final.
+func (s TaskStatus) Done() bool {
+	return s == TaskSucceeded || s == TaskFailed || s == TaskCanceled
+}
+
+// NotifyType is a channel that tells users about their new coupon once a
+// distribution ends.
+type NotifyType string
+
+// Notification channels.
+const (
+	NotifyInbox NotifyType = "inbox"
+	NotifyPopup NotifyType = "popup"
+	NotifyEmail NotifyType = "email"
+	NotifySMS   NotifyType = "sms"
+)
+
+// ParseNotifyTypes parses a comma-separated list such as "inbox,sms",
+// refusing unknown or repeated channels.
+func ParseNotifyTypes(s string) ([]NotifyType, error) {
+	var out []NotifyType
+	seen := map[NotifyType]bool{}
+	for _, part := range strings.Split(s, ",") {
+		n := NotifyType(strings.TrimSpace(part))
+		switch n {
+		case "":
+			continue
+		case NotifyInbox, NotifyPopup, NotifyEmail, NotifySMS:
+		default:
+			return nil, fmt.Errorf("%q is not a notification type: use inbox, popup, email or sms", n)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("%q is listed twice", n)
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Cause is why a row of a distribution file got no coupon.
+type Cause string
+
+// Causes, in the order the report explains them.
+const (
+	CauseInvalidID        Cause = "invalid_id"        // not a positive whole number that fits 64 bits
+	CauseInexactNumber    Cause = "inexact_number"    // a numeric cell beyond 2^53: Excel lost digits
+	CauseDuplicate        Cause = "duplicate_in_file" // the user appears earlier in the file
+	CauseLimitReached     Cause = "limit_reached"     // the user holds the per-user limit already
+	CauseOutOfStock       Cause = "out_of_stock"      // the template's stock ran out
+	CauseTemplateInactive Cause = "template_inactive" // the template stopped issuing (paused, ended, window closed)
+)
+
+// Describe says what a cause means and, where it can, how to fix it.
+func (c Cause) Describe() string {
+	switch c {
+	case CauseInvalidID:
+		return "invalid user id: it must be a positive whole number of at most 19 digits (up to 9223372036854775807)"
+	case CauseInexactNumber:
+		return "the user id is stored as a number too large for Excel to keep exactly (beyond 2^53), so its last digits are lost: format the column as text and type the ids again"
+	case CauseDuplicate:
+		return "duplicate: the user appears earlier in the file and got (or was refused) a coupon there"
+	case CauseLimitReached:
+		return "already received: the user holds as many coupons of this template as the per-user limit allows"
+	case CauseOutOfStock:
+		return "out of stock: the template had no coupons left"
+	case CauseTemplateInactive:
+		return "the template was not issuing (paused, ended or outside its issue window)"
+	}
+	return string(c)
+}
+
+// FailedCounts counts failed rows by cause.
+type FailedCounts struct {
+	InvalidID        int64 `json:"invalid_id"`
+	InexactNumber    int64 `json:"inexact_number"`
+	Duplicate        int64 `json:"duplicate_in_file"`
+	LimitReached     int64 `json:"limit_reached"`
+	OutOfStock       int64 `json:"out_of_stock"`
+	TemplateInactive int64 `json:"template_inactive"`
+}
+
+// TaskCounts are a task's outcomes so far. Once a task succeeds, every
+// data row of its file has exactly one outcome: Rows = Issued + Failed().
+// In a dry run nothing is issued and Valid counts the rows that would be
+// tried.
+type TaskCounts struct {
+	Rows     int64        `json:"rows"`
+	Valid    int64        `json:"valid"`
+	Issued   int64        `json:"issued"`
+	Failed   FailedCounts `json:"failed"`
+	Canceled int64        `json:"canceled"` // rows not reached because the task was canceled
+}
+
+// FailedTotal is the number of failed rows, all causes together.
+func (c TaskCounts) FailedTotal() int64 {
+	f := c.Failed
+	return f.InvalidID + f.InexactNumber + f.Duplicate + f.LimitReached + f.OutOfStock + f.TemplateInactive
+}
+
+// AddFailure counts one failed row of cause.
+func (c *TaskCounts) AddFailure(cause Cause) {
+	switch cause {
+	case CauseInvalidID:
+		c.Failed.InvalidID++
+	case CauseInexactNumber:
+		c.Failed.InexactNumber++
+	case CauseDuplicate:
+		c.Failed.Duplicate++
+	case CauseLimitReached:
+		c.Failed.LimitReached++
+	case CauseOutOfStock:
+		c.Failed.OutOfStock++
+	case CauseTemplateInactive:
+		c.Failed.TemplateInactive++
+	default:
+		panic("quan: unknown cause " + string(cause))
+	}
+}
+
+// Add adds o's counts to c.
+func (c *TaskCounts) Add(o TaskCounts) {
+	c.Rows += o.Rows
+	c.Valid += o.Valid
+	c.Issued += o.Issued
+	c.Canceled += o.Canceled
+	c.Failed.InvalidID += o.Failed.InvalidID
+	c.Failed.InexactNumber += o.Failed.InexactNumber
+	c.Failed.Duplicate += o.Failed.Duplicate
+	c.Failed.LimitReached += o.Failed.LimitReached
+	c.Failed.OutOfStock += o.Failed.OutOfStock
+	c.Failed.TemplateInactive += o.Failed.TemplateInactive
+}
+
+// Task is one bulk distribution: a file of target users and the template
+// each of them gets one coupon of.
+type Task struct {
+	ID         int64        `json:"id"`
+	ShopNo     int64        `json:"shopNo"`
+	TemplateID int64        `json:"templateId"`
+	Name       string       `json:"name"`
+	FileName   string       `json:"fileName"` // as uploaded
+	FilePath   string       `json:"-"`        // where quan keeps it
+	FileSize   int64        `json:"fileSize"`
+	FileSHA256 string       `json:"fileSha256"`
+	Sheet      string       `json:"sheet,omitempty"` // worksheet to read; "" the first
+	Notify     []NotifyType `json:"notify"`
+	SendAt     time.Time    `json:"sendAt"`
+	DryRun     bool         `json:"dryRun"`
+	ChunkSize  int          `json:"chunkSize"`
+	Status     TaskStatus   `json:"status"`
+	Reason     string       `json:"reason,omitempty"` // why it failed
+	Counts     TaskCounts   `json:"counts"`
+	ChunksDone int64        `json:"chunksDone"` // the checkpoint: chunks applied, in file order
+	BytesRead  int64        `json:"bytesRead"`  // of the file's data, at the checkpoint
+	BytesTotal int64        `json:"bytesTotal"` // of the file's data; 0 until known
+	ReportPath string       `json:"-"`          // the failure report, once written
+	CreatedBy  string       `json:"createdBy"`
+	CreatedAt  time.Time    `json:"createdAt"`
+	StartedAt  time.Time    `json:"startedAt,omitzero"`
+	FinishedAt time.Time    `json:"finishedAt,omitzero"`
+	UpdatedAt  time.Time    `json:"updatedAt"`
+
+	// The runner that holds the task, until LeaseUntil. Another runner may
+	// take over a running task whose lease has expired (its runner died).
+	Owner      string    `json:"-"`
+	LeaseUntil time.Time `json:"-"`
+}
+
+// Chunk sizes of a distribution.
+const (
+	DefaultChunkSize = 5000
+	MaxChunkSize     = 100_000
+)
+
+// Validate reports every problem of a new task at once.
+func (t *Task) Validate() error {
+	var v validator
+	if t.ShopNo <= 0 {
+		v.add("shopNo", "must be a positive shop number")
+	}
+	if t.TemplateID <= 0 {
+		v.add("templateId", "is required")
+	}
+	switch name := strings.TrimSpace(t.Name); {
+	case name == "":
+		v.add("name", "is required")
+	case len([]rune(t.Name)) > MaxNameLen:
+		v.add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
+	}
+	if t.FileName == "" || t.FileSize <= 0 {
+		v.add("file", "is required and must not be empty")
+	}
+	if t.ChunkSize < 1 || t.ChunkSize > MaxChunkSize {
+		v.add("chunkSize", fmt.Sprintf("must be between 1 and %d", MaxChunkSize))
+	}
+	return v.err("the task has invalid fields")
+}
+
+// Start moves a pending task to running.
+func (t *Task) Start(now time.Time) error {
+	if t.Status != TaskPending {
+		return Errorf(ETRANSITION, "cannot start task %d: it is %s", t.ID, t.Status)
+	}
+	t.Status = TaskRunning
+	t.StartedAt = now
+	t.UpdatedAt = now
+	return nil
+}
+
+// Succeed ends a running task whose every row has an outcome.
+func (t *Task) Succeed(now time.Time) error {
+	if t.Status != TaskRunning {
+		return Errorf(ETRANSITION, "cannot finish task %d: it is %s", t.ID, t.Status)
+	}
+	t.Status = TaskSucceeded
+	t.FinishedAt, t.UpdatedAt = now, now
+	return nil
+}
+
+// Fail ends a pending or running task with a reason a merchant can act on.
+func (t *Task) Fail(reason string, now time.Time) error {
+	if t.Status.Done() {
+		return Errorf(ETRANSITION, "cannot fail task %d: it is %s", t.ID, t.Status)
+	}
+	t.Status = TaskFailed
+	t.Reason = reason
+	t.FinishedAt, t.UpdatedAt = now, now
+	return nil
+}
+
+// Cancel ends a pending or running task. Coupons issued stay issued; the
+// runner counts the rows it did not reach as canceled.
+func (t *Task) Cancel(now time.Time) error {
+	if t.Status.Done() {
+		return Errorf(ETRANSITION, "cannot cancel task %d: it is %s already", t.ID, t.Status)
+	}
+	t.Status = TaskCanceled
+	t.FinishedAt, t.UpdatedAt = now, now
+	return nil
+}
+
+// ParseUserID parses a user id as written in a file: a positive whole
+// number that fits int64, surrounding spaces ignored. ok is false for
+// anything else.
+func ParseUserID(s string) (id int64, ok bool) {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > 19 || s[0] == '+' || s[0] == '-' {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, false
+	}
+	return id, true
+}
