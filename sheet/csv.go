@@ -30,7 +30,7 @@ type csvSource struct {
 
 func openCSV(ra io.ReaderAt, size int64, opt Options, read *atomic.Int64) (source, int64, error) {
 	raw := countingReader{r: io.NewSectionReader(ra, 0, size), n: read}
-	c := &csvSource{s: newStream(newAutoDecoder(raw)), maxRows: opt.MaxRows, line: 1}
+	c := &csvSource{s: newStream(newAutoDecoder(raw, size), 2*size), maxRows: opt.MaxRows, line: 1}
 	b := batch{}
 	if err := c.fill(&b); err != nil {
 		c.close()
@@ -283,8 +283,9 @@ type autoDecoder struct {
 
 const sniffAhead = 64 << 10
 
-func newAutoDecoder(src io.Reader) *autoDecoder {
-	arr := make([]byte, sniffAhead)
+// newAutoDecoder decodes src, of size bytes.
+func newAutoDecoder(src io.Reader, size int64) *autoDecoder {
+	arr := make([]byte, max(min(sniffAhead, size+8), 8))
 	return &autoDecoder{src: src, arr: arr, buf: arr[:0]}
 }
 
@@ -347,6 +348,7 @@ func (d *autoDecoder) Read(p []byte) (int, error) {
 
 // fillTo reads until buf holds n bytes or the input ends.
 func (d *autoDecoder) fillTo(n int) error {
+	n = min(n, len(d.arr))
 	for len(d.buf) < n && !d.eof {
 		if len(d.buf) < cap(d.buf) && len(d.buf) == 0 || cap(d.buf) == len(d.buf) {
 			m := copy(d.arr, d.buf)

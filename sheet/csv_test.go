@@ -104,7 +104,7 @@ func TestCSVSplitEverywhere(t *testing.T) {
 	data := "\xef\xbb\xbfuserId,phone,mail\r\n\"1\r\n1\",\"1\"\"3\",x\r\n\r\n2,,\"y,z\"\n3"
 	want := "2|1\r\n1|1\"3|x\n5|2||y,z\n6|3||\n"
 	for step := 1; step < 30; step++ {
-		c := &csvSource{s: newStreamSize(newAutoDecoder(strings.NewReader(data)), step), maxRows: 100, line: 1}
+		c := &csvSource{s: newStreamSize(newAutoDecoder(strings.NewReader(data), int64(len(data))), step), maxRows: 100, line: 1}
 		var got []Row
 		for {
 			b := batch{rows: make([]Row, 0, 1)}

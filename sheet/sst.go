@@ -76,9 +76,9 @@ func (t *sst) get(i uint64) (s string, ok, tooLong bool) {
 
 // readSST parses xl/sharedStrings.xml. Rich text runs of an item are
 // concatenated; phonetic runs (rPh) are left out, as Excel shows them.
-func readSST(src io.Reader, budget int64) (*sst, error) {
+func readSST(src io.Reader, size, budget int64) (*sst, error) {
 	t := &sst{budget: budget}
-	s := newStream(src)
+	s := newStream(src, size)
 	defer s.close()
 	x := &xscan{}
 	inSST := false

@@ -38,8 +38,15 @@ type stream struct {
 	err  error // producer's final error (io.EOF at the clean end)
 }
 
-// newStream starts a goroutine copying src into chunks.
-func newStream(src io.Reader) *stream { return newStreamSize(src, chunkSize) }
+// newStream starts a goroutine copying src, of about n bytes, into chunks.
+// Small inputs get small buffers.
+func newStream(src io.Reader, n int64) *stream {
+	size := chunkSize
+	if n >= 0 && n < chunkSize {
+		size = max(int(n)+512, 4096)
+	}
+	return newStreamSize(src, size)
+}
 
 // newStreamSize is newStream with chunks of size bytes; tests use tiny
 // chunks to split the input everywhere.

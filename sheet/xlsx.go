@@ -83,7 +83,7 @@ func openXLSX(ra io.ReaderAt, size int64, opt Options, read *atomic.Int64) (sour
 		if err != nil {
 			return nil, 0, err
 		}
-		if x.sst, err = readSST(src, opt.MaxSharedStrings); err != nil {
+		if x.sst, err = readSST(src, int64(sf.UncompressedSize64), opt.MaxSharedStrings); err != nil {
 			return nil, 0, fmt.Errorf("open xlsx: %w", err)
 		}
 	}
@@ -91,7 +91,7 @@ func openXLSX(ra io.ReaderAt, size int64, opt Options, read *atomic.Int64) (sour
 	if err != nil {
 		return nil, 0, err
 	}
-	x.s = newStream(src)
+	x.s = newStream(src, int64(ws.UncompressedSize64))
 	if err := x.readHeader(); err != nil {
 		x.close()
 		return nil, 0, fmt.Errorf("open xlsx: %w", err)
