@@ -115,9 +115,13 @@ type gen struct {
 	addC  uint64
 	stats GenStats
 	buf   []byte
+
+	sstRefs, sstUnique int // shared string cells and entries
 }
 
-const idSpan = 9_000_000_000_000_000_000 // 19-digit numbers: 1e18 + [0, 9e18)
+// idSpan keeps ids at 19 digits below 9e18, inside int64 as user ids are
+// everywhere (snowflake-style), so a generated id is always a valid one.
+const idSpan = 8_000_000_000_000_000_000 // 1e18 + [0, 8e18)
 
 func newGen(opt GenOptions) *gen {
 	r := rand.New(rand.NewPCG(opt.Seed, 0x5eed))
@@ -390,6 +394,7 @@ func (g *gen) writeSheet(w io.Writer, shared bool) error {
 			b = append(b, `" t="s"><v>`...)
 			b = strconv.AppendUint(b, uint64(next), 10)
 			next++
+			g.sstRefs++
 			return append(b, `</v></c>`...)
 		}
 		b = append(b, `" t="inlineStr"><is><t>`...)
@@ -417,6 +422,7 @@ func (g *gen) writeSheet(w io.Writer, shared bool) error {
 				b = append(b, `" t="s"><v>`...)
 				b = strconv.AppendUint(b, uint64(base[u])+uint64(i), 10)
 				b = append(b, `</v></c>`...)
+				g.sstRefs++
 			}
 		} else {
 			if shared && kind == genValid {
@@ -443,6 +449,7 @@ func (g *gen) writeSheet(w io.Writer, shared bool) error {
 	if err != nil {
 		return err
 	}
+	g.sstUnique = int(next)
 	b = append(b, `</sheetData></worksheet>`...)
 	if _, err := bw.Write(b); err != nil {
 		return err
@@ -456,7 +463,8 @@ func (g *gen) writeSheet(w io.Writer, shared bool) error {
 func (g *gen) writeSST(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	hdr := g.header()
-	bw.WriteString(ctXML + `<sst xmlns="` + nsMain + `">`)
+	bw.WriteString(ctXML + `<sst xmlns="` + nsMain + `" count="` + strconv.Itoa(g.sstRefs) +
+		`" uniqueCount="` + strconv.Itoa(g.sstUnique) + `">`)
 	b := g.buf[:0]
 	item := func(b, v []byte) []byte {
 		b = append(b, `<si><t>`...)

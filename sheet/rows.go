@@ -270,6 +270,9 @@ func (src *xlsxSource) tooLong(col int) error {
 // and returns its value and how to interpret it.
 func (src *xlsxSource) cellBody(t []byte) (v []byte, kind cellKind, err error) {
 	x := src.x
+	if v, kind, ok := x.fastCell(t); ok {
+		return v, kind, nil
+	}
 	for {
 		if _, err := x.toLT(); err != nil {
 			return nil, 0, err
@@ -418,4 +421,54 @@ func parseRowNum(r []byte) (int64, bool) {
 
 func isBlankString(s string) bool {
 	return isBlank(unsafe.Slice(unsafe.StringData(s), len(s)))
+}
+
+// fastCell recognises the two cell bodies that make up nearly every large
+// sheet, <v>N</v></c> and <is><t>TEXT</t></is></c>, with plain text and no
+// white space, and leaves everything else to the general parser.
+func (x *xscan) fastCell(t []byte) (v []byte, kind cellKind, ok bool) {
+	b := x.b[x.i:]
+	switch {
+	case len(t) == 9 && string(t) == "inlineStr":
+		if len(b) < 7 || string(b[:7]) != "<is><t>" {
+			return nil, 0, false
+		}
+		k := indexByte(b[7:], '<')
+		if k < 0 || !plainText(b[7:7+k], true) {
+			return nil, 0, false
+		}
+		if e := b[7+k:]; len(e) < 13 || string(e[:13]) != "</t></is></c>" {
+			return nil, 0, false
+		}
+		x.i += 7 + k + 13
+		return b[7 : 7+k], kText, true
+	case len(t) == 0, len(t) == 1 && (t[0] == 's' || t[0] == 'n'):
+		if len(b) < 3 || string(b[:3]) != "<v>" {
+			return nil, 0, false
+		}
+		k := indexByte(b[3:], '<')
+		if k < 0 || !plainText(b[3:3+k], false) {
+			return nil, 0, false
+		}
+		if e := b[3+k:]; len(e) < 8 || string(e[:8]) != "</v></c>" {
+			return nil, 0, false
+		}
+		x.i += 3 + k + 8
+		kind = kNum
+		if len(t) == 1 && t[0] == 's' {
+			kind = kShared
+		}
+		return b[3 : 3+k], kind, true
+	}
+	return nil, 0, false
+}
+
+// plainText reports character data that needs no decoding.
+func plainText(v []byte, bstr bool) bool {
+	for _, c := range v {
+		if c == '&' || c == '\r' || (c == '_' && bstr) {
+			return false
+		}
+	}
+	return true
 }

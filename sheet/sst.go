@@ -47,6 +47,26 @@ func (t *sst) add(s []byte) error {
 	return nil
 }
 
+// presize reserves the index for the uniqueCount announced in the <sst>
+// start tag, within the memory budget: growing it by appending would copy
+// it over and over.
+func (t *sst) presize(tag []byte) {
+	k := bytes.Index(tag, []byte(`uniqueCount="`))
+	if k < 0 {
+		return
+	}
+	var n int64
+	for _, c := range tag[k+len(`uniqueCount="`):] {
+		if c < '0' || c > '9' || n > 1<<40 {
+			break
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n = min(n, t.budget/8); n > 0 {
+		t.idx = make([]uint64, 0, n)
+	}
+}
+
 // seal turns the current chunk into a string without copying: cur is
 // never written again.
 func (t *sst) seal() {
@@ -115,6 +135,21 @@ func (t *sst) parse(x *xscan, inSST *bool, item *[]byte) error {
 		if _, err := x.toLT(); err != nil {
 			return err
 		}
+		if *inSST {
+			// Fast path for the common <si><t>TEXT</t></si>.
+			if b := x.b[x.i:]; len(b) > 7 && string(b[:7]) == "<si><t>" {
+				k := indexByte(b[7:], '<')
+				if k >= 0 && plainText(b[7:7+k], true) {
+					if e := b[7+k:]; len(e) >= 9 && string(e[:9]) == "</t></si>" {
+						if err := t.add(b[7 : 7+k]); err != nil {
+							return err
+						}
+						x.i += 7 + k + 9
+						continue
+					}
+				}
+			}
+		}
 		start := x.i
 		kind, name, empty, err := x.tag()
 		if err != nil {
@@ -126,6 +161,7 @@ func (t *sst) parse(x *xscan, inSST *bool, item *[]byte) error {
 					return nil
 				}
 				*inSST = true
+				t.presize(x.b[start:x.i])
 			}
 			continue
 		}
@@ -208,13 +244,19 @@ func (x *xscan) stringItem(dst []byte) ([]byte, error) {
 
 // parseIndex parses a shared string index.
 func parseIndex(v []byte) (uint64, bool) {
-	v = bytes.TrimSpace(v)
 	if len(v) == 0 || len(v) > 10 {
-		return 0, false
+		v = bytes.TrimSpace(v)
+		if len(v) == 0 || len(v) > 10 {
+			return 0, false
+		}
 	}
 	var n uint64
-	for _, c := range v {
+	for i, c := range v {
 		if c < '0' || c > '9' {
+			if t := bytes.TrimSpace(v); len(t) < len(v) && len(t) > 0 {
+				return parseIndex(t)
+			}
+			_ = i
 			return 0, false
 		}
 		n = n*10 + uint64(c-'0')

@@ -16,15 +16,22 @@ const (
 var errIncomplete = errors.New("incomplete")
 
 type chunk struct {
-	b   []byte
+	buf []byte // data is buf[headroom:headroom+n]
+	n   int
 	err error // set on the last chunk; io.EOF at the clean end
 }
 
+// headroom is the space left before the data of each chunk, so that the
+// unparsed end of the previous chunk (usually part of one row) can be put
+// in front of the new data without copying the chunk itself.
+const headroom = 64 << 10
+
 // stream runs a producer (inflating or decoding) in its own goroutine and
-// hands its output to the parser through a sliding window. Every chunk is
-// copied into the window before its buffer goes back to the producer, so a
-// buffer is never read and written at once; the copy costs far less than
-// the parsing.
+// hands its output to the parser through a window. The window is normally
+// a chunk buffer itself, with the unparsed tail of the previous window
+// copied into the chunk's headroom; a buffer goes back to the producer
+// only after the parser has moved to the next one, so a buffer is never
+// read and written at once. Longer tails fall back to a growing buffer.
 type stream struct {
 	chunks chan chunk
 	free   chan []byte
@@ -33,9 +40,11 @@ type stream struct {
 
 	win  []byte // unparsed input is win[pos:]
 	pos  int
-	size int   // chunk size
-	eof  bool  // no more chunks will come
-	err  error // producer's final error (io.EOF at the clean end)
+	held []byte // chunk buffer backing win, or nil
+	big  []byte // window for tails longer than headroom
+	size int    // chunk size
+	eof  bool   // no more chunks will come
+	err  error  // producer's final error (io.EOF at the clean end)
 }
 
 // newStream starts a goroutine copying src, of about n bytes, into chunks.
@@ -52,15 +61,14 @@ func newStream(src io.Reader, n int64) *stream {
 // chunks to split the input everywhere.
 func newStreamSize(src io.Reader, size int) *stream {
 	s := &stream{
-		chunks: make(chan chunk, nChunks-1),
+		chunks: make(chan chunk, nChunks-2),
 		free:   make(chan []byte, nChunks),
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
-		win:    make([]byte, 0, 2*size),
 		size:   size,
 	}
-	for range nChunks - 1 {
-		s.free <- make([]byte, size)
+	for range nChunks {
+		s.free <- make([]byte, headroom+size)
 	}
 	go s.produce(src)
 	return s
@@ -75,12 +83,12 @@ func (s *stream) produce(src io.Reader) {
 		case <-s.done:
 			return
 		}
-		n, err := io.ReadFull(src, b)
+		n, err := io.ReadFull(src, b[headroom:])
 		if err == io.ErrUnexpectedEOF {
 			err = io.EOF
 		}
 		select {
-		case s.chunks <- chunk{b[:n], err}:
+		case s.chunks <- chunk{b, n, err}:
 		case <-s.done:
 			return
 		}
@@ -90,33 +98,52 @@ func (s *stream) produce(src io.Reader) {
 	}
 }
 
-// fill moves the unparsed input to the front of the window and appends the
-// next chunk. It returns false when no input will come any more (s.err
-// tells why). limit bounds the window: more unparsed input than limit
-// means one element is too long, reported as ErrTooLong by the caller.
+// fill moves the unparsed input in front of the next chunk. It returns
+// false when no input will come any more (s.err tells why). More unparsed
+// input than limit means one element is too long: fill returns ErrTooLong.
 func (s *stream) fill(limit int) (bool, error) {
 	if s.eof {
 		return false, nil
 	}
-	if s.pos > 0 {
-		n := copy(s.win, s.win[s.pos:])
-		s.win = s.win[:n]
-		s.pos = 0
-	}
-	if len(s.win) > limit {
+	tail := s.win[s.pos:]
+	if len(tail) > limit {
 		return false, ErrTooLong
 	}
 	c := <-s.chunks
-	s.win = append(s.win, c.b...)
-	if cap(c.b) == s.size {
-		s.free <- c.b[:s.size]
+	data := c.buf[headroom : headroom+c.n]
+	if len(tail) <= headroom {
+		start := headroom - len(tail)
+		copy(c.buf[start:], tail)
+		s.release()
+		s.held = c.buf
+		s.win = c.buf[start : headroom+c.n]
+	} else {
+		if s.held == nil && len(s.win) > 0 && &s.win[0] == &s.big[0] {
+			n := copy(s.big, tail)
+			s.big = s.big[:n]
+		} else {
+			s.big = append(s.big[:0], tail...)
+		}
+		s.release()
+		s.big = append(s.big, data...)
+		s.win = s.big
+		s.free <- c.buf
 	}
+	s.pos = 0
 	if c.err != nil {
 		s.eof = true
 		s.err = c.err
-		return len(c.b) > 0, nil
+		return c.n > 0, nil
 	}
 	return true, nil
+}
+
+// release hands the chunk backing the window back to the producer.
+func (s *stream) release() {
+	if s.held != nil {
+		s.free <- s.held
+		s.held = nil
+	}
 }
 
 // close stops the producer and waits for it, so that the file can be closed

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -338,6 +339,45 @@ func TestSplitEverywhere(t *testing.T) {
 		src.close()
 		if s := rowsString(got); s != want {
 			t.Fatalf("step %d: got %q, want %q", step, s, want)
+		}
+	}
+}
+
+// TestLongRows sends rows longer than a chunk's headroom through tiny
+// chunks, so the window switches between chunk buffers and the growing
+// buffer.
+func TestLongRows(t *testing.T) {
+	t.Parallel()
+	var sheet strings.Builder
+	sheet.WriteString(`<worksheet><sheetData><row r="1">` + is("A1", "userId") + is("B1", "note") + `</row>`)
+	var want strings.Builder
+	for r := 2; r < 40; r++ {
+		note := strings.Repeat("n", (r%3)*50_000)
+		fmt.Fprintf(&sheet, `<row r="%d">%s%s</row>`, r, is(fmt.Sprint("A", r), fmt.Sprint(r)), is(fmt.Sprint("B", r), note))
+		fmt.Fprintf(&want, "%d|%d||\n", r, r)
+	}
+	sheet.WriteString(`</sheetData></worksheet>`)
+	for _, size := range []int{4096, 50_000, 70_000} {
+		src := &xlsxSource{maxRows: 100, x: &xscan{}, s: newStreamSize(strings.NewReader(sheet.String()), size)}
+		if err := src.readHeader(); err != nil {
+			t.Fatal(err)
+		}
+		var got []Row
+		for {
+			b := batch{rows: make([]Row, 0, 2)}
+			err := src.fill(&b)
+			b.finish()
+			got = append(got, b.rows...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		src.close()
+		if s := rowsString(got); s != want.String() {
+			t.Fatalf("chunk %d: got %q", size, s)
 		}
 	}
 }

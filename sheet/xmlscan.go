@@ -231,14 +231,7 @@ func (x *xscan) text(bstr bool) ([]byte, error) {
 	raw := b[x.i : x.i+k]
 	j := x.i + k
 	if j+1 < len(b) && b[j+1] == '/' {
-		plain := true
-		for _, c := range raw {
-			if c == '&' || c == '\r' || (c == '_' && bstr) {
-				plain = false
-				break
-			}
-		}
-		if plain {
+		if plainText(raw, bstr) {
 			// Skip the end tag; its name is not checked.
 			e := indexByte(b[j:], '>')
 			if e < 0 {
