@@ -112,10 +112,13 @@ func readFile(t testing.TB, path string, opt Options) ([]Row, error) {
 }
 
 // bigRows is the size of the large generated files: 200k by default,
-// 1M with QUAN_SHEET_BIG=1.
+// 1M with QUAN_SHEET_BIG=1, 20k under the race detector.
 func bigRows() int {
-	if os.Getenv("QUAN_SHEET_BIG") == "1" {
+	switch {
+	case os.Getenv("QUAN_SHEET_BIG") == "1":
 		return 1_000_000
+	case raceEnabled:
+		return 20_000
 	}
 	return 200_000
 }
