@@ -18,7 +18,8 @@ import (
 )
 
 // BenchOptions configures Bench. The zero value benchmarks a million rows
-// of each file kind with both readers, re-executing os.Args[0].
+// of each file kind with both readers, re-executing the running binary
+// (os.Executable) with ChildArgs.
 type BenchOptions struct {
 	// Rows per generated file; 0 means 1,000,000.
 	Rows int
@@ -27,9 +28,11 @@ type BenchOptions struct {
 	Dir string
 	// Readers to measure, among "quan" and "excelize"; nil means both.
 	Readers []string
-	// ChildArgs come before the measurement arguments when Bench runs
-	// os.Args[0]: a binary wires them to BenchChild, e.g. cmd/quan maps
-	// "quan bench read-child ARGS" to BenchChild(ctx, os.Stdout, ARGS).
+	// ChildArgs come before the measurement arguments when Bench re-runs
+	// the binary: the binary wires them to BenchChild. For example
+	// cmd/quan can run Bench for "quan bench read -n N" with ChildArgs
+	// {"bench", "read-child"} and map "quan bench read-child ARGS..." to
+	// BenchChild(ctx, os.Stdout, ARGS).
 	ChildArgs []string
 	// Command, if set, builds the child command for the given measurement
 	// arguments instead (tests use it to run the test binary).

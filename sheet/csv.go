@@ -90,6 +90,9 @@ func (c *csvSource) records(b *batch) error {
 			}
 		}
 		if blank {
+			if !c.haveHeader {
+				c.delim = 0 // sniff again on the next line
+			}
 			continue
 		}
 		if !c.haveHeader {

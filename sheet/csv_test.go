@@ -37,6 +37,7 @@ func TestCSV(t *testing.T) {
 		{"OKLazyQuotes", "userId,mail\n1\"2,\"a\"b\n", "2|1\"2||ab\n"},
 		{"OKShortAndLongRows", "mail,userId,phone\na\nb,2\nc,3,139,extra\n", "2|||a\n3|2||b\n4|3|139|c\n"},
 		{"OKTabs", "userId\tphone\n1\t138\n", "2|1|138|\n"},
+		{"OKTabsAfterBlankLine", "\r\nuserId\tphone\r\n1\t138\r\n", "3|1|138|\n"},
 		{"OKSemicolons", "userId;phone\n1;138\n", "2|1|138|\n"},
 		{"OKUTF16", utf16, "2|1|138|\n"},
 		{"OKScientificId", "userId\n1.23457E+18\n1E3\n", "2|1.23457E+18|||ERR:inexact\n3|1E3||\n"},

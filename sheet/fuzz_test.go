@@ -27,11 +27,12 @@ func FuzzReader(f *testing.F) {
 		case 0:
 			file = data
 		case 1:
-			file = buildXLSX(t, testBook{sheets: []testSheet{{name: "S", raw: string(data)}}, sst: `<si><t>userId</t></si><si><t>x</t></si>`})
+			file = buildXLSX(t, testBook{store: true, sheets: []testSheet{{name: "S", raw: string(data)}},
+				sst: `<si><t>userId</t></si><si><t>x</t></si>`})
 		case 2:
 			file, name = data, "f.csv"
 		case 3:
-			file = buildXLSX(t, testBook{rawSST: string(data), sheets: []testSheet{{name: "S", data: `<row><c t="s"><v>0</v></c></row>` +
+			file = buildXLSX(t, testBook{store: true, rawSST: string(data), sheets: []testSheet{{name: "S", data: `<row><c t="s"><v>0</v></c></row>` +
 				`<row><c t="s"><v>1</v></c><c t="s"><v>2</v></c><c t="s"><v>3</v></c></row>`}}})
 		}
 		r, err := New(bytes.NewReader(file), int64(len(file)), name, Options{MaxRows: 1 << 16, MaxUncompressed: 64 << 20})

@@ -15,6 +15,7 @@ type testBook struct {
 	sheets []testSheet // in workbook order
 	sst    string      // sharedStrings.xml body (inside <sst>), "" for none
 	rawSST string      // full sharedStrings.xml, overrides sst
+	store  bool        // store parts uncompressed (fast to build, for fuzzing)
 }
 
 type testSheet struct {
@@ -32,8 +33,12 @@ func buildXLSX(t testing.TB, b testBook) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
+	method := zip.Deflate
+	if b.store {
+		method = zip.Store
+	}
 	add := func(name, body string) {
-		w, err := zw.Create(name)
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: method})
 		if err != nil {
 			t.Fatal(err)
 		}
