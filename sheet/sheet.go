@@ -297,8 +297,10 @@ func (r *Reader) Next() (Row, error) {
 
 // Progress reports how many bytes of the file the Reader has consumed and
 // the total it will consume: for xlsx the compressed worksheet and shared
-// string parts, for CSV the whole file. read equals total once Read has
-// returned io.EOF. Safe to call concurrently with Read.
+// string parts, for CSV the whole file. read runs ahead of the rows
+// returned so far by what the inflater has buffered (about 1 MiB of
+// inflated text), and equals total once Read has returned io.EOF. Safe to
+// call concurrently with Read.
 func (r *Reader) Progress() (read, total int64) {
 	read = r.read.Load()
 	return min(read, r.total), r.total
