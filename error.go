@@ -19,6 +19,7 @@ const (
 	EOUTOFSTOCK   = "out_of_stock"       // the template has no stock left
 	ESTOCKLIMIT   = "stock_limit"        // the stock would exceed MaxStock
 	ELEASELOST    = "lease_lost"         // a task runner no longer holds its task
+	ETOOLARGE     = "file_too_large"     // an upload is over its size limit
 )
 
 // Error is quan's one error type: a machine code, a message a person
@@ -74,6 +75,7 @@ var (
 	ErrOutOfStock   = &Error{Code: EOUTOFSTOCK, Message: "out of stock"}
 	ErrStockLimit   = &Error{Code: ESTOCKLIMIT, Message: "stock limit exceeded"}
 	ErrLeaseLost    = &Error{Code: ELEASELOST, Message: "the task is no longer held by this runner"}
+	ErrTooLarge     = &Error{Code: ETOOLARGE, Message: "too large"}
 )
 
 // ErrorCode returns the code of the *Error in err's chain, "" for nil and

@@ -1,0 +1,265 @@
+package quan
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// FileStore keeps the files merchants upload.
+type FileStore interface {
+	// Save copies r into a new file, at most max bytes (ErrTooLarge past
+	// it, nothing kept), and returns where it is, its size and SHA-256.
+	Save(ctx context.Context, r io.Reader, max int64) (StoredFile, error)
+	// Remove deletes a file Save returned.
+	Remove(path string) error
+}
+
+// StoredFile is a file kept by a FileStore.
+type StoredFile struct {
+	Path   string
+	Size   int64
+	SHA256 string
+}
+
+// TaskService is the merchant's use of distribution tasks.
+type TaskService struct {
+	Tasks     TaskStore
+	Templates TemplateStore
+	Files     FileStore
+	// Check opens a stored file as the runner will, reads its header and
+	// first rows, and returns what is wrong with it in words a merchant
+	// can act on.
+	Check func(ctx context.Context, path, sheet string) error
+	// Count returns the number of data rows of a stored file; canceling a
+	// task that never started counts its rows as canceled with it.
+	Count func(ctx context.Context, path, sheet string) (int64, error)
+	// Wake tells the runners a task was created; nil does nothing.
+	Wake func()
+	Now  Clock
+	// MaxFileSize bounds an upload; 0 means DefaultMaxFileSize.
+	MaxFileSize int64
+	// ChunkSize is the rows applied per transaction; 0 means
+	// DefaultChunkSize.
+	ChunkSize int
+}
+
+// DefaultMaxFileSize is the largest upload accepted by default.
+const DefaultMaxFileSize = 1 << 30
+
+// NewTask is what a merchant sends to start a distribution.
+type NewTask struct {
+	Name       string
+	TemplateID int64
+	Notify     []NotifyType
+	SendAt     time.Time // zero: now
+	DryRun     bool
+	Sheet      string     // worksheet name; "" the first
+	FileName   string     // as uploaded
+	File       StoredFile // from Upload; Create removes it if it fails
+}
+
+func (s *TaskService) now() time.Time {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	return now().UTC().Truncate(time.Microsecond)
+}
+
+// Upload keeps the content of r for a task, refusing more than
+// MaxFileSize bytes with ErrTooLarge.
+func (s *TaskService) Upload(ctx context.Context, r io.Reader) (StoredFile, error) {
+	max := s.MaxFileSize
+	if max <= 0 {
+		max = DefaultMaxFileSize
+	}
+	return s.Files.Save(ctx, r, max)
+}
+
+// Create checks an uploaded file and the template and schedules the task.
+// Every problem is an EINVALID error naming its field: a file that cannot
+// be read is refused here rather than failing later. Unless Create
+// succeeds, it removes the uploaded file.
+func (s *TaskService) Create(ctx context.Context, who Identity, in NewTask) (*Task, error) {
+	f := in.File
+	keep := false
+	defer func() {
+		if !keep && f.Path != "" {
+			s.Files.Remove(f.Path)
+		}
+	}()
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, err
+	}
+	var v validator
+	if f.Path == "" || in.FileName == "" {
+		v.add("file", "is required: upload the .xlsx or .csv file of target users")
+	}
+	if in.TemplateID <= 0 {
+		v.add("templateId", "is required")
+	}
+	if strings.TrimSpace(in.Name) == "" {
+		v.add("name", "is required")
+	}
+	var tpl *Template
+	if in.TemplateID > 0 {
+		tpl, err = s.Templates.Template(ctx, shop, in.TemplateID)
+		switch {
+		case err == nil && tpl.Status == TemplateEnded:
+			v.add("templateId", fmt.Sprintf("template %d has ended: it issues no more coupons", tpl.ID))
+		case err == nil:
+		case ErrorCode(err) == ENOTFOUND:
+			v.add("templateId", fmt.Sprintf("no template %d in your shop", in.TemplateID))
+		default:
+			return nil, fmt.Errorf("create task: %w", err)
+		}
+	}
+	if err := v.err("the task has invalid fields"); err != nil {
+		return nil, err
+	}
+	if f.Size == 0 {
+		return nil, fieldErr("file", "is empty")
+	}
+	if err := s.Check(ctx, f.Path, in.Sheet); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fieldErr("file", err.Error())
+	}
+	now := s.now()
+	chunk := s.ChunkSize
+	if chunk <= 0 {
+		chunk = DefaultChunkSize
+	}
+	t := &Task{
+		ShopNo:     tpl.ShopNo,
+		TemplateID: tpl.ID,
+		Name:       strings.TrimSpace(in.Name),
+		FileName:   in.FileName,
+		FilePath:   f.Path,
+		FileSize:   f.Size,
+		FileSHA256: f.SHA256,
+		Sheet:      in.Sheet,
+		Notify:     in.Notify,
+		SendAt:     in.SendAt.UTC().Truncate(time.Microsecond),
+		DryRun:     in.DryRun,
+		ChunkSize:  chunk,
+		Status:     TaskPending,
+		CreatedBy:  who.String(),
+		CreatedAt:  now,
+		UpdatedAt:  now,
+	}
+	if t.SendAt.IsZero() || t.SendAt.Before(now) {
+		t.SendAt = now
+	}
+	if t.Notify == nil {
+		t.Notify = []NotifyType{}
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.Tasks.CreateTask(ctx, t); err != nil {
+		return nil, fmt.Errorf("create task: %w", err)
+	}
+	keep = true
+	if s.Wake != nil {
+		s.Wake()
+	}
+	return t, nil
+}
+
+func fieldErr(field, msg string) error {
+	return &Error{Code: EINVALID, Message: "the task has invalid fields", Fields: []FieldError{{Field: field, Message: msg}}}
+}
+
+// Get returns task id if the caller's shop owns it, else ErrNotFound.
+func (s *TaskService) Get(ctx context.Context, who Identity, id int64) (*Task, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, err
+	}
+	return s.Tasks.Task(ctx, shop, id)
+}
+
+// List returns a page of the caller's tasks, newest first, and the total.
+func (s *TaskService) List(ctx context.Context, who Identity, f TaskFilter) ([]*Task, int, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, 0, err
+	}
+	if shop != AnyShop {
+		f.ShopNo = shop
+	}
+	var v validator
+	switch f.Status {
+	case "", TaskPending, TaskRunning, TaskSucceeded, TaskFailed, TaskCanceled:
+	default:
+		v.add("status", fmt.Sprintf("%q is not a task status: use pending, running, succeeded, failed or canceled", f.Status))
+	}
+	if f.Offset < 0 {
+		v.add("offset", "must not be negative")
+	}
+	if f.Limit < 0 || f.Limit > MaxPageSize {
+		v.add("limit", fmt.Sprintf("must be between 1 and %d", MaxPageSize))
+	}
+	if err := v.err("invalid list parameters"); err != nil {
+		return nil, 0, err
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultPageSize
+	}
+	return s.Tasks.Tasks(ctx, f)
+}
+
+// Cancel stops a pending or running task. Coupons issued stay; the runner
+// counts the rows it did not reach as canceled.
+func (s *TaskService) Cancel(ctx context.Context, who Identity, id int64) (*Task, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	wasPending := false
+	t, err := s.Tasks.UpdateTask(ctx, shop, id, func(t *Task) error {
+		wasPending = t.Status == TaskPending
+		return t.Cancel(now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel task %d: %w", id, err)
+	}
+	if wasPending && s.Count != nil {
+		// No runner will read the file: count its rows here.
+		n, err := s.Count(ctx, t.FilePath, t.Sheet)
+		if err != nil {
+			return nil, fmt.Errorf("cancel task %d: count rows: %w", id, err)
+		}
+		t, err = s.Tasks.UpdateTask(ctx, shop, id, func(t *Task) error {
+			t.Counts.Canceled = n
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cancel task %d: %w", id, err)
+		}
+	}
+	return t, nil
+}
+
+// Report returns the path of a task's failure report, or ErrNotFound with
+// the reason there is none.
+func (s *TaskService) Report(ctx context.Context, who Identity, id int64) (string, error) {
+	t, err := s.Get(ctx, who, id)
+	if err != nil {
+		return "", err
+	}
+	if t.ReportPath == "" {
+		if t.Counts.FailedTotal() == 0 && t.Status.Done() {
+			return "", Errorf(ENOTFOUND, "task %d has no failure report: no row failed", id)
+		}
+		return "", Errorf(ENOTFOUND, "task %d has no failure report yet: it is %s", id, t.Status)
+	}
+	return t.ReportPath, nil
+}
