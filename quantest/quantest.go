@@ -15,6 +15,10 @@
 //	}
 //
 // Every subtest gets its own store, so the subtests run in parallel.
+//
+// TestTaskStore drives quan.TaskStore and quan.CouponStore together with
+// the TemplateStore of the same store (TaskStores). RunBulk measures a
+// bulk distribution for an adapter's benchmark.
 package quantest
 
 import (

@@ -79,6 +79,8 @@ func TestOpenSetsPragmas(t *testing.T) {
 		{"foreign_keys", "1"},
 		{"synchronous", "1"}, // NORMAL
 		{"busy_timeout", "5000"},
+		{"wal_autocheckpoint", "32768"},
+		{"journal_size_limit", "67108864"},
 	} {
 		var got string
 		if err := db.write.QueryRowContext(t.Context(), "PRAGMA "+c.pragma).Scan(&got); err != nil {

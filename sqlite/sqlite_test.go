@@ -86,3 +86,10 @@ func TestDataSurvivesReopen(t *testing.T) {
 		t.Errorf("create entry at %v, want the template's creation %v", es[0].At, tpl.CreatedAt)
 	}
 }
+
+func TestTaskStore(t *testing.T) {
+	quantest.TestTaskStore(t, func(t *testing.T) quantest.TaskStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}
+	})
+}

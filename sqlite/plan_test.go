@@ -1,0 +1,76 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestQueryPlans pins the index each hot query searches, so that a schema
+// change that turns a search into a scan fails here rather than at a
+// million rows.
+func TestQueryPlans(t *testing.T) {
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "quan.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct {
+		name, query string
+		want        []string // in the plan, in order
+	}{
+		{"ClaimTask", claimSQL, []string{
+			"SEARCH tasks USING INDEX tasks_status_send_at (status=?)",
+			"SEARCH tasks USING INDEX tasks_status_send_at (status=?)"}},
+		{"held counts", heldCountsSQL(3), []string{
+			"SEARCH coupons USING COVERING INDEX coupons_user_template_seq (user_id=? AND template_id=?)"}},
+		{"coupons just inserted", insertedSQL, []string{
+			"SEARCH coupons USING INTEGER PRIMARY KEY (rowid>?)"}},
+		{"last coupon id", `SELECT coalesce(max(id), 0) FROM coupons`, []string{"SEARCH coupons"}},
+		{"UserCoupons", `SELECT ` + couponColumns + ` FROM coupons WHERE user_id = ? AND template_id = ? ORDER BY id DESC`, []string{
+			"SEARCH coupons USING INDEX coupons_user_template_seq (user_id=? AND template_id=?)"}},
+		// No index by template: the pass reads the whole user index.
+		{"CouponStats", statsSQL, []string{"SCAN coupons USING COVERING INDEX coupons_user_template_seq"}},
+		{"Failures", `SELECT line, raw, cause FROM task_failures WHERE task_id = ? AND line > ? ORDER BY line LIMIT ?`, []string{
+			"SEARCH task_failures USING PRIMARY KEY (task_id=? AND line>?)"}},
+		{"Tasks", `SELECT ` + taskColumns + ` FROM tasks WHERE shop_no = ? AND status = ? ORDER BY id DESC LIMIT ? OFFSET ?`, []string{
+			"SEARCH tasks USING INDEX tasks_shop_id (shop_no=?)"}},
+	} {
+		// EXPLAIN QUERY PLAN needs no values: distinct literals stand in
+		// for the parameters.
+		next := 100
+		query := regexp.MustCompile(`\?[0-9]*`).ReplaceAllStringFunc(c.query, func(p string) string {
+			if p != "?" {
+				return p[1:]
+			}
+			next++
+			return strconv.Itoa(next)
+		})
+		rows, err := db.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		all := strings.Join(plan, "\n")
+		rest := all
+		for _, w := range c.want {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				t.Errorf("%s: the plan lacks %q:\n%s", c.name, w, all)
+				break
+			}
+			rest = rest[i+len(w):]
+		}
+	}
+}
