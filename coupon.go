@@ -26,11 +26,14 @@ const (
 
 // Coupon is one coupon a user holds, issued from a template.
 type Coupon struct {
-	ID         int64        `json:"id"`
-	TemplateID int64        `json:"templateId"`
-	ShopNo     int64        `json:"shopNo"`
-	UserID     int64        `json:"userId"`
-	Seq        int64        `json:"seq"` // 1 … the template's per-user limit
+	ID         int64 `json:"id"`
+	TemplateID int64 `json:"templateId"`
+	ShopNo     int64 `json:"shopNo"`
+	UserID     int64 `json:"userId"`
+	// Seq is the user's receive sequence of the template, 1 … its per-user
+	// limit. Coupons are never deleted, so a user holding n coupons of a
+	// template holds seq 1 … n, and the next one issued is n+1.
+	Seq        int64        `json:"seq"`
 	Status     CouponStatus `json:"status"`
 	ValidStart time.Time    `json:"validStart"`
 	ValidEnd   time.Time    `json:"validEnd"`

@@ -153,21 +153,28 @@ func (d *Distributor) runTask(ctx context.Context, t *Task) error {
 	if err != nil {
 		return d.fail(ctx, t, err)
 	}
-	defer rows.Close()
 	if _, total := rows.Progress(); total != t.BytesTotal {
 		_, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
 			cur.BytesTotal = total
 			return nil
 		})
 		if err != nil {
+			rows.Close()
 			return fmt.Errorf("task %d: %w", t.ID, err)
 		}
 	}
+	readerDone := make(chan struct{})
+	defer func() {
+		cancel()
+		<-readerDone // the reader is not safe to close while it reads
+		rows.Close()
+	}()
 
 	chunks := make(chan *Chunk, 2) // back-pressure: the reader waits for the store
 	readErr := make(chan error, 1)
 	counted := make(chan int64, 1) // rows read in all, once the file is done
 	go func() {
+		defer close(readerDone)
 		n, err := d.readChunks(ctx, t, rows, chunks)
 		counted <- n
 		readErr <- err
@@ -238,9 +245,6 @@ func (d *Distributor) readChunks(ctx context.Context, t *Task, rows RowReader, o
 				r.Cause = CauseDuplicate
 			default:
 				r.UserID = id
-			}
-			if r.Cause == "" {
-				r.Raw = "" // the report needs the text of failed rows only
 			}
 			cur.Rows = append(cur.Rows, r)
 			n++

@@ -86,8 +86,9 @@ type TaskStore interface {
 	// ClaimTask gives owner the lease of one task that needs a runner,
 	// until lease: a pending task whose SendAt has come (it becomes
 	// running, StartedAt now), or a running task whose lease expired (its
-	// runner died). Dry runs and real runs alike; oldest first. It returns
-	// nil and no error when no task needs a runner.
+	// runner died). Dry runs and real runs alike; oldest (lowest id) first.
+	// A task taken over keeps its StartedAt and checkpoint. It returns nil
+	// and no error when no task needs a runner.
 	ClaimTask(ctx context.Context, owner string, now, lease time.Time) (*Task, error)
 
 	// ApplyChunk applies c in one transaction: it checks that the task is
@@ -97,7 +98,11 @@ type TaskStore interface {
 	// the coupons, records every failed row, adds the counts and moves the
 	// checkpoint to c.Seq and c.BytesRead. It returns the chunk's counts.
 	// ErrLeaseLost if the task is not running or not held by c.Owner, a
-	// conflict if c.Seq is not the next chunk; nothing is written then.
+	// conflict if c.Seq is not the next chunk, ErrNotFound if there is no
+	// such task; nothing is written then. The undecided rows of a chunk name
+	// distinct users (the Distributor refuses repeats as duplicates). The
+	// task's UpdatedAt becomes c.Now. It may set Cause on c.Rows only if it
+	// commits, so a refused chunk can be retried as it is.
 	ApplyChunk(ctx context.Context, c *Chunk) (TaskCounts, error)
 
 	// Failures returns up to limit failed rows of task id with a line
