@@ -29,7 +29,7 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case codeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case codeTooLarge:
+	case codeTooLarge, quan.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError

@@ -18,8 +18,10 @@ import (
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
 type Server struct {
 	Templates *quan.TemplateService
+	Tasks     *quan.TaskService // nil serves no task routes
 	Tokens    *Tokens
-	Logger    *slog.Logger // nil discards
+	Now       func() time.Time // nil means time.Now
+	Logger    *slog.Logger     // nil discards
 
 	// Ready reports whether the dependencies are reachable, for /readyz.
 	Ready func(ctx context.Context) error
@@ -27,6 +29,13 @@ type Server struct {
 	ln     net.Listener
 	srv    *http.Server
 	routes []string
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 // maxBody bounds a JSON request body.
@@ -59,6 +68,14 @@ func (s *Server) Handler() http.Handler {
 	handle("POST /api/v1/templates/{id}/stock", s.increaseStock)
 	handle("GET /api/v1/templates/{id}/history", s.templateHistory)
 
+	if s.Tasks != nil {
+		handle("POST /api/v1/tasks", s.createTask)
+		handle("GET /api/v1/tasks", s.listTasks)
+		handle("GET /api/v1/tasks/{id}", s.getTask)
+		handle("POST /api/v1/tasks/{id}/cancel", s.cancelTask)
+		handle("GET /api/v1/tasks/{id}/failures.xlsx", s.taskFailures)
+	}
+
 	return s.recoverer(s.authenticate(s.unmatchedAsProblem(mux)))
 }
 
@@ -77,13 +94,14 @@ func (s *Server) Open(addr string) error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	s.ln = ln
-	s.srv = &http.Server{
+	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.logger().Handler(), slog.LevelWarn),
 	}
+	s.srv = srv
 	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger().Error("http serve", "err", err)
 		}
 	}()

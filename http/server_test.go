@@ -7,13 +7,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/disk"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/report"
+	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/sqlite"
 )
 
@@ -27,32 +31,72 @@ type testServer struct {
 	*httptest.Server
 	api    *qhttp.Server
 	tokens *qhttp.Tokens
+	store  *sqlite.Store
+	dir    string
 	now    time.Time
+
+	// open opens a task's file for the distributor; tests may wrap it.
+	open func(ctx context.Context, t *quan.Task) (quan.RowReader, error)
 }
 
 // newTestServer serves the API over a fresh SQLite store in a temp dir.
 func newTestServer(t *testing.T) *testServer {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "quan.db"), nil)
+	dir := t.TempDir()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "quan.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	store := sqlite.NewStore(db)
-	ts := &testServer{now: testNow}
+	ts := &testServer{now: testNow, store: store, dir: dir, open: openSheet}
 	tokens, err := qhttp.NewTokens(testSecret, func() time.Time { return ts.now })
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts.tokens = tokens
+	clock := func() time.Time { return ts.now }
+	files := &disk.Files{Dir: dir}
+	dist := &quan.Distributor{
+		Store:        store,
+		Open:         func(ctx context.Context, t *quan.Task) (quan.RowReader, error) { return ts.open(ctx, t) },
+		Report:       report.Failures{},
+		ReportPath:   files.ReportPath,
+		Owner:        "test-runner",
+		PollInterval: 10 * time.Millisecond,
+		Now:          clock,
+	}
 	ts.api = &qhttp.Server{
-		Templates: &quan.TemplateService{Store: store, Now: func() time.Time { return ts.now }},
-		Tokens:    tokens,
-		Ready:     db.Ping,
+		Templates: &quan.TemplateService{Store: store, Now: clock},
+		Tasks: &quan.TaskService{
+			Tasks:     store,
+			Templates: store,
+			Files:     files,
+			Check:     checkSheet,
+			Count: func(ctx context.Context, path, name string) (int64, error) {
+				return sheet.Count(ctx, path, sheet.Options{Sheet: name, MaxRows: testMaxRows})
+			},
+			Wake:      dist.Wake,
+			Now:       clock,
+			ChunkSize: 4, // several chunks even in small files
+		},
+		Tokens: tokens,
+		Ready:  db.Ping,
+		Now:    clock,
 	}
 	ts.Server = httptest.NewServer(ts.api.Handler())
-	t.Cleanup(ts.Close)
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		dist.Run(runCtx)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		ts.Close()
+	})
 	return ts
 }
 
@@ -176,4 +220,24 @@ func (ts *testServer) create(t *testing.T, token string, body map[string]any) qu
 	var tpl quan.Template
 	r.decode(t, &tpl)
 	return tpl
+}
+
+func openSheet(ctx context.Context, t *quan.Task) (quan.RowReader, error) {
+	return sheet.OpenRows(t.FilePath, sheet.Options{Sheet: t.Sheet, MaxRows: testMaxRows})
+}
+
+// testMaxRows is the row limit of test servers, small to test it.
+const testMaxRows = 1000
+
+func checkSheet(ctx context.Context, path, name string) error {
+	return sheet.Check(ctx, path, sheet.Options{Sheet: name, MaxRows: testMaxRows})
+}
+
+// assertNoUploads fails if any uploaded file was left in the data folder.
+func assertNoUploads(t *testing.T, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir(filepath.Join(dir, "uploads"))
+	if len(entries) > 0 {
+		t.Fatalf("%d files left in uploads", len(entries))
+	}
 }

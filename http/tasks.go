@@ -1,0 +1,300 @@
+package http
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// maxField bounds a non-file field of the task upload form.
+const maxField = 4 << 10
+
+// createTask takes a multipart form: the file, and the fields name,
+// templateId, notify (comma-separated or repeated), sendAt (RFC 3339),
+// dryRun and sheet, in any order. The file is streamed to the data folder,
+// never held in memory.
+func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	if _, err := who.ShopScope(); err != nil {
+		return err
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
+		return quan.Errorf(quan.EINVALID, "send the task as multipart/form-data with a file part named \"file\"")
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return quan.Errorf(quan.EINVALID, "read the form: %v", err)
+	}
+	var in quan.NewTask
+	var bad []quan.FieldError
+	created := false
+	defer func() {
+		if !created && in.File.Path != "" {
+			s.Tasks.Files.Remove(in.File.Path) // Create removes it too; twice is harmless
+		}
+	}()
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			bad = append(bad, quan.FieldError{Field: "file", Message: fmt.Sprintf("the form is cut short or malformed: %v", err)})
+			break
+		}
+		name := part.FormName()
+		if name == "file" {
+			if in.File.Path != "" {
+				bad = append(bad, quan.FieldError{Field: "file", Message: "send one file only"})
+				part.Close()
+				continue
+			}
+			in.FileName = part.FileName()
+			if in.FileName == "" {
+				in.FileName = "upload"
+			}
+			f, err := s.Tasks.Upload(r.Context(), part)
+			part.Close()
+			if err != nil {
+				return err
+			}
+			in.File = f
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(part, maxField+1))
+		part.Close()
+		if err != nil {
+			bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("could not be read: %v", err)})
+			continue
+		}
+		if len(b) > maxField {
+			bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("is longer than %d bytes", maxField)})
+			continue
+		}
+		v := strings.TrimSpace(string(b))
+		switch name {
+		case "name":
+			in.Name = v
+		case "templateId":
+			id, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || id <= 0 {
+				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not a template id", v)})
+			}
+			in.TemplateID = id
+		case "notify":
+			types, err := quan.ParseNotifyTypes(v)
+			if err != nil {
+				bad = append(bad, quan.FieldError{Field: name, Message: err.Error()})
+			}
+			in.Notify = append(in.Notify, types...)
+		case "sendAt":
+			if v == "" {
+				continue
+			}
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not an RFC 3339 time such as 2026-11-11T20:00:00+08:00", v)})
+			}
+			in.SendAt = t
+		case "dryRun":
+			if v == "" {
+				continue
+			}
+			dry, err := strconv.ParseBool(v)
+			if err != nil {
+				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not true or false", v)})
+			}
+			in.DryRun = dry
+		case "sheet":
+			in.Sheet = v
+		default:
+			bad = append(bad, quan.FieldError{Field: name, Message: "is not a known field"})
+		}
+	}
+	if _, err := quan.ParseNotifyTypes(joinNotify(in.Notify)); err != nil {
+		bad = append(bad, quan.FieldError{Field: "notify", Message: err.Error()})
+	}
+	if len(bad) > 0 {
+		return &quan.Error{Code: quan.EINVALID, Message: "the task has invalid fields", Fields: bad}
+	}
+	t, err := s.Tasks.Create(r.Context(), who, in)
+	if err != nil {
+		return err
+	}
+	created = true
+	w.Header().Set("Location", fmt.Sprintf("/api/v1/tasks/%d", t.ID))
+	s.writeJSON(w, http.StatusCreated, s.taskView(t))
+	return nil
+}
+
+func joinNotify(ns []quan.NotifyType) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = string(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+// TaskView is a task as the API shows it, with its live progress.
+type TaskView struct {
+	*quan.Task
+	Failed   int64        `json:"failedTotal"`
+	Progress TaskProgress `json:"progress"`
+	Report   string       `json:"failureReport,omitempty"` // URL of the failure report
+}
+
+// TaskProgress is how far a task is and how fast it goes.
+type TaskProgress struct {
+	Percent        float64 `json:"percent"`
+	RowsPerSecond  float64 `json:"rowsPerSecond"`
+	ElapsedSeconds float64 `json:"elapsedSeconds"`
+	ETASeconds     float64 `json:"etaSeconds,omitempty"`
+}
+
+func (s *Server) taskView(t *quan.Task) TaskView {
+	v := TaskView{Task: t, Failed: t.Counts.FailedTotal()}
+	if t.ReportPath != "" {
+		v.Report = fmt.Sprintf("/api/v1/tasks/%d/failures.xlsx", t.ID)
+	}
+	if t.BytesTotal > 0 {
+		v.Progress.Percent = float64(min(t.BytesRead, t.BytesTotal)) * 100 / float64(t.BytesTotal)
+	}
+	if t.Status == quan.TaskSucceeded {
+		v.Progress.Percent = 100
+	}
+	if !t.StartedAt.IsZero() {
+		end := t.FinishedAt
+		if end.IsZero() {
+			end = s.now()
+		}
+		el := end.Sub(t.StartedAt).Seconds()
+		v.Progress.ElapsedSeconds = el
+		if el > 0 {
+			v.Progress.RowsPerSecond = float64(t.Counts.Rows) / el
+			if t.Status == quan.TaskRunning && t.BytesRead > 0 && t.BytesTotal > t.BytesRead {
+				v.Progress.ETASeconds = el * float64(t.BytesTotal-t.BytesRead) / float64(t.BytesRead)
+			}
+		}
+	}
+	return v
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathTaskID(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.Tasks.Get(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, s.taskView(t))
+	return nil
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := quan.TaskFilter{Status: quan.TaskStatus(q.Get("status"))}
+	var bad []quan.FieldError
+	for name, dst := range map[string]*int{"offset": &f.Offset, "limit": &f.Limit} {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not a whole number", v)})
+			}
+			*dst = n
+		}
+	}
+	if len(bad) > 0 {
+		return &quan.Error{Code: quan.EINVALID, Message: "invalid list parameters", Fields: bad}
+	}
+	tasks, total, err := s.Tasks.List(r.Context(), who, f)
+	if err != nil {
+		return err
+	}
+	items := make([]TaskView, len(tasks))
+	for i, t := range tasks {
+		items[i] = s.taskView(t)
+	}
+	limit := f.Limit
+	if limit == 0 {
+		limit = quan.DefaultPageSize
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"items": items, "total": total, "offset": f.Offset, "limit": limit})
+	return nil
+}
+
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathTaskID(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.Tasks.Cancel(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, s.taskView(t))
+	return nil
+}
+
+func (s *Server) taskFailures(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathTaskID(r)
+	if err != nil {
+		return err
+	}
+	path, err := s.Tasks.Report(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return quan.Errorf(quan.ENOTFOUND, "the failure report of task %d is missing from the data folder", id)
+	}
+	if err != nil {
+		return fmt.Errorf("open failure report: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("open failure report: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="task-%d-failures.xlsx"`, id))
+	http.ServeContent(w, r, "", info.ModTime(), f)
+	return nil
+}
+
+func pathTaskID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, quan.Errorf(quan.ENOTFOUND, "no task %q", r.PathValue("id"))
+	}
+	return id, nil
+}
