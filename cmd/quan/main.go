@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -29,13 +30,21 @@ type Main struct {
 	Stdout, Stderr io.Writer
 	// Getenv reads QUAN_* settings; only Main reads the environment.
 	Getenv func(string) string
+	// Now is the clock of every use case; nil means time.Now. Tests move
+	// it to reach scheduled times without sleeping.
+	Now func() time.Time
 }
 
 const usage = `quan — coupon platform
 
 Usage:
-  quan serve   [flags]   run the HTTP API (embedded SQLite by default)
-  quan token   [flags]   mint a bearer token for development
+  quan demo       [flags]          distribute a coupon to 1,000,000 generated users, with progress
+  quan serve      [flags]          run the HTTP API and the distribution runner
+  quan distribute [flags] FILE     distribute a template to the users in an .xlsx or .csv file
+  quan gen-users  [flags]          write a file of fake target users
+  quan token      [flags]          mint a bearer token for development
+  quan bench distribute [flags]    measure a distribution end to end
+  quan bench read [flags]          measure the spreadsheet reader against excelize
 
 Run 'quan COMMAND -h' for a command's flags. Every flag can also be set
 with an environment variable: --data is QUAN_DATA, --jwt-secret is
@@ -63,6 +72,14 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return cmd.Close()
 	case "token":
 		return (&TokenCommand{Main: m}).Run(ctx, args[1:])
+	case "gen-users":
+		return (&GenUsersCommand{Main: m}).Run(ctx, args[1:])
+	case "distribute":
+		return (&DistributeCommand{Main: m}).Run(ctx, args[1:])
+	case "demo":
+		return (&DemoCommand{Main: m}).Run(ctx, args[1:])
+	case "bench":
+		return (&BenchCommand{Main: m}).Run(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, usage)
 		return nil

@@ -7,13 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/quanhq/quan"
 	qhttp "github.com/quanhq/quan/http"
-	"github.com/quanhq/quan/sqlite"
 )
 
 // ServeCommand runs the HTTP API until its context ends.
@@ -28,9 +24,13 @@ type ServeCommand struct {
 	LogFormat       string
 	ShutdownTimeout time.Duration
 
-	logger *slog.Logger
-	db     *sqlite.DB
-	server *qhttp.Server
+	Files  FileFlags
+	Runner RunnerFlags
+
+	logger     *slog.Logger
+	closeStore func()
+	server     *qhttp.Server
+	stop       func() // stops the distributor and waits for it
 }
 
 // ParseFlags reads the flags, then QUAN_* variables for those not given.
@@ -43,6 +43,8 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to drain requests in flight on SIGINT/SIGTERM")
+	c.Files.register(fs)
+	c.Runner.register(fs)
 	return c.Main.parseFlags(fs, args)
 }
 
@@ -60,44 +62,32 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tokens, err := qhttp.NewTokens(secret, nil)
+	tokens, err := qhttp.NewTokens(secret, c.Main.Now)
 	if err != nil {
 		return err
 	}
-	store, err := c.openStore(ctx)
+	store, closeStore, err := openStore(ctx, c.StoreURL, c.DataDir, logger)
 	if err != nil {
 		return err
 	}
+	c.closeStore = closeStore
+	app := c.Main.wire(store.store, store.chunkSize, c.DataDir, c.Files, c.Runner, logger)
 	c.server = &qhttp.Server{
-		Templates: &quan.TemplateService{Store: store},
+		Templates: app.templates,
+		Tasks:     app.tasks,
 		Tokens:    tokens,
 		Logger:    logger,
 		Ready:     store.Ping,
+		Now:       c.Main.Now,
+	}
+	if c.Runner.Run {
+		c.stop = app.startDistributor(logger)
 	}
 	if err := c.server.Open(c.Addr); err != nil {
 		return err
 	}
 	logger.Info("quan serving", "url", c.server.URL(), "data", c.DataDir, "store", c.StoreURL)
 	return nil
-}
-
-// openStore picks the store adapter by the scheme of --store.
-func (c *ServeCommand) openStore(ctx context.Context) (quan.TemplateStore, error) {
-	scheme, rest, _ := strings.Cut(c.StoreURL, ":")
-	switch scheme {
-	case "sqlite":
-		path := rest
-		if path == "" {
-			path = filepath.Join(c.DataDir, "quan.db")
-		}
-		db, err := sqlite.Open(ctx, path, c.logger)
-		if err != nil {
-			return nil, fmt.Errorf("open sqlite store: %w", err)
-		}
-		c.db = db
-		return sqlite.NewStore(db), nil
-	}
-	return nil, fmt.Errorf("--store %q: unknown scheme %q (use sqlite:)", c.StoreURL, scheme)
 }
 
 // URL is the server's base URL once open.
@@ -116,9 +106,13 @@ func (c *ServeCommand) Close() error {
 			c.logger.Info("quan stopped")
 		}
 	}
-	if c.db != nil {
-		errs = append(errs, c.db.Close())
-		c.db = nil
+	if c.stop != nil {
+		c.stop()
+		c.stop = nil
+	}
+	if c.closeStore != nil {
+		c.closeStore()
+		c.closeStore = nil
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/sheet"
+	"github.com/xuri/excelize/v2"
+)
+
+// run runs quan with args in env and returns its stdout; it fails the test
+// if the command fails unless wantErr.
+func run(t *testing.T, env map[string]string, now func() time.Time, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr syncBuffer
+	m := &Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }, Now: now}
+	err := m.Run(context.Background(), args)
+	if testing.Verbose() {
+		t.Logf("quan %s:\n%s%s", strings.Join(args, " "), stdout.String(), stderr.String())
+	}
+	return stdout.String(), err
+}
+
+// localTemplate creates an active template in env's data folder.
+func localTemplate(t *testing.T, env map[string]string, stock, limit int64) *quan.Template {
+	t.Helper()
+	m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }}
+	l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: "sqlite:", LogLevel: "warn"}
+	a, closeStore, err := l.open(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	tpl, err := createDemoTemplate(context.Background(), m, a, stock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit != 1 {
+		t.Fatal("localTemplate makes limit-1 templates only")
+	}
+	return tpl
+}
+
+// causesFile writes an xlsx with one row of every cause: user 900 must
+// hold the coupon already and the template have 3 coupons left.
+func causesFile(t *testing.T, dir string) string {
+	t.Helper()
+	f := excelize.NewFile()
+	defer f.Close()
+	rows := [][]any{
+		{"用户ID", "手机号"},
+		{"101", "13800000001"},      // 2 issued
+		{"abc", "13800000002"},      // 3 invalid_id
+		{"101", "13800000003"},      // 4 duplicate_in_file
+		{"900", "13800000004"},      // 5 limit_reached
+		{1234567890123456789.0, ""}, // 6 inexact_number
+		{"102", ""},                 // 7 issued
+		{"103", ""},                 // 8 issued
+		{"104", ""},                 // 9 out_of_stock
+	}
+	for i, r := range rows {
+		cell, _ := excelize.CoordinatesToCellName(1, i+1)
+		if err := f.SetSheetRow("Sheet1", cell, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "causes.xlsx")
+	if err := f.SaveAs(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDistributeCLI(t *testing.T) {
+	env := testEnv(t)
+	tpl := localTemplate(t, env, 4, 1)
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first.csv")
+	os.WriteFile(first, []byte("userId\r\n900\r\n"), 0o600)
+	out, err := run(t, env, nil, "distribute", "--template", fmt.Sprint(tpl.ID), first)
+	if err != nil || !regexp.MustCompile(`issued\s+1\n`).MatchString(out) {
+		t.Fatalf("first distribution: %v\n%s", err, out)
+	}
+
+	out, err = run(t, env, nil, "distribute", causesFile(t, dir), "--template", fmt.Sprint(tpl.ID), "--name", "causes")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{
+		`succeeded`, `rows\s+8\n`, `issued\s+3\n`, `failed\s+5\n`,
+		`invalid_id\s+1\n`, `inexact_number\s+1\n`, `duplicate_in_file\s+1\n`, `limit_reached\s+1\n`, `out_of_stock\s+1\n`,
+		`failure report: .*task-2-failures\.xlsx`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("summary lacks %s:\n%s", want, out)
+		}
+	}
+	report := regexp.MustCompile(`failure report: (\S+)`).FindStringSubmatch(out)[1]
+	f, err := excelize.OpenFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, _ := f.GetRows(f.GetSheetList()[0])
+	var got []string
+	for _, r := range rows[1:] {
+		got = append(got, r[0]+":"+r[3])
+	}
+	if strings.Join(got, " ") != "3:invalid_id 4:duplicate_in_file 5:limit_reached 6:inexact_number 9:out_of_stock" {
+		t.Fatalf("report rows %v", got)
+	}
+
+	t.Run("Errors", func(t *testing.T) {
+		for _, tt := range []struct {
+			args []string
+			says string
+		}{
+			{[]string{"distribute", first}, "--template is required"},
+			{[]string{"distribute", "--template", "1"}, "want one FILE"},
+			{[]string{"distribute", "--template", "1", filepath.Join(dir, "missing.csv")}, "no such file"},
+			{[]string{"distribute", "--template", "999", first}, "no template 999"},
+			{[]string{"distribute", "--template", fmt.Sprint(tpl.ID), "--notify", "fax", first}, "not a notification type"},
+		} {
+			_, err := run(t, env, nil, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("quan %v: %v, want %q", tt.args, err, tt.says)
+			}
+		}
+	})
+}
+
+func TestDistributeRemoteCLI(t *testing.T) {
+	env := testEnv(t)
+	srv := startServe(t, env)
+	tok := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1"))
+	tpl := localTemplate(t, env, 100, 1)
+	file := filepath.Join(t.TempDir(), "users.csv")
+	os.WriteFile(file, []byte("user_id\n1\n2\n2\nbad\n"), 0o600)
+	out, err := run(t, env, nil, "distribute", "--server", srv.URL(), "--token", tok, "--template", fmt.Sprint(tpl.ID), file)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{`succeeded`, `issued\s+2\n`, `duplicate_in_file\s+1\n`, `invalid_id\s+1\n`, `failure report: http://.*/api/v1/tasks/1/failures.xlsx`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("summary lacks %s:\n%s", want, out)
+		}
+	}
+	_, err = run(t, env, nil, "distribute", "--server", srv.URL(), "--token", "forged", "--template", fmt.Sprint(tpl.ID), file)
+	if err == nil || !strings.Contains(err.Error(), "401 unauthorized") {
+		t.Fatalf("bad token: %v", err)
+	}
+}
+
+func TestGenUsersCLI(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"u.xlsx", "u.csv", "shared.xlsx"} {
+		args := []string{"gen-users", "-n", "500", "--dup", "0.1", "--invalid", "0.1", "-o", filepath.Join(dir, name)}
+		if name == "shared.xlsx" {
+			args = append(args, "--shared")
+		}
+		out, err := run(t, nil, nil, args...)
+		if err != nil || !strings.Contains(out, "500 rows") {
+			t.Fatalf("%v: %v %s", args, err, out)
+		}
+		n, err := sheet.Count(context.Background(), filepath.Join(dir, name), sheet.Options{})
+		if err != nil || n != 500 {
+			t.Fatalf("%s: %d rows, %v", name, n, err)
+		}
+	}
+	if _, err := run(t, nil, nil, "gen-users", "-o", filepath.Join(dir, "u.txt")); err == nil {
+		t.Fatal("a .txt output was accepted")
+	}
+}
+
+func TestDemoCLI(t *testing.T) {
+	env := testEnv(t)
+	out, err := run(t, env, nil, "demo", "-n", "3000")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{`template 1: `, `stock 2,940`, `generated .*demo-users-3000.xlsx: 3,000 rows`, `task 1 succeeded`,
+		`rows\s+3,000\n`, `issued\s+2,9\d\d\n`, `duplicate_in_file`, `invalid_id`, `wall time`, `peak memory \d+ MB`, `failure report: `} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("demo output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// clock is a test clock that tests move by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// TestScheduledTaskStartsAfterRestart schedules a task, stops the server,
+// and starts it again after the task is due: the task runs.
+func TestScheduledTaskStartsAfterRestart(t *testing.T) {
+	env := testEnv(t)
+	env["QUAN_TASK_POLL"] = "10ms"
+	clk := &clock{now: time.Date(2026, 11, 11, 10, 0, 0, 0, time.UTC)}
+	serve := func() *ServeCommand {
+		logs := &syncBuffer{}
+		m := &Main{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }, Now: clk.Now}
+		cmd := &ServeCommand{Main: m}
+		if err := cmd.ParseFlags(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Close() })
+		return cmd
+	}
+	srv := serve()
+	m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }, Now: clk.Now}
+	tok := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1 --ttl 1000h"))
+	l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: "sqlite:", LogLevel: "warn"}
+	a, closeStore, err := l.open(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := createDemoTemplate(context.Background(), m, a, 10)
+	closeStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = tok
+	c := &apiClient{t: t, base: srv.URL(), token: tok}
+	sendAt := clk.Now().Add(time.Hour)
+	task := c.upload(map[string]string{"name": "at eleven", "templateId": fmt.Sprint(tpl.ID), "sendAt": sendAt.Format(time.RFC3339)},
+		"u.csv", "userId\n1\n2\n")
+	time.Sleep(100 * time.Millisecond) // the runner polls, finds nothing due
+	if got := c.task(task); got.Status != quan.TaskPending {
+		t.Fatalf("task started before it was due: %s", got.Status)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(sendAt.Add(time.Minute))
+	srv = serve()
+	c.base = srv.URL()
+	got := c.wait(task)
+	if got.Status != quan.TaskSucceeded || got.Counts.Issued != 2 || got.StartedAt.Before(sendAt) {
+		t.Fatalf("scheduled task after restart: %+v", got)
+	}
+}
+
+// apiClient calls a test server's task API.
+type apiClient struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func (c *apiClient) upload(fields map[string]string, name, content string) int64 {
+	c.t.Helper()
+	var body bytes.Buffer
+	mw := newMultipart(&body, fields, name, content)
+	req, _ := http.NewRequest("POST", c.base+"/api/v1/tasks", &body)
+	req.Header.Set("Content-Type", mw)
+	var task struct{ ID int64 }
+	if err := apiCall(req, c.token, http.StatusCreated, &task); err != nil {
+		c.t.Fatal(err)
+	}
+	return task.ID
+}
+
+func (c *apiClient) task(id int64) *quan.Task {
+	c.t.Helper()
+	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/api/v1/tasks/%d", c.base, id), nil)
+	var task quan.Task
+	if err := apiCall(req, c.token, http.StatusOK, &task); err != nil {
+		c.t.Fatal(err)
+	}
+	return &task
+}
+
+func (c *apiClient) wait(id int64) *quan.Task {
+	c.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if t := c.task(id); t.Status.Done() {
+			return t
+		}
+	}
+	c.t.Fatalf("task %d did not end", id)
+	return nil
+}

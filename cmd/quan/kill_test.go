@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/sheet"
+)
+
+// buildQuan builds the quan binary for tests that run it as a process.
+func buildQuan(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "quan")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// proc is a running `quan serve` process.
+type proc struct {
+	cmd *exec.Cmd
+	url string
+}
+
+var servingRE = regexp.MustCompile(`quan serving"? url=(http://\S+)`)
+
+func startProc(t *testing.T, bin, data string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--data", data, "--addr", "127.0.0.1:0",
+		"--task-lease", "1s", "--task-poll", "20ms", "--chunk-size", "2000")
+	cmd.Env = append(os.Environ(), "QUAN_LOG_LEVEL=info")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	url := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				url <- strings.Replace(m[1], "[::]", "127.0.0.1", 1)
+				break
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case u := <-url:
+		return &proc{cmd: cmd, url: u}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("quan serve did not start serving within 30s")
+		return nil
+	}
+}
+
+func (p *proc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+}
+
+// TestKillExactlyOnce kills a real quan process with SIGKILL at random
+// moments of one distribution, restarting it each time, and then checks
+// that every row has exactly one outcome, the stock fell by exactly the
+// coupons issued and nobody holds more than the limit.
+func TestKillExactlyOnce(t *testing.T) {
+	bin := buildQuan(t)
+	env := testEnv(t)
+	data := env["QUAN_DATA"]
+	const rows, stock = 150_000, 140_000
+	tpl := localTemplate(t, env, stock, 1)
+	file := filepath.Join(t.TempDir(), "users.xlsx")
+	gen, err := sheet.GenerateFile(file, sheet.GenOptions{Rows: rows, Seed: 7, DupRate: 0.02, InvalidRate: 0.01, Format: sheet.GenXLSXShared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1"))
+
+	p := startProc(t, bin, data)
+	c := &apiClient{t: t, base: p.url, token: tok}
+	content, _ := os.ReadFile(file)
+	id := c.upload(map[string]string{"name": "kill", "templateId": fmt.Sprint(tpl.ID)}, "users.xlsx", string(content))
+
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	kills, midTask := 0, 0
+	for kills < 4 {
+		// Let the new process resume (once the dead one's lease expires)
+		// and apply some chunks, then kill it at a random moment.
+		base := c.task(id).ChunksDone
+		var tk *quan.Task
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			tk = c.task(id)
+			if tk.Status.Done() || tk.ChunksDone > base || time.Now().After(deadline) {
+				break
+			}
+		}
+		time.Sleep(time.Duration(r.IntN(150)) * time.Millisecond)
+		if tk = c.task(id); tk.Status.Done() {
+			break
+		}
+		p.kill()
+		kills++
+		if tk.ChunksDone > base {
+			midTask++ // killed with part of the file applied since the last start
+		}
+		p = startProc(t, bin, data)
+		c.base = p.url
+	}
+	final := c.wait(id)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Wait()
+	t.Logf("killed %d times, %d of them mid-task; task %s after %d chunks: %+v", kills, midTask, final.Status, final.ChunksDone, final.Counts)
+	if midTask < 2 {
+		t.Fatalf("only %d kills hit the task while it ran: make it longer", midTask)
+	}
+
+	// Check the invariants on the store itself.
+	m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}
+	l := localFlags{DataDir: data, StoreURL: "sqlite:", LogLevel: "warn"}
+	a, closeStore, err := l.open(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	ctx := context.Background()
+	task, err := a.tasks.Get(ctx, cliIdentity, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt := task.Counts
+	if task.Status != quan.TaskSucceeded || cnt.Rows != rows || cnt.Issued+cnt.FailedTotal() != rows {
+		t.Fatalf("task %s: %+v", task.Status, cnt)
+	}
+	valid := int64(gen.Unique)
+	if cnt.Issued != min(valid, stock) || cnt.Failed.OutOfStock != max(0, valid-stock) ||
+		cnt.Failed.Duplicate != int64(gen.Duplicates) || cnt.Failed.InvalidID != int64(gen.Invalid) {
+		t.Fatalf("counts %+v for a file of %+v", cnt, gen)
+	}
+	got, err := a.templates.Get(ctx, cliIdentity, tpl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := a.tasks.Tasks.(quan.CouponStore).CouponStats(ctx, tpl.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TotalStock-got.Stock != cnt.Issued || stats.Coupons != cnt.Issued || stats.Users != cnt.Issued || stats.MaxPerUser > 1 {
+		t.Fatalf("stock %d of %d, coupons %+v, issued %d", got.Stock, got.TotalStock, stats, cnt.Issued)
+	}
+	var n, last int64
+	for {
+		page, err := a.tasks.Tasks.Failures(ctx, id, last, 5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range page {
+			if f.Line <= last {
+				t.Fatalf("failure lines out of order: %d after %d", f.Line, last)
+			}
+			last = f.Line
+			n++
+		}
+		if len(page) < 5000 {
+			break
+		}
+	}
+	if n != cnt.FailedTotal() {
+		t.Fatalf("%d failure rows recorded, %d counted", n, cnt.FailedTotal())
+	}
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/disk"
+	"github.com/quanhq/quan/report"
+	"github.com/quanhq/quan/sheet"
+)
+
+// store is everything quan keeps, as one adapter provides it.
+type store interface {
+	quan.TemplateStore
+	quan.TaskStore
+	quan.CouponStore
+}
+
+// FileFlags bound the distribution files quan accepts.
+type FileFlags struct {
+	MaxUpload       int64
+	MaxRows         int64
+	MaxUncompressed int64
+}
+
+func (f *FileFlags) register(fs *flag.FlagSet) {
+	fs.Int64Var(&f.MaxUpload, "max-upload", quan.DefaultMaxFileSize, "largest distribution file accepted, in bytes")
+	fs.Int64Var(&f.MaxRows, "max-rows", sheet.DefaultMaxRows, "most data rows in a distribution file")
+	fs.Int64Var(&f.MaxUncompressed, "max-uncompressed", sheet.DefaultMaxUncompressed, "most bytes any part of an .xlsx may inflate to (zip-bomb guard)")
+}
+
+func (f FileFlags) limits() fileLimits {
+	return fileLimits{MaxRows: f.MaxRows, MaxUncompressed: f.MaxUncompressed}
+}
+
+// RunnerFlags tune the distribution runner.
+type RunnerFlags struct {
+	Run       bool
+	ChunkSize int
+	Lease     time.Duration
+	Poll      time.Duration
+}
+
+func (r *RunnerFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&r.Run, "runner", true, "run distribution tasks in this process")
+	fs.IntVar(&r.ChunkSize, "chunk-size", 0, "rows applied per transaction (default: the store's recommendation)")
+	fs.DurationVar(&r.Lease, "task-lease", 15*time.Second, "how long a dead runner keeps its task before another resumes it")
+	fs.DurationVar(&r.Poll, "task-poll", time.Second, "how often the runner looks for due tasks")
+}
+
+// app is the use cases wired to one store.
+type app struct {
+	templates   *quan.TemplateService
+	tasks       *quan.TaskService
+	distributor *quan.Distributor
+}
+
+// wire builds the use cases over st, keeping files in dataDir. chunk is
+// the store's recommended chunk size, used unless the flags set one.
+func (m *Main) wire(st store, chunk int, dataDir string, ff FileFlags, rf RunnerFlags, logger *slog.Logger) *app {
+	files := &disk.Files{Dir: dataDir}
+	limits := ff.limits()
+	if rf.ChunkSize > 0 {
+		chunk = rf.ChunkSize
+	}
+	d := &quan.Distributor{
+		Store:        st,
+		Open:         limits.openTaskFile,
+		Report:       report.Failures{},
+		ReportPath:   files.ReportPath,
+		Owner:        runnerName(),
+		Lease:        rf.Lease,
+		PollInterval: rf.Poll,
+		Now:          m.Now,
+		Logger:       logger,
+	}
+	return &app{
+		templates: &quan.TemplateService{Store: st, Now: m.Now},
+		tasks: &quan.TaskService{
+			Tasks:       st,
+			Templates:   st,
+			Files:       files,
+			Check:       limits.checkFile,
+			Count:       limits.countRows,
+			Wake:        d.Wake,
+			Now:         m.Now,
+			MaxFileSize: ff.MaxUpload,
+			ChunkSize:   chunk,
+		},
+		distributor: d,
+	}
+}
+
+// startDistributor runs the distributor in the background; the returned
+// function stops it and waits for it.
+func (a *app) startDistributor(logger *slog.Logger) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := a.distributor.Run(ctx); err != nil {
+			logger.Error("distributor stopped", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// runnerName names this process among the runners sharing a store.
+func runnerName() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
