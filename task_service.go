@@ -122,7 +122,7 @@ func (s *TaskService) Create(ctx context.Context, who Identity, in NewTask) (*Ta
 		return nil, err
 	}
 	if f.Size == 0 {
-		return nil, fieldErr("file", "is empty")
+		return nil, fieldErr("file", "the file is empty: upload an .xlsx or .csv with a header row and one user per row")
 	}
 	if err := s.Check(ctx, f.Path, in.Sheet); err != nil {
 		if ctx.Err() != nil {

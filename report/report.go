@@ -65,11 +65,23 @@ func (Failures) Write(ctx context.Context, path string, t *quan.Task, rows iter.
 	if err := sw.Flush(); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := f.SaveAs(tmp); err != nil {
+	out, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.partial")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	defer os.Remove(out.Name()) // a no-op once renamed
+	if _, err := f.WriteTo(out); err != nil {
+		out.Close()
 		return fmt.Errorf("report: save: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return fmt.Errorf("report: save: %w", err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("report: save: %w", err)
+	}
+	if err := os.Rename(out.Name(), path); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
