@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +34,9 @@ type testServer struct {
 	tokens *qhttp.Tokens
 	store  *sqlite.Store
 	dir    string
-	now    time.Time
+
+	mu  sync.Mutex // guards now, which the server's goroutines read
+	now time.Time
 
 	// open opens a task's file for the distributor; tests may wrap it.
 	open func(ctx context.Context, t *quan.Task) (quan.RowReader, error)
@@ -51,12 +54,12 @@ func newTestServer(t *testing.T) *testServer {
 	t.Cleanup(func() { db.Close() })
 	store := sqlite.NewStore(db)
 	ts := &testServer{now: testNow, store: store, dir: dir, open: openSheet}
-	tokens, err := qhttp.NewTokens(testSecret, func() time.Time { return ts.now })
+	tokens, err := qhttp.NewTokens(testSecret, ts.clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts.tokens = tokens
-	clock := func() time.Time { return ts.now }
+	clock := ts.clock
 	files := &disk.Files{Dir: dir}
 	dist := &quan.Distributor{
 		Store:        store,
@@ -98,6 +101,20 @@ func newTestServer(t *testing.T) *testServer {
 		ts.Close()
 	})
 	return ts
+}
+
+// clock is the test server's time.
+func (ts *testServer) clock() time.Time {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.now
+}
+
+// setNow moves the test server's clock.
+func (ts *testServer) setNow(t time.Time) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.now = t
 }
 
 func (ts *testServer) token(t *testing.T, id quan.Identity) string {

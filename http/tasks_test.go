@@ -281,7 +281,7 @@ func xlsxWith(t *testing.T, parts map[string]string) []byte {
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
 	for name, body := range parts {
-		w, err := zw.Create(name)
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,29 +291,50 @@ func xlsxWith(t *testing.T, parts map[string]string) []byte {
 	return b.Bytes()
 }
 
+// rezip returns the xlsx with one part replaced.
+func rezip(t *testing.T, xlsx []byte, name, body string) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(xlsx), int64(len(xlsx)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string]string{}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		parts[f.Name] = string(b)
+	}
+	if _, ok := parts[name]; !ok {
+		t.Fatalf("no part %s", name)
+	}
+	parts[name] = body
+	return xlsxWith(t, parts)
+}
+
 func TestBrokenFiles(t *testing.T) {
 	ts := newTestServer(t)
 	tok := ts.merchant(t, 1001)
 	tpl := ts.activeTemplate(t, tok, 10, 1)
 	valid := causesXLSX(t)
-	bomb := xlsxWith(t, map[string]string{
-		"[Content_Types].xml":        `<Types/>`,
-		"xl/workbook.xml":            `<workbook><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>`,
-		"xl/_rels/workbook.xml.rels": `<Relationships><Relationship Id="rId1" Target="worksheets/sheet1.xml"/></Relationships>`,
-		"xl/worksheets/sheet1.xml":   `<worksheet><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>userId</t></is></c></row>` + strings.Repeat(" ", 64<<20) + `</sheetData></worksheet>`,
-	})
+	// A zip bomb: a real workbook whose worksheet inflates from a few
+	// hundred KB to 64 MB of blanks.
+	bomb := rezip(t, valid, "xl/worksheets/sheet1.xml", `<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>userId</t></is></c></row>`+strings.Repeat(" ", 64<<20)+`</sheetData></worksheet>`)
 	tests := []struct {
 		name, file string
 		content    []byte
 		says       string
 	}{
-		{"NotASpreadsheet", "users.xlsx", []byte("\x00\x01\x02PNG binary junk"), ""},
-		{"Truncated", "users.xlsx", valid[:len(valid)/2], ""},
-		{"NoWorksheet", "users.xlsx", xlsxWith(t, map[string]string{"[Content_Types].xml": "<Types/>", "xl/workbook.xml": "<workbook><sheets/></workbook>"}), ""},
-		{"MissingUserIDColumn", "users.csv", []byte("phone,mail\n13800000000,a@b.c\n"), "user"},
-		{"ZipBomb", "users.xlsx", bomb, ""},
-		{"UnknownSheet", "users.xlsx", valid, "sheet"},
-		{"Empty", "users.csv", nil, ""},
+		{"NotASpreadsheet", "users.xlsx", []byte("\x00\x01\x02PNG binary junk"), "not an xlsx or csv"},
+		{"Truncated", "users.xlsx", valid[:len(valid)/2], "truncated"},
+		{"NoWorksheet", "users.xlsx", xlsxWith(t, map[string]string{"[Content_Types].xml": "<Types/>", "xl/workbook.xml": "<workbook><sheets/></workbook>"}), "no worksheet"},
+		{"MissingUserIDColumn", "users.csv", []byte("phone,mail\n13800000000,a@b.c\n"), "no user id column"},
+		{"ZipBomb", "users.xlsx", bomb, "zip bomb"},
+		{"UnknownSheet", "users.xlsx", valid, "no sheet named"},
+		{"Empty", "users.csv", nil, "empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -472,11 +493,27 @@ func TestCancelScheduledTask(t *testing.T) {
 	if task.Status != quan.TaskCanceled || task.Counts.Canceled != 3 || task.Counts.Issued != 0 {
 		t.Fatalf("canceled before start: %s %+v", task.Status, task.Counts)
 	}
-	ts.now = testNow.Add(2 * time.Hour) // past sendAt: the runner must not start it
+	ts.setNow(testNow.Add(2 * time.Hour)) // past sendAt: the runner must not start it
 	time.Sleep(100 * time.Millisecond)
 	tok = ts.merchant(t, 1001)
 	ts.do(t, "GET", fmt.Sprintf("/api/v1/tasks/%d", task.ID), tok, nil).decode(t, &task)
 	if task.Status != quan.TaskCanceled || task.Counts.Issued != 0 {
 		t.Fatalf("canceled task ran: %+v", task.Task)
+	}
+}
+
+func TestDistributePausedTemplate(t *testing.T) {
+	ts := newTestServer(t)
+	tok := ts.merchant(t, 1001)
+	tpl := ts.activeTemplate(t, tok, 10, 1)
+	ts.do(t, "POST", loc(tpl.ID)+"/pause", tok, nil).want(t, 200, "")
+	task := ts.distribute(t, tok, tpl.ID, "u.csv", []byte("userId\n1\n2\nx\n"), nil)
+	want := quan.TaskCounts{Rows: 3, Failed: quan.FailedCounts{TemplateInactive: 2, InvalidID: 1}}
+	if task.Status != quan.TaskSucceeded || task.Counts != want {
+		t.Fatalf("task %s %+v", task.Status, task.Counts)
+	}
+	rows := ts.reportRows(t, tok, task.ID)
+	if len(rows) != 3 || rows[0][3] != "template_inactive" || rows[0][1] != "1" || rows[2][3] != "invalid_id" {
+		t.Fatalf("report %v", rows)
 	}
 }

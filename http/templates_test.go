@@ -176,9 +176,9 @@ func TestIdentity(t *testing.T) {
 	admin := ts.token(t, quan.Identity{Role: quan.RoleAdmin, Subject: "ops"})
 
 	expired := func() string {
-		saved := ts.now
-		ts.now = saved.Add(-2 * time.Hour)
-		defer func() { ts.now = saved }()
+		saved := ts.clock()
+		ts.setNow(saved.Add(-2 * time.Hour))
+		defer func() { ts.setNow(saved) }()
 		return ts.merchant(t, 1001) // valid for one hour, two hours ago
 	}()
 	// tampered claims shop 1001 with the signature of shop 2002's token.
@@ -351,8 +351,8 @@ func TestTransitions(t *testing.T) {
 	}
 	t.Run("ActivateAfterWindowClosed", func(t *testing.T) {
 		id := reach(t, quan.TemplateDraft)
-		ts.now = testNow.Add(31 * 24 * time.Hour)
-		defer func() { ts.now = testNow }()
+		ts.setNow(testNow.Add(31 * 24 * time.Hour))
+		defer func() { ts.setNow(testNow) }()
 		r := ts.do(t, "POST", loc(id)+"/activate", ts.merchant(t, 1001), nil)
 		r.want(t, 400, quan.EINVALID)
 		if !r.hasField("issueEnd") {
@@ -529,8 +529,8 @@ func TestHistory(t *testing.T) {
 	tok := ts.merchant(t, 1001)
 	tpl := ts.create(t, tok, validTemplate())
 	ts.do(t, "PATCH", loc(tpl.ID), tok, `{"name":"renamed"}`).want(t, 200, "")
-	ts.now = testNow.Add(time.Minute)
-	defer func() { ts.now = testNow }()
+	ts.setNow(testNow.Add(time.Minute))
+	defer func() { ts.setNow(testNow) }()
 	ts.do(t, "POST", loc(tpl.ID)+"/activate", tok, nil).want(t, 200, "")
 	ts.do(t, "POST", loc(tpl.ID)+"/stock", tok, `{"amount":7}`).want(t, 200, "")
 	ts.do(t, "POST", loc(tpl.ID)+"/pause", tok, nil).want(t, 200, "")

@@ -120,6 +120,25 @@ func TestDistributeCLI(t *testing.T) {
 		t.Fatalf("report rows %v", got)
 	}
 
+	t.Run("PausedTemplate", func(t *testing.T) {
+		m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }}
+		l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: "sqlite:", LogLevel: "warn"}
+		a, closeStore, err := l.open(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = a.templates.Pause(context.Background(), cliIdentity, tpl.ID)
+		closeStore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, "paused.csv")
+		os.WriteFile(file, []byte("userId\n555\n556\n"), 0o600)
+		out, err := run(t, env, nil, "distribute", "--template", fmt.Sprint(tpl.ID), file)
+		if err != nil || !regexp.MustCompile(`template_inactive\s+2\n`).MatchString(out) {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
 	t.Run("Errors", func(t *testing.T) {
 		for _, tt := range []struct {
 			args []string
@@ -306,4 +325,32 @@ func (c *apiClient) wait(id int64) *quan.Task {
 	}
 	c.t.Fatalf("task %d did not end", id)
 	return nil
+}
+
+func TestDistributeBrokenFilesCLI(t *testing.T) {
+	env := testEnv(t)
+	tpl := localTemplate(t, env, 10, 1)
+	dir := t.TempDir()
+	valid := causesFile(t, dir)
+	content, _ := os.ReadFile(valid)
+	tests := []struct {
+		name    string
+		content []byte
+		says    string
+	}{
+		{"notaspreadsheet.xlsx", []byte("\x00\x01\x02\x03 binary"), "not an xlsx or csv"},
+		{"truncated.xlsx", content[:len(content)/2], "truncated"},
+		{"nouserid.csv", []byte("phone\n13800000000\n"), "user id"},
+		{"empty.csv", nil, "empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, tt.name)
+			os.WriteFile(path, tt.content, 0o600)
+			_, err := run(t, env, nil, "distribute", "--template", fmt.Sprint(tpl.ID), path)
+			if err == nil || !strings.Contains(strings.ToLower(err.Error()), tt.says) {
+				t.Fatalf("err %v, want it to say %q", err, tt.says)
+			}
+		})
+	}
 }
