@@ -73,12 +73,7 @@ func (c *Coupon) Release(now time.Time) error {
 	if c.Status != CouponLocked {
 		return c.transitionErr("release")
 	}
-	c.OrderID = ""
-	if now.Before(c.ValidEnd) {
-		c.set(CouponAvailable, now)
-	} else {
-		c.set(CouponExpired, now)
-	}
+	c.giveBack(now)
 	return nil
 }
 
@@ -98,12 +93,7 @@ func (c *Coupon) Refund(now time.Time) error {
 	if c.Status != CouponUsed {
 		return c.transitionErr("refund")
 	}
-	c.OrderID = ""
-	if now.Before(c.ValidEnd) {
-		c.set(CouponAvailable, now)
-	} else {
-		c.set(CouponExpired, now)
-	}
+	c.giveBack(now)
 	return nil
 }
 
@@ -124,6 +114,17 @@ func (c *Coupon) Revoke(now time.Time) error {
 	c.OrderID = ""
 	c.set(CouponRevoked, now)
 	return nil
+}
+
+// giveBack makes a coupon available again while it is valid, expired
+// otherwise: a release or refund never revives an expired coupon.
+func (c *Coupon) giveBack(now time.Time) {
+	c.OrderID = ""
+	if now.Before(c.ValidEnd) {
+		c.set(CouponAvailable, now)
+	} else {
+		c.set(CouponExpired, now)
+	}
 }
 
 func (c *Coupon) set(s CouponStatus, now time.Time) {

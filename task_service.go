@@ -200,12 +200,7 @@ func (s *TaskService) List(ctx context.Context, who Identity, f TaskFilter) ([]*
 	default:
 		v.add("status", fmt.Sprintf("%q is not a task status: use pending, running, succeeded, failed or canceled", f.Status))
 	}
-	if f.Offset < 0 {
-		v.add("offset", "must not be negative")
-	}
-	if f.Limit < 0 || f.Limit > MaxPageSize {
-		v.add("limit", fmt.Sprintf("must be between 1 and %d", MaxPageSize))
-	}
+	v.page(f.Offset, f.Limit)
 	if err := v.err("invalid list parameters"); err != nil {
 		return nil, 0, err
 	}

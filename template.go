@@ -418,6 +418,16 @@ func (v *validator) add(field, msg string) {
 	v.fields = append(v.fields, FieldError{Field: field, Message: msg})
 }
 
+// page checks the offset and limit of a listing (0 means the default).
+func (v *validator) page(offset, limit int) {
+	if offset < 0 {
+		v.add("offset", "must not be negative")
+	}
+	if limit < 0 || limit > MaxPageSize {
+		v.add("limit", fmt.Sprintf("must be between 1 and %d", MaxPageSize))
+	}
+}
+
 func (v *validator) err(msg string) error {
 	if len(v.fields) == 0 {
 		return nil

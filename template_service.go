@@ -113,12 +113,7 @@ func (f TemplateFilter) Validate() error {
 	default:
 		v.add("kind", fmt.Sprintf("%q is not a kind: use direct, threshold, discount or step", f.Kind))
 	}
-	if f.Offset < 0 {
-		v.add("offset", "must not be negative")
-	}
-	if f.Limit < 0 || f.Limit > MaxPageSize {
-		v.add("limit", fmt.Sprintf("must be between 1 and %d", MaxPageSize))
-	}
+	v.page(f.Offset, f.Limit)
 	return v.err("invalid list parameters")
 }
 

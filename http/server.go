@@ -200,12 +200,16 @@ func (a *allowRecorder) Header() http.Header         { return a.header }
 func (a *allowRecorder) Write(b []byte) (int, error) { return len(b), nil }
 func (a *allowRecorder) WriteHeader(status int)      { a.status = status }
 
-// pathID parses the {id} path value as a positive integer; anything else
-// is not a template anyone can have, so it is ErrNotFound.
-func pathID(r *http.Request) (int64, error) {
+// target returns the caller's identity and the {id} of the path. An id
+// that is not a positive integer is no what anyone can have: ErrNotFound.
+func target(r *http.Request, what string) (quan.Identity, int64, error) {
+	who, err := identity(r)
+	if err != nil {
+		return who, 0, err
+	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, quan.Errorf(quan.ENOTFOUND, "no template %q", r.PathValue("id"))
+		return who, 0, quan.Errorf(quan.ENOTFOUND, "no %s %q", what, r.PathValue("id"))
 	}
-	return id, nil
+	return who, id, nil
 }

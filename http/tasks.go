@@ -191,11 +191,7 @@ func (s *Server) taskView(t *quan.Task) TaskView {
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
-	who, err := identity(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathTaskID(r)
+	who, id, err := target(r, "task")
 	if err != nil {
 		return err
 	}
@@ -244,11 +240,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
-	who, err := identity(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathTaskID(r)
+	who, id, err := target(r, "task")
 	if err != nil {
 		return err
 	}
@@ -261,11 +253,7 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) taskFailures(w http.ResponseWriter, r *http.Request) error {
-	who, err := identity(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathTaskID(r)
+	who, id, err := target(r, "task")
 	if err != nil {
 		return err
 	}
@@ -289,12 +277,4 @@ func (s *Server) taskFailures(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="task-%d-failures.xlsx"`, id))
 	http.ServeContent(w, r, "", info.ModTime(), f)
 	return nil
-}
-
-func pathTaskID(r *http.Request) (int64, error) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, quan.Errorf(quan.ENOTFOUND, "no task %q", r.PathValue("id"))
-	}
-	return id, nil
 }

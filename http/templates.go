@@ -32,11 +32,7 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) error {
-	who, err := identity(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	who, id, err := target(r, "template")
 	if err != nil {
 		return err
 	}
@@ -107,11 +103,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) editTemplate(w http.ResponseWriter, r *http.Request) error {
-	who, err := identity(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	who, id, err := target(r, "template")
 	if err != nil {
 		return err
 	}
@@ -134,11 +126,7 @@ func (s *Server) editTemplate(w http.ResponseWriter, r *http.Request) error {
 // changeTemplate serves a status change without a body.
 func (s *Server) changeTemplate(change func(*quan.TemplateService, context.Context, quan.Identity, int64) (*quan.Template, error)) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		who, err := identity(r)
-		if err != nil {
-			return err
-		}
-		id, err := pathID(r)
+		who, id, err := target(r, "template")
 		if err != nil {
 			return err
 		}
@@ -152,11 +140,7 @@ func (s *Server) changeTemplate(change func(*quan.TemplateService, context.Conte
 }
 
 func (s *Server) increaseStock(w http.ResponseWriter, r *http.Request) error {
-	who, err := identity(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	who, id, err := target(r, "template")
 	if err != nil {
 		return err
 	}
@@ -175,11 +159,7 @@ func (s *Server) increaseStock(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) templateHistory(w http.ResponseWriter, r *http.Request) error {
-	who, err := identity(r)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r)
+	who, id, err := target(r, "template")
 	if err != nil {
 		return err
 	}
