@@ -1,0 +1,59 @@
+package quan
+
+import (
+	"context"
+	"time"
+)
+
+// Message is one message on the bus.
+type Message struct {
+	Subject string
+	// ID de-duplicates: a second Publish of the same ID on the same
+	// subject within the bus's duplicate window is dropped, so a publisher
+	// that retries after a crash does not deliver twice.
+	ID   string
+	Data []byte
+	// Attempt is 1 on the first delivery and counts redeliveries.
+	Attempt int
+}
+
+// ConsumeOptions tune a consumer. The zero value works.
+type ConsumeOptions struct {
+	// MaxDeliver is how many times a message is delivered before it goes
+	// to the dead-letter subject; 0 means DefaultMaxDeliver.
+	MaxDeliver int
+	// Backoff is the wait before each redelivery after a failed handling;
+	// the last value repeats. Nil means DefaultBackoff.
+	Backoff []time.Duration
+	// AckWait is how long a delivery may be handled before it is presumed
+	// lost and redelivered; 0 means 30s.
+	AckWait time.Duration
+}
+
+// Bus defaults.
+const DefaultMaxDeliver = 5
+
+// DefaultBackoff is the redelivery schedule when ConsumeOptions has none.
+var DefaultBackoff = []time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second}
+
+// DeadLetterPrefix is put before a subject to name its dead-letter subject:
+// messages of "quan.claims" that exhausted their deliveries are published
+// on "dead.quan.claims", with the last error in the header Reason.
+const DeadLetterPrefix = "dead."
+
+// Bus is a durable message bus with at-least-once delivery.
+type Bus interface {
+	// Publish stores m durably before it returns; the subject must belong
+	// to the bus's streams.
+	Publish(ctx context.Context, m Message) error
+
+	// Consume delivers the messages of subject to handle until ctx ends,
+	// then returns nil. Consumers with the same durable name share the
+	// messages (each goes to one of them, across processes); the name
+	// survives restarts, so nothing published while no consumer ran is
+	// lost. handle returning nil acknowledges the message; an error has it
+	// redelivered after the backoff, and after MaxDeliver deliveries it is
+	// published to DeadLetterPrefix+subject with the error as its reason
+	// and acknowledged.
+	Consume(ctx context.Context, subject, durable string, opt ConsumeOptions, handle func(context.Context, Message) error) error
+}
