@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -44,6 +45,7 @@ func (c *BenchCommand) distribute(ctx context.Context, args []string) error {
 	n := fs.Int("n", 1_000_000, "users in the file")
 	shared := fs.Bool("shared", false, "the file uses shared strings")
 	keep := fs.Bool("keep", false, "keep the data folder (default: a fresh temporary one, removed after)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the distribution to this file")
 	if err := c.Main.parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -73,6 +75,17 @@ func (c *BenchCommand) distribute(ctx context.Context, args []string) error {
 		return fmt.Errorf("bench: generate users: %w", err)
 	}
 	runtime.GC()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	t, wall, err := runLocalTask(ctx, c.Main, a, file, quan.NewTask{Name: "bench", TemplateID: tpl.ID, FileName: "bench-users.xlsx"})
 	if err != nil {
 		return err
