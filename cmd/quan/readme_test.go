@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestReadmeExamples runs the README's example block against a real
@@ -20,48 +25,116 @@ func TestReadmeExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := readmeBlock(t, string(readme))
+	blocks := readmeBlocks(t, string(readme))
+	if len(blocks) != 2 {
+		t.Fatalf("README has %d readme-test blocks, want 2", len(blocks))
+	}
 	env := testEnv(t)
 	srv := startServe(t, env)
-
-	vars := map[string]string{}
-	cmds := splitCommands(block)
-	if len(cmds) < 10 {
-		t.Fatalf("found only %d commands in the README block", len(cmds))
-	}
-	var last *http.Response
-	var lastBody []byte
-	for _, c := range cmds {
-		if c.expect != "" {
-			checkExpectation(t, c.expect, last, lastBody)
-			continue
+	sh := &readmeShell{t: t, env: env, base: srv.URL(), dir: t.TempDir(), vars: map[string]string{}}
+	for _, block := range blocks {
+		cmds := splitCommands(block)
+		if len(cmds) < 6 {
+			t.Fatalf("found only %d commands in a README block", len(cmds))
 		}
-		if c.assign != "" {
-			vars[c.assign] = strings.TrimSpace(runQuan(t, env, c.subst))
-			continue
-		}
-		words := shellWords(t, c.text, vars)
-		switch {
-		case words[0] == "curl":
-			last, lastBody = runCurl(t, srv.URL(), words)
-		default:
-			t.Fatalf("README command not understood by the test: %q", c.text)
+		var last []string // the last curl command, to run again
+		var res *http.Response
+		var body []byte
+		for _, c := range cmds {
+			if c.expect != "" {
+				// A GET may describe a state reached "in a moment": ask
+				// again for a while, as a person would.
+				for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					err := checkExpectation(c.expect, res, body)
+					if err == nil {
+						break
+					}
+					if !isGet(last) || time.Now().After(deadline) {
+						t.Fatal(err)
+					}
+					res, body = sh.curl(last)
+				}
+				continue
+			}
+			if c.assign != "" {
+				vars := sh.vars
+				vars[c.assign] = strings.TrimSpace(runQuan(t, env, sh.dataArgs(c.subst)))
+				continue
+			}
+			words := shellWords(t, c.text, sh.vars)
+			switch {
+			case words[0] == "curl":
+				last = words
+				res, body = sh.curl(words)
+			case len(words) > 3 && strings.Join(words[:3], " ") == "go run ./cmd/quan":
+				runQuan(t, env, sh.dataArgs(strings.Join(sh.files(words[3:]), " ")))
+			default:
+				t.Fatalf("README command not understood by the test: %q", c.text)
+			}
 		}
 	}
 }
 
-func readmeBlock(t *testing.T, readme string) string {
+// readmeShell runs README commands against a test server, with the
+// files they name in a folder of their own.
+type readmeShell struct {
+	t    *testing.T
+	env  map[string]string
+	base string
+	dir  string
+	vars map[string]string
+}
+
+// dataArgs points a quan command's --data ./quan-try at the test server's
+// data folder.
+func (sh *readmeShell) dataArgs(args string) string {
+	if strings.Contains(args, "--data") && !strings.Contains(args, "--data ./quan-try") {
+		sh.t.Fatalf("README command %q uses a data folder other than its server's ./quan-try", args)
+	}
+	return strings.ReplaceAll(args, "--data ./quan-try", "--data "+sh.env["QUAN_DATA"])
+}
+
+// files puts bare file names (users.xlsx) in the shell's folder.
+func (sh *readmeShell) files(words []string) []string {
+	out := make([]string, len(words))
+	bare := func(w string) bool {
+		return (strings.HasSuffix(w, ".xlsx") || strings.HasSuffix(w, ".csv")) && !strings.Contains(w, "/")
+	}
+	for i, w := range words {
+		if field, path, ok := strings.Cut(w, "=@"); ok && bare(path) { // curl -F file=@users.xlsx
+			w = field + "=@" + filepath.Join(sh.dir, path)
+		} else if bare(w) {
+			w = filepath.Join(sh.dir, w)
+		}
+		out[i] = w
+	}
+	return out
+}
+
+func (sh *readmeShell) curl(words []string) (*http.Response, []byte) {
+	return runCurl(sh.t, sh.base, sh.files(words))
+}
+
+func isGet(words []string) bool {
+	return len(words) > 0 && !slices.Contains(words, "-X") && !slices.Contains(words, "-d") && !slices.Contains(words, "-F")
+}
+
+func readmeBlocks(t *testing.T, readme string) []string {
 	t.Helper()
-	_, after, ok := strings.Cut(readme, "<!-- readme-test:")
-	if !ok {
-		t.Fatal("README has no readme-test marker")
+	var blocks []string
+	for {
+		_, after, ok := strings.Cut(readme, "<!-- readme-test:")
+		if !ok {
+			return blocks
+		}
+		_, after, _ = strings.Cut(after, "```sh\n")
+		block, rest, ok := strings.Cut(after, "```")
+		if !ok {
+			t.Fatal("README example block is not closed")
+		}
+		blocks = append(blocks, block)
+		readme = rest
 	}
-	_, after, _ = strings.Cut(after, "```sh\n")
-	block, _, ok := strings.Cut(after, "```")
-	if !ok {
-		t.Fatal("README example block is not closed")
-	}
-	return block
 }
 
 type command struct {
@@ -191,7 +264,8 @@ func runQuan(t *testing.T, env map[string]string, args string) string {
 // makes curl fail.
 func runCurl(t *testing.T, base string, words []string) (*http.Response, []byte) {
 	t.Helper()
-	method, url, data, fail := "", "", "", false
+	method, url, data, out, fail := "", "", "", "", false
+	var form [][2]string
 	header := http.Header{}
 	for i := 1; i < len(words); i++ {
 		switch w := words[i]; w {
@@ -208,6 +282,13 @@ func runCurl(t *testing.T, base string, words []string) (*http.Response, []byte)
 		case "-d", "--data":
 			i++
 			data = words[i]
+		case "-F":
+			i++
+			k, v, _ := strings.Cut(words[i], "=")
+			form = append(form, [2]string{k, v})
+		case "-o":
+			i++
+			out = words[i]
 		default:
 			if strings.HasPrefix(w, "-") {
 				t.Fatalf("curl option %s not understood by the test", w)
@@ -226,6 +307,28 @@ func runCurl(t *testing.T, base string, words []string) (*http.Response, []byte)
 		}
 	}
 	var body io.Reader
+	if len(form) > 0 {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		for _, kv := range form {
+			if path, ok := strings.CutPrefix(kv[1], "@"); ok {
+				content, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("curl -F %s=@%s: %v", kv[0], path, err)
+				}
+				fw, _ := mw.CreateFormFile(kv[0], filepath.Base(path))
+				fw.Write(content)
+			} else {
+				mw.WriteField(kv[0], kv[1])
+			}
+		}
+		mw.Close()
+		body = &b
+		header.Set("Content-Type", mw.FormDataContentType())
+		if method == "" {
+			method = "POST"
+		}
+	}
 	if data != "" {
 		body = strings.NewReader(data)
 		if header.Get("Content-Type") == "" {
@@ -243,30 +346,35 @@ func runCurl(t *testing.T, base string, words []string) (*http.Response, []byte)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	if fail && res.StatusCode >= 400 {
+	if fail && res.StatusCode >= 400 && method != "GET" {
 		t.Fatalf("curl -f %s %s: %d %s", method, url, res.StatusCode, b)
+	}
+	if out != "" && res.StatusCode < 400 {
+		if err := os.WriteFile(out, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return res, b
 }
 
 // checkExpectation checks "STATUS[, or : text]" against the last response:
 // the status, and each "quoted":value fragment appears in the body.
-func checkExpectation(t *testing.T, expect string, res *http.Response, body []byte) {
-	t.Helper()
+func checkExpectation(expect string, res *http.Response, body []byte) error {
 	if res == nil {
-		t.Fatalf("expectation %q before any request", expect)
+		return fmt.Errorf("expectation %q before any request", expect)
 	}
 	status, err := strconv.Atoi(expect[:3])
 	if err != nil {
-		t.Fatalf("expectation %q does not start with a status", expect)
+		return fmt.Errorf("expectation %q does not start with a status", expect)
 	}
 	if res.StatusCode != status {
-		t.Fatalf("README says %q, got %d %s", expect, res.StatusCode, body)
+		return fmt.Errorf("README says %q, got %d %s", expect, res.StatusCode, body)
 	}
 	compact := strings.Join(strings.Fields(string(body)), "")
 	for _, frag := range regexp.MustCompile(`"[A-Za-z]+":("[^"]*"|[0-9]+)`).FindAllString(expect, -1) {
 		if !strings.Contains(compact, frag) {
-			t.Fatalf("README says %q: body lacks %s: %s", expect, frag, body)
+			return fmt.Errorf("README says %q: body lacks %s: %s", expect, frag, body)
 		}
 	}
+	return nil
 }
