@@ -1,0 +1,98 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/quanhq/quan"
+)
+
+// couponColumns is the column list of every coupon SELECT, in scanCoupon's
+// order.
+const couponColumns = `id, template_id, shop_no, user_id, seq, status, valid_start, valid_end,
+	source, task_id, order_id, created_at, updated_at`
+
+// UserCoupons returns the coupons user holds of template (0: of every
+// template), newest (highest id) first: a range of the (user, template,
+// seq) index.
+func (s *Store) UserCoupons(ctx context.Context, user, template int64) ([]*quan.Coupon, error) {
+	query := `SELECT ` + couponColumns + ` FROM coupons WHERE user_id = ?`
+	args := []any{user}
+	if template != 0 {
+		query += ` AND template_id = ?`
+		args = append(args, template)
+	}
+	rows, err := s.db.db.QueryContext(ctx, query+` ORDER BY id DESC`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("coupons of user %d: %w", user, err)
+	}
+	defer rows.Close()
+	cs := []*quan.Coupon{}
+	for rows.Next() {
+		c, err := scanCoupon(rows)
+		if err != nil {
+			return nil, fmt.Errorf("coupons of user %d: %w", user, err)
+		}
+		cs = append(cs, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("coupons of user %d: %w", user, err)
+	}
+	return cs, nil
+}
+
+// CouponStats summarises the coupons of template, in one READ ONLY
+// transaction so that its two queries see one snapshot.
+//
+// Coupons, Users and MaxPerUser come from one pass over the (user,
+// template, seq) index, which holds the columns the counts need: there is
+// no index by template, so the pass reads the entries of every template. An index led by template_id would make
+// it a range, for an index more to keep up on every insert.
+//
+// FromTask comes from the tasks' issued counters instead of the coupons: a
+// chunk adds its issued count in the transaction that inserts its coupons,
+// and coupons are never deleted, so the two agree, and the coupons need no
+// index by task.
+func (s *Store) CouponStats(ctx context.Context, template, task int64) (quan.CouponStats, error) {
+	var st quan.CouponStats
+	tx, err := s.db.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return st, fmt.Errorf("coupon stats of template %d: %w", template, err)
+	}
+	defer tx.Rollback()
+
+	if err := tx.QueryRowContext(ctx, statsSQL, template).Scan(&st.Coupons, &st.Users, &st.MaxPerUser); err != nil {
+		return st, fmt.Errorf("coupon stats of template %d: %w", template, err)
+	}
+	query := `SELECT coalesce(sum(count_issued), 0) FROM tasks WHERE template_id = ?`
+	args := []any{template}
+	if task != 0 {
+		query += ` AND id = ?`
+		args = append(args, task)
+	}
+	if err := tx.QueryRowContext(ctx, query, args...).Scan(&st.FromTask); err != nil {
+		return st, fmt.Errorf("coupon stats of template %d: from tasks: %w", template, err)
+	}
+	return st, nil
+}
+
+// statsSQL counts the coupons of a template, its users and the most one
+// of them holds, in one pass over the (user, template, seq) index.
+const statsSQL = `SELECT coalesce(sum(n), 0), count(*), coalesce(max(n), 0) FROM (
+	SELECT count(*) AS n FROM coupons WHERE template_id = ? GROUP BY user_id) AS per_user`
+
+// scanCoupon reads a row of couponColumns.
+func scanCoupon(row interface{ Scan(...any) error }) (*quan.Coupon, error) {
+	var (
+		c     quan.Coupon
+		task  sql.NullInt64
+		order sql.NullString
+	)
+	if err := row.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, &c.Seq, &c.Status,
+		&c.ValidStart, &c.ValidEnd, &c.Source, &task, &order, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return nil, err
+	}
+	c.TaskID, c.OrderID = task.Int64, order.String
+	return &c, nil
+}

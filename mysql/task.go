@@ -1,0 +1,333 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+var (
+	_ quan.TaskStore   = (*Store)(nil)
+	_ quan.CouponStore = (*Store)(nil)
+)
+
+// taskColumns is the column list of every task SELECT, in scanTask's order.
+const taskColumns = `id, shop_no, template_id, name, file_name, file_path, file_size,
+	file_sha256, sheet, notify, send_at, dry_run, chunk_size, status, reason,
+	count_rows, count_valid, count_issued, count_canceled,
+	failed_invalid_id, failed_inexact_number, failed_duplicate,
+	failed_limit_reached, failed_out_of_stock, failed_template_inactive,
+	chunks_done, bytes_read, bytes_total, report_path, created_by,
+	created_at, started_at, finished_at, updated_at, owner, lease_until`
+
+// CreateTask stores t and sets t.ID. t.ID is left alone if anything fails.
+// The store checks no rule of its own: callers validate t first.
+func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
+	c, f := t.Counts, t.Counts.Failed
+	res, err := s.db.db.ExecContext(ctx, `
+		INSERT INTO tasks (
+			shop_no, template_id, name, file_name, file_path, file_size,
+			file_sha256, sheet, notify, send_at, dry_run, chunk_size, status, reason,
+			count_rows, count_valid, count_issued, count_canceled,
+			failed_invalid_id, failed_inexact_number, failed_duplicate,
+			failed_limit_reached, failed_out_of_stock, failed_template_inactive,
+			chunks_done, bytes_read, bytes_total, report_path, created_by,
+			created_at, started_at, finished_at, updated_at, owner, lease_until
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ShopNo, t.TemplateID, t.Name, t.FileName, t.FilePath, t.FileSize,
+		t.FileSHA256, t.Sheet, encodeNotify(t.Notify), nullTime(t.SendAt), t.DryRun, t.ChunkSize, t.Status, t.Reason,
+		c.Rows, c.Valid, c.Issued, c.Canceled,
+		f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
+		t.ChunksDone, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
+		utc(t.CreatedAt), nullTime(t.StartedAt), nullTime(t.FinishedAt), utc(t.UpdatedAt),
+		t.Owner, nullTime(t.LeaseUntil),
+	)
+	if err != nil {
+		return fmt.Errorf("create task: %w", translate(err))
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("create task: %w", err)
+	}
+	t.ID = id
+	return nil
+}
+
+// Task returns task id of shop (any shop for quan.AnyShop), or
+// quan.ErrNotFound.
+func (s *Store) Task(ctx context.Context, shop, id int64) (*quan.Task, error) {
+	return queryTask(ctx, s.db.db, shop, id, "")
+}
+
+// queryTask reads task id of shop; lock is "" or a locking clause such as
+// "FOR UPDATE".
+func queryTask(ctx context.Context, q rowQueryer, shop, id int64, lock string) (*quan.Task, error) {
+	query := `SELECT ` + taskColumns + ` FROM tasks WHERE id = ?`
+	args := []any{id}
+	if shop != quan.AnyShop {
+		query += ` AND shop_no = ?`
+		args = append(args, shop)
+	}
+	if lock != "" {
+		query += ` ` + lock
+	}
+	t, err := scanTask(q.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("task %d: %w", id, quan.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read task %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// Tasks returns one page of the tasks of f.ShopNo (every shop for
+// quan.AnyShop), newest (highest id) first, and the number of all matches.
+// A Limit of 0 means quan.DefaultPageSize, and one above quan.MaxPageSize
+// is cut to it.
+func (s *Store) Tasks(ctx context.Context, f quan.TaskFilter) ([]*quan.Task, int, error) {
+	var conds []string
+	var args []any
+	if f.ShopNo != quan.AnyShop {
+		conds, args = append(conds, `shop_no = ?`), append(args, f.ShopNo)
+	}
+	if f.Status != "" {
+		conds, args = append(conds, `status = ?`), append(args, f.Status)
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = ` WHERE ` + strings.Join(conds, ` AND `)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = quan.DefaultPageSize
+	}
+	limit = min(limit, quan.MaxPageSize)
+	offset := max(f.Offset, 0)
+
+	// One read transaction, so the page and the total see the same snapshot.
+	tx, err := s.db.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list tasks: %w", err)
+	}
+	defer tx.Rollback()
+
+	var total int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks`+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("list tasks: count: %w", err)
+	}
+	ts := []*quan.Task{}
+	if offset >= total {
+		return ts, total, nil
+	}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT `+taskColumns+` FROM tasks`+where+` ORDER BY id DESC LIMIT ? OFFSET ?`,
+		append(args, limit, offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list tasks: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list tasks: %w", err)
+		}
+		ts = append(ts, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list tasks: %w", err)
+	}
+	return ts, total, nil
+}
+
+// UpdateTask locks task id of shop with SELECT ... FOR UPDATE and calls
+// fn with it. If fn returns nil the task is saved and returned; if fn
+// fails nothing is written and its error is returned as it is.
+// quan.ErrNotFound if there is no such task.
+//
+// fn holds the task's row lock, which the task's chunks wait for: it must
+// be quick and must not call the store. It may run more than once if
+// InnoDB picks the transaction as a deadlock victim; each run gets a
+// freshly read task. It must not change ID or ShopNo.
+func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Task) error) (*quan.Task, error) {
+	var saved *quan.Task
+	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+		t, err := queryTask(ctx, tx, shop, id, "FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		shopNo := t.ShopNo
+		if err := fn(t); err != nil {
+			return fnError{err}
+		}
+		if t.ID != id || t.ShopNo != shopNo {
+			return errors.New("the update changed the id or the shop, which are fixed")
+		}
+		if err := saveTask(ctx, tx, t); err != nil {
+			return err
+		}
+		saved = t
+		return nil
+	})
+	if fe, ok := err.(fnError); ok {
+		return nil, fe.err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update task %d: %w", id, err)
+	}
+	return saved, nil
+}
+
+// ClaimTask gives owner the lease of the oldest (lowest id) task that needs
+// a runner: a pending task whose send time has come, which becomes running
+// with StartedAt now, or a running task whose lease ended at or before now,
+// which keeps its StartedAt and checkpoint. It returns nil, nil when no
+// task needs a runner.
+//
+// Several runners may claim at once, from several processes: the task is
+// locked with FOR UPDATE SKIP LOCKED (MySQL 8, MariaDB 10.6), so a runner
+// passes over a task another runner is claiming, or whose chunk is being
+// applied, rather than wait for it, and no task is given out twice.
+func (s *Store) ClaimTask(ctx context.Context, owner string, now, lease time.Time) (*quan.Task, error) {
+	if owner == "" {
+		return nil, fmt.Errorf("claim task: %w", quan.Errorf(quan.EINVALID, "a runner needs a name to hold a task"))
+	}
+	var claimed *quan.Task
+	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+		claimed = nil
+		t, err := scanTask(tx.QueryRowContext(ctx, claimSQL,
+			quan.TaskPending, utc(now), quan.TaskRunning, utc(now)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if t.Status == quan.TaskPending {
+			if err := t.Start(now); err != nil {
+				return fmt.Errorf("task %d: %w", t.ID, err)
+			}
+		}
+		t.Owner, t.LeaseUntil, t.UpdatedAt = owner, lease, now
+		if err := saveTask(ctx, tx, t); err != nil {
+			return fmt.Errorf("task %d: %w", t.ID, err)
+		}
+		claimed = t
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim task: %w", err)
+	}
+	return claimed, nil
+}
+
+// claimSQL selects and locks the task ClaimTask gives out. Both arms
+// search tasks_status_send_at: the pending tasks due, and the running
+// tasks, few, whose leases are then checked row by row. Finished tasks,
+// the bulk of the table, are never read.
+const claimSQL = `SELECT ` + taskColumns + ` FROM tasks
+	WHERE (status = ? AND (send_at IS NULL OR send_at <= ?))
+	   OR (status = ? AND (lease_until IS NULL OR lease_until <= ?))
+	ORDER BY id LIMIT 1
+	FOR UPDATE SKIP LOCKED`
+
+// saveTask writes every column of t but its id and shop.
+func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
+	c, f := t.Counts, t.Counts.Failed
+	if _, err := tx.ExecContext(ctx, `
+		UPDATE tasks SET
+			template_id = ?, name = ?, file_name = ?, file_path = ?, file_size = ?,
+			file_sha256 = ?, sheet = ?, notify = ?, send_at = ?, dry_run = ?, chunk_size = ?,
+			status = ?, reason = ?,
+			count_rows = ?, count_valid = ?, count_issued = ?, count_canceled = ?,
+			failed_invalid_id = ?, failed_inexact_number = ?, failed_duplicate = ?,
+			failed_limit_reached = ?, failed_out_of_stock = ?, failed_template_inactive = ?,
+			chunks_done = ?, bytes_read = ?, bytes_total = ?, report_path = ?, created_by = ?,
+			created_at = ?, started_at = ?, finished_at = ?, updated_at = ?,
+			owner = ?, lease_until = ?
+		WHERE id = ?`,
+		t.TemplateID, t.Name, t.FileName, t.FilePath, t.FileSize,
+		t.FileSHA256, t.Sheet, encodeNotify(t.Notify), nullTime(t.SendAt), t.DryRun, t.ChunkSize,
+		t.Status, t.Reason,
+		c.Rows, c.Valid, c.Issued, c.Canceled,
+		f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
+		t.ChunksDone, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
+		utc(t.CreatedAt), nullTime(t.StartedAt), nullTime(t.FinishedAt), utc(t.UpdatedAt),
+		t.Owner, nullTime(t.LeaseUntil),
+		t.ID,
+	); err != nil {
+		return translate(err)
+	}
+	return nil
+}
+
+// Failures returns up to limit failed rows of task id with a line after
+// afterLine, in line order: a page of the primary key, however far into
+// the task it starts. A limit below 1 returns none.
+func (s *Store) Failures(ctx context.Context, taskID, afterLine int64, limit int) ([]quan.Failure, error) {
+	fs := []quan.Failure{}
+	if limit < 1 {
+		return fs, nil
+	}
+	rows, err := s.db.db.QueryContext(ctx, `
+		SELECT line, raw, cause FROM task_failures
+		WHERE task_id = ? AND line > ? ORDER BY line LIMIT ?`, taskID, afterLine, limit)
+	if err != nil {
+		return nil, fmt.Errorf("failures of task %d: %w", taskID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f quan.Failure
+		if err := rows.Scan(&f.Line, &f.Raw, &f.Cause); err != nil {
+			return nil, fmt.Errorf("failures of task %d: %w", taskID, err)
+		}
+		fs = append(fs, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("failures of task %d: %w", taskID, err)
+	}
+	return fs, nil
+}
+
+// scanTask reads a row of taskColumns.
+func scanTask(row interface{ Scan(...any) error }) (*quan.Task, error) {
+	var (
+		t                                        quan.Task
+		notify                                   string
+		sendAt, startedAt, finishedAt, leaseTime sql.NullTime
+	)
+	c, f := &t.Counts, &t.Counts.Failed
+	if err := row.Scan(&t.ID, &t.ShopNo, &t.TemplateID, &t.Name, &t.FileName, &t.FilePath, &t.FileSize,
+		&t.FileSHA256, &t.Sheet, &notify, &sendAt, &t.DryRun, &t.ChunkSize, &t.Status, &t.Reason,
+		&c.Rows, &c.Valid, &c.Issued, &c.Canceled,
+		&f.InvalidID, &f.InexactNumber, &f.Duplicate, &f.LimitReached, &f.OutOfStock, &f.TemplateInactive,
+		&t.ChunksDone, &t.BytesRead, &t.BytesTotal, &t.ReportPath, &t.CreatedBy,
+		&t.CreatedAt, &startedAt, &finishedAt, &t.UpdatedAt, &t.Owner, &leaseTime,
+	); err != nil {
+		return nil, err
+	}
+	var err error
+	if t.Notify, err = quan.ParseNotifyTypes(notify); err != nil {
+		return nil, fmt.Errorf("task %d: notify: %w", t.ID, err)
+	}
+	t.SendAt = fromNullTime(sendAt)
+	t.StartedAt, t.FinishedAt = fromNullTime(startedAt), fromNullTime(finishedAt)
+	t.LeaseUntil = fromNullTime(leaseTime)
+	return &t, nil
+}
+
+// encodeNotify stores notification channels as a comma list, the form
+// quan.ParseNotifyTypes reads back.
+func encodeNotify(ns []quan.NotifyType) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ",")
+}

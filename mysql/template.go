@@ -1,0 +1,430 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// Store keeps templates and their audit trail in a DB.
+type Store struct {
+	db *DB
+}
+
+var _ quan.TemplateStore = (*Store)(nil)
+
+// NewStore returns a Store on db. Closing db is the caller's business.
+func NewStore(db *DB) *Store { return &Store{db: db} }
+
+// templateColumns is the column list of every SELECT, in scanTemplate's
+// order.
+const templateColumns = `id, shop_no, name, description, kind,
+	rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
+	source, scope_kind, scope_ids, issue_start, issue_end,
+	validity_kind, validity_start, validity_end, validity_hours,
+	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at`
+
+// CreateTemplate stores t, sets t.ID, and records the create audit entry
+// in the same transaction. t.ID is left alone if anything fails.
+func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor string) error {
+	ids, err := encodeIDs(t.Scope.IDs)
+	if err != nil {
+		return fmt.Errorf("create template: %w", err)
+	}
+	var id int64
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `
+			INSERT INTO templates (
+				shop_no, name, description, kind,
+				rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
+				source, scope_kind, scope_ids, issue_start, issue_end,
+				validity_kind, validity_start, validity_end, validity_hours,
+				per_user_limit, stock, total_stock, status, created_by, created_at, updated_at
+			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ShopNo, t.Name, t.Description, t.Kind,
+			t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
+			t.Source, t.Scope.Kind, ids, utc(t.IssueStart), utc(t.IssueEnd),
+			t.Validity.Kind, nullTime(t.Validity.Start), nullTime(t.Validity.End), t.Validity.Hours,
+			t.PerUserLimit, t.Stock, t.TotalStock, t.Status, t.CreatedBy, utc(t.CreatedAt), utc(t.UpdatedAt),
+		)
+		if err != nil {
+			return translate(err)
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		created := *t
+		created.ID = id
+		return insertAudit(ctx, tx, &quan.AuditEntry{
+			TemplateID: id,
+			ShopNo:     t.ShopNo,
+			Actor:      actor,
+			Action:     quan.ActionCreate,
+			At:         t.CreatedAt,
+			Changes:    quan.DiffTemplates(nil, &created),
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("create template: %w", err)
+	}
+	t.ID = id
+	return nil
+}
+
+// Template returns template id of shop (any shop for quan.AnyShop), or
+// quan.ErrNotFound.
+func (s *Store) Template(ctx context.Context, shop, id int64) (*quan.Template, error) {
+	return queryTemplate(ctx, s.db.db, shop, id, "")
+}
+
+// rowQueryer is a *sql.DB or a *sql.Tx.
+type rowQueryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// queryTemplate reads template id of shop; lock is "" or a locking clause
+// such as "FOR UPDATE".
+func queryTemplate(ctx context.Context, q rowQueryer, shop, id int64, lock string) (*quan.Template, error) {
+	query := `SELECT ` + templateColumns + ` FROM templates WHERE id = ?`
+	args := []any{id}
+	if shop != quan.AnyShop {
+		query += ` AND shop_no = ?`
+		args = append(args, shop)
+	}
+	if lock != "" {
+		query += ` ` + lock
+	}
+	t, err := scanTemplate(q.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("template %d: %w", id, quan.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read template %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// Templates returns one page of the templates matching f, newest (highest
+// id) first, and the number of all matches. A Limit of 0 means
+// quan.DefaultPageSize, and one above quan.MaxPageSize is cut to it.
+func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) ([]*quan.Template, int, error) {
+	var conds []string
+	var args []any
+	if f.ShopNo != quan.AnyShop {
+		conds, args = append(conds, `shop_no = ?`), append(args, f.ShopNo)
+	}
+	if f.Status != "" {
+		conds, args = append(conds, `status = ?`), append(args, f.Status)
+	}
+	if f.Kind != "" {
+		conds, args = append(conds, `kind = ?`), append(args, f.Kind)
+	}
+	if f.NameContains != "" {
+		// The column's binary collation compares code points, so both
+		// sides are lowered: ASCII case is ignored, as the contract asks
+		// (and the case of other letters too, which it allows). The
+		// escape, '!', makes % and _ in the search text literal; it is
+		// not a backslash, whose meaning in a literal depends on sql_mode.
+		conds = append(conds, `LOWER(name) LIKE LOWER(?) ESCAPE '!'`)
+		args = append(args, "%"+escapeLike(f.NameContains)+"%")
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = ` WHERE ` + strings.Join(conds, ` AND `)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = quan.DefaultPageSize
+	}
+	limit = min(limit, quan.MaxPageSize)
+	offset := max(f.Offset, 0)
+
+	// One read transaction, so the page and the total see the same snapshot.
+	tx, err := s.db.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list templates: %w", err)
+	}
+	defer tx.Rollback()
+
+	var total int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM templates`+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("list templates: count: %w", err)
+	}
+	ts := []*quan.Template{}
+	if offset >= total {
+		return ts, total, nil
+	}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT `+templateColumns+` FROM templates`+where+` ORDER BY id DESC LIMIT ? OFFSET ?`,
+		append(args, limit, offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list templates: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		t, err := scanTemplate(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list templates: %w", err)
+		}
+		ts = append(ts, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list templates: %w", err)
+	}
+	return ts, total, nil
+}
+
+// UpdateTemplate locks template id of shop with SELECT ... FOR UPDATE and
+// calls fn with it. If fn returns nil, the template and an audit entry
+// listing the changed fields are saved in the same transaction; the
+// entry's time is the template's UpdatedAt. If fn fails, nothing is
+// written and its error is returned as it is. quan.ErrNotFound if there is
+// no such template.
+//
+// fn holds the template's row lock, which claims and distributions of the
+// template wait for: it must be quick and must not call the store. It may
+// run more than once if InnoDB picks the transaction as a deadlock victim;
+// each run gets a freshly read template. It must not change ID or ShopNo.
+func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, action string, fn func(*quan.Template) error) (*quan.Template, error) {
+	var saved *quan.Template
+	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+		t, err := queryTemplate(ctx, tx, shop, id, "FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		before := *t
+		before.Scope.IDs = slices.Clone(t.Scope.IDs)
+		if err := fn(t); err != nil {
+			return fnError{err}
+		}
+		if t.ID != before.ID || t.ShopNo != before.ShopNo {
+			return fmt.Errorf("update template %d: the update changed the id or the shop, which are fixed", id)
+		}
+		ids, err := encodeIDs(t.Scope.IDs)
+		if err != nil {
+			return fmt.Errorf("update template %d: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE templates SET
+				name = ?, description = ?, kind = ?,
+				rule_amount = ?, rule_threshold = ?, rule_rate = ?, rule_cap = ?, rule_step = ?,
+				source = ?, scope_kind = ?, scope_ids = ?, issue_start = ?, issue_end = ?,
+				validity_kind = ?, validity_start = ?, validity_end = ?, validity_hours = ?,
+				per_user_limit = ?, stock = ?, total_stock = ?, status = ?,
+				created_by = ?, created_at = ?, updated_at = ?
+			WHERE id = ?`,
+			t.Name, t.Description, t.Kind,
+			t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
+			t.Source, t.Scope.Kind, ids, utc(t.IssueStart), utc(t.IssueEnd),
+			t.Validity.Kind, nullTime(t.Validity.Start), nullTime(t.Validity.End), t.Validity.Hours,
+			t.PerUserLimit, t.Stock, t.TotalStock, t.Status,
+			t.CreatedBy, utc(t.CreatedAt), utc(t.UpdatedAt),
+			id,
+		); err != nil {
+			return fmt.Errorf("update template %d: %w", id, translate(err))
+		}
+		if err := insertAudit(ctx, tx, &quan.AuditEntry{
+			TemplateID: id,
+			ShopNo:     t.ShopNo,
+			Actor:      actor,
+			Action:     action,
+			At:         t.UpdatedAt,
+			Changes:    quan.DiffTemplates(&before, t),
+		}); err != nil {
+			return fmt.Errorf("update template %d: %w", id, err)
+		}
+		saved = t
+		return nil
+	})
+	if fe, ok := err.(fnError); ok {
+		return nil, fe.err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update template %d: %w", id, err)
+	}
+	return saved, nil
+}
+
+// fnError carries the error of a caller's closure out of inTx untouched,
+// so that it is returned as it is, not wrapped and not retried.
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+
+// AdjustStock adds delta to the stock of template id and returns the stock
+// left. The UPDATE's WHERE refuses a take larger than the stock, and the
+// stock is read back in the same transaction, under the row lock the
+// UPDATE took, so concurrent takes each see their own result. A take that
+// is refused changes nothing and returns quan.ErrOutOfStock; quan.ErrNotFound
+// if there is no such template.
+func (s *Store) AdjustStock(ctx context.Context, id, delta int64) (int64, error) {
+	var stock int64
+	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			`UPDATE templates SET stock = stock + ? WHERE id = ? AND stock + ? >= 0`, delta, id, delta)
+		if err != nil {
+			return translate(err)
+		}
+		// The connection reports matched rows (clientFoundRows), so a
+		// delta of 0 counts as a match.
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			return tx.QueryRowContext(ctx, `SELECT stock FROM templates WHERE id = ?`, id).Scan(&stock)
+		}
+		// Nothing updated: no such template, or not enough stock.
+		var exists bool
+		if err := tx.QueryRowContext(ctx,
+			`SELECT EXISTS (SELECT 1 FROM templates WHERE id = ?)`, id).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("template %d: %w", id, quan.ErrNotFound)
+		}
+		return fmt.Errorf("template %d: take %d: %w", id, -delta, quan.ErrOutOfStock)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("adjust stock of template %d: %w", id, err)
+	}
+	return stock, nil
+}
+
+// TemplateHistory returns the audit entries of template id of shop, oldest
+// first, or quan.ErrNotFound.
+func (s *Store) TemplateHistory(ctx context.Context, shop, id int64) ([]*quan.AuditEntry, error) {
+	tx, err := s.db.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("template %d history: %w", id, err)
+	}
+	defer tx.Rollback()
+
+	query := `SELECT EXISTS (SELECT 1 FROM templates WHERE id = ?`
+	args := []any{id}
+	if shop != quan.AnyShop {
+		query += ` AND shop_no = ?`
+		args = append(args, shop)
+	}
+	var exists bool
+	if err := tx.QueryRowContext(ctx, query+`)`, args...).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("template %d history: %w", id, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("template %d: %w", id, quan.ErrNotFound)
+	}
+
+	rows, err := tx.QueryContext(ctx, `
+		SELECT id, template_id, shop_no, actor, action, at, changes
+		FROM template_audit WHERE template_id = ? ORDER BY id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("template %d history: %w", id, err)
+	}
+	defer rows.Close()
+	es := []*quan.AuditEntry{}
+	for rows.Next() {
+		var e quan.AuditEntry
+		var changes string
+		if err := rows.Scan(&e.ID, &e.TemplateID, &e.ShopNo, &e.Actor, &e.Action, &e.At, &changes); err != nil {
+			return nil, fmt.Errorf("template %d history: %w", id, err)
+		}
+		e.At = e.At.UTC()
+		if err := json.Unmarshal([]byte(changes), &e.Changes); err != nil {
+			return nil, fmt.Errorf("template %d history: audit entry %d: %w", id, e.ID, err)
+		}
+		es = append(es, &e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("template %d history: %w", id, err)
+	}
+	return es, nil
+}
+
+// Ping reports whether the server is reachable.
+func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
+
+func insertAudit(ctx context.Context, tx *sql.Tx, e *quan.AuditEntry) error {
+	changes := e.Changes
+	if changes == nil {
+		changes = []quan.FieldChange{} // "[]", not "null"
+	}
+	b, err := json.Marshal(changes)
+	if err != nil {
+		return fmt.Errorf("audit entry: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `
+		INSERT INTO template_audit (template_id, shop_no, actor, action, at, changes)
+		VALUES (?, ?, ?, ?, ?, ?)`,
+		e.TemplateID, e.ShopNo, e.Actor, e.Action, utc(e.At), string(b)); err != nil {
+		return fmt.Errorf("audit entry: %w", translate(err))
+	}
+	return nil
+}
+
+// scanTemplate reads a row of templateColumns.
+func scanTemplate(row interface{ Scan(...any) error }) (*quan.Template, error) {
+	var (
+		t                    quan.Template
+		ids                  string
+		validStart, validEnd sql.NullTime
+	)
+	if err := row.Scan(&t.ID, &t.ShopNo, &t.Name, &t.Description, &t.Kind,
+		&t.Rule.Amount, &t.Rule.Threshold, &t.Rule.Rate, &t.Rule.Cap, &t.Rule.Step,
+		&t.Source, &t.Scope.Kind, &ids, &t.IssueStart, &t.IssueEnd,
+		&t.Validity.Kind, &validStart, &validEnd, &t.Validity.Hours,
+		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, &t.CreatedAt, &t.UpdatedAt,
+	); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(ids), &t.Scope.IDs); err != nil {
+		return nil, fmt.Errorf("template %d: scope ids: %w", t.ID, err)
+	}
+	if len(t.Scope.IDs) == 0 {
+		t.Scope.IDs = nil // as the domain writes "no ids"
+	}
+	t.Validity.Start, t.Validity.End = fromNullTime(validStart), fromNullTime(validEnd)
+	return &t, nil
+}
+
+func encodeIDs(ids []string) (string, error) {
+	if len(ids) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return "", fmt.Errorf("scope ids: %w", err)
+	}
+	return string(b), nil
+}
+
+// escapeLike makes the LIKE wildcards % and _, and the escape itself,
+// literal; the query says ESCAPE '!'.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`!`, `!!`, `%`, `!%`, `_`, `!_`).Replace(s)
+}
+
+// utc is how times are stored: DATETIME(6) in UTC. The driver converts to
+// its location (UTC) itself; utc makes the intent visible at each write.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+// nullTime stores the zero time as NULL.
+func nullTime(t time.Time) sql.NullTime {
+	if t.IsZero() {
+		return sql.NullTime{}
+	}
+	return sql.NullTime{Time: t.UTC(), Valid: true}
+}
+
+func fromNullTime(n sql.NullTime) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return n.Time.UTC()
+}
