@@ -18,8 +18,9 @@
 // A transaction that InnoDB chose as a deadlock victim (1213) or that
 // waited too long for a lock (1205) is run again, the whole closure, a few
 // times with a short jittered backoff: the store owns BEGIN, locking,
-// COMMIT and the retry. Lists read in a READ ONLY REPEATABLE READ
-// transaction, so a page and its total see one snapshot.
+// COMMIT and the retry. Lists read in a READ ONLY transaction at the
+// server's default isolation (REPEATABLE READ), so a page and its total
+// see one snapshot.
 //
 // # Bulk distribution
 //
