@@ -2,88 +2,22 @@ package mysql_test
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	driver "github.com/go-sql-driver/mysql"
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/mysql"
+	"github.com/quanhq/quan/mysql/mysqltest"
 	"github.com/quanhq/quan/quantest"
 )
 
-// The tests run against a real server named by QUAN_TEST_MYSQL, in the
-// driver's form or as a mysql:// URL:
-//
-//	QUAN_TEST_MYSQL='root@tcp(127.0.0.1:3306)/test' go test -race ./mysql/
-//
-// Without it they skip, so that go test ./... passes on a bare machine;
-// with it, an unreachable server fails them (CI sets it). Every store a
-// test makes gets a database of its own, quan_test_<random>, dropped when
-// the test ends, so tests and runs may share the server.
-const envDSN = "QUAN_TEST_MYSQL"
-
-var admin struct {
-	once sync.Once
-	db   *sql.DB
-	cfg  *driver.Config
-	err  error
-}
-
-// server returns a pool on the test server, for creating and dropping
-// databases, and the configuration it was opened with.
-func server(t *testing.T) (*sql.DB, *driver.Config) {
-	t.Helper()
-	dsn := os.Getenv(envDSN)
-	if dsn == "" {
-		t.Skipf("set %s to run the MySQL tests, e.g. %s='root@tcp(127.0.0.1:3306)/test' go test ./mysql/", envDSN, envDSN)
-	}
-	admin.once.Do(func() {
-		admin.cfg, admin.err = mysql.ParseDSN(dsn)
-		if admin.err != nil {
-			return
-		}
-		var c *driver.Config = admin.cfg.Clone()
-		connector, err := driver.NewConnector(c)
-		if err != nil {
-			admin.err = err
-			return
-		}
-		admin.db = sql.OpenDB(connector)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		admin.err = admin.db.PingContext(ctx)
-	})
-	if admin.err != nil {
-		t.Fatalf("%s=%q: the server is unreachable: %v", envDSN, dsn, admin.err)
-	}
-	return admin.db, admin.cfg
-}
-
-// newDatabase creates an empty database for t, dropped when t ends, and
-// returns its DSN in the driver's form.
+// newDatabase creates an empty database for t (see mysqltest) and returns
+// its DSN in the driver's form.
 func newDatabase(t *testing.T) string {
 	t.Helper()
-	srv, cfg := server(t)
-	var b [6]byte
-	rand.Read(b[:])
-	name := "quan_test_" + hex.EncodeToString(b[:])
-	if _, err := srv.ExecContext(t.Context(), "CREATE DATABASE "+name+" CHARACTER SET utf8mb4"); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if _, err := srv.ExecContext(context.Background(), "DROP DATABASE "+name); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	c := cfg.Clone()
-	c.DBName = name
-	return c.FormatDSN()
+	return mysqltest.DSN(t)
 }
 
 // openDB opens a fresh database and closes it when t ends, before the
@@ -189,7 +123,7 @@ func TestOpenTwiceAtOnce(t *testing.T) {
 		}
 	}
 
-	srv, _ := server(t)
+	srv, _ := mysqltest.Server(t)
 	var n, versions int
 	if err := srv.QueryRowContext(t.Context(),
 		"SELECT count(*), count(DISTINCT version) FROM "+cfg.DBName+".schema_migrations").Scan(&n, &versions); err != nil {
@@ -201,7 +135,7 @@ func TestOpenTwiceAtOnce(t *testing.T) {
 }
 
 func TestOpenUnreachable(t *testing.T) {
-	server(t) // skips without a server to compare with
+	mysqltest.Server(t) // skips without a server to compare with
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if _, err := mysql.Open(ctx, "root@tcp(127.0.0.1:1)/quan?timeout=1s", nil); err == nil {

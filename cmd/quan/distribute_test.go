@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/mysql/mysqltest"
 	"github.com/quanhq/quan/sheet"
 	"github.com/xuri/excelize/v2"
 )
@@ -35,7 +37,7 @@ func run(t *testing.T, env map[string]string, now func() time.Time, args ...stri
 func localTemplate(t *testing.T, env map[string]string, stock, limit int64) *quan.Template {
 	t.Helper()
 	m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }}
-	l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: "sqlite:", LogLevel: "warn"}
+	l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), LogLevel: "warn"}
 	a, closeStore, err := l.open(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +84,18 @@ func causesFile(t *testing.T, dir string) string {
 }
 
 func TestDistributeCLI(t *testing.T) {
+	testDistributeCLI(t, testEnv(t))
+}
+
+// TestDistributeCLIOnMySQL runs the same distribution on MySQL: the
+// embedded and production stores must give the same outcomes.
+func TestDistributeCLIOnMySQL(t *testing.T) {
 	env := testEnv(t)
+	env["QUAN_STORE"] = mysqltest.URL(t)
+	testDistributeCLI(t, env)
+}
+
+func testDistributeCLI(t *testing.T, env map[string]string) {
 	tpl := localTemplate(t, env, 4, 1)
 	dir := t.TempDir()
 	first := filepath.Join(dir, "first.csv")
@@ -122,7 +135,7 @@ func TestDistributeCLI(t *testing.T) {
 
 	t.Run("PausedTemplate", func(t *testing.T) {
 		m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }}
-		l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: "sqlite:", LogLevel: "warn"}
+		l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), LogLevel: "warn"}
 		a, closeStore, err := l.open(context.Background(), m)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/quanhq/quan/mysql"
 	"github.com/quanhq/quan/sqlite"
 )
 
@@ -24,7 +25,7 @@ type localFlags struct {
 
 func (l *localFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.DataDir, "data", "./quan-data", "data folder")
-	fs.StringVar(&l.StoreURL, "store", "sqlite:", "store: sqlite:[PATH] (default PATH: DATA/quan.db)")
+	fs.StringVar(&l.StoreURL, "store", "sqlite:", "store: sqlite:[PATH] (default PATH: DATA/quan.db) or mysql://USER[:PASS]@HOST[:PORT]/DB")
 	fs.StringVar(&l.LogLevel, "log-level", "warn", "debug, info, warn or error")
 	l.Files.register(fs)
 	l.Runner.register(fs)
@@ -67,8 +68,14 @@ func openStore(ctx context.Context, url, dataDir string, logger *slog.Logger) (o
 			return openedStore{}, nil, fmt.Errorf("open sqlite store: %w", err)
 		}
 		return openedStore{sqlite.NewStore(db), sqlite.ChunkSize}, func() { db.Close() }, nil
+	case "mysql":
+		db, err := mysql.Open(ctx, url, logger)
+		if err != nil {
+			return openedStore{}, nil, fmt.Errorf("open mysql store: %w", err)
+		}
+		return openedStore{mysql.NewStore(db), mysql.ChunkSize}, func() { db.Close() }, nil
 	}
-	return openedStore{}, nil, fmt.Errorf("--store %q: unknown scheme %q (use sqlite:)", url, scheme)
+	return openedStore{}, nil, fmt.Errorf("--store %q: unknown scheme %q (use sqlite: or mysql://)", url, scheme)
 }
 
 // parseFlagsArg parses flags and exactly one positional argument, which
