@@ -343,7 +343,9 @@ func retryable(err error) bool {
 // some messages may be stored, and publishing them all again is safe
 // when they have IDs.
 func (b *Bus) PublishMany(ctx context.Context, ms []quan.Message) error {
-	const window = 2000 // below JetStream's default of 4000 pending acks
+	// At most window acks are awaited at once, below JetStream's default
+	// of 4000 pending, where PublishMsgAsync would stall.
+	const window = 3000
 	msgs := make([]*nats.Msg, len(ms))
 	for i, m := range ms {
 		msg, err := b.message(m)
@@ -352,35 +354,46 @@ func (b *Bus) PublishMany(ctx context.Context, ms []quan.Message) error {
 		}
 		msgs[i] = msg
 	}
-	futures := make([]jetstream.PubAckFuture, 0, window)
-	for len(msgs) > 0 {
-		batch := msgs[:min(window, len(msgs))]
-		msgs = msgs[len(batch):]
-		futures = futures[:0]
-		var retry []*nats.Msg
-		for _, msg := range batch {
-			f, err := b.js.PublishMsgAsync(msg)
-			if err != nil {
-				retry = append(retry, msg)
-				continue
-			}
-			futures = append(futures, f)
+	var (
+		pending []jetstream.PubAckFuture
+		retry   []*nats.Msg
+	)
+	// await waits for the oldest pending ack; a failure goes to retry.
+	await := func() error {
+		f := pending[0]
+		pending = pending[1:]
+		select {
+		case <-f.Ok():
+		case <-f.Err():
+			retry = append(retry, f.Msg())
+		case <-ctx.Done():
+			return fmt.Errorf("publish many: %w", ctx.Err())
 		}
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case <-f.Err():
-				retry = append(retry, f.Msg())
-			case <-ctx.Done():
-				return fmt.Errorf("publish many: %w", ctx.Err())
+		return nil
+	}
+	for _, msg := range msgs {
+		f, err := b.js.PublishMsgAsync(msg)
+		if err != nil {
+			retry = append(retry, msg)
+			continue
+		}
+		pending = append(pending, f)
+		if len(pending) >= window {
+			if err := await(); err != nil {
+				return err
 			}
 		}
-		// The rare message that failed (a reconnect) goes the slow way,
-		// which retries until the server answers.
-		for _, msg := range retry {
-			if err := b.publish(ctx, msg); err != nil {
-				return fmt.Errorf("publish many: %s: %w", b.unwire(msg.Subject), err)
-			}
+	}
+	for len(pending) > 0 {
+		if err := await(); err != nil {
+			return err
+		}
+	}
+	// The rare message that failed (a reconnect) goes the slow way, which
+	// retries until the server answers.
+	for _, msg := range retry {
+		if err := b.publish(ctx, msg); err != nil {
+			return fmt.Errorf("publish many: %s: %w", b.unwire(msg.Subject), err)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -65,7 +66,7 @@ func openTestBus(t testing.TB, open func(Config) (*Bus, error)) *Bus {
 	cfg := Config{Stream: "TEST_" + suffix, Namespace: "test" + strings.ToLower(suffix)}
 	b, err := open(cfg)
 	if err != nil {
-		t.Fatalf("open bus: %v", err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -326,8 +327,8 @@ func TestReconnect(t *testing.T) {
 	c.waitAll(t, before)
 
 	srv.Close()
-	during := ids("during", 20)
-	published := make(chan error, 1)
+	during, batch := ids("during", 20), ids("batch", 500)
+	published := make(chan error, 2)
 	go func() {
 		for _, id := range during {
 			if err := b.Publish(t.Context(), quan.Message{Subject: subject, ID: id, Data: []byte(id)}); err != nil {
@@ -337,18 +338,27 @@ func TestReconnect(t *testing.T) {
 		}
 		published <- nil
 	}()
+	go func() {
+		var ms []quan.Message
+		for _, id := range batch {
+			ms = append(ms, quan.Message{Subject: subject, ID: id, Data: []byte(id)})
+		}
+		published <- b.PublishMany(t.Context(), ms)
+	}()
 	time.Sleep(500 * time.Millisecond)
 	srv, err = startServer(t.Context(), dir, nil, port)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	if err := <-published; err != nil {
-		t.Fatalf("publish during the restart: %v", err)
+	for range 2 {
+		if err := <-published; err != nil {
+			t.Fatalf("publish during the restart: %v", err)
+		}
 	}
 	after := ids("after", 100)
 	publishIDs(t, b, subject, after)
-	all := append(append(before, during...), after...)
+	all := slices.Concat(before, during, batch, after)
 	dups := c.waitAll(t, all)
 	t.Logf("%d messages through a restart, %d redelivered", len(all), dups)
 }
