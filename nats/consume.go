@@ -22,7 +22,10 @@ const DefaultAckWait = 30 * time.Second
 // prefetch is how many messages a Consume call holds beyond the one it
 // handles. Their AckWait runs while they wait, so it stays small: 64
 // handlings must fit in AckWait or the last of them are redelivered
-// (to someone) before they are handled here.
+// (to someone) before they are handled here. Each prefetched message
+// handed back when Consume stops counts as a delivery too (JetStream
+// cannot take one back), so a consumer that restarts very often brings
+// the messages it held closer to MaxDeliver.
 const prefetch = 64
 
 // Consume handles the messages of subject (wildcards allowed, within the

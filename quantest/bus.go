@@ -124,7 +124,8 @@ func TestBus(t *testing.T, newBus func(t *testing.T) quan.Bus) {
 		const subject, n = "quan.bus.shared", 1000
 		busPublishN(t, bus, subject, "m", n)
 		// Each consumer waits on its first message until the other has
-		// one too: while one is held, the other must get messages.
+		// one too: while one is held, the other must get messages. An
+		// adapter may prefetch, but not all n for one consumer.
 		var started [2]atomic.Bool
 		bothStarted := make(chan struct{})
 		var once sync.Once
