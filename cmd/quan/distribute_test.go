@@ -278,7 +278,6 @@ func TestScheduledTaskStartsAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = tok
 	c := &apiClient{t: t, base: srv.URL(), token: tok}
 	sendAt := clk.Now().Add(time.Hour)
 	task := c.upload(map[string]string{"name": "at eleven", "templateId": fmt.Sprint(tpl.ID), "sendAt": sendAt.Format(time.RFC3339)},
