@@ -1,6 +1,9 @@
 package quan
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // ChunkRow is one data row of a distribution file, in file order.
 type ChunkRow struct {
@@ -97,4 +100,40 @@ func NewCoupon(t *Template, user, seq, taskID int64, now time.Time) Coupon {
 		CreatedAt:  now,
 		UpdatedAt:  now,
 	}
+}
+
+// Check refuses a chunk whose rows the store cannot decide: an unknown
+// cause, an undecided row without a user, or a user undecided twice.
+func (c *Chunk) Check() error {
+	rows := c.Rows
+	users := make([]int64, 0, len(rows))
+	for _, r := range rows {
+		switch r.Cause {
+		case "":
+		case CauseInvalidID, CauseInexactNumber, CauseDuplicate,
+			CauseLimitReached, CauseOutOfStock, CauseTemplateInactive:
+			continue
+		default:
+			return Errorf(EINVALID, "line %d has an unknown cause %q", r.Line, r.Cause)
+		}
+		if r.UserID <= 0 {
+			return Errorf(EINVALID, "line %d is undecided but has no user id", r.Line)
+		}
+		users = append(users, r.UserID)
+	}
+	slices.Sort(users)
+	for i := 1; i < len(users); i++ {
+		if users[i] != users[i-1] {
+			continue
+		}
+		var lines []int64
+		for _, r := range rows {
+			if r.Cause == "" && r.UserID == users[i] {
+				lines = append(lines, r.Line)
+			}
+		}
+		return Errorf(EINVALID, "user %d is undecided on lines %v: the file check must mark repeats %s",
+			users[i], lines, CauseDuplicate)
+	}
+	return nil
 }

@@ -53,7 +53,7 @@ const batchRows = 5000
 // the writes.
 func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts, error) {
 	op := fmt.Sprintf("apply chunk %d of task %d", c.Seq, c.TaskID)
-	if err := checkRows(c.Rows); err != nil {
+	if err := c.Check(); err != nil {
 		return quan.TaskCounts{}, fmt.Errorf("%s: %w", op, err)
 	}
 	var (
@@ -125,40 +125,6 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 	return n, nil
 }
 
-// checkRows refuses a chunk whose rows the store cannot decide: an unknown
-// cause, an undecided row without a user, or a user undecided twice.
-func checkRows(rows []quan.ChunkRow) error {
-	users := make([]int64, 0, len(rows))
-	for _, r := range rows {
-		switch r.Cause {
-		case "":
-		case quan.CauseInvalidID, quan.CauseInexactNumber, quan.CauseDuplicate,
-			quan.CauseLimitReached, quan.CauseOutOfStock, quan.CauseTemplateInactive:
-			continue
-		default:
-			return quan.Errorf(quan.EINVALID, "line %d has an unknown cause %q", r.Line, r.Cause)
-		}
-		if r.UserID <= 0 {
-			return quan.Errorf(quan.EINVALID, "line %d is undecided but has no user id", r.Line)
-		}
-		users = append(users, r.UserID)
-	}
-	slices.Sort(users)
-	for i := 1; i < len(users); i++ {
-		if users[i] != users[i-1] {
-			continue
-		}
-		var lines []int64
-		for _, r := range rows {
-			if r.Cause == "" && r.UserID == users[i] {
-				lines = append(lines, r.Line)
-			}
-		}
-		return quan.Errorf(quan.EINVALID, "user %d is undecided on lines %v: the file check must mark repeats %s",
-			users[i], lines, quan.CauseDuplicate)
-	}
-	return nil
-}
 
 // issueChunk decides the undecided rows of c with quan.PlanChunk, takes the
 // stock and creates the coupons, all in tx, under the template's row lock.
