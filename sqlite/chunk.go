@@ -113,7 +113,6 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 	return n, nil
 }
 
-
 // issueChunk decides the undecided rows of c with quan.PlanChunk, takes the
 // stock and creates the coupons, all in tx.
 //
