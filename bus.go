@@ -15,6 +15,9 @@ type Message struct {
 	Data []byte
 	// Attempt is 1 on the first delivery and counts redeliveries.
 	Attempt int
+	// Reason is set on messages consumed from a dead-letter subject: the
+	// error of the last failed handling.
+	Reason string
 }
 
 // ConsumeOptions tune a consumer. The zero value works.
@@ -26,12 +29,16 @@ type ConsumeOptions struct {
 	// the last value repeats. Nil means DefaultBackoff.
 	Backoff []time.Duration
 	// AckWait is how long a delivery may be handled before it is presumed
-	// lost and redelivered; 0 means 30s.
+	// lost and redelivered; 0 means DefaultAckWait. The handler's context
+	// outlives Consume's but ends at AckWait.
 	AckWait time.Duration
 }
 
 // Bus defaults.
-const DefaultMaxDeliver = 5
+const (
+	DefaultMaxDeliver = 5
+	DefaultAckWait    = 30 * time.Second
+)
 
 // DefaultBackoff is the redelivery schedule when ConsumeOptions has none.
 var DefaultBackoff = []time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second}
@@ -43,8 +50,8 @@ const DeadLetterPrefix = "dead."
 
 // Bus is a durable message bus with at-least-once delivery.
 type Bus interface {
-	// Publish stores m durably before it returns; the subject must belong
-	// to the bus's streams.
+	// Publish stores m durably before it returns. A subject outside the
+	// bus's streams is an error.
 	Publish(ctx context.Context, m Message) error
 
 	// Consume delivers the messages of subject to handle until ctx ends,
@@ -53,7 +60,8 @@ type Bus interface {
 	// survives restarts, so nothing published while no consumer ran is
 	// lost. handle returning nil acknowledges the message; an error has it
 	// redelivered after the backoff, and after MaxDeliver deliveries it is
-	// published to DeadLetterPrefix+subject with the error as its reason
-	// and acknowledged.
+	// published to DeadLetterPrefix+subject with the error as its Reason
+	// and acknowledged. A message whose last delivery timed out (AckWait)
+	// goes there on its next delivery.
 	Consume(ctx context.Context, subject, durable string, opt ConsumeOptions, handle func(context.Context, Message) error) error
 }

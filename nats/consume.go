@@ -15,10 +15,6 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// DefaultAckWait is the AckWait of a consumer whose ConsumeOptions have
-// none, as quan.ConsumeOptions documents.
-const DefaultAckWait = 30 * time.Second
-
 // prefetch is how many messages a Consume call holds beyond the one it
 // handles. Their AckWait runs while they wait, so it stays small: 64
 // handlings must fit in AckWait or the last of them are redelivered
@@ -127,7 +123,7 @@ func (b *Bus) newConsumer(subject, durable string, opt quan.ConsumeOptions, hand
 		opt.Backoff = quan.DefaultBackoff
 	}
 	if opt.AckWait == 0 {
-		opt.AckWait = DefaultAckWait
+		opt.AckWait = quan.DefaultAckWait
 	}
 	// One stream holds every subject, so the consumer's name carries the
 	// subject too: two uses of a durable name on two subjects must not
@@ -233,6 +229,7 @@ func (c *consumer) deliver(ctx context.Context, msg jetstream.Msg) {
 		ID:      msg.Headers().Get(headerID),
 		Data:    msg.Data(),
 		Attempt: int(md.NumDelivered),
+		Reason:  msg.Headers().Get(headerReason),
 	}
 	if m.Attempt > c.opt.MaxDeliver {
 		c.bury(ctx, msg, md, m, fmt.Sprintf("not acknowledged after %d deliveries: handling exceeded AckWait %s or its consumer stopped", m.Attempt-1, c.opt.AckWait))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,8 +167,9 @@ func TestBus(t *testing.T, newBus func(t *testing.T) quan.Bus) {
 		busConsume(t, bus, quan.DeadLetterPrefix+subject, "inspector", quan.ConsumeOptions{}, dead.ok)
 		got := dead.wait(t, 1)
 		dead.none(t)
-		if m := got[0]; m.ID != "poison" || string(m.Data) != "bad" || m.Subject != quan.DeadLetterPrefix+subject {
-			t.Errorf("dead letter %+v, want poison/bad on %s", m, quan.DeadLetterPrefix+subject)
+		if m := got[0]; m.ID != "poison" || string(m.Data) != "bad" || m.Subject != quan.DeadLetterPrefix+subject ||
+			!strings.Contains(m.Reason, "cannot parse") {
+			t.Errorf("dead letter %+v, want poison/bad on %s with the reason", m, quan.DeadLetterPrefix+subject)
 		}
 		if attempts := busAttempts(failing.all()); !slices.Equal(attempts, []int{1, 2, 3}) {
 			t.Errorf("the handler saw attempts %v, want [1 2 3]", attempts)
