@@ -517,3 +517,16 @@ func TestDistributePausedTemplate(t *testing.T) {
 		t.Fatalf("report %v", rows)
 	}
 }
+
+func TestUploadTooLarge(t *testing.T) {
+	ts := newTestServer(t)
+	tok := ts.merchant(t, 1001)
+	tpl := ts.activeTemplate(t, tok, 10, 1)
+	ts.api.Tasks.MaxFileSize = 64
+	r := ts.upload(t, tok, map[string]string{"name": "x", "templateId": fmt.Sprint(tpl.ID)}, "u.csv", []byte("userId\n"+strings.Repeat("1234567\n", 20)))
+	r.want(t, http.StatusRequestEntityTooLarge, quan.ETOOLARGE)
+	if !strings.Contains(r.Problem.Detail, "64 bytes") {
+		t.Fatalf("detail %q does not name the limit", r.Problem.Detail)
+	}
+	assertNoUploads(t, ts.dir)
+}
