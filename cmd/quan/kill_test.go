@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/mysql/mysqltest"
 	"github.com/quanhq/quan/sheet"
 )
 
@@ -38,9 +40,9 @@ type proc struct {
 
 var servingRE = regexp.MustCompile(`quan serving"? url=(http://\S+)`)
 
-func startProc(t *testing.T, bin, data string) *proc {
+func startProc(t *testing.T, bin string, env map[string]string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--data", data, "--addr", "127.0.0.1:0",
+	cmd := exec.Command(bin, "serve", "--data", env["QUAN_DATA"], "--store", cmp.Or(env["QUAN_STORE"], "sqlite:"), "--addr", "127.0.0.1:0",
 		"--task-lease", "1s", "--task-poll", "20ms", "--chunk-size", "2000")
 	cmd.Env = append(os.Environ(), "QUAN_LOG_LEVEL=info")
 	stderr, err := cmd.StderrPipe()
@@ -82,8 +84,19 @@ func (p *proc) kill() {
 // that every row has exactly one outcome, the stock fell by exactly the
 // coupons issued and nobody holds more than the limit.
 func TestKillExactlyOnce(t *testing.T) {
-	bin := buildQuan(t)
+	testKillExactlyOnce(t, testEnv(t))
+}
+
+// TestKillExactlyOnceOnMySQL is the same test with the processes sharing a
+// MySQL store.
+func TestKillExactlyOnceOnMySQL(t *testing.T) {
 	env := testEnv(t)
+	env["QUAN_STORE"] = mysqltest.URL(t)
+	testKillExactlyOnce(t, env)
+}
+
+func testKillExactlyOnce(t *testing.T, env map[string]string) {
+	bin := buildQuan(t)
 	data := env["QUAN_DATA"]
 	const rows, stock = 150_000, 140_000
 	tpl := localTemplate(t, env, stock, 1)
@@ -94,7 +107,7 @@ func TestKillExactlyOnce(t *testing.T) {
 	}
 	tok := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1"))
 
-	p := startProc(t, bin, data)
+	p := startProc(t, bin, env)
 	c := &apiClient{t: t, base: p.url, token: tok}
 	content, _ := os.ReadFile(file)
 	id := c.upload(map[string]string{"name": "kill", "templateId": fmt.Sprint(tpl.ID)}, "users.xlsx", string(content))
@@ -121,7 +134,7 @@ func TestKillExactlyOnce(t *testing.T) {
 		if tk.ChunksDone > base {
 			midTask++ // killed with part of the file applied since the last start
 		}
-		p = startProc(t, bin, data)
+		p = startProc(t, bin, env)
 		c.base = p.url
 	}
 	final := c.wait(id)
@@ -134,7 +147,7 @@ func TestKillExactlyOnce(t *testing.T) {
 
 	// Check the invariants on the store itself.
 	m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}
-	l := localFlags{DataDir: data, StoreURL: "sqlite:", LogLevel: "warn"}
+	l := localFlags{DataDir: data, StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), LogLevel: "warn"}
 	a, closeStore, err := l.open(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)
