@@ -366,3 +366,66 @@ func TestDistributeBrokenFilesCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestWorker runs a task created through the store by a `quan worker`,
+// which serves no HTTP.
+func TestWorker(t *testing.T) {
+	env := testEnv(t)
+	tpl := localTemplate(t, env, 10, 1)
+	m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }}
+	l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: "sqlite:", LogLevel: "warn"}
+	a, closeStore, err := l.open(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	f, err := a.tasks.Upload(context.Background(), strings.NewReader("userId\n1\n2\n2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := a.tasks.Create(context.Background(), cliIdentity, quan.NewTask{Name: "w", TemplateID: tpl.ID, FileName: "u.csv", File: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		w := &Main{Stdout: &syncBuffer{}, Stderr: &syncBuffer{}, Getenv: func(k string) string { return env[k] }}
+		done <- w.Run(ctx, []string{"worker", "--task-poll", "10ms"})
+	}()
+	var got *quan.Task
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got, err = a.tasks.Get(context.Background(), cliIdentity, task.ID); err == nil && got.Status.Done() {
+			break
+		}
+	}
+	cancel()
+	if got == nil || got.Status != quan.TaskSucceeded || got.Counts.Issued != 2 || got.Counts.Failed.Duplicate != 1 {
+		t.Fatalf("task after the worker: %+v", got)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("worker: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not stop when its context ended")
+	}
+	if _, err := run(t, env, nil, "worker", "--addr", ":1"); err == nil {
+		t.Fatal("a worker accepted --addr: it serves no HTTP")
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"mysql://root:s3cret@db:3306/quan": "mysql://root:xxxxx@db:3306/quan",
+		"mysql://root@db:3306/quan":        "mysql://root@db:3306/quan",
+		"sqlite:":                          "sqlite:",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

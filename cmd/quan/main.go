@@ -40,6 +40,7 @@ const usage = `quan — coupon platform
 Usage:
   quan demo       [flags]          distribute a coupon to 1,000,000 generated users, with progress
   quan serve      [flags]          run the HTTP API and the distribution runner
+  quan worker     [flags]          run only the distribution runner (processes share tasks via the store)
   quan distribute [flags] FILE     distribute a template to the users in an .xlsx or .csv file
   quan gen-users  [flags]          write a file of fake target users
   quan token      [flags]          mint a bearer token for development
@@ -59,8 +60,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return errUsage
 	}
 	switch args[0] {
-	case "serve":
-		cmd := &ServeCommand{Main: m}
+	case "serve", "worker":
+		cmd := &ServeCommand{Main: m, Worker: args[0] == "worker"}
 		if err := cmd.ParseFlags(args[1:]); err != nil {
 			return err
 		}

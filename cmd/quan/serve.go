@@ -6,15 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"time"
 
 	qhttp "github.com/quanhq/quan/http"
 )
 
-// ServeCommand runs the HTTP API until its context ends.
+// ServeCommand runs the HTTP API and the distribution runner until its
+// context ends; as `quan worker` it runs the runner only.
 type ServeCommand struct {
-	Main *Main
+	Main   *Main
+	Worker bool // no HTTP API: only run distribution tasks
 
 	Addr            string
 	DataDir         string
@@ -35,11 +38,17 @@ type ServeCommand struct {
 
 // ParseFlags reads the flags, then QUAN_* variables for those not given.
 func (c *ServeCommand) ParseFlags(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.StringVar(&c.Addr, "addr", ":8080", "listen address")
+	name := "serve"
+	if c.Worker {
+		name = "worker"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	if !c.Worker {
+		fs.StringVar(&c.Addr, "addr", ":8080", "listen address")
+		fs.StringVar(&c.JWTSecret, "jwt-secret", "", "token signing secret, at least 32 bytes (default: generated once, kept in the data folder)")
+	}
 	fs.StringVar(&c.DataDir, "data", "./quan-data", "data folder (SQLite database, token secret, uploads)")
 	fs.StringVar(&c.StoreURL, "store", "sqlite:", "store: sqlite:[PATH] (default PATH: DATA/quan.db) or mysql://USER[:PASS]@HOST[:PORT]/DB")
-	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "token signing secret, at least 32 bytes (default: generated once, kept in the data folder)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to drain requests in flight on SIGINT/SIGTERM")
@@ -58,13 +67,15 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data folder: %w", err)
 	}
-	secret, err := loadSecret(c.DataDir, c.JWTSecret)
-	if err != nil {
-		return err
-	}
-	tokens, err := qhttp.NewTokens(secret, c.Main.Now)
-	if err != nil {
-		return err
+	var tokens *qhttp.Tokens
+	if !c.Worker {
+		secret, err := loadSecret(c.DataDir, c.JWTSecret)
+		if err != nil {
+			return err
+		}
+		if tokens, err = qhttp.NewTokens(secret, c.Main.Now); err != nil {
+			return err
+		}
 	}
 	store, closeStore, err := openStore(ctx, c.StoreURL, c.DataDir, logger)
 	if err != nil {
@@ -72,6 +83,11 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 	}
 	c.closeStore = closeStore
 	app := c.Main.wire(store.store, store.chunkSize, c.DataDir, c.Files, c.Runner, logger)
+	if c.Worker {
+		c.stop = app.startDistributor(logger)
+		logger.Info("quan worker running", "data", c.DataDir, "store", redact(c.StoreURL))
+		return nil
+	}
 	c.server = &qhttp.Server{
 		Templates: app.templates,
 		Tasks:     app.tasks,
@@ -86,12 +102,25 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 	if err := c.server.Open(c.Addr); err != nil {
 		return err
 	}
-	logger.Info("quan serving", "url", c.server.URL(), "data", c.DataDir, "store", c.StoreURL)
+	logger.Info("quan serving", "url", c.server.URL(), "data", c.DataDir, "store", redact(c.StoreURL))
 	return nil
 }
 
 // URL is the server's base URL once open.
 func (c *ServeCommand) URL() string { return c.server.URL() }
+
+// redact hides the password of a store URL, for logs.
+func redact(storeURL string) string {
+	u, err := url.Parse(storeURL)
+	if err != nil || u.User == nil {
+		return storeURL
+	}
+	if _, ok := u.User.Password(); !ok {
+		return storeURL
+	}
+	u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	return u.String()
+}
 
 // Close drains requests in flight, within ShutdownTimeout, then closes the
 // store. It is safe to call twice.
