@@ -20,6 +20,7 @@ const (
 	ESTOCKLIMIT   = "stock_limit"        // the stock would exceed MaxStock
 	ELEASELOST    = "lease_lost"         // a task runner no longer holds its task
 	ETOOLARGE     = "file_too_large"     // an upload is over its size limit
+	ECACHECOLD    = "cache_cold"         // the cache lacks a template and must be primed
 )
 
 // Error is quan's one error type: a machine code, a message a person

@@ -1,0 +1,84 @@
+package quan
+
+import (
+	"context"
+	"iter"
+	"time"
+)
+
+// TemplateState is what the issuing hot path knows of a template: the rules
+// a reservation checks and the stock left to reserve.
+type TemplateState struct {
+	ID           int64
+	ShopNo       int64
+	Status       TemplateStatus
+	IssueStart   time.Time
+	IssueEnd     time.Time
+	PerUserLimit int64
+	Stock        int64 // left to reserve
+}
+
+// StateOf returns the cache state of t.
+func StateOf(t *Template) TemplateState {
+	return TemplateState{ID: t.ID, ShopNo: t.ShopNo, Status: t.Status, IssueStart: t.IssueStart,
+		IssueEnd: t.IssueEnd, PerUserLimit: t.PerUserLimit, Stock: t.Stock}
+}
+
+// Refusal says why a reservation was refused; "" means it was reserved.
+type Refusal string
+
+// Refusals, checked in this order.
+const (
+	RefusedInactive   Refusal = "not_active"    // draft, paused or ended
+	RefusedNotStarted Refusal = "not_started"   // before the issue window
+	RefusedEnded      Refusal = "ended"         // after the issue window
+	RefusedLimit      Refusal = "limit_reached" // the user holds the per-user limit
+	RefusedSoldOut    Refusal = "sold_out"      // no stock left
+)
+
+// Holding is how many coupons of a template a user holds.
+type Holding struct {
+	UserID int64
+	Count  int64
+}
+
+// ErrCacheCold: the cache does not hold the template (never loaded, or the
+// cache lost it, as a Redis restart does). The caller primes it from the
+// store and tries again.
+var ErrCacheCold = &Error{Code: ECACHECOLD, Message: "the cache does not hold this template"}
+
+// Cache holds the hot-path state of issuing — template snapshots, stock
+// left to reserve, per-user counts — in the process or in Redis, so that
+// claims and distributions check and reserve without the store. The store
+// stays the final arbiter (it never lets stock fall below zero or a user
+// exceed the limit), so whatever the cache loses, nothing is oversold.
+type Cache interface {
+	// Reserve tries, in order, to reserve one coupon of template for each
+	// user at now. Each reservation is atomic: the template issues at now,
+	// the user holds fewer than its limit and stock is left, then the
+	// stock falls by one and the user's count rises by one; otherwise the
+	// refusal is returned in its place. key makes a batch idempotent: a
+	// Reserve with a key seen before (within a day) changes nothing and
+	// returns the first call's outcomes. ErrCacheCold if the template is
+	// not loaded.
+	Reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]Refusal, error)
+
+	// Release gives back what Reserve under key reserved: the stock and
+	// the user counts. It is idempotent; an unknown key changes nothing.
+	Release(ctx context.Context, template int64, key string) error
+
+	// Prime replaces the state of st.ID with st and the given holdings,
+	// which may be millions. Reserve sees the old state or the new, whole
+	// one, never a part.
+	Prime(ctx context.Context, st TemplateState, holdings iter.Seq2[Holding, error]) error
+
+	// Update replaces the snapshot of a loaded template (status, window,
+	// limit) and adds stockDelta to its stock, keeping the user counts.
+	// ErrCacheCold if it is not loaded.
+	Update(ctx context.Context, st TemplateState, stockDelta int64) error
+
+	// State returns the cached state of template, ErrCacheCold if not
+	// loaded; Held the count of user.
+	State(ctx context.Context, template int64) (TemplateState, error)
+	Held(ctx context.Context, template, user int64) (int64, error)
+}
