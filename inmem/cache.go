@@ -1,0 +1,217 @@
+// Package inmem holds quan's embedded adapters: state kept in the process,
+// lost when it stops. It is the default when no backend URL is given.
+package inmem
+
+import (
+	"context"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// KeyTTL is how long a Reserve key is remembered: a retry within it gets
+// the first call's outcomes.
+const KeyTTL = 24 * time.Hour
+
+var _ quan.Cache = (*Cache)(nil)
+
+// Cache is a quan.Cache in the process memory. Each template has its own
+// lock, so reservations of different templates never wait on each other.
+// The zero value is not usable; call NewCache.
+type Cache struct {
+	// Now tells when a Reserve key expires (KeyTTL after its first use).
+	// It is the wall clock, unrelated to the now passed to Reserve, and
+	// replaceable so that expiry tests never sleep. Set it before use.
+	Now func() time.Time
+
+	mu        sync.RWMutex
+	templates map[int64]*template
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{Now: time.Now, templates: make(map[int64]*template)}
+}
+
+// template is the state of one template. Prime replaces the whole value,
+// key records included: a record tells what was reserved from the counts
+// it was made against, and those counts are gone.
+type template struct {
+	mu     sync.Mutex
+	st     quan.TemplateState
+	counts map[int64]int64
+	keys   map[string]*record
+	queue  []*record // keys by expiry: the TTL is constant, so in use order
+	head   int       // queue[:head] are expired and dropped
+}
+
+// record is what one Reserve key did.
+type record struct {
+	key      string
+	outcomes []quan.Refusal
+	reserved []int64 // users who got one, once per coupon; nil once released
+	expires  time.Time
+}
+
+func (c *Cache) get(id int64) (*template, error) {
+	c.mu.RLock()
+	t := c.templates[id]
+	c.mu.RUnlock()
+	if t == nil {
+		return nil, quan.ErrCacheCold
+	}
+	return t, nil
+}
+
+// Reserve implements quan.Cache.
+func (c *Cache) Reserve(ctx context.Context, id int64, key string, users []int64, now time.Time) ([]quan.Refusal, error) {
+	t, err := c.get(id)
+	if err != nil {
+		return nil, err
+	}
+	wall := c.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweep(wall)
+	if r := t.keys[key]; r != nil {
+		return append([]quan.Refusal(nil), r.outcomes...), nil
+	}
+	r := &record{key: key, outcomes: make([]quan.Refusal, len(users)), expires: wall.Add(KeyTTL)}
+	all := refuseAll(&t.st, now)
+	for i, u := range users {
+		switch {
+		case all != "":
+			r.outcomes[i] = all
+		case t.counts[u] >= t.st.PerUserLimit:
+			r.outcomes[i] = quan.RefusedLimit
+		case t.st.Stock <= 0:
+			r.outcomes[i] = quan.RefusedSoldOut
+		default:
+			t.st.Stock--
+			t.counts[u]++
+			r.reserved = append(r.reserved, u)
+		}
+	}
+	t.keys[key] = r
+	t.queue = append(t.queue, r)
+	return append([]quan.Refusal(nil), r.outcomes...), nil
+}
+
+// refuseAll returns the refusal every user of a batch gets from the
+// template's status and window, "" when it issues at now.
+func refuseAll(st *quan.TemplateState, now time.Time) quan.Refusal {
+	switch {
+	case st.Status != quan.TemplateActive:
+		return quan.RefusedInactive
+	case now.Before(st.IssueStart):
+		return quan.RefusedNotStarted
+	case !now.Before(st.IssueEnd):
+		return quan.RefusedEnded
+	}
+	return ""
+}
+
+// sweep forgets the keys expired at wall. It runs with t.mu held, so
+// memory stays bounded by a day of keys without a background goroutine.
+func (t *template) sweep(wall time.Time) {
+	for t.head < len(t.queue) && !wall.Before(t.queue[t.head].expires) {
+		r := t.queue[t.head]
+		t.queue[t.head] = nil
+		t.head++
+		if t.keys[r.key] == r {
+			delete(t.keys, r.key)
+		}
+	}
+	if t.head > 1024 && t.head > len(t.queue)/2 {
+		t.queue = append([]*record(nil), t.queue[t.head:]...)
+		t.head = 0
+	}
+}
+
+// Release implements quan.Cache. A template not loaded has nothing to give
+// back: Release changes nothing and returns nil.
+func (c *Cache) Release(ctx context.Context, id int64, key string) error {
+	t, err := c.get(id)
+	if err != nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweep(c.Now())
+	r := t.keys[key]
+	if r == nil {
+		return nil
+	}
+	for _, u := range r.reserved {
+		if t.counts[u]--; t.counts[u] <= 0 {
+			delete(t.counts, u)
+		}
+		t.st.Stock++
+	}
+	r.reserved = nil
+	return nil
+}
+
+// Prime implements quan.Cache. It reads holdings before taking any lock,
+// so reservations go on against the old state meanwhile; an error of
+// holdings leaves the old state in place.
+func (c *Cache) Prime(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error]) error {
+	t := &template{st: st, counts: make(map[int64]int64), keys: make(map[string]*record)}
+	for h, err := range holdings {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if h.Count > 0 {
+			t.counts[h.UserID] = h.Count
+		} else {
+			delete(t.counts, h.UserID)
+		}
+	}
+	c.mu.Lock()
+	c.templates[st.ID] = t
+	c.mu.Unlock()
+	return nil
+}
+
+// Update implements quan.Cache. The stock may fall below zero if
+// stockDelta says so; Reserve then refuses with sold_out until it is
+// positive again.
+func (c *Cache) Update(ctx context.Context, st quan.TemplateState, stockDelta int64) error {
+	t, err := c.get(st.ID)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	stock := t.st.Stock + stockDelta
+	t.st = st
+	t.st.Stock = stock
+	return nil
+}
+
+// State implements quan.Cache.
+func (c *Cache) State(ctx context.Context, id int64) (quan.TemplateState, error) {
+	t, err := c.get(id)
+	if err != nil {
+		return quan.TemplateState{}, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.st, nil
+}
+
+// Held implements quan.Cache; ErrCacheCold if the template is not loaded.
+func (c *Cache) Held(ctx context.Context, id, user int64) (int64, error) {
+	t, err := c.get(id)
+	if err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.counts[user], nil
+}
