@@ -166,10 +166,8 @@ func (c *Cache) Prime(ctx context.Context, st quan.TemplateState, holdings iter.
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if h.Count > 0 {
+		if h.Count > 0 { // a user holding none needs no entry
 			t.counts[h.UserID] = h.Count
-		} else {
-			delete(t.counts, h.UserID)
 		}
 	}
 	c.mu.Lock()

@@ -1,0 +1,212 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"iter"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/quanhq/quan"
+)
+
+// primeBatch is how many counts one HSET of Prime carries, and
+// primeInFlight how many such commands go in one pipeline.
+const (
+	primeBatch    = 10_000
+	primeInFlight = 4
+)
+
+// primeTempTTL bounds how long the counts of a Prime that died half-way
+// stay in Redis.
+const primeTempTTL = time.Hour
+
+var outcome = map[byte]quan.Refusal{
+	'-': "",
+	'i': quan.RefusedInactive,
+	'n': quan.RefusedNotStarted,
+	'e': quan.RefusedEnded,
+	'l': quan.RefusedLimit,
+	's': quan.RefusedSoldOut,
+}
+
+// Reserve implements quan.Cache with one script call for the whole batch.
+// A key record made before the last Prime is not trusted: the batch is
+// reserved anew against the new state.
+func (c *Cache) Reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]quan.Refusal, error) {
+	k := c.keys(template)
+	args := make([]string, 0, 3+len(users))
+	args = append(args, strconv.FormatInt(now.Unix(), 10), strconv.Itoa(now.Nanosecond()),
+		strconv.FormatInt(int64(KeyTTL/time.Second), 10))
+	for _, u := range users {
+		args = append(args, strconv.FormatInt(u, 10))
+	}
+	o, err := reserveScript.Exec(ctx, c.client, []string{k.state(), k.users(), k.record(key)}, args).ToString()
+	if rueidis.IsRedisNil(err) {
+		return nil, quan.ErrCacheCold
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redis reserve: %w", err)
+	}
+	out := make([]quan.Refusal, len(o))
+	for i := range len(o) {
+		r, ok := outcome[o[i]]
+		if !ok {
+			return nil, fmt.Errorf("redis reserve: unknown outcome %q", o[i])
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// Release implements quan.Cache. A template not loaded, or a key recorded
+// before the last Prime, has nothing to give back: Release changes nothing
+// and returns nil.
+func (c *Cache) Release(ctx context.Context, template int64, key string) error {
+	k := c.keys(template)
+	err := releaseScript.Exec(ctx, c.client, []string{k.state(), k.users(), k.record(key)}, nil).Error()
+	if err != nil {
+		return fmt.Errorf("redis release: %w", err)
+	}
+	return nil
+}
+
+// Prime implements quan.Cache. The counts go to a temporary hash in
+// pipelined batches, holding at most primeBatch×primeInFlight of them in
+// memory; one script then swaps that hash and the new state in, under a
+// new generation. If holdings fails, the old state stays.
+func (c *Cache) Prime(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error]) error {
+	var b [8]byte
+	rand.Read(b[:])
+	gen := hex.EncodeToString(b[:])
+	k := c.keys(st.ID)
+	temp := k.temp(gen)
+
+	var cmds rueidis.Commands
+	args := make([]string, 0, 2*primeBatch)
+	wrote := false
+	flush := func(last bool) error {
+		if len(args) > 0 {
+			cmds = append(cmds, c.client.B().Arbitrary("HSET").Keys(temp).Args(args...).Build())
+			args = make([]string, 0, 2*primeBatch)
+			if !wrote {
+				cmds = append(cmds, c.client.B().Expire().Key(temp).Seconds(int64(primeTempTTL/time.Second)).Build())
+				wrote = true
+			}
+		}
+		if len(cmds) == 0 || (!last && len(cmds) < primeInFlight) {
+			return nil
+		}
+		for _, r := range c.client.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
+				return err
+			}
+		}
+		cmds = cmds[:0]
+		return nil
+	}
+	fail := func(err error) error {
+		// Best effort: the TTL removes the counts anyway.
+		c.client.Do(context.WithoutCancel(ctx), c.client.B().Del().Key(temp).Build())
+		return fmt.Errorf("redis prime template %d: %w", st.ID, err)
+	}
+	for h, err := range holdings {
+		if err != nil {
+			return fail(err)
+		}
+		if h.Count <= 0 { // a user holding none needs no entry
+			continue
+		}
+		args = append(args, strconv.FormatInt(h.UserID, 10), strconv.FormatInt(h.Count, 10))
+		if len(args) == 2*primeBatch {
+			if err := flush(false); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if err := flush(true); err != nil {
+		return fail(err)
+	}
+	sargs := append([]string{gen}, stateArgs(st)...)
+	sargs = append(sargs, strconv.FormatInt(st.Stock, 10))
+	if err := swapScript.Exec(ctx, c.client, []string{k.state(), k.users(), temp}, sargs).Error(); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// stateArgs returns the snapshot fields of st as the scripts take them:
+// shop, status, issue start and end as seconds and nanoseconds, limit.
+func stateArgs(st quan.TemplateState) []string {
+	return []string{
+		strconv.FormatInt(st.ShopNo, 10), string(st.Status),
+		strconv.FormatInt(st.IssueStart.Unix(), 10), strconv.Itoa(st.IssueStart.Nanosecond()),
+		strconv.FormatInt(st.IssueEnd.Unix(), 10), strconv.Itoa(st.IssueEnd.Nanosecond()),
+		strconv.FormatInt(st.PerUserLimit, 10),
+	}
+}
+
+// Update implements quan.Cache. The stock may fall below zero if
+// stockDelta says so; Reserve then refuses with sold_out until it is
+// positive again.
+func (c *Cache) Update(ctx context.Context, st quan.TemplateState, stockDelta int64) error {
+	args := append(stateArgs(st), strconv.FormatInt(stockDelta, 10))
+	err := updateScript.Exec(ctx, c.client, []string{c.keys(st.ID).state()}, args).Error()
+	if rueidis.IsRedisNil(err) {
+		return quan.ErrCacheCold
+	}
+	if err != nil {
+		return fmt.Errorf("redis update template %d: %w", st.ID, err)
+	}
+	return nil
+}
+
+// State implements quan.Cache.
+func (c *Cache) State(ctx context.Context, template int64) (quan.TemplateState, error) {
+	m, err := c.client.Do(ctx, c.client.B().Hgetall().Key(c.keys(template).state()).Build()).AsStrMap()
+	if err != nil {
+		return quan.TemplateState{}, fmt.Errorf("redis state of template %d: %w", template, err)
+	}
+	if len(m) == 0 {
+		return quan.TemplateState{}, quan.ErrCacheCold
+	}
+	var bad error
+	num := func(f string) int64 {
+		n, err := strconv.ParseInt(m[f], 10, 64)
+		if err != nil && bad == nil {
+			bad = fmt.Errorf("field %s: %w", f, err)
+		}
+		return n
+	}
+	st := quan.TemplateState{
+		ID:           template,
+		ShopNo:       num("shop"),
+		Status:       quan.TemplateStatus(m["status"]),
+		IssueStart:   time.Unix(num("ss"), num("sn")).UTC(),
+		IssueEnd:     time.Unix(num("es"), num("en")).UTC(),
+		PerUserLimit: num("limit"),
+		Stock:        num("stock"),
+	}
+	if bad != nil {
+		return quan.TemplateState{}, fmt.Errorf("redis state of template %d: %w", template, bad)
+	}
+	return st, nil
+}
+
+// Held implements quan.Cache; ErrCacheCold if the template is not loaded.
+func (c *Cache) Held(ctx context.Context, template, user int64) (int64, error) {
+	k := c.keys(template)
+	n, err := heldScript.Exec(ctx, c.client, []string{k.state(), k.users()},
+		[]string{strconv.FormatInt(user, 10)}).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, quan.ErrCacheCold
+	}
+	if err != nil {
+		return 0, fmt.Errorf("redis held of template %d: %w", template, err)
+	}
+	return n, nil
+}

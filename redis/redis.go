@@ -1,0 +1,82 @@
+// Package redis holds quan's production cache: the hot-path state of
+// issuing in Redis, reserved by one Lua script call per batch.
+//
+// Key layout, under the prefix given to Open, per template ID:
+//
+//	{t:ID}:s        hash: the state snapshot, stock and the generation Prime set
+//	{t:ID}:u        hash: user ID → coupons held
+//	{t:ID}:k:KEY    hash: what Reserve under KEY did (outcomes, users reserved,
+//	                generation); expires after KeyTTL
+//	{t:ID}:p:GEN    hash: counts Prime is writing, renamed to {t:ID}:u when whole
+//
+// The {t:ID} hash tag keeps a template's keys on one cluster slot, so each
+// script may touch all of them.
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/quanhq/quan"
+)
+
+// KeyTTL is how long Redis keeps a Reserve key record.
+const KeyTTL = 24 * time.Hour
+
+var _ quan.Cache = (*Cache)(nil)
+
+// Cache is a quan.Cache on Redis. It is safe for concurrent use; calls
+// from many goroutines share a few connections and are pipelined.
+type Cache struct {
+	client rueidis.Client
+	prefix string
+	once   sync.Once
+}
+
+// Open connects to the Redis at url (redis://[user:pass@]host:port/db,
+// rediss:// for TLS) and returns a cache whose keys all start with
+// prefix. The prefix must not contain braces: the hash tags are the
+// adapter's.
+func Open(ctx context.Context, url, prefix string) (*Cache, error) {
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, quan.Errorf(quan.EINVALID, "redis key prefix %q must not contain braces", prefix)
+	}
+	opt, err := rueidis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("open redis cache: %w", err)
+	}
+	opt.DisableCache = true // no client-side caching: every read must see the server
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("open redis cache: %w", err)
+	}
+	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("open redis cache: ping: %w", err)
+	}
+	return &Cache{client: client, prefix: prefix}, nil
+}
+
+// Close closes the connections. It is safe to call twice.
+func (c *Cache) Close() error {
+	c.once.Do(c.client.Close)
+	return nil
+}
+
+// keys names the keys of one template.
+type keys struct{ base string }
+
+func (c *Cache) keys(template int64) keys {
+	return keys{c.prefix + "{t:" + strconv.FormatInt(template, 10) + "}:"}
+}
+
+func (k keys) state() string            { return k.base + "s" }
+func (k keys) users() string            { return k.base + "u" }
+func (k keys) record(key string) string { return k.base + "k:" + key }
+func (k keys) temp(gen string) string   { return k.base + "p:" + gen }
