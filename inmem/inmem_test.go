@@ -47,3 +47,18 @@ func TestCacheKeyExpiry(t *testing.T) {
 		t.Fatalf("holds %d after releasing the new key, want 1", n)
 	}
 }
+
+// TestThroughput prints (with -v) what quantest.CacheThroughput measures;
+// it asserts nothing about speed.
+func TestThroughput(t *testing.T) {
+	c := inmem.NewCache()
+	calls, _, err := quantest.CacheThroughput(t.Context(), c, 1, 200, 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, users, err := quantest.CacheThroughput(t.Context(), c, 2, 8, 5_000, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inmem: %.0f Reserve calls/s (1 user each, 200 goroutines); %.0f users/s (5,000-user batches, 8 goroutines)", calls, users)
+}
