@@ -59,26 +59,32 @@ type Cache interface {
 	// stock falls by one and the user's count rises by one; otherwise the
 	// refusal is returned in its place. key makes a batch idempotent: a
 	// Reserve with a key seen before (within a day) changes nothing and
-	// returns the first call's outcomes. ErrCacheCold if the template is
-	// not loaded.
+	// returns the first call's outcomes, even after a Release or with other
+	// users. ErrCacheCold if the template is not loaded.
 	Reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]Refusal, error)
 
 	// Release gives back what Reserve under key reserved: the stock and
-	// the user counts. It is idempotent; an unknown key changes nothing.
+	// the user counts. It is idempotent: an unknown key, a template not
+	// loaded, or a key recorded before the last Prime changes nothing and
+	// returns nil (what was reserved before a loss is already in the
+	// store's figures that Prime loaded).
 	Release(ctx context.Context, template int64, key string) error
 
 	// Prime replaces the state of st.ID with st and the given holdings,
-	// which may be millions. Reserve sees the old state or the new, whole
-	// one, never a part.
+	// which may be millions (counts ≤ 0 are ignored), and forgets the
+	// earlier key records. Reserve sees the old state or the new, whole one,
+	// never a part; if holdings or ctx fail, the old state stays.
 	Prime(ctx context.Context, st TemplateState, holdings iter.Seq2[Holding, error]) error
 
-	// Update replaces the snapshot of a loaded template (status, window,
-	// limit) and adds stockDelta to its stock, keeping the user counts.
-	// ErrCacheCold if it is not loaded.
+	// Update replaces the snapshot of a loaded template (shop, status,
+	// window, limit; st.Stock is ignored) and adds stockDelta to its stock,
+	// keeping the user counts. The stock may fall below zero; Reserve then
+	// answers sold_out until it is positive. ErrCacheCold if not loaded.
 	Update(ctx context.Context, st TemplateState, stockDelta int64) error
 
-	// State returns the cached state of template, ErrCacheCold if not
-	// loaded; Held the count of user.
+	// State returns the cached state of template and Held the count of
+	// user; both ErrCacheCold if the template is not loaded. An in-process
+	// cache loses everything on restart, Redis on restart or FLUSHALL.
 	State(ctx context.Context, template int64) (TemplateState, error)
 	Held(ctx context.Context, template, user int64) (int64, error)
 }
