@@ -135,50 +135,7 @@ func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) ([]*quan.T
 		conds = append(conds, `LOWER(name) LIKE LOWER(?) ESCAPE '!'`)
 		args = append(args, "%"+escapeLike(f.NameContains)+"%")
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = ` WHERE ` + strings.Join(conds, ` AND `)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = quan.DefaultPageSize
-	}
-	limit = min(limit, quan.MaxPageSize)
-	offset := max(f.Offset, 0)
-
-	// One read transaction, so the page and the total see the same snapshot.
-	tx, err := s.db.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, 0, fmt.Errorf("list templates: %w", err)
-	}
-	defer tx.Rollback()
-
-	var total int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM templates`+where, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("list templates: count: %w", err)
-	}
-	ts := []*quan.Template{}
-	if offset >= total {
-		return ts, total, nil
-	}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT `+templateColumns+` FROM templates`+where+` ORDER BY id DESC LIMIT ? OFFSET ?`,
-		append(args, limit, offset)...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list templates: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		t, err := scanTemplate(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list templates: %w", err)
-		}
-		ts = append(ts, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("list templates: %w", err)
-	}
-	return ts, total, nil
+	return listPage(ctx, s.db.db, "templates", "templates", templateColumns, conds, args, f.Offset, f.Limit, scanTemplate)
 }
 
 // UpdateTemplate locks template id of shop with SELECT ... FOR UPDATE and

@@ -93,50 +93,7 @@ func (s *Store) Tasks(ctx context.Context, f quan.TaskFilter) ([]*quan.Task, int
 	if f.Status != "" {
 		conds, args = append(conds, `status = ?`), append(args, f.Status)
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = ` WHERE ` + strings.Join(conds, ` AND `)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = quan.DefaultPageSize
-	}
-	limit = min(limit, quan.MaxPageSize)
-	offset := max(f.Offset, 0)
-
-	// One read transaction, so the page and the total see the same snapshot.
-	tx, err := s.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, 0, fmt.Errorf("list tasks: %w", err)
-	}
-	defer tx.Rollback()
-
-	var total int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks`+where, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("list tasks: count: %w", err)
-	}
-	ts := []*quan.Task{}
-	if offset >= total {
-		return ts, total, nil
-	}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT `+taskColumns+` FROM tasks`+where+` ORDER BY id DESC LIMIT ? OFFSET ?`,
-		append(args, limit, offset)...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list tasks: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list tasks: %w", err)
-		}
-		ts = append(ts, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("list tasks: %w", err)
-	}
-	return ts, total, nil
+	return listPage(ctx, s.db.read, "tasks", "tasks", taskColumns, conds, args, f.Offset, f.Limit, scanTask)
 }
 
 // UpdateTask loads task id of shop inside a write transaction, which holds
