@@ -429,3 +429,29 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchDistributeCLI(t *testing.T) {
+	out, err := run(t, testEnv(t), nil, "bench", "distribute", "-n", "3000")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`bench distribute: 3,000 users, 3,000 issued, wall \S+, [\d,]+ rows/s, peak RSS \d+ MB, chunk 50000, \d+ cores`).MatchString(out) {
+		t.Fatalf("figures line: %s", out)
+	}
+	if _, err := run(t, nil, nil, "bench", "nothing"); err == nil || !strings.Contains(err.Error(), "unknown benchmark") {
+		t.Fatalf("unknown benchmark: %v", err)
+	}
+}
+
+// TestBenchReadChildCLI runs one measurement of `quan bench read` the way
+// the parent process runs it in a child.
+func TestBenchReadChildCLI(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "u.xlsx")
+	if _, err := sheet.GenerateFile(file, sheet.GenOptions{Rows: 2000, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, nil, nil, "bench", "read-child", "-reader", "quan", "-file", file)
+	if err != nil || !strings.Contains(out, "2000") {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
