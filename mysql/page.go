@@ -14,6 +14,10 @@ import (
 // read-only transaction, so the page and the total see the same snapshot.
 // limit is cut to quan.MaxPageSize (0 means quan.DefaultPageSize); the
 // result is an empty, non-nil slice when nothing is on the page.
+//
+// sqlite/page.go holds the same function: adapters never import each other
+// and the SQL is the same on both engines, so a shared helper package
+// would only save these lines.
 func listPage[T any](ctx context.Context, db *sql.DB, what, table, columns string, conds []string, args []any,
 	offset, limit int, scan func(interface{ Scan(...any) error }) (T, error)) ([]T, int, error) {
 	where := ""
