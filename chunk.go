@@ -16,8 +16,8 @@ type ChunkRow struct {
 // Chunk is a run of consecutive rows that a store applies atomically.
 type Chunk struct {
 	TaskID    int64
-	Owner     string // the runner holding the task's lease
-	Seq       int64  // 1-based position in the file; applied strictly in order
+	Owner     string // the runner that read the chunk, for the logs
+	Seq       int64  // 1-based position in the file; chunks apply in any order
 	Rows      []ChunkRow
 	BytesRead int64 // of the file's data once this chunk was read
 	Now       time.Time
@@ -102,9 +102,12 @@ func NewCoupon(t *Template, user, seq, taskID int64, now time.Time) Coupon {
 	}
 }
 
-// Check refuses a chunk whose rows the store cannot decide: an unknown
+// Check refuses a chunk the store cannot apply: a seq below 1, an unknown
 // cause, an undecided row without a user, or a user undecided twice.
 func (c *Chunk) Check() error {
+	if c.Seq < 1 {
+		return Errorf(EINVALID, "chunk seq %d: chunks are numbered from 1", c.Seq)
+	}
 	rows := c.Rows
 	users := make([]int64, 0, len(rows))
 	for _, r := range rows {

@@ -21,6 +21,7 @@ const (
 	ELEASELOST    = "lease_lost"         // a task runner no longer holds its task
 	ETOOLARGE     = "file_too_large"     // an upload is over its size limit
 	ECACHECOLD    = "cache_cold"         // the cache lacks a template and must be primed
+	ECHUNKAPPLIED = "chunk_applied"      // a distribution chunk was applied before
 )
 
 // Error is quan's one error type: a machine code, a message a person
@@ -77,6 +78,7 @@ var (
 	ErrStockLimit   = &Error{Code: ESTOCKLIMIT, Message: "stock limit exceeded"}
 	ErrLeaseLost    = &Error{Code: ELEASELOST, Message: "the task is no longer held by this runner"}
 	ErrTooLarge     = &Error{Code: ETOOLARGE, Message: "too large"}
+	ErrChunkApplied = &Error{Code: ECHUNKAPPLIED, Message: "the chunk was applied before"}
 )
 
 // ErrorCode returns the code of the *Error in err's chain, "" for nil and

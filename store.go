@@ -2,6 +2,7 @@ package quan
 
 import (
 	"context"
+	"iter"
 	"time"
 )
 
@@ -92,19 +93,24 @@ type TaskStore interface {
 	ClaimTask(ctx context.Context, owner string, now, lease time.Time) (*Task, error)
 
 	// ApplyChunk applies c in one transaction: it checks that the task is
-	// running, held by c.Owner and that c.Seq follows its checkpoint; plans
-	// the chunk with PlanChunk against the template's stock and the users'
-	// holdings (nothing of the kind for a dry run); takes the stock, creates
-	// the coupons, records every failed row, adds the counts and moves the
-	// checkpoint to c.Seq and c.BytesRead. It returns the chunk's counts.
-	// ErrLeaseLost if the task is not running or not held by c.Owner, a
-	// conflict if c.Seq is not the next chunk, ErrNotFound if there is no
-	// such task; nothing is written then. The undecided rows of a chunk name
-	// distinct users (the Distributor refuses repeats as duplicates). The
-	// task's UpdatedAt becomes c.Now. It may set Cause on c.Rows only if it
+	// running and that chunk c.Seq was not applied before; plans the chunk
+	// with PlanChunk against the template's stock and the users' holdings
+	// (nothing of the kind for a dry run); takes the stock, creates the
+	// coupons, records every failed row, adds the counts, records c.Seq as
+	// applied, counts it in ChunksDone and raises BytesRead to c.BytesRead
+	// if that is further. It returns the chunk's counts. Chunks may come in
+	// any order and more than once (a bus redelivers them): a chunk applied
+	// before is ErrChunkApplied and changes nothing, so applying is
+	// idempotent by (task, seq). ErrLeaseLost if the task is not running
+	// (canceled, failed or done), ErrNotFound if there is no such task;
+	// nothing is written then. The undecided rows of a chunk name distinct
+	// users (the Distributor refuses repeats as duplicates). The task's
+	// UpdatedAt becomes c.Now. It may set Cause on c.Rows only if it
 	// commits, so a refused chunk can be retried as it is.
 	ApplyChunk(ctx context.Context, c *Chunk) (TaskCounts, error)
-
+	// AppliedChunks returns the seqs of the chunks of task id applied so
+	// far, in ascending order.
+	AppliedChunks(ctx context.Context, id int64) ([]int64, error)
 	// Failures returns up to limit failed rows of task id with a line
 	// after afterLine, in line order.
 	Failures(ctx context.Context, taskID, afterLine int64, limit int) ([]Failure, error)
@@ -123,11 +129,14 @@ type CouponStore interface {
 	// UserCoupons returns the coupons user holds of template (0: of every
 	// template), newest first.
 	UserCoupons(ctx context.Context, user, template int64) ([]*Coupon, error)
-
 	// CouponStats summarises the coupons issued of template: how many, to
 	// how many users, the most one user holds, and how many came from
 	// task (0: any task).
 	CouponStats(ctx context.Context, template, task int64) (CouponStats, error)
+	// Holdings streams, in no particular order, how many coupons of
+	// template each user who holds any has received: what a Cache is primed
+	// with. It may scan every coupon; a cache needs it only after a loss.
+	Holdings(ctx context.Context, template int64) iter.Seq2[Holding, error]
 }
 
 // CouponStats summarises the coupons of one template.

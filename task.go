@@ -157,31 +157,32 @@ func (c *TaskCounts) Add(o TaskCounts) {
 // Task is one bulk distribution: a file of target users and the template
 // each of them gets one coupon of.
 type Task struct {
-	ID         int64        `json:"id"`
-	ShopNo     int64        `json:"shopNo"`
-	TemplateID int64        `json:"templateId"`
-	Name       string       `json:"name"`
-	FileName   string       `json:"fileName"` // as uploaded
-	FilePath   string       `json:"-"`        // where quan keeps it
-	FileSize   int64        `json:"fileSize"`
-	FileSHA256 string       `json:"fileSha256"`
-	Sheet      string       `json:"sheet,omitempty"` // worksheet to read; "" the first
-	Notify     []NotifyType `json:"notify"`
-	SendAt     time.Time    `json:"sendAt"`
-	DryRun     bool         `json:"dryRun"`
-	ChunkSize  int          `json:"chunkSize"`
-	Status     TaskStatus   `json:"status"`
-	Reason     string       `json:"reason,omitempty"` // why it failed
-	Counts     TaskCounts   `json:"counts"`
-	ChunksDone int64        `json:"chunksDone"` // the checkpoint: chunks applied, in file order
-	BytesRead  int64        `json:"bytesRead"`  // of the file's data, at the checkpoint
-	BytesTotal int64        `json:"bytesTotal"` // of the file's data; 0 until known
-	ReportPath string       `json:"-"`          // the failure report, once written
-	CreatedBy  string       `json:"createdBy"`
-	CreatedAt  time.Time    `json:"createdAt"`
-	StartedAt  time.Time    `json:"startedAt,omitzero"`
-	FinishedAt time.Time    `json:"finishedAt,omitzero"`
-	UpdatedAt  time.Time    `json:"updatedAt"`
+	ID          int64        `json:"id"`
+	ShopNo      int64        `json:"shopNo"`
+	TemplateID  int64        `json:"templateId"`
+	Name        string       `json:"name"`
+	FileName    string       `json:"fileName"` // as uploaded
+	FilePath    string       `json:"-"`        // where quan keeps it
+	FileSize    int64        `json:"fileSize"`
+	FileSHA256  string       `json:"fileSha256"`
+	Sheet       string       `json:"sheet,omitempty"` // worksheet to read; "" the first
+	Notify      []NotifyType `json:"notify"`
+	SendAt      time.Time    `json:"sendAt"`
+	DryRun      bool         `json:"dryRun"`
+	ChunkSize   int          `json:"chunkSize"`
+	Status      TaskStatus   `json:"status"`
+	Reason      string       `json:"reason,omitempty"` // why it failed
+	Counts      TaskCounts   `json:"counts"`
+	ChunksDone  int64        `json:"chunksDone"`  // chunks applied, in whatever order they came
+	ChunksTotal int64        `json:"chunksTotal"` // chunks in the file; 0 until it is read to its end
+	BytesRead   int64        `json:"bytesRead"`   // of the file's data, as far as the furthest chunk applied
+	BytesTotal  int64        `json:"bytesTotal"`  // of the file's data; 0 until known
+	ReportPath  string       `json:"-"`           // the failure report, once written
+	CreatedBy   string       `json:"createdBy"`
+	CreatedAt   time.Time    `json:"createdAt"`
+	StartedAt   time.Time    `json:"startedAt,omitzero"`
+	FinishedAt  time.Time    `json:"finishedAt,omitzero"`
+	UpdatedAt   time.Time    `json:"updatedAt"`
 
 	// The runner that holds the task, until LeaseUntil. Another runner may
 	// take over a running task whose lease has expired (its runner died).

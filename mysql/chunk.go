@@ -66,26 +66,33 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 		work.Rows = slices.Clone(c.Rows)
 
 		var (
-			status, owner        string
-			chunksDone, template int64
-			dryRun               bool
+			status   string
+			template int64
+			dryRun   bool
 		)
 		err := tx.QueryRowContext(ctx,
-			`SELECT status, owner, chunks_done, template_id, dry_run FROM tasks WHERE id = ? FOR UPDATE`, c.TaskID,
-		).Scan(&status, &owner, &chunksDone, &template, &dryRun)
+			`SELECT status, template_id, dry_run FROM tasks WHERE id = ? FOR UPDATE`, c.TaskID,
+		).Scan(&status, &template, &dryRun)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("task %d: %w", c.TaskID, quan.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
-		if quan.TaskStatus(status) != quan.TaskRunning || owner != c.Owner {
-			return quan.Errorf(quan.ELEASELOST, "task %d is %s and no longer held by this runner", c.TaskID, status)
+		if quan.TaskStatus(status) != quan.TaskRunning {
+			return quan.Errorf(quan.ELEASELOST, "task %d is %s, not running", c.TaskID, status)
 		}
-		if c.Seq != chunksDone+1 {
-			return quan.Errorf(quan.ECONFLICT,
-				"chunk %d does not follow the checkpoint of task %d: %d chunks are applied, so the next is chunk %d",
-				c.Seq, c.TaskID, chunksDone, chunksDone+1)
+		// Under the task's row lock no other chunk of the task is being
+		// applied, so the ledger answers for good.
+		res, err := tx.ExecContext(ctx, `INSERT IGNORE INTO task_chunks (task_id, seq) VALUES (?, ?)`, c.TaskID, c.Seq)
+		if err != nil {
+			return fmt.Errorf("record the chunk: %w", translate(err))
+		}
+		if k, err := res.RowsAffected(); err != nil || k != 1 {
+			if err != nil {
+				return fmt.Errorf("record the chunk: %w", err)
+			}
+			return quan.Errorf(quan.ECHUNKAPPLIED, "chunk %d of task %d was applied before", c.Seq, c.TaskID)
 		}
 
 		if !dryRun {
@@ -108,11 +115,11 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 				failed_limit_reached = failed_limit_reached + ?,
 				failed_out_of_stock = failed_out_of_stock + ?,
 				failed_template_inactive = failed_template_inactive + ?,
-				chunks_done = ?, bytes_read = ?, updated_at = ?
+				chunks_done = chunks_done + 1, bytes_read = GREATEST(bytes_read, ?), updated_at = ?
 			WHERE id = ?`,
 			n.Rows, n.Valid, n.Issued, n.Canceled,
 			f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
-			c.Seq, c.BytesRead, utc(c.Now), c.TaskID,
+			c.BytesRead, utc(c.Now), c.TaskID,
 		); err != nil {
 			return fmt.Errorf("save the counts: %w", translate(err))
 		}
@@ -123,6 +130,28 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 	}
 	copy(c.Rows, work.Rows)
 	return n, nil
+}
+
+// AppliedChunks returns the seqs of the chunks of task id applied so far,
+// in ascending order: a range of the ledger's primary key.
+func (s *Store) AppliedChunks(ctx context.Context, id int64) ([]int64, error) {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT seq FROM task_chunks WHERE task_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, fmt.Errorf("applied chunks of task %d: %w", id, err)
+	}
+	defer rows.Close()
+	seqs := []int64{}
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, fmt.Errorf("applied chunks of task %d: %w", id, err)
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("applied chunks of task %d: %w", id, err)
+	}
+	return seqs, nil
 }
 
 // issueChunk decides the undecided rows of c with quan.PlanChunk, takes the

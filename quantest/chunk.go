@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -462,10 +464,6 @@ func testApplyLeaseLost(t *testing.T, s TaskStores) {
 	}
 	rows := []quan.ChunkRow{user(3, 2), bad(4, "x", quan.CauseInvalidID), user(5, 3)}
 
-	other := chunk(task, 2, rows...)
-	other.Owner = "runner-b"
-	refuse(other, "another runner")
-
 	pending := createTask(t, s, newTask(t, 1, tpl.ID, "never claimed"))
 	refuse(chunk(pending, 1, rows...), "a pending task")
 
@@ -478,23 +476,86 @@ func testApplyLeaseLost(t *testing.T, s TaskStores) {
 	assertInvariants(t, s, tpl, task, pending)
 }
 
-func testApplySeqConflict(t *testing.T, s TaskStores) {
-	tpl := activeTemplate(t, s, "in order", 100, 2)
-	task := runningTask(t, s, tpl, "ordered")
+func testApplyOutOfOrder(t *testing.T, s TaskStores) {
+	tpl := activeTemplate(t, s, "any order", 100, 2)
+	task := runningTask(t, s, tpl, "unordered")
 	first := chunk(task, 1, user(2, 1), bad(3, "y", quan.CauseInvalidID))
 	apply(t, s, first, quan.TaskCounts{Rows: 2, Valid: 1, Issued: 1, Failed: quan.FailedCounts{InvalidID: 1}})
 
-	for _, seq := range []int64{1, 3, 0} {
-		// The same rows again: a replay would issue user 1 a second coupon.
-		c := chunk(task, seq, user(2, 1), bad(3, "y", quan.CauseInvalidID), user(4, 2))
-		before := snapshot(t, s, tpl, task, 1, 2)
-		n, err := s.Tasks.ApplyChunk(t.Context(), c)
-		if !errors.Is(err, quan.ErrConflict) {
-			t.Errorf("chunk %d after chunk 1: ApplyChunk = %+v, %v; want a conflict", seq, n, err)
-		}
-		assertUnchanged(t, s, before, "chunk out of order")
+	// The same chunk again, as a bus redelivers it: a replay would issue
+	// user 1 a second coupon.
+	again := chunk(task, 1, user(2, 1), bad(3, "y", quan.CauseInvalidID), user(4, 2))
+	before := snapshot(t, s, tpl, task, 1, 2)
+	if n, err := s.Tasks.ApplyChunk(t.Context(), again); !errors.Is(err, quan.ErrChunkApplied) {
+		t.Errorf("chunk 1 twice: ApplyChunk = %+v, %v; want ErrChunkApplied", n, err)
 	}
-	apply(t, s, chunk(task, 2, user(4, 2)), issued(1))
+	assertUnchanged(t, s, before, "chunk 1 twice")
+	for _, r := range again.Rows {
+		if r.Cause != "" && r.Cause != quan.CauseInvalidID {
+			t.Errorf("a refused chunk's line %d has cause %q", r.Line, r.Cause)
+		}
+	}
+
+	// Chunk 3 overtakes chunk 2; the further one sets BytesRead.
+	third := chunk(task, 3, user(6, 3))
+	apply(t, s, third, issued(1))
+	second := chunk(task, 2, user(4, 2), user(5, 4))
+	apply(t, s, second, issued(2))
+	got := getTask(t, s, task.ID)
+	if got.ChunksDone != 3 || got.BytesRead != third.BytesRead {
+		t.Errorf("after chunks 1, 3, 2: ChunksDone %d, BytesRead %d; want 3, %d", got.ChunksDone, got.BytesRead, third.BytesRead)
+	}
+	seqs, err := s.Tasks.AppliedChunks(t.Context(), task.ID)
+	if err != nil || !slices.Equal(seqs, []int64{1, 2, 3}) {
+		t.Errorf("AppliedChunks = %v, %v; want [1 2 3]", seqs, err)
+	}
+	if seqs, err := s.Tasks.AppliedChunks(t.Context(), task.ID+1000); err != nil || len(seqs) != 0 {
+		t.Errorf("AppliedChunks of no task = %v, %v; want none", seqs, err)
+	}
+	for _, seq := range []int64{0, -1} {
+		if _, err := s.Tasks.ApplyChunk(t.Context(), chunk(task, seq, user(7, 5))); !errors.Is(err, quan.ErrInvalid) {
+			t.Errorf("chunk %d: %v, want invalid", seq, err)
+		}
+	}
+	assertInvariants(t, s, tpl, task)
+}
+
+// testApplyRedeliveryRace applies one chunk from many goroutines at once,
+// as several workers do when a bus redelivers it: exactly one applies it.
+func testApplyRedeliveryRace(t *testing.T, s TaskStores) {
+	tpl := activeTemplate(t, s, "raced", 1000, 1)
+	task := runningTask(t, s, tpl, "redelivered")
+	const workers = 8
+	var (
+		wg              sync.WaitGroup
+		applied, repeat atomic.Int64
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := chunk(task, 1, user(2, 1), user(3, 2), user(4, 3))
+			_, err := s.Tasks.ApplyChunk(t.Context(), c)
+			switch {
+			case err == nil:
+				applied.Add(1)
+			case errors.Is(err, quan.ErrChunkApplied):
+				repeat.Add(1)
+			default:
+				t.Errorf("ApplyChunk: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if applied.Load() != 1 || repeat.Load() != workers-1 {
+		t.Errorf("%d applied and %d refused as applied; want 1 and %d", applied.Load(), repeat.Load(), workers-1)
+	}
+	if got := getTask(t, s, task.ID); got.Counts.Issued != 3 || got.ChunksDone != 1 {
+		t.Errorf("task issued %d in %d chunks; want 3 in 1", got.Counts.Issued, got.ChunksDone)
+	}
+	if st := stats(t, s, tpl.ID, 0); st.Coupons != 3 {
+		t.Errorf("%d coupons, want 3", st.Coupons)
+	}
 	assertInvariants(t, s, tpl, task)
 }
 

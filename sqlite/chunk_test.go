@@ -41,13 +41,15 @@ func distribution(t *testing.T, s *sqlite.Store, stock int64) (*quan.Template, *
 
 func TestApplyChunkSetsCausesOnlyOnCommit(t *testing.T) {
 	s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
-	tpl, task := distribution(t, s, 1)
-	rows := func() []quan.ChunkRow {
-		return []quan.ChunkRow{{Line: 2, UserID: 10, Raw: "10"}, {Line: 3, UserID: 11, Raw: "11"}}
+	tpl, task := distribution(t, s, 2)
+	first := &quan.Chunk{TaskID: task.ID, Owner: "runner", Seq: 1, Rows: []quan.ChunkRow{{Line: 2, UserID: 20, Raw: "20"}}, Now: tpl.IssueStart}
+	if _, err := s.ApplyChunk(t.Context(), first); err != nil {
+		t.Fatal(err)
 	}
-	c := &quan.Chunk{TaskID: task.ID, Owner: "runner", Seq: 2, Rows: rows(), Now: tpl.IssueStart}
-	if _, err := s.ApplyChunk(t.Context(), c); !errors.Is(err, quan.ErrConflict) {
-		t.Fatalf("chunk 2 first: %v, want a conflict", err)
+	c := &quan.Chunk{TaskID: task.ID, Owner: "runner", Seq: 1, Now: tpl.IssueStart,
+		Rows: []quan.ChunkRow{{Line: 3, UserID: 10, Raw: "10"}, {Line: 4, UserID: 11, Raw: "11"}}}
+	if _, err := s.ApplyChunk(t.Context(), c); !errors.Is(err, quan.ErrChunkApplied) {
+		t.Fatalf("chunk 1 again: %v, want ErrChunkApplied", err)
 	}
 	// A runner may retry a refused chunk as it is: its rows are undecided
 	// still, not decided against a plan that was rolled back.
@@ -56,7 +58,7 @@ func TestApplyChunkSetsCausesOnlyOnCommit(t *testing.T) {
 			t.Errorf("a refused chunk's line %d has cause %q", r.Line, r.Cause)
 		}
 	}
-	c.Seq = 1
+	c.Seq = 2
 	if _, err := s.ApplyChunk(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}

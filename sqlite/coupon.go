@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"iter"
 
 	"github.com/quanhq/quan"
 )
@@ -98,4 +99,33 @@ func scanCoupon(row interface{ Scan(...any) error }) (*quan.Coupon, error) {
 	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updatedAt)
 	c.TaskID, c.OrderID = task.Int64, order.String
 	return &c, nil
+}
+
+// Holdings streams how many coupons of template each user holds: one pass
+// over the (user, template, seq) index, which holds every column it reads
+// (there is no index led by template; see CouponStats). The rows stay open
+// while the caller consumes them.
+func (s *Store) Holdings(ctx context.Context, template int64) iter.Seq2[quan.Holding, error] {
+	return func(yield func(quan.Holding, error) bool) {
+		rows, err := s.db.read.QueryContext(ctx,
+			`SELECT user_id, count(*) FROM coupons WHERE template_id = ? GROUP BY user_id`, template)
+		if err != nil {
+			yield(quan.Holding{}, fmt.Errorf("holdings of template %d: %w", template, err))
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h quan.Holding
+			if err := rows.Scan(&h.UserID, &h.Count); err != nil {
+				yield(quan.Holding{}, fmt.Errorf("holdings of template %d: %w", template, err))
+				return
+			}
+			if !yield(h, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(quan.Holding{}, fmt.Errorf("holdings of template %d: %w", template, err))
+		}
+	}
 }

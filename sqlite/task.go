@@ -22,7 +22,7 @@ const taskColumns = `id, shop_no, template_id, name, file_name, file_path, file_
 	count_rows, count_valid, count_issued, count_canceled,
 	failed_invalid_id, failed_inexact_number, failed_duplicate,
 	failed_limit_reached, failed_out_of_stock, failed_template_inactive,
-	chunks_done, bytes_read, bytes_total, report_path, created_by,
+	chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
 	created_at, started_at, finished_at, updated_at, owner, lease_until`
 
 // CreateTask stores t and sets t.ID. t.ID is left alone if anything fails.
@@ -37,16 +37,16 @@ func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
 			count_rows, count_valid, count_issued, count_canceled,
 			failed_invalid_id, failed_inexact_number, failed_duplicate,
 			failed_limit_reached, failed_out_of_stock, failed_template_inactive,
-			chunks_done, bytes_read, bytes_total, report_path, created_by,
+			chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
 			created_at, started_at, finished_at, updated_at, owner, lease_until
 		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
 		t.ShopNo, t.TemplateID, t.Name, t.FileName, t.FilePath, t.FileSize,
 		t.FileSHA256, t.Sheet, encodeNotify(t.Notify), nullMicros(t.SendAt), t.DryRun, t.ChunkSize, t.Status, t.Reason,
 		c.Rows, c.Valid, c.Issued, c.Canceled,
 		f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
-		t.ChunksDone, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
+		t.ChunksDone, t.ChunksTotal, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
 		micros(t.CreatedAt), nullMicros(t.StartedAt), nullMicros(t.FinishedAt), micros(t.UpdatedAt),
 		t.Owner, nullMicros(t.LeaseUntil),
 	).Scan(&id)
@@ -187,7 +187,7 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 			count_rows = ?, count_valid = ?, count_issued = ?, count_canceled = ?,
 			failed_invalid_id = ?, failed_inexact_number = ?, failed_duplicate = ?,
 			failed_limit_reached = ?, failed_out_of_stock = ?, failed_template_inactive = ?,
-			chunks_done = ?, bytes_read = ?, bytes_total = ?, report_path = ?, created_by = ?,
+			chunks_done = ?, chunks_total = ?, bytes_read = ?, bytes_total = ?, report_path = ?, created_by = ?,
 			created_at = ?, started_at = ?, finished_at = ?, updated_at = ?,
 			owner = ?, lease_until = ?
 		WHERE id = ?`,
@@ -196,7 +196,7 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 		t.Status, t.Reason,
 		c.Rows, c.Valid, c.Issued, c.Canceled,
 		f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
-		t.ChunksDone, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
+		t.ChunksDone, t.ChunksTotal, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
 		micros(t.CreatedAt), nullMicros(t.StartedAt), nullMicros(t.FinishedAt), micros(t.UpdatedAt),
 		t.Owner, nullMicros(t.LeaseUntil),
 		t.ID,
@@ -247,7 +247,7 @@ func scanTask(row interface{ Scan(...any) error }) (*quan.Task, error) {
 		&t.FileSHA256, &t.Sheet, &notify, &sendAt, &t.DryRun, &t.ChunkSize, &t.Status, &t.Reason,
 		&c.Rows, &c.Valid, &c.Issued, &c.Canceled,
 		&f.InvalidID, &f.InexactNumber, &f.Duplicate, &f.LimitReached, &f.OutOfStock, &f.TemplateInactive,
-		&t.ChunksDone, &t.BytesRead, &t.BytesTotal, &t.ReportPath, &t.CreatedBy,
+		&t.ChunksDone, &t.ChunksTotal, &t.BytesRead, &t.BytesTotal, &t.ReportPath, &t.CreatedBy,
 		&createdAt, &startedAt, &finishedAt, &updatedAt, &t.Owner, &leaseTime,
 	); err != nil {
 		return nil, err
