@@ -2,7 +2,9 @@ package quan
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -10,7 +12,13 @@ import (
 // what, scopes every call to the caller's shop, and records the audit.
 type TemplateService struct {
 	Store TemplateStore
-	Now   Clock // nil means time.Now
+	// Cache, if set, learns every change of a template it holds: its
+	// rules and the stock added. A cache that cannot be told is logged and
+	// left to the distributor, which checks the rules before each chunk
+	// and the stock after each task.
+	Cache  Cache
+	Logger *slog.Logger
+	Now    Clock // nil means time.Now
 }
 
 // NewTemplate is what a merchant sends to create a template. ShopNo is
@@ -180,15 +188,24 @@ func (s *TemplateService) update(ctx context.Context, who Identity, id int64, ac
 		return nil, err
 	}
 	now := s.now()
+	var added int64
 	t, err := s.Store.UpdateTemplate(ctx, shop, id, who.String(), action, func(t *Template) error {
+		before := t.Stock
 		if err := fn(t); err != nil {
 			return err
 		}
+		added = t.Stock - before
 		t.UpdatedAt = now
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s template %d: %w", action, id, err)
+	}
+	if s.Cache != nil {
+		// A template the cache does not hold is loaded whole when needed.
+		if err := s.Cache.Update(ctx, StateOf(t), added); err != nil && !errors.Is(err, ErrCacheCold) && s.Logger != nil {
+			s.Logger.Warn("tell the cache of a template change", "template", id, "action", action, "err", err)
+		}
 	}
 	return t, nil
 }

@@ -30,6 +30,20 @@ func StartEmbedded(ctx context.Context, dir string, logger *slog.Logger) (*Serve
 	return startServer(ctx, dir, logger, 0)
 }
 
+// StartListening starts a server like StartEmbedded that also listens on
+// 127.0.0.1:port (-1: a free port), for other processes on the machine:
+// a single-machine setup, or tests that restart a server under workers.
+// ClientURL gives its address.
+func StartListening(ctx context.Context, dir string, port int, logger *slog.Logger) (*Server, error) {
+	if port == 0 {
+		return nil, errors.New("start nats: port 0 listens nowhere; use StartEmbedded")
+	}
+	return startServer(ctx, dir, logger, port)
+}
+
+// ClientURL is the server's nats:// address, "" when it does not listen.
+func (s *Server) ClientURL() string { return s.clientURL() }
+
 // startServer starts a server on dir. port 0 listens nowhere; any other
 // port (-1: a random one) listens on 127.0.0.1, which tests use to restart
 // a server under a client that reconnects over TCP.

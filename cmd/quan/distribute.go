@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -103,10 +104,21 @@ func runLocalTask(ctx context.Context, m *Main, a *app, file string, in quan.New
 	if err != nil {
 		return nil, 0, fmt.Errorf("distribute: %w", err)
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after stop: nothing may use the backends once they close
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	if a.distributor.Bus != nil {
+		// Chunks travel over the bus: this process applies them too, with
+		// any worker running.
+		wg.Go(func() {
+			if err := a.distributor.ServeChunks(runCtx); err != nil {
+				fmt.Fprintf(m.Stderr, "chunk consumer: %v\n", err)
+			}
+		})
+	}
 	runErr := make(chan error, 1)
-	go func() {
+	wg.Go(func() {
 		for {
 			ran, err := a.distributor.RunOne(runCtx)
 			if err != nil || runCtx.Err() != nil {
@@ -120,7 +132,7 @@ func runLocalTask(ctx context.Context, m *Main, a *app, file string, in quan.New
 				}
 			}
 		}
-	}()
+	})
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {

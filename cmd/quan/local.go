@@ -1,15 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/mysql"
+	natsbus "github.com/quanhq/quan/nats"
+	"github.com/quanhq/quan/redis"
 	"github.com/quanhq/quan/sqlite"
 )
 
@@ -18,6 +24,8 @@ import (
 type localFlags struct {
 	DataDir  string
 	StoreURL string
+	CacheURL string
+	BusURL   string
 	LogLevel string
 	Files    FileFlags
 	Runner   RunnerFlags
@@ -25,7 +33,7 @@ type localFlags struct {
 
 func (l *localFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.DataDir, "data", "./quan-data", "data folder")
-	fs.StringVar(&l.StoreURL, "store", "sqlite:", "store: sqlite:[PATH] (default PATH: DATA/quan.db) or mysql://USER[:PASS]@HOST[:PORT]/DB")
+	registerBackends(fs, &l.StoreURL, &l.CacheURL, &l.BusURL)
 	fs.StringVar(&l.LogLevel, "log-level", "warn", "debug, info, warn or error")
 	l.Files.register(fs)
 	l.Runner.register(fs)
@@ -40,11 +48,128 @@ func (l *localFlags) open(ctx context.Context, m *Main) (*app, func(), error) {
 	if err := os.MkdirAll(l.DataDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create data folder: %w", err)
 	}
-	st, closeStore, err := openStore(ctx, l.StoreURL, l.DataDir, logger)
+	b, closeAll, err := openBackends(ctx, l.StoreURL, l.CacheURL, l.BusURL, l.DataDir, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	return m.wire(st.store, st.chunkSize, l.DataDir, l.Files, l.Runner, logger), closeStore, nil
+	a, err := m.wire(b, l.DataDir, l.Files, l.Runner, logger)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return a, closeAll, nil
+}
+
+// Flag help for the backends, shared by every command that opens them.
+const (
+	storeHelp = "store: sqlite:[PATH] (default PATH: DATA/quan.db) or mysql://USER[:PASS]@HOST[:PORT]/DB"
+	cacheHelp = "cache: mem: (in this process), redis://[USER:PASS@]HOST:PORT[/DB][?prefix=quan:] or none (default: mem: with a sqlite store, none with mysql)"
+	busHelp   = "bus: embedded: (chunks stay in the process that reads the file) or nats://HOST:PORT[?stream=QUAN&namespace=NS] (workers share each task's chunks)"
+)
+
+// registerBackends registers --store, --cache and --bus.
+func registerBackends(fs *flag.FlagSet, store, cache, bus *string) {
+	fs.StringVar(store, "store", "sqlite:", storeHelp)
+	fs.StringVar(cache, "cache", "", cacheHelp)
+	fs.StringVar(bus, "bus", "embedded:", busHelp)
+}
+
+// backends are the engines quan runs on.
+type backends struct {
+	openedStore
+	cache quan.Cache // nil: the store alone checks and reserves
+	bus   quan.Bus   // nil: a task's chunks stay in the process reading it
+}
+
+// openBackends opens the store, the cache and the bus their URLs name;
+// this and openStore are the one place backends are chosen. close closes
+// what was opened, in reverse order.
+func openBackends(ctx context.Context, storeURL, cacheURL, busURL, dataDir string, logger *slog.Logger) (*backends, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	st, closeStore, err := openStore(ctx, storeURL, dataDir, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, closeStore)
+	b := &backends{openedStore: st}
+	shared := !strings.HasPrefix(storeURL, "sqlite:")
+
+	cacheScheme, _, _ := strings.Cut(cacheURL, ":")
+	switch {
+	case cacheURL == "" && !shared, cacheURL == "mem:":
+		b.cache = inmem.NewCache()
+	case cacheURL == "" || cacheURL == "none":
+	case cacheScheme == "redis" || cacheScheme == "rediss":
+		u, prefix, err := cutQuery(cacheURL, "prefix")
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--cache: %w", err)
+		}
+		c, err := redis.Open(ctx, u, cmp.Or(prefix, "quan:"))
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--cache %s: %w", redact(cacheURL), err)
+		}
+		closers = append(closers, func() { c.Close() })
+		b.cache = c
+	default:
+		closeAll()
+		return nil, nil, fmt.Errorf("--cache %q: unknown cache (use mem:, redis://HOST:PORT or none)", cacheURL)
+	}
+
+	busScheme, _, _ := strings.Cut(busURL, ":")
+	switch {
+	case busURL == "" || busURL == "embedded:":
+	case busScheme == "nats":
+		if !shared {
+			closeAll()
+			return nil, nil, fmt.Errorf("--bus %s shares a task's chunks between processes, which needs a store they share: use --store mysql://", busURL)
+		}
+		if cacheURL == "mem:" {
+			closeAll()
+			return nil, nil, fmt.Errorf("--bus %s shares a task's chunks between processes, but --cache mem: is each process's own: use --cache redis:// or none", busURL)
+		}
+		u, stream, err := cutQuery(busURL, "stream")
+		if err == nil {
+			var ns string
+			u, ns, err = cutQuery(u, "namespace")
+			if err == nil {
+				var bus *natsbus.Bus
+				bus, err = natsbus.OpenConfig(ctx, u, natsbus.Config{Stream: stream, Namespace: ns, Logger: logger})
+				if err == nil {
+					closers = append(closers, func() { bus.Close() })
+					b.bus = bus
+				}
+			}
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--bus %s: %w", busURL, err)
+		}
+	default:
+		closeAll()
+		return nil, nil, fmt.Errorf("--bus %q: unknown bus (use embedded: or nats://HOST:PORT)", busURL)
+	}
+	return b, closeAll, nil
+}
+
+// cutQuery removes the query parameter name from rawURL, which must have
+// no other, and returns the URL without it and its value.
+func cutQuery(rawURL, name string) (string, string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", "", err
+	}
+	q := u.Query()
+	v := q.Get(name)
+	q.Del(name)
+	u.RawQuery = q.Encode()
+	return u.String(), v, nil
 }
 
 // openedStore is a store and what suits it.

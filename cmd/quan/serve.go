@@ -22,6 +22,8 @@ type ServeCommand struct {
 	Addr            string
 	DataDir         string
 	StoreURL        string
+	CacheURL        string
+	BusURL          string
 	JWTSecret       string
 	LogLevel        string
 	LogFormat       string
@@ -48,7 +50,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 		fs.StringVar(&c.JWTSecret, "jwt-secret", "", "token signing secret, at least 32 bytes (default: generated once, kept in the data folder)")
 	}
 	fs.StringVar(&c.DataDir, "data", "./quan-data", "data folder (SQLite database, token secret, uploads)")
-	fs.StringVar(&c.StoreURL, "store", "sqlite:", "store: sqlite:[PATH] (default PATH: DATA/quan.db) or mysql://USER[:PASS]@HOST[:PORT]/DB")
+	registerBackends(fs, &c.StoreURL, &c.CacheURL, &c.BusURL)
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to drain requests in flight on SIGINT/SIGTERM")
@@ -77,15 +79,19 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 			return err
 		}
 	}
-	store, closeStore, err := openStore(ctx, c.StoreURL, c.DataDir, logger)
+	store, closeStore, err := openBackends(ctx, c.StoreURL, c.CacheURL, c.BusURL, c.DataDir, logger)
 	if err != nil {
 		return err
 	}
 	c.closeStore = closeStore
-	app := c.Main.wire(store.store, store.chunkSize, c.DataDir, c.Files, c.Runner, logger)
+	app, err := c.Main.wire(store, c.DataDir, c.Files, c.Runner, logger)
+	if err != nil {
+		return err
+	}
 	if c.Worker {
 		c.stop = app.startDistributor(logger)
-		logger.Info("quan worker running", "data", c.DataDir, "store", redact(c.StoreURL))
+		logger.Info("quan worker running", "data", c.DataDir, "store", redact(c.StoreURL),
+			"cache", redact(c.CacheURL), "bus", c.BusURL)
 		return nil
 	}
 	c.server = &qhttp.Server{

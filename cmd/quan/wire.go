@@ -47,6 +47,7 @@ type RunnerFlags struct {
 	ChunkSize int
 	Lease     time.Duration
 	Poll      time.Duration
+	Stall     time.Duration
 }
 
 func (r *RunnerFlags) register(fs *flag.FlagSet) {
@@ -54,6 +55,7 @@ func (r *RunnerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.ChunkSize, "chunk-size", 0, "rows applied per transaction (default: the store's recommendation)")
 	fs.DurationVar(&r.Lease, "task-lease", 15*time.Second, "how long a dead runner keeps its task before another resumes it")
 	fs.DurationVar(&r.Poll, "task-poll", time.Second, "how often the runner looks for due tasks")
+	fs.DurationVar(&r.Stall, "chunk-stall", time.Minute, "with a nats:// bus: how long a task may make no progress before its missing chunks are published again")
 }
 
 // app is the use cases wired to one store.
@@ -65,14 +67,25 @@ type app struct {
 
 // wire builds the use cases over st, keeping files in dataDir. chunk is
 // the store's recommended chunk size, used unless the flags set one.
-func (m *Main) wire(st store, chunk int, dataDir string, ff FileFlags, rf RunnerFlags, logger *slog.Logger) *app {
+func (m *Main) wire(b *backends, dataDir string, ff FileFlags, rf RunnerFlags, logger *slog.Logger) (*app, error) {
 	files := &disk.Files{Dir: dataDir}
 	limits := ff.limits()
+	st, chunk := b.openedStore.store, b.chunkSize
 	if rf.ChunkSize > 0 {
 		chunk = rf.ChunkSize
 	}
+	if b.bus != nil && chunk > maxBusChunk {
+		// A chunk is one bus message: at most about 80 bytes a row (a
+		// failed row keeps 64 bytes of its text), and NATS takes 1 MiB.
+		return nil, fmt.Errorf("--chunk-size %d: with a nats:// bus a chunk is one message; use at most %d rows", chunk, maxBusChunk)
+	}
 	d := &quan.Distributor{
 		Store:        st,
+		Templates:    st,
+		Coupons:      st,
+		Cache:        b.cache,
+		Bus:          b.bus,
+		Stall:        rf.Stall,
 		Open:         limits.openTaskFile,
 		Report:       report.Failures{},
 		ReportPath:   files.ReportPath,
@@ -82,8 +95,8 @@ func (m *Main) wire(st store, chunk int, dataDir string, ff FileFlags, rf Runner
 		Now:          m.Now,
 		Logger:       logger,
 	}
-	return &app{
-		templates: &quan.TemplateService{Store: st, Now: m.Now},
+	a := &app{
+		templates: &quan.TemplateService{Store: st, Cache: b.cache, Logger: logger, Now: m.Now},
 		tasks: &quan.TaskService{
 			Tasks:       st,
 			Templates:   st,
@@ -97,7 +110,11 @@ func (m *Main) wire(st store, chunk int, dataDir string, ff FileFlags, rf Runner
 		},
 		distributor: d,
 	}
+	return a, nil
 }
+
+// maxBusChunk is the largest chunk that fits a bus message.
+const maxBusChunk = 10_000
 
 // startDistributor runs the distributor in the background; the returned
 // function stops it and waits for it.
@@ -111,6 +128,15 @@ func (a *app) startDistributor(logger *slog.Logger) func() {
 			logger.Error("distributor stopped", "err", err)
 		}
 	}()
+	if a.distributor.Bus != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.distributor.ServeChunks(ctx); err != nil {
+				logger.Error("chunk consumer stopped", "err", err)
+			}
+		}()
+	}
 	return func() {
 		cancel()
 		wg.Wait()
