@@ -47,9 +47,9 @@ type FailureReport interface {
 // With a Cache, each chunk first reserves its stock and user counts in the
 // cache under the key "task:T:chunk:N" (idempotent, so a redelivered chunk
 // reserves nothing twice), then the store applies it. The store decides
-// again and stays the final arbiter: if it refuses a row the cache let
-// through, the cache was wrong (it lost its state, or missed a change) and
-// is loaded again from the store.
+// every row again and is the arbiter: where it decides otherwise than the
+// cache, the cache was wrong (it lost its state, or missed a change made
+// while it was loaded) and is loaded again from the store.
 type Distributor struct {
 	Store TaskStore
 	// Templates and Coupons load a template and its holdings into the
@@ -72,8 +72,12 @@ type Distributor struct {
 	// After Republish such rounds (0 means 3) the task fails.
 	Stall     time.Duration
 	Republish int
-	Now       Clock
-	Logger    *slog.Logger
+	// AckWait is how long a worker may take over a chunk before the bus
+	// presumes it dead and hands the chunk to another; 0 means
+	// DefaultAckWait.
+	AckWait time.Duration
+	Now     Clock
+	Logger  *slog.Logger
 
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -374,7 +378,7 @@ func (d *Distributor) ServeChunks(ctx context.Context) error {
 	if d.Bus == nil {
 		return errors.New("serve chunks: no bus")
 	}
-	return d.Bus.Consume(ctx, ChunkSubject, ChunkDurable, ConsumeOptions{}, d.handleChunk)
+	return d.Bus.Consume(ctx, ChunkSubject, ChunkDurable, ConsumeOptions{AckWait: d.AckWait}, d.handleChunk)
 }
 
 // handleChunk applies one chunk from the bus. A chunk applied before, or
@@ -433,58 +437,35 @@ func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, err
 	if err != nil {
 		return TaskCounts{}, fmt.Errorf("reserve chunk %d in the cache: %w", c.Seq, err)
 	}
-	for i, why := range refusals {
-		if why != "" {
-			c.Rows[rows[i]].Cause = causeOf(why)
-		}
-	}
+	// The store decides every row again, whatever the cache answered: the
+	// cache keeps its counters in step with the store (for claims), but a
+	// cache just rebuilt may not know of a change made while it was being
+	// loaded, and a row must not go without a coupon the stock holds.
 	n, err := d.Store.ApplyChunk(ctx, c)
 	switch {
 	case errors.Is(err, ErrChunkApplied):
 		return n, err // its reservation is the one made the first time
 	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalid):
-		for i, why := range refusals {
-			if why != "" {
-				c.Rows[rows[i]].Cause = ""
-			}
-		}
 		return n, d.release(ctx, t.TemplateID, key, err)
 	case err != nil:
 		// Kept: the chunk is applied again later, and reserves again under
 		// the same key without taking anything twice.
-		for i, why := range refusals {
-			if why != "" {
-				c.Rows[rows[i]].Cause = ""
-			}
-		}
 		return n, err
 	}
 	missed := 0
 	for i, why := range refusals {
-		if why == "" && c.Rows[rows[i]].Cause != "" {
+		if (why == "") != (c.Rows[rows[i]].Cause == "") {
 			missed++
 		}
 	}
 	if missed > 0 {
-		d.logger().Warn("the store refused rows the cache reserved; loading the cache from the store",
+		d.logger().Warn("cache and store decided rows differently; loading the cache from the store",
 			"task", c.TaskID, "chunk", c.Seq, "rows", missed)
 		if err := d.prime(ctx, t.TemplateID); err != nil {
 			d.logger().Error("reload the cache", "template", t.TemplateID, "err", err)
 		}
 	}
 	return n, nil
-}
-
-// causeOf maps a cache refusal to the cause a merchant reads.
-func causeOf(r Refusal) Cause {
-	switch r {
-	case RefusedLimit:
-		return CauseLimitReached
-	case RefusedSoldOut:
-		return CauseOutOfStock
-	default:
-		return CauseTemplateInactive
-	}
 }
 
 // release gives back the reservation of key and returns cause.

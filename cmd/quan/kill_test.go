@@ -38,12 +38,27 @@ type proc struct {
 	url string
 }
 
-var servingRE = regexp.MustCompile(`quan serving"? url=(http://\S+)`)
+var servingRE = regexp.MustCompile(`quan (serving"? url=(http://\S+)|worker running)`)
 
 func startProc(t *testing.T, bin string, env map[string]string) *proc {
+	return startQuan(t, bin, env, "serve")
+}
+
+// startQuan starts `quan serve` or `quan worker` on the backends env names
+// and returns once it runs.
+func startQuan(t *testing.T, bin string, env map[string]string, command string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--data", env["QUAN_DATA"], "--store", cmp.Or(env["QUAN_STORE"], "sqlite:"), "--addr", "127.0.0.1:0",
-		"--task-lease", "1s", "--task-poll", "20ms", "--chunk-size", "2000")
+	args := []string{command, "--data", env["QUAN_DATA"], "--store", cmp.Or(env["QUAN_STORE"], "sqlite:"),
+		"--task-lease", "1s", "--task-poll", "20ms", "--chunk-size", "2000"}
+	if command == "serve" {
+		args = append(args, "--addr", "127.0.0.1:0")
+	}
+	for _, k := range []string{"cache", "bus", "chunk-ack-wait", "chunk-stall"} {
+		if v, ok := env["QUAN_"+strings.ToUpper(strings.ReplaceAll(k, "-", "_"))]; ok {
+			args = append(args, "--"+k, v)
+		}
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "QUAN_LOG_LEVEL=info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -57,7 +72,7 @@ func startProc(t *testing.T, bin string, env map[string]string) *proc {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
-				url <- strings.Replace(m[1], "[::]", "127.0.0.1", 1)
+				url <- strings.Replace(m[2], "[::]", "127.0.0.1", 1)
 				break
 			}
 		}
@@ -69,7 +84,7 @@ func startProc(t *testing.T, bin string, env map[string]string) *proc {
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatal("quan serve did not start serving within 30s")
+		t.Fatalf("quan %s did not start within 30s", command)
 		return nil
 	}
 }
@@ -97,7 +112,6 @@ func TestKillExactlyOnceOnMySQL(t *testing.T) {
 
 func testKillExactlyOnce(t *testing.T, env map[string]string) {
 	bin := buildQuan(t)
-	data := env["QUAN_DATA"]
 	const rows, stock = 150_000, 140_000
 	tpl := localTemplate(t, env, stock, 1)
 	file := filepath.Join(t.TempDir(), "users.xlsx")
@@ -145,9 +159,19 @@ func testKillExactlyOnce(t *testing.T, env map[string]string) {
 		t.Fatalf("only %d kills hit the task while it ran: make it longer", midTask)
 	}
 
+	checkExactlyOnce(t, env, id, tpl, gen, rows, stock)
+}
+
+// checkExactlyOnce checks on the store that every row of task id has
+// exactly one outcome, the stock fell by exactly the coupons issued and
+// nobody holds more than the limit of 1; with a cache, that the cache
+// agrees with the store on the stock.
+func checkExactlyOnce(t *testing.T, env map[string]string, id int64, tpl *quan.Template, gen sheet.GenStats, rows, stock int64) {
+	t.Helper()
+	data := env["QUAN_DATA"]
 	// Check the invariants on the store itself.
 	m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}
-	l := localFlags{DataDir: data, StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), LogLevel: "warn"}
+	l := localFlags{DataDir: data, StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), CacheURL: env["QUAN_CACHE"], BusURL: env["QUAN_BUS"], LogLevel: "warn"}
 	a, closeStore, err := l.open(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)
@@ -197,5 +221,14 @@ func testKillExactlyOnce(t *testing.T, env map[string]string) {
 	}
 	if n != cnt.FailedTotal() {
 		t.Fatalf("%d failure rows recorded, %d counted", n, cnt.FailedTotal())
+	}
+	if c := a.distributor.Cache; c != nil && strings.HasPrefix(env["QUAN_CACHE"], "redis") { // a shared cache, not this process's own
+		st, err := c.State(ctx, tpl.ID)
+		if err != nil {
+			t.Fatalf("cache state: %v", err)
+		}
+		if st.Stock != got.Stock {
+			t.Fatalf("the cache holds a stock of %d, the store %d", st.Stock, got.Stock)
+		}
 	}
 }

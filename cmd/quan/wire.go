@@ -48,6 +48,7 @@ type RunnerFlags struct {
 	Lease     time.Duration
 	Poll      time.Duration
 	Stall     time.Duration
+	AckWait   time.Duration
 }
 
 func (r *RunnerFlags) register(fs *flag.FlagSet) {
@@ -55,6 +56,7 @@ func (r *RunnerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.ChunkSize, "chunk-size", 0, "rows applied per transaction (default: the store's recommendation)")
 	fs.DurationVar(&r.Lease, "task-lease", 15*time.Second, "how long a dead runner keeps its task before another resumes it")
 	fs.DurationVar(&r.Poll, "task-poll", time.Second, "how often the runner looks for due tasks")
+	fs.DurationVar(&r.AckWait, "chunk-ack-wait", quan.DefaultAckWait, "with a nats:// bus: how long a worker may take over a chunk before it goes to another")
 	fs.DurationVar(&r.Stall, "chunk-stall", time.Minute, "with a nats:// bus: how long a task may make no progress before its missing chunks are published again")
 }
 
@@ -86,6 +88,7 @@ func (m *Main) wire(b *backends, dataDir string, ff FileFlags, rf RunnerFlags, l
 		Cache:        b.cache,
 		Bus:          b.bus,
 		Stall:        rf.Stall,
+		AckWait:      rf.AckWait,
 		Open:         limits.openTaskFile,
 		Report:       report.Failures{},
 		ReportPath:   files.ReportPath,

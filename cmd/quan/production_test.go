@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/mysql/mysqltest"
+	natsbus "github.com/quanhq/quan/nats"
+	"github.com/quanhq/quan/sheet"
+)
+
+// productionEnv names a fresh MySQL database, a Redis key prefix of its
+// own and a NATS server of the test's own, listening on 127.0.0.1, which
+// the test may restart. It skips without QUAN_TEST_MYSQL and
+// QUAN_TEST_REDIS.
+func productionEnv(t *testing.T) (map[string]string, *natsServer) {
+	t.Helper()
+	env := testEnv(t)
+	env["QUAN_STORE"] = mysqltest.URL(t)
+	redisURL := os.Getenv("QUAN_TEST_REDIS")
+	if redisURL == "" {
+		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to run quan on MySQL, Redis and NATS")
+	}
+	prefix := fmt.Sprintf("quantest%d:", rand.Uint32())
+	env["QUAN_CACHE"] = redisURL + "?prefix=" + prefix
+	t.Cleanup(func() { deleteRedisKeys(t, redisURL, prefix) })
+
+	ns := &natsServer{t: t, dir: t.TempDir(), port: -1}
+	ns.start()
+	t.Cleanup(ns.stop)
+	env["QUAN_BUS"] = fmt.Sprintf("nats://127.0.0.1:%d", ns.port)
+	env["QUAN_CHUNK_ACK_WAIT"] = "3s"
+	env["QUAN_CHUNK_STALL"] = "10s"
+	return env, ns
+}
+
+// natsServer is a NATS JetStream server the test can restart on the same
+// port and storage.
+type natsServer struct {
+	t    *testing.T
+	dir  string
+	port int
+	srv  *natsbus.Server
+}
+
+func (n *natsServer) start() {
+	n.t.Helper()
+	srv, err := natsbus.StartListening(context.Background(), n.dir, n.port, nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	u, err := url.Parse(srv.ClientURL())
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.port, _ = strconv.Atoi(u.Port())
+	n.srv = srv
+}
+
+func (n *natsServer) stop() {
+	if n.srv != nil {
+		n.srv.Close()
+		n.srv = nil
+	}
+}
+
+// deleteRedisKeys deletes the keys a test wrote under prefix.
+func deleteRedisKeys(t *testing.T, redisURL, prefix string) {
+	opt, err := rueidis.ParseURL(redisURL)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer c.Close()
+	ctx := context.Background()
+	var cursor uint64
+	for {
+		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if len(e.Elements) > 0 {
+			if err := c.Do(ctx, c.B().Unlink().Key(e.Elements...).Build()).Error(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			return
+		}
+	}
+}
+
+// TestKillExactlyOnceInProduction runs one `quan serve` and two `quan
+// worker` on MySQL, Redis and NATS, sharing one task's chunks over the
+// bus, kills a random one of them with SIGKILL at random moments of the
+// task (restarting it), restarts NATS once mid-task, and checks the
+// invariants of the embedded kill test, and that Redis and MySQL agree on
+// the stock.
+func TestKillExactlyOnceInProduction(t *testing.T) {
+	env, ns := productionEnv(t)
+	bin := buildQuan(t)
+	const rows, stock = 150_000, 140_000
+	tpl := localTemplate(t, env, stock, 1)
+	file := filepath.Join(t.TempDir(), "users.xlsx")
+	gen, err := sheet.GenerateFile(file, sheet.GenOptions{Rows: rows, Seed: 11, DupRate: 0.02, InvalidRate: 0.01, Format: sheet.GenXLSXShared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1"))
+
+	procs := []*proc{startQuan(t, bin, env, "serve"), startQuan(t, bin, env, "worker"), startQuan(t, bin, env, "worker")}
+	defer func() {
+		for _, p := range procs {
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			p.cmd.Wait()
+		}
+	}()
+	c := &apiClient{t: t, base: procs[0].url, token: tok}
+	content, _ := os.ReadFile(file)
+	id := c.upload(map[string]string{"name": "kill in production", "templateId": fmt.Sprint(tpl.ID)}, "users.xlsx", string(content))
+
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	kills, midTask, natsRestarts := 0, 0, 0
+	for kills < 5 {
+		base := c.task(id).ChunksDone
+		var tk *quan.Task
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			tk = c.task(id)
+			if tk.Status.Done() || tk.ChunksDone > base || time.Now().After(deadline) {
+				break
+			}
+		}
+		time.Sleep(time.Duration(r.IntN(100)) * time.Millisecond)
+		if tk = c.task(id); tk.Status.Done() {
+			break
+		}
+		if kills == 2 && natsRestarts == 0 {
+			ns.stop()
+			time.Sleep(300 * time.Millisecond)
+			ns.start()
+			natsRestarts++
+			t.Logf("restarted NATS with %d of %d chunks applied", tk.ChunksDone, tk.ChunksTotal)
+		}
+		i := r.IntN(len(procs))
+		procs[i].kill()
+		kills++
+		if tk.ChunksDone > base {
+			midTask++
+		}
+		command := "worker"
+		if i == 0 {
+			command = "serve"
+		}
+		procs[i] = startQuan(t, bin, env, command)
+		c.base = procs[0].url
+	}
+	final := c.wait(id)
+	t.Logf("killed %d times, %d of them mid-task, NATS restarted %d times; task %s after %d chunks: %+v",
+		kills, midTask, natsRestarts, final.Status, final.ChunksDone, final.Counts)
+	if midTask < 2 || natsRestarts != 1 {
+		t.Fatalf("only %d kills and %d NATS restarts hit the task while it ran: make it longer", midTask, natsRestarts)
+	}
+	checkExactlyOnce(t, env, id, tpl, gen, rows, stock)
+}
+
+// TestCacheLossDuringDistribution runs `quan distribute` on MySQL, Redis
+// and NATS while the test deletes every Redis key of quan three times (a
+// FLUSHALL or a restart of a Redis that keeps nothing on disk, as quan
+// sees it) and a burst of concurrent stock increases goes on. Nothing is
+// oversold, every coupon the stock allows is issued, and at the end Redis
+// and MySQL agree on the stock.
+func TestCacheLossDuringDistribution(t *testing.T) {
+	env, _ := productionEnv(t)
+	redisURL, prefix, _ := strings.Cut(env["QUAN_CACHE"], "?prefix=")
+	const rows, stock, bursts, add = 200_000, 90_000, 40, 250
+	tpl := localTemplate(t, env, stock, 1)
+	file := filepath.Join(t.TempDir(), "users.csv")
+	gen, err := sheet.GenerateFile(file, sheet.GenOptions{Rows: rows, Seed: 5, DupRate: 0.01, InvalidRate: 0.01, Format: sheet.GenCSV})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A second process's view of the same backends: it changes the stock
+	// as a merchant would, through the template use case.
+	m := &Main{Stdout: &syncBuffer{}, Stderr: &syncBuffer{}, Getenv: func(k string) string { return env[k] }}
+	l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: env["QUAN_STORE"], CacheURL: env["QUAN_CACHE"], BusURL: env["QUAN_BUS"], LogLevel: "warn"}
+	l.Runner.ChunkSize = 1000
+	a, closeAll, err := l.open(t.Context(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll()
+	ctx := context.Background()
+
+	done := make(chan error, 1)
+	go func() {
+		var out, errOut syncBuffer
+		dm := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }}
+		err := dm.Run(ctx, []string{"distribute", "--template", fmt.Sprint(tpl.ID), "--chunk-size", "1000", "--store", env["QUAN_STORE"],
+			"--cache", env["QUAN_CACHE"], "--bus", env["QUAN_BUS"], "--data", env["QUAN_DATA"], file})
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, errOut.String())
+		}
+		done <- err
+	}()
+
+	// Wait for the task, then lose the cache three times while its chunks
+	// apply, and increase the stock from many goroutines meanwhile.
+	var task *quan.Task
+	for deadline := time.Now().Add(30 * time.Second); task == nil || task.ChunksDone < 1; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no task applied a chunk in 30s: %+v", task)
+		}
+		ts, _, err := a.tasks.List(ctx, cliIdentity, quan.TaskFilter{ShopNo: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ts) > 0 {
+			task = ts[0]
+		}
+	}
+	burst := make(chan error, bursts)
+	for range bursts {
+		go func() {
+			time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+			_, err := a.templates.IncreaseStock(ctx, cliIdentity, tpl.ID, add)
+			burst <- err
+		}()
+	}
+	losses := 0
+	for losses < 3 {
+		cur, err := a.tasks.Get(ctx, cliIdentity, task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.Status.Done() {
+			break
+		}
+		deleteRedisKeys(t, redisURL, prefix)
+		losses++
+		time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
+	}
+	for range bursts {
+		if err := <-burst; err != nil {
+			t.Fatalf("increase stock: %v", err)
+		}
+	}
+	// Every increase came before the stock ran out, so every coupon of
+	// the final stock was there to be issued.
+	if cur, err := a.tasks.Get(ctx, cliIdentity, task.ID); err != nil || cur.Counts.Failed.OutOfStock > 0 {
+		t.Fatalf("the stock ran out before the increases were done (%v): make the file longer", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("quan distribute: %v", err)
+	}
+	if losses < 2 {
+		t.Fatalf("the cache was lost only %d times before the task ended: make it longer", losses)
+	}
+	total := int64(stock + bursts*add)
+	final, err := a.tasks.Get(ctx, cliIdentity, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.templates.Get(ctx, cliIdentity, tpl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := a.tasks.Tasks.(quan.CouponStore).CouponStats(ctx, tpl.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt := final.Counts
+	t.Logf("cache lost %d times; task %s: %+v; stock %d of %d", losses, final.Status, cnt, got.Stock, got.TotalStock)
+	if final.Status != quan.TaskSucceeded || got.TotalStock != total {
+		t.Fatalf("task %s, total stock %d; want succeeded, %d", final.Status, got.TotalStock, total)
+	}
+	if cnt.Issued != min(int64(gen.Unique), total) || stats.Coupons != cnt.Issued || got.Stock != total-cnt.Issued || stats.MaxPerUser != 1 {
+		t.Fatalf("issued %d coupons (%+v) from a stock of %d with %d left, for %d valid users; want every coupon the stock allows and no more",
+			cnt.Issued, stats, total, got.Stock, gen.Unique)
+	}
+	st, err := a.distributor.Cache.State(ctx, tpl.ID)
+	if err != nil {
+		t.Fatalf("cache state after the task: %v", err)
+	}
+	if st.Stock != got.Stock {
+		t.Fatalf("the cache holds a stock of %d, the store %d", st.Stock, got.Stock)
+	}
+}
