@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -304,5 +305,97 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 	}
 	if st.Stock != got.Stock {
 		t.Fatalf("the cache holds a stock of %d, the store %d", st.Stock, got.Stock)
+	}
+}
+
+// TestReadmeProduction runs the README's production walk-through as a
+// user would paste it: the database it creates is a fresh one of the
+// test's, Redis keys get a prefix of their own and the NATS stream a name
+// of its own, the data folder is a temporary one and the server listens
+// on a free port; everything else runs as written, with `quan serve` and
+// two `quan worker` as processes of their own.
+func TestReadmeProduction(t *testing.T) {
+	natsURL := os.Getenv("QUAN_TEST_NATS")
+	if natsURL == "" {
+		t.Skip("set QUAN_TEST_NATS=nats://127.0.0.1:4222 to run the README's production example")
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := readmeBlocks(t, string(readme), "production")
+	if len(blocks) != 1 {
+		t.Fatalf("README has %d production blocks, want 1", len(blocks))
+	}
+	prod, _ := productionEnv(t) // skips without MySQL or Redis
+	id := rand.Uint32()
+	bin := buildQuan(t)
+	env := map[string]string{"QUAN_LOG_LEVEL": "warn"}
+	sh := &readmeShell{t: t, env: env, dir: t.TempDir(), vars: map[string]string{}}
+	var procs []*proc
+	defer func() {
+		for _, p := range procs {
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			p.cmd.Wait()
+		}
+	}()
+	var last []string
+	var res *http.Response
+	var body []byte
+	for _, c := range splitCommands(blocks[0]) {
+		if c.expect != "" {
+			if err := checkExpectation(c.expect, res, body); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if c.assign != "" {
+			sh.vars[c.assign] = strings.TrimSpace(runQuan(t, env, c.subst))
+			continue
+		}
+		words := shellWords(t, c.text, sh.vars)
+		switch {
+		case strings.HasPrefix(c.text, "mysql -uroot -e 'CREATE DATABASE quan'"):
+			// productionEnv made a fresh database; the export below uses it.
+		case words[0] == "export":
+			for _, w := range words[1:] {
+				k, v, _ := strings.Cut(w, "=")
+				switch k {
+				case "QUAN_STORE":
+					if v != "mysql://root@127.0.0.1:3306/quan" {
+						t.Fatalf("README exports QUAN_STORE=%s, not the database it created", v)
+					}
+					v = prod["QUAN_STORE"]
+				case "QUAN_CACHE":
+					v += "?prefix=" + strings.SplitN(prod["QUAN_CACHE"], "?prefix=", 2)[1]
+				case "QUAN_BUS":
+					v = fmt.Sprintf("%s?stream=README%d&namespace=readme%d", natsURL, id, id)
+				case "QUAN_DATA":
+					v = t.TempDir()
+				}
+				env[k] = v
+			}
+		case c.text == "go run ./cmd/quan serve &":
+			p := startQuan(t, bin, env, "serve")
+			procs = append(procs, p)
+			sh.base = p.url
+		case c.text == "go run ./cmd/quan worker &":
+			procs = append(procs, startQuan(t, bin, env, "worker"))
+		case words[0] == "curl":
+			last = words
+			res, body = sh.curl(last)
+		case len(words) > 3 && strings.Join(words[:3], " ") == "go run ./cmd/quan":
+			args := strings.Join(sh.files(words[3:]), " ")
+			args = strings.ReplaceAll(args, "http://localhost:8080", sh.base)
+			runQuan(t, env, args)
+		default:
+			t.Fatalf("README command not understood by the test: %q", c.text)
+		}
+	}
+	if len(procs) != 3 {
+		t.Fatalf("the walk-through started %d processes, want a server and two workers", len(procs))
+	}
+	if !isGet(last) {
+		t.Fatal("the walk-through does not end by reading the task")
 	}
 }

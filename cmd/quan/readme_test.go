@@ -25,7 +25,7 @@ func TestReadmeExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := readmeBlocks(t, string(readme))
+	blocks := readmeBlocks(t, string(readme), "")
 	if len(blocks) != 2 {
 		t.Fatalf("README has %d readme-test blocks, want 2", len(blocks))
 	}
@@ -119,7 +119,10 @@ func isGet(words []string) bool {
 	return len(words) > 0 && !slices.Contains(words, "-X") && !slices.Contains(words, "-d") && !slices.Contains(words, "-F")
 }
 
-func readmeBlocks(t *testing.T, readme string) []string {
+// readmeBlocks returns the README's tested blocks whose marker starts with
+// label; label "" returns those of the embedded default (all but
+// "production").
+func readmeBlocks(t *testing.T, readme, label string) []string {
 	t.Helper()
 	var blocks []string
 	for {
@@ -127,12 +130,16 @@ func readmeBlocks(t *testing.T, readme string) []string {
 		if !ok {
 			return blocks
 		}
+		marker := strings.TrimSpace(after)
 		_, after, _ = strings.Cut(after, "```sh\n")
 		block, rest, ok := strings.Cut(after, "```")
 		if !ok {
 			t.Fatal("README example block is not closed")
 		}
-		blocks = append(blocks, block)
+		production := strings.HasPrefix(marker, "production")
+		if label == "" && !production || label != "" && strings.HasPrefix(marker, label) {
+			blocks = append(blocks, block)
+		}
 		readme = rest
 	}
 }
