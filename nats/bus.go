@@ -399,6 +399,17 @@ func (b *Bus) PublishMany(ctx context.Context, ms []quan.Message) error {
 	return nil
 }
 
+// Drop deletes the bus's streams, with every message and consumer on
+// them. For tests on a shared server, and for retiring a stream.
+func (b *Bus) Drop(ctx context.Context) error {
+	for _, s := range []string{b.cfg.Stream, b.deadStream()} {
+		if err := b.js.DeleteStream(ctx, s); err != nil {
+			return fmt.Errorf("nats: delete stream %s: %w", s, err)
+		}
+	}
+	return nil
+}
+
 // Close closes the bus's connection after sending what it buffered.
 // Consume calls still running return an error. Safe to call twice.
 func (b *Bus) Close() error {

@@ -71,10 +71,8 @@ func openTestBus(t testing.TB, open func(Config) (*Bus, error)) *Bus {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		for _, s := range []string{b.cfg.Stream, b.deadStream()} {
-			if err := b.js.DeleteStream(ctx, s); err != nil {
-				t.Errorf("delete stream %s: %v", s, err)
-			}
+		if err := b.Drop(ctx); err != nil {
+			t.Error(err)
 		}
 		if err := b.Close(); err != nil {
 			t.Error(err)

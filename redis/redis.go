@@ -63,6 +63,38 @@ func Open(ctx context.Context, url, prefix string) (*Cache, error) {
 	return &Cache{client: client, prefix: prefix}, nil
 }
 
+// Drop deletes every key under the cache's prefix: all the cache holds,
+// as a Redis restart loses it. For tests, and for retiring a prefix.
+func (c *Cache) Drop(ctx context.Context) error {
+	return c.deleteKeys(ctx, func(string) bool { return true })
+}
+
+// deleteKeys deletes the keys of c's prefix that del accepts, by SCAN and
+// DEL.
+func (c *Cache) deleteKeys(ctx context.Context, del func(key string) bool) error {
+	var cursor uint64
+	for {
+		e, err := c.client.Do(ctx, c.client.B().Scan().Cursor(cursor).Match(c.prefix+"*").Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			return fmt.Errorf("redis: delete the keys of %q: %w", c.prefix, err)
+		}
+		var cmds []rueidis.Completed
+		for _, k := range e.Elements {
+			if del(k) { // one DEL a key: in a cluster the keys may be on any slot
+				cmds = append(cmds, c.client.B().Del().Key(k).Build())
+			}
+		}
+		for _, r := range c.client.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
+				return fmt.Errorf("redis: delete the keys of %q: %w", c.prefix, err)
+			}
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			return nil
+		}
+	}
+}
+
 // Close closes the connections. It is safe to call twice.
 func (c *Cache) Close() error {
 	c.once.Do(c.client.Close)

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/quantest"
 )
@@ -52,38 +50,12 @@ func newTestCache(t testing.TB) *Cache {
 		t.Fatalf("QUAN_TEST_REDIS=%s: %v", url, err)
 	}
 	t.Cleanup(func() {
-		if err := deletePrefix(context.Background(), c, func(string) bool { return true }); err != nil {
+		if err := c.Drop(context.Background()); err != nil {
 			t.Errorf("delete test keys: %v", err)
 		}
 		c.Close()
 	})
 	return c
-}
-
-// deletePrefix deletes the keys of c's prefix that del accepts, by SCAN
-// and DEL.
-func deletePrefix(ctx context.Context, c *Cache, del func(key string) bool) error {
-	var cursor uint64
-	for {
-		e, err := c.client.Do(ctx, c.client.B().Scan().Cursor(cursor).Match(c.prefix+"*").Count(1000).Build()).AsScanEntry()
-		if err != nil {
-			return err
-		}
-		var cmds []rueidis.Completed
-		for _, k := range e.Elements {
-			if del(k) { // one DEL a key: in a cluster the keys may be on any slot
-				cmds = append(cmds, c.client.B().Del().Key(k).Build())
-			}
-		}
-		for _, r := range c.client.DoMulti(ctx, cmds...) {
-			if err := r.Error(); err != nil {
-				return err
-			}
-		}
-		if cursor = e.Cursor; cursor == 0 {
-			return nil
-		}
-	}
 }
 
 func TestCache(t *testing.T) {
@@ -121,7 +93,7 @@ func TestStaleKeyRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := c.keys(1)
-	if err := deletePrefix(ctx, c, func(key string) bool { return key == k.state() || key == k.users() }); err != nil {
+	if err := c.deleteKeys(ctx, func(key string) bool { return key == k.state() || key == k.users() }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Reserve(ctx, 1, "k", []int64{1}, now); !errors.Is(err, quan.ErrCacheCold) {
@@ -167,7 +139,7 @@ func TestCacheLoss(t *testing.T) {
 				if err := c.client.Do(ctx, c.client.B().Del().Key(k.state(), k.users()).Build()).Error(); err != nil {
 					return err
 				}
-				return deletePrefix(ctx, c, tc.del(k))
+				return c.deleteKeys(ctx, tc.del(k))
 			})
 		})
 	}

@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/mysql/mysqltest"
 	natsbus "github.com/quanhq/quan/nats"
+	"github.com/quanhq/quan/redis"
 	"github.com/quanhq/quan/sheet"
 )
 
@@ -79,35 +78,28 @@ func (n *natsServer) stop() {
 
 // deleteRedisKeys deletes the keys a test wrote under prefix.
 func deleteRedisKeys(t *testing.T, redisURL, prefix string) {
-	opt, err := rueidis.ParseURL(redisURL)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	opt.DisableCache = true
-	c, err := rueidis.NewClient(opt)
+	c, err := redis.Open(context.Background(), redisURL, prefix)
 	if err != nil {
 		t.Error(err)
 		return
 	}
 	defer c.Close()
-	ctx := context.Background()
-	var cursor uint64
-	for {
-		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		if len(e.Elements) > 0 {
-			if err := c.Do(ctx, c.B().Unlink().Key(e.Elements...).Build()).Error(); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-		if cursor = e.Cursor; cursor == 0 {
-			return
-		}
+	if err := c.Drop(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// dropStreams deletes the streams a test's processes made on a shared
+// NATS server.
+func dropStreams(t *testing.T, natsURL, stream, namespace string) {
+	b, err := natsbus.OpenConfig(context.Background(), natsURL, natsbus.Config{Stream: stream, Namespace: namespace})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer b.Close()
+	if err := b.Drop(context.Background()); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -370,6 +362,7 @@ func TestReadmeProduction(t *testing.T) {
 					v += "?prefix=" + strings.SplitN(prod["QUAN_CACHE"], "?prefix=", 2)[1]
 				case "QUAN_BUS":
 					v = fmt.Sprintf("%s?stream=README%d&namespace=readme%d", natsURL, id, id)
+					t.Cleanup(func() { dropStreams(t, natsURL, fmt.Sprintf("README%d", id), fmt.Sprintf("readme%d", id)) })
 				case "QUAN_DATA":
 					v = t.TempDir()
 				}
