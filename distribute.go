@@ -246,11 +246,14 @@ func (d *Distributor) pass(ctx context.Context, t *Task, round int, lost <-chan 
 	}()
 
 	out := make(chan *Chunk, 2) // back-pressure: the reader waits for the sink
-	var readErr error
+	var (
+		readRows, readChunks int64
+		readErr              error
+	)
 	go func() {
 		defer close(readerDone)
 		defer close(out)
-		rows, chunks, readErr = d.readChunks(ctx, t, r, applied, out)
+		readRows, readChunks, readErr = d.readChunks(ctx, t, r, applied, out)
 	}()
 	for c := range out {
 		select {
@@ -269,7 +272,7 @@ func (d *Distributor) pass(ctx context.Context, t *Task, round int, lost <-chan 
 		}
 		return 0, 0, fileError{readErr}
 	}
-	return rows, chunks, nil
+	return readRows, readChunks, nil
 }
 
 // sink applies c, or publishes it when chunks travel over the bus.
