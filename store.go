@@ -88,7 +88,7 @@ type TaskStore interface {
 	// until lease: a pending task whose SendAt has come (it becomes
 	// running, StartedAt now), or a running task whose lease expired (its
 	// runner died). Dry runs and real runs alike; oldest (lowest id) first.
-	// A task taken over keeps its StartedAt and checkpoint. It returns nil
+	// A task taken over keeps its StartedAt and the chunks applied. It returns nil
 	// and no error when no task needs a runner.
 	ClaimTask(ctx context.Context, owner string, now, lease time.Time) (*Task, error)
 

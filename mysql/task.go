@@ -144,7 +144,7 @@ func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Ta
 // ClaimTask gives owner the lease of the oldest (lowest id) task that needs
 // a runner: a pending task whose send time has come, which becomes running
 // with StartedAt now, or a running task whose lease ended at or before now,
-// which keeps its StartedAt and checkpoint. It returns nil, nil when no
+// which keeps its StartedAt and the chunks applied. It returns nil, nil when no
 // task needs a runner.
 //
 // Several runners may claim at once, from several processes: the task is
