@@ -392,3 +392,24 @@ func TestReadmeProduction(t *testing.T) {
 		t.Fatal("the walk-through does not end by reading the task")
 	}
 }
+
+// TestBackendFlagErrors: a backend combination that cannot work is
+// refused at start with a message that says what to use instead.
+func TestBackendFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args, want string
+	}{
+		{"--cache bogus:", `--cache "bogus:": unknown cache (use mem:, redis://HOST:PORT or none)`},
+		{"--bus kafka://x", `--bus "kafka://x": unknown bus (use embedded: or nats://HOST:PORT)`},
+		{"--bus nats://127.0.0.1:1", "needs a store they share: use --store mysql://"},
+		{"--cache redis://127.0.0.1:1", "--cache redis://127.0.0.1:1:"},
+	} {
+		env := testEnv(t)
+		var stderr syncBuffer
+		m := &Main{Stdout: &syncBuffer{}, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+		err := m.Run(t.Context(), append([]string{"worker", "--data", env["QUAN_DATA"]}, strings.Fields(c.args)...))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("quan worker %s: %v; want an error with %q", c.args, err, c.want)
+		}
+	}
+}
