@@ -212,17 +212,7 @@ func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64
 	for len(cs) > 0 {
 		batch := cs[:min(len(cs), batchRows)]
 		cs = cs[len(batch):]
-		b = append(b[:0], couponInsertHead...)
-		for i, c := range batch {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '(')
-			b = strconv.AppendInt(b, c.user, 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, c.seq, 10)
-			b = append(b, tail...)
-		}
+		b = appendCouponInsert(b[:0], "coupons", batch, tail)
 		res, err := tx.ExecContext(ctx, string(b))
 		if err != nil {
 			return fmt.Errorf("insert %d coupons: %w", len(batch), translate(err))
@@ -244,16 +234,32 @@ func issuing(c *quan.Chunk, t *quan.Template) bool {
 // userSeq names a coupon to create: a user and a receive sequence.
 type userSeq struct{ user, seq int64 }
 
-// couponInsertHead starts a multi-row INSERT of coupons; each row is
-// "(user, seq" and couponTail.
+// appendCouponInsert appends to b a multi-row INSERT into table (coupons,
+// or a table like it) of one coupon per userSeq, each row "(user, seq"
+// and tail, which couponTail formats.
 //
 // The rows are written as SQL literals rather than bound: the chunk's
 // coupons differ only in user and seq, both integers, and the rest, the
 // same for every row, is formatted once per chunk. The driver would
 // otherwise interpolate twelve arguments a row, scanning the query for
 // each placeholder.
-const couponInsertHead = `INSERT INTO coupons (user_id, seq, template_id, shop_no, status,
-	valid_start, valid_end, source, task_id, order_id, created_at, updated_at) VALUES `
+func appendCouponInsert(b []byte, table string, rows []userSeq, tail []byte) []byte {
+	b = append(b, "INSERT INTO "...)
+	b = append(b, table...)
+	b = append(b, ` (user_id, seq, template_id, shop_no, status,
+	valid_start, valid_end, source, task_id, order_id, created_at, updated_at) VALUES `...)
+	for i, c := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '(')
+		b = strconv.AppendInt(b, c.user, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, c.seq, 10)
+		b = append(b, tail...)
+	}
+	return b
+}
 
 // couponTail formats the columns after user and seq of proto, and the
 // closing parenthesis, as SQL literals.
@@ -363,7 +369,7 @@ func heldCounts(ctx context.Context, tx *sql.Tx, template int64, users []int64, 
 
 // insertFailures records every failed row of c, with the user id as
 // written or, when the row carries no text, as parsed. A duplicate key, a
-// line recorded twice, which the checkpoint rules out, is a conflict.
+// line recorded twice, which the chunk ledger rules out, is a conflict.
 func insertFailures(ctx context.Context, tx *sql.Tx, c *quan.Chunk) error {
 	var args []any
 	rows := 0
