@@ -35,9 +35,12 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	return fmt.Errorf("bench: unknown benchmark %q: use distribute or read", args[0])
 }
 
-// distribute measures one distribution of n generated users on the
-// embedded default, from the file on disk to the task succeeded with its
-// report. The file is generated first and not timed.
+// distribute measures one distribution of n generated users, from the
+// file on disk to the task succeeded with its report, on the backends the
+// flags name (the embedded default unless told). The file is generated
+// first and not timed. With --workers, worker processes apply chunks
+// next to this one; with --floor, the raw-ingest floor of the same
+// coupons is measured after it (bench_prod.go).
 func (c *BenchCommand) distribute(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench distribute", flag.ContinueOnError)
 	local := localFlags{}
@@ -46,7 +49,12 @@ func (c *BenchCommand) distribute(ctx context.Context, args []string) error {
 	shared := fs.Bool("shared", false, "the file uses shared strings")
 	keep := fs.Bool("keep", false, "keep the data folder (default: a fresh temporary one, removed after)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the distribution to this file")
+	var prod benchProd
+	prod.register(fs)
 	if err := c.Main.parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := prod.validate(local); err != nil {
 		return err
 	}
 	if !*keep && !flagSet(fs, "data") {
@@ -57,11 +65,21 @@ func (c *BenchCommand) distribute(ctx context.Context, args []string) error {
 		defer os.RemoveAll(dir)
 		local.DataDir = dir
 	}
-	a, closeStore, err := local.open(ctx, c.Main)
+	if prod.FreshDB {
+		dropDB, err := prod.isolate(ctx, c.Main, &local)
+		if err != nil {
+			return err
+		}
+		defer dropDB()
+	}
+	a, b, closeBackends, err := local.openBackends(ctx, c.Main)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer closeBackends()
+	if prod.FreshDB {
+		defer prod.dropShared(c.Main, b)
+	}
 	tpl, err := createDemoTemplate(ctx, c.Main, a, int64(*n))
 	if err != nil {
 		return err
@@ -74,6 +92,21 @@ func (c *BenchCommand) distribute(ctx context.Context, args []string) error {
 	if _, err := sheet.GenerateFile(file, sheet.GenOptions{Rows: *n, Seed: 42, Format: format}); err != nil {
 		return fmt.Errorf("bench: generate users: %w", err)
 	}
+	fmt.Fprintf(c.Main.Stdout, "bench distribute: %s\n", prod.setup(local))
+	var (
+		floor     time.Duration
+		floorRows int
+	)
+	if prod.Floor {
+		if floor, floorRows, err = prod.measureFloor(ctx, local, file, tpl); err != nil {
+			return err
+		}
+	}
+	workers, err := startBenchWorkers(ctx, c.Main, prod.Bin, prod.Workers, local)
+	if err != nil {
+		return err
+	}
+	defer workers.stop()
 	runtime.GC()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -90,10 +123,17 @@ func (c *BenchCommand) distribute(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	pprof.StopCPUProfile()
+	if err := workers.stop(); err != nil {
+		return err
+	}
 	fmt.Fprintf(c.Main.Stdout, "bench distribute: %s users, %s issued, wall %s, %s rows/s, peak RSS %.0f MB, chunk %d, %d cores (GOMAXPROCS %d)\n",
 		thousands(t.Counts.Rows), thousands(t.Counts.Issued), wall.Round(time.Millisecond),
 		thousands(int64(float64(t.Counts.Rows)/wall.Seconds())), float64(peakRSS())/(1<<20), t.ChunkSize,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	if prod.Floor {
+		fmt.Fprintf(c.Main.Stdout, "bench distribute: %s\n", floorLine(floorRows, floor, wall))
+	}
 	return taskExit(t)
 }
 

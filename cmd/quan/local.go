@@ -41,23 +41,29 @@ func (l *localFlags) register(fs *flag.FlagSet) {
 
 // open opens the store and wires the use cases; close releases them.
 func (l *localFlags) open(ctx context.Context, m *Main) (*app, func(), error) {
+	a, _, closeAll, err := l.openBackends(ctx, m)
+	return a, closeAll, err
+}
+
+// openBackends is open, also returning the backends the use cases run on.
+func (l *localFlags) openBackends(ctx context.Context, m *Main) (*app, *backends, func(), error) {
 	logger, err := newLogger(m.Stderr, l.LogLevel, "text")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := os.MkdirAll(l.DataDir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("create data folder: %w", err)
+		return nil, nil, nil, fmt.Errorf("create data folder: %w", err)
 	}
 	b, closeAll, err := openBackends(ctx, l.StoreURL, l.CacheURL, l.BusURL, l.DataDir, logger)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	a, err := m.wire(b, l.DataDir, l.Files, l.Runner, logger)
 	if err != nil {
 		closeAll()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return a, closeAll, nil
+	return a, b, closeAll, nil
 }
 
 // Flag help for the backends, shared by every command that opens them.

@@ -14,7 +14,9 @@ import (
 )
 
 // ServeCommand runs the HTTP API and the distribution runner until its
-// context ends; as `quan worker` it runs the runner only.
+// context ends; as `quan worker` it runs the runner only, and as `quan
+// worker --runner=false` only the consumer of the chunks published on the
+// bus.
 type ServeCommand struct {
 	Main   *Main
 	Worker bool // no HTTP API: only run distribution tasks
@@ -89,9 +91,14 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 		return err
 	}
 	if c.Worker {
-		c.stop = app.startDistributor(logger)
+		// A worker with --runner=false claims no task: it only applies
+		// the chunks others publish, which needs a bus.
+		if !c.Runner.Run && store.bus == nil {
+			return errors.New("worker: --runner=false leaves a worker nothing to do without a --bus nats://")
+		}
+		c.stop = app.startDistributor(logger, c.Runner.Run)
 		logger.Info("quan worker running", "data", c.DataDir, "store", redact(c.StoreURL),
-			"cache", redact(c.CacheURL), "bus", c.BusURL)
+			"cache", redact(c.CacheURL), "bus", c.BusURL, "runner", c.Runner.Run)
 		return nil
 	}
 	c.server = &qhttp.Server{
@@ -103,7 +110,7 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 		Now:       c.Main.Now,
 	}
 	if c.Runner.Run {
-		c.stop = app.startDistributor(logger)
+		c.stop = app.startDistributor(logger, true)
 	}
 	if err := c.server.Open(c.Addr); err != nil {
 		return err

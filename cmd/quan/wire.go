@@ -52,7 +52,7 @@ type RunnerFlags struct {
 }
 
 func (r *RunnerFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&r.Run, "runner", true, "run distribution tasks in this process")
+	fs.BoolVar(&r.Run, "runner", true, "run distribution tasks in this process (quan worker --runner=false only applies the chunks others publish on a nats:// bus)")
 	fs.IntVar(&r.ChunkSize, "chunk-size", 0, "rows applied per transaction (default: the store's recommendation)")
 	fs.DurationVar(&r.Lease, "task-lease", 15*time.Second, "how long a dead runner keeps its task before another resumes it")
 	fs.DurationVar(&r.Poll, "task-poll", time.Second, "how often the runner looks for due tasks")
@@ -119,18 +119,22 @@ func (m *Main) wire(b *backends, dataDir string, ff FileFlags, rf RunnerFlags, l
 // maxBusChunk is the largest chunk that fits a bus message.
 const maxBusChunk = 10_000
 
-// startDistributor runs the distributor in the background; the returned
-// function stops it and waits for it.
-func (a *app) startDistributor(logger *slog.Logger) func() {
+// startDistributor runs the distributor in the background: the runner,
+// which claims tasks and reads their files, unless runTasks is false, and
+// with a bus the chunk consumer. The returned function stops them and
+// waits for them.
+func (a *app) startDistributor(logger *slog.Logger, runTasks bool) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := a.distributor.Run(ctx); err != nil {
-			logger.Error("distributor stopped", "err", err)
-		}
-	}()
+	if runTasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.distributor.Run(ctx); err != nil {
+				logger.Error("distributor stopped", "err", err)
+			}
+		}()
+	}
 	if a.distributor.Bus != nil {
 		wg.Add(1)
 		go func() {

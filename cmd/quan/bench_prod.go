@@ -1,0 +1,355 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/mysql"
+	natsbus "github.com/quanhq/quan/nats"
+	"github.com/quanhq/quan/redis"
+	"github.com/quanhq/quan/sheet"
+)
+
+// benchProd are the flags of `quan bench distribute` for the production
+// backends: worker processes, the raw-ingest floor, a database of the
+// run's own.
+type benchProd struct {
+	Workers int
+	Bin     string
+	Floor   bool
+	FreshDB bool
+
+	db string // the database isolate created
+}
+
+// floorConns is how many connections the floor inserts on: the issue's
+// reference setup, one per core of the machine it was set on.
+const floorConns = 2
+
+func (p *benchProd) register(fs *flag.FlagSet) {
+	fs.IntVar(&p.Workers, "workers", 0, "with a nats:// bus: start this many `quan worker --runner=false` processes, which apply chunks next to this one, and stop them at the end")
+	fs.StringVar(&p.Bin, "quan-bin", "", "the quan binary --workers run (default: this executable)")
+	fs.BoolVar(&p.Floor, "floor", false, fmt.Sprintf("with a mysql:// store: after the distribution, time the raw-ingest floor, plain multi-row INSERTs of the same coupons, %d rows each on %d connections, into a scratch table coupons_floor LIKE coupons (same indexes; dropped after), and print distribution/floor", mysql.ChunkSize, floorConns))
+	fs.BoolVar(&p.FreshDB, "fresh-db", false, "with a mysql:// store: run in a new database quan_bench_RANDOM on the server --store names (its own database only serves to connect), a redis cache under a new key prefix, a nats bus on a new stream and namespace; all dropped at the end. Without it, give an empty database: the coupons of earlier runs slow the inserts")
+}
+
+func (p *benchProd) validate(l localFlags) error {
+	mysqlStore := strings.HasPrefix(l.StoreURL, "mysql:")
+	switch {
+	case p.Workers < 0:
+		return fmt.Errorf("bench distribute: --workers %d: want 0 or more", p.Workers)
+	case p.Workers > 0 && !strings.HasPrefix(l.BusURL, "nats:"):
+		return errors.New("bench distribute: --workers share a task's chunks over the bus: use --bus nats://")
+	case p.Floor && !mysqlStore:
+		return errors.New("bench distribute: --floor measures MySQL's raw ingest: use --store mysql://")
+	case p.FreshDB && !mysqlStore:
+		return errors.New("bench distribute: --fresh-db makes a MySQL database: use --store mysql://")
+	}
+	return nil
+}
+
+// setup names the backends and processes of the run.
+func (p *benchProd) setup(l localFlags) string {
+	store, _, _ := strings.Cut(l.StoreURL, ":")
+	cache, _, _ := strings.Cut(l.CacheURL, ":")
+	if cache == "" {
+		cache = "none"
+		if store == "sqlite" {
+			cache = "mem"
+		}
+	}
+	bus, _, _ := strings.Cut(cmp.Or(l.BusURL, "embedded:"), ":")
+	db := ""
+	if p.db != "" {
+		db = " (database " + p.db + ")"
+	}
+	return fmt.Sprintf("store %s%s, cache %s, bus %s, %d worker processes besides this one, %d cores",
+		store, db, cache, bus, p.Workers, runtime.NumCPU())
+}
+
+// isolate points l at a new database, and a redis cache and a nats bus at
+// a new key prefix and stream, so that runs share nothing: on a fresh
+// database task and template ids start again at 1, and the cache's keys
+// and the bus's message ids follow them. It returns the function that
+// drops the database; dropShared removes the rest.
+func (p *benchProd) isolate(ctx context.Context, m *Main, l *localFlags) (func(), error) {
+	var b [4]byte
+	rand.Read(b[:])
+	suffix := hex.EncodeToString(b[:])
+	p.db = "quan_bench_" + suffix
+	store, err := mysql.CreateDatabase(ctx, l.StoreURL, p.db)
+	if err != nil {
+		return nil, fmt.Errorf("bench distribute: --fresh-db: %w", err)
+	}
+	drop := func() {
+		if err := mysql.DropDatabase(context.WithoutCancel(ctx), store); err != nil {
+			fmt.Fprintf(m.Stderr, "bench distribute: %v\n", err)
+		}
+	}
+	l.StoreURL = store
+	if scheme, _, _ := strings.Cut(l.CacheURL, ":"); scheme == "redis" || scheme == "rediss" {
+		u, err := url.Parse(l.CacheURL)
+		if err != nil {
+			drop()
+			return nil, fmt.Errorf("bench distribute: --cache: %w", err)
+		}
+		q := u.Query()
+		q.Set("prefix", cmp.Or(q.Get("prefix"), "quan:")+"bench_"+suffix+":")
+		u.RawQuery = q.Encode()
+		l.CacheURL = u.String()
+	}
+	if strings.HasPrefix(l.BusURL, "nats:") {
+		u, err := url.Parse(l.BusURL)
+		if err != nil {
+			drop()
+			return nil, fmt.Errorf("bench distribute: --bus: %w", err)
+		}
+		// A stream of its own, so that message ids of an earlier run (the
+		// same task and chunk numbers) are not dropped as duplicates, on
+		// subjects of its own, which streams may not share.
+		q := u.Query()
+		q.Set("stream", cmp.Or(q.Get("stream"), "QUAN")+"_BENCH_"+strings.ToUpper(suffix))
+		ns := "bench_" + suffix
+		if v := q.Get("namespace"); v != "" {
+			ns = v + "." + ns
+		}
+		q.Set("namespace", ns)
+		u.RawQuery = q.Encode()
+		l.BusURL = u.String()
+	}
+	return drop, nil
+}
+
+// dropShared deletes the redis keys and nats streams isolate made up.
+func (p *benchProd) dropShared(m *Main, b *backends) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if c, ok := b.cache.(*redis.Cache); ok {
+		if err := c.Drop(ctx); err != nil {
+			fmt.Fprintf(m.Stderr, "bench distribute: drop the cache's keys: %v\n", err)
+		}
+	}
+	if bus, ok := b.bus.(*natsbus.Bus); ok {
+		if err := bus.Drop(ctx); err != nil {
+			fmt.Fprintf(m.Stderr, "bench distribute: drop the bus's streams: %v\n", err)
+		}
+	}
+}
+
+// measureFloor times the raw-ingest floor of a distribution of file from
+// tpl: one coupon for each valid user of the file, the first time he is
+// named. It runs before the distribution, on the same empty database:
+// after it, the million coupons the distribution wrote fill InnoDB's
+// buffer pool (128 MiB by default) and the floor's random index inserts
+// thrash it, 14–19 s instead of 7 s for a million rows on a 2-core
+// machine, which would flatter the distribution.
+func (p *benchProd) measureFloor(ctx context.Context, l localFlags, file string, tpl *quan.Template) (time.Duration, int, error) {
+	users, err := fileUsers(file, l.Files.limits().options(""))
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench distribute: floor: %w", err)
+	}
+	db, err := mysql.Open(ctx, l.StoreURL, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench distribute: floor: %w", err)
+	}
+	defer db.Close()
+	// A task id of some width, as a distribution's coupons carry one.
+	proto := quan.NewCoupon(tpl, 0, 1, 1, time.Now())
+	took, err := db.MeasureFloor(ctx, proto, users, floorConns)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench distribute: %w", err)
+	}
+	return took, len(users), nil
+}
+
+// floorLine formats the floor's figures and the distribution's ratio to
+// it.
+func floorLine(rows int, floor, wall time.Duration) string {
+	return fmt.Sprintf("raw-ingest floor %s rows in %s, %s rows/s (INSERTs of %s rows on %d connections into a table like coupons, before the distribution), %d cores; distribution/floor %.2f×",
+		thousands(int64(rows)), floor.Round(time.Millisecond), thousands(int64(float64(rows)/floor.Seconds())),
+		thousands(mysql.ChunkSize), floorConns, runtime.NumCPU(), wall.Seconds()/floor.Seconds())
+}
+
+// fileUsers returns the valid users of file in file order, each the first
+// time it is named: those a distribution issues to with enough stock.
+func fileUsers(file string, opt sheet.Options) ([]int64, error) {
+	r, err := sheet.OpenRows(file, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var users []int64
+	buf := make([]quan.FileRow, 1024)
+	for {
+		n, err := r.Read(buf)
+		for _, row := range buf[:n] {
+			if id, ok := quan.ParseUserID(row.UserID); ok && !row.Inexact {
+				users = append(users, id)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Drop repeats, keeping the first: sorted, a repeat is next to its
+	// first, and the generated files have none, so the map stays small.
+	sorted := slices.Clone(users)
+	slices.Sort(sorted)
+	repeated := map[int64]bool{}
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			repeated[sorted[i]] = false
+		}
+	}
+	if len(repeated) == 0 {
+		return users, nil
+	}
+	return slices.DeleteFunc(users, func(u int64) bool {
+		seen, ok := repeated[u]
+		if ok {
+			repeated[u] = true
+		}
+		return seen
+	}), nil
+}
+
+// benchWorkers are `quan worker --runner=false` processes applying the
+// chunks of the bench's task next to the bench's own consumer.
+type benchWorkers struct {
+	procs []*workerProc
+	once  sync.Once
+	err   error
+}
+
+type workerProc struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once Wait returns
+	err    error         // Wait's, once exited
+}
+
+// startBenchWorkers starts n workers on l's backends, from bin or this
+// executable, and returns once each says it runs. Their log goes to
+// m.Stderr, each line marked with the worker's number.
+func startBenchWorkers(ctx context.Context, m *Main, bin string, n int, l localFlags) (*benchWorkers, error) {
+	w := &benchWorkers{}
+	if n == 0 {
+		return w, nil
+	}
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("bench distribute: --workers: %w", err)
+		}
+	}
+	level := "info" // the line saying the worker runs is at info
+	if l.LogLevel == "debug" {
+		level = "debug"
+	}
+	args := []string{"worker", "--runner=false", "--data", l.DataDir, "--store", l.StoreURL,
+		"--bus", l.BusURL, "--log-level", level, "--chunk-ack-wait", l.Runner.AckWait.String()}
+	if l.CacheURL != "" {
+		args = append(args, "--cache", l.CacheURL)
+	}
+	for i := range n {
+		ready := make(chan struct{})
+		out := &workerLog{prefix: fmt.Sprintf("worker %d: ", i+1), w: m.Stderr, ready: ready}
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			w.stop()
+			return nil, fmt.Errorf("bench distribute: start worker %d: %w", i+1, err)
+		}
+		p := &workerProc{cmd: cmd, exited: make(chan struct{})}
+		go func() {
+			p.err = cmd.Wait()
+			close(p.exited)
+		}()
+		w.procs = append(w.procs, p)
+		select {
+		case <-ready:
+		case <-p.exited:
+			w.stop()
+			return nil, fmt.Errorf("bench distribute: worker %d exited at start: %v", i+1, p.err)
+		case <-time.After(30 * time.Second):
+			w.stop()
+			return nil, fmt.Errorf("bench distribute: worker %d did not start within 30s", i+1)
+		case <-ctx.Done():
+			w.stop()
+			return nil, ctx.Err()
+		}
+	}
+	return w, nil
+}
+
+// stop asks every worker to stop (SIGTERM) and waits for them, killing
+// one that takes over 30 s. It reports a worker that failed; a second
+// call returns the first's result.
+func (w *benchWorkers) stop() error {
+	w.once.Do(func() {
+		for _, p := range w.procs {
+			p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		var errs []error
+		for i, p := range w.procs {
+			select {
+			case <-p.exited:
+			case <-time.After(30 * time.Second):
+				p.cmd.Process.Kill()
+				<-p.exited
+			}
+			if p.err != nil {
+				errs = append(errs, fmt.Errorf("worker %d: %w", i+1, p.err))
+			}
+		}
+		if len(errs) > 0 {
+			w.err = fmt.Errorf("bench distribute: %w", errors.Join(errs...))
+		}
+	})
+	return w.err
+}
+
+// workerLog copies a worker's output to w line by line, each line after
+// prefix, and closes ready at the line saying the worker runs.
+type workerLog struct {
+	prefix string
+	w      io.Writer
+	ready  chan struct{}
+	buf    []byte
+}
+
+func (l *workerLog) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := l.buf[:i+1]
+		if l.ready != nil && bytes.Contains(line, []byte("quan worker running")) {
+			close(l.ready)
+			l.ready = nil
+		}
+		fmt.Fprintf(l.w, "%s%s", l.prefix, line)
+		l.buf = l.buf[i+1:]
+	}
+}
