@@ -2,6 +2,7 @@ package quantest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -557,6 +558,62 @@ func testApplyRedeliveryRace(t *testing.T, s TaskStores) {
 		t.Errorf("%d coupons, want 3", st.Coupons)
 	}
 	assertInvariants(t, s, tpl, task)
+}
+
+// testApplyConcurrentTasks applies the chunks of several tasks of one
+// template at once, from many goroutines, as workers sharing the tasks
+// do: the tasks name many of the same users, and there is not stock for
+// all. Every row gets one outcome, and the invariants hold.
+func testApplyConcurrentTasks(t *testing.T, s TaskStores) {
+	const (
+		tasks, chunks, rows = 4, 5, 40 // 800 rows
+		users, stock        = 300, 250 // of 300 users, 250 get a coupon
+	)
+	tpl := activeTemplate(t, s, "shared", stock, 1)
+	var (
+		all []*quan.Task
+		cs  []*quan.Chunk
+	)
+	for i := range tasks {
+		task := runningTask(t, s, tpl, fmt.Sprintf("task %d", i))
+		all = append(all, task)
+		line := int64(2)
+		for seq := range chunks {
+			c := chunk(task, int64(seq+1))
+			for r := range rows {
+				// Each task names every user of the pool at most once.
+				id := int64((i*37+seq*rows+r)%users) + 1
+				c.Rows = append(c.Rows, user(line, id))
+				line++
+			}
+			cs = append(cs, c)
+		}
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, c := range cs {
+		wg.Go(func() {
+			<-start
+			if _, err := s.Tasks.ApplyChunk(t.Context(), c); err != nil {
+				t.Errorf("ApplyChunk %d of task %d: %v", c.Seq, c.TaskID, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	var issued int64
+	for _, task := range all {
+		got := getTask(t, s, task.ID)
+		n := got.Counts
+		if n.Rows != chunks*rows || n.Issued+n.FailedTotal() != n.Rows || got.ChunksDone != chunks {
+			t.Errorf("task %d: %d chunks, counts %+v", task.ID, got.ChunksDone, n)
+		}
+		issued += n.Issued
+	}
+	if issued != stock {
+		t.Errorf("%d issued in all, want the whole stock of %d", issued, stock)
+	}
+	assertInvariants(t, s, tpl, all...)
 }
 
 func testApplyDryRun(t *testing.T, s TaskStores) {

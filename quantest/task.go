@@ -61,6 +61,7 @@ func TestTaskStore(t *testing.T, newStores func(t *testing.T) TaskStores) {
 	run("ApplyChunk/ErrLeaseLostWritesNothing", testApplyLeaseLost)
 	run("ApplyChunk/AnyOrderOnceEach", testApplyOutOfOrder)
 	run("ApplyChunk/RedeliveryRace", testApplyRedeliveryRace)
+	run("ApplyChunk/ConcurrentTasks", testApplyConcurrentTasks)
 	run("ApplyChunk/DryRunIssuesNothing", testApplyDryRun)
 	run("Failures/LineOrderAndPaging", testFailuresPaging)
 	run("Coupons/UserCouponsAndStatsAgree", testCouponsAgree)
