@@ -32,7 +32,7 @@ func (db *DB) MeasureFloor(ctx context.Context, proto quan.Coupon, users []int64
 		return 0, fmt.Errorf("measure the ingest floor: %w", err)
 	}
 	conns = max(conns, 1)
-	tail, err := couponTail(&proto)
+	tail, err := couponTail(&proto, false)
 	if err != nil {
 		return fail(err)
 	}

@@ -18,13 +18,17 @@
 // A transaction that InnoDB chose as a deadlock victim (1213) or that
 // waited too long for a lock (1205) is run again, the whole closure, a few
 // times with a short jittered backoff: the store owns BEGIN, locking,
-// COMMIT and the retry. Lists read in a READ ONLY transaction at the
+// COMMIT and the retry. ApplyChunk is the exception, for speed: it plans
+// a chunk without locks and checks the plan once it holds them. Lists read in a READ ONLY transaction at the
 // server's default isolation (REPEATABLE READ), so a page and its total
 // see one snapshot.
 //
 // # Bulk distribution
 //
-// See ApplyChunk and ChunkSize.
+// See ApplyChunk and ChunkSize. A chunk's coupons go in by LOAD DATA
+// LOCAL INFILE, from memory, when the server allows it (local_infile=ON,
+// MariaDB's default; MySQL 8 needs it set), else by multi-row INSERTs,
+// which cost the server about twice the CPU.
 package mysql
 
 import (
@@ -38,6 +42,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -58,6 +63,9 @@ const txAttempts = 5
 type DB struct {
 	db     *sql.DB
 	logger *slog.Logger
+
+	noLoad atomic.Bool  // the server refused LOAD DATA LOCAL INFILE
+	loads  atomic.Int64 // names the readers of LOAD DATA statements
 
 	closeOnce sync.Once
 	closeErr  error
@@ -221,13 +229,24 @@ const (
 	errDupEntry        = 1062
 	errLockWaitTimeout = 1205
 	errDeadlock        = 1213
+	// A LOAD DATA chosen as a deadlock's victim, or timed out, while it
+	// waited for the table's AUTO-INC lock: InnoDB reports that it could
+	// not read the AUTO_INCREMENT value, not the deadlock.
+	errAutoincReadFailed = 1467
 )
 
 // retryable reports whether err is a deadlock or a lock wait timeout, after
 // which the whole transaction may be run again.
 func retryable(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == errDeadlock || me.Number == errLockWaitTimeout)
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case errDeadlock, errLockWaitTimeout, errAutoincReadFailed:
+		return true
+	}
+	return false
 }
 
 // translate maps a driver error to quan's vocabulary where one applies: a

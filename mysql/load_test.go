@@ -1,0 +1,19 @@
+package mysql_test
+
+import (
+	"testing"
+
+	"github.com/quanhq/quan/mysql"
+	"github.com/quanhq/quan/quantest"
+)
+
+// TestTaskStoreByInsert runs the task store suite writing coupons by
+// INSERT, as on a server that refuses LOAD DATA LOCAL INFILE.
+func TestTaskStoreByInsert(t *testing.T) {
+	quantest.TestTaskStore(t, func(t *testing.T) quantest.TaskStores {
+		db := openDB(t)
+		mysql.RefuseLoad(db)
+		s := mysql.NewStore(db)
+		return quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}
+	})
+}
