@@ -46,7 +46,7 @@ const floorConns = 2
 func (p *benchProd) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.Workers, "workers", 0, "with a nats:// bus: start this many `quan worker --runner=false` processes, which apply chunks next to this one, and stop them at the end")
 	fs.StringVar(&p.Bin, "quan-bin", "", "the quan binary --workers run (default: this executable)")
-	fs.BoolVar(&p.Floor, "floor", false, fmt.Sprintf("with a mysql:// store: after the distribution, time the raw-ingest floor, plain multi-row INSERTs of the same coupons, %d rows each on %d connections, into a scratch table coupons_floor LIKE coupons (same indexes; dropped after), and print distribution/floor", mysql.ChunkSize, floorConns))
+	fs.BoolVar(&p.Floor, "floor", false, fmt.Sprintf("with a mysql:// store: in the same run, before the distribution, time the raw-ingest floor: plain multi-row INSERTs of the coupons it will issue (one per valid user of the file), %d rows each on %d connections, into a scratch table coupons_floor LIKE coupons (same indexes; dropped after); then print distribution/floor", mysql.ChunkSize, floorConns))
 	fs.BoolVar(&p.FreshDB, "fresh-db", false, "with a mysql:// store: run in a new database quan_bench_RANDOM on the server --store names (its own database only serves to connect), a redis cache under a new key prefix, a nats bus on a new stream and namespace; all dropped at the end. Without it, give an empty database: the coupons of earlier runs slow the inserts")
 }
 

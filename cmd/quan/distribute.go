@@ -118,7 +118,9 @@ func runLocalTask(ctx context.Context, m *Main, a *app, file string, in quan.New
 		})
 	}
 	runErr := make(chan error, 1)
+	quit, runnerDone := make(chan struct{}), make(chan struct{})
 	wg.Go(func() {
+		defer close(runnerDone)
 		for {
 			ran, err := a.distributor.RunOne(runCtx)
 			if err != nil || runCtx.Err() != nil {
@@ -128,6 +130,8 @@ func runLocalTask(ctx context.Context, m *Main, a *app, file string, in quan.New
 			if !ran {
 				select {
 				case <-runCtx.Done():
+				case <-quit:
+					return
 				case <-time.After(20 * time.Millisecond):
 				}
 			}
@@ -152,7 +156,15 @@ func runLocalTask(ctx context.Context, m *Main, a *app, file string, in quan.New
 		fmt.Fprintf(m.Stderr, "\r%s", progressLine(cur, time.Since(start)))
 		if cur.Status.Done() && (cur.ReportPath != "" || cur.Counts.FailedTotal() == 0 || cur.Status == quan.TaskFailed) {
 			fmt.Fprintln(m.Stderr)
-			return cur, time.Since(start), nil
+			wall := time.Since(start)
+			// Let the runner finish what follows the task's end (bringing
+			// the cache in line with the store) rather than cancel it.
+			close(quit)
+			select {
+			case <-runnerDone:
+			case <-time.After(10 * time.Second):
+			}
+			return cur, wall, nil
 		}
 	}
 }
