@@ -32,6 +32,11 @@ type ConsumeOptions struct {
 	// lost and redelivered; 0 means DefaultAckWait. The handler's context
 	// outlives Consume's but ends at AckWait.
 	AckWait time.Duration
+	// Concurrency is how many messages are handled at once; 0 means 1.
+	// Above 1 the handler runs in parallel with itself and must be safe
+	// for it; a handler that batches its work (many claims in one store
+	// transaction) needs it to get a batch.
+	Concurrency int
 }
 
 // Bus defaults.

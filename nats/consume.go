@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -108,8 +109,8 @@ func (b *Bus) newConsumer(subject, durable string, opt quan.ConsumeOptions, hand
 		return nil, quan.Errorf(quan.EINVALID, "bad durable name %q", durable)
 	case handle == nil:
 		return nil, quan.Errorf(quan.EINVALID, "no handler")
-	case opt.MaxDeliver < 0 || opt.AckWait < 0:
-		return nil, quan.Errorf(quan.EINVALID, "negative MaxDeliver or AckWait")
+	case opt.MaxDeliver < 0 || opt.AckWait < 0 || opt.Concurrency < 0:
+		return nil, quan.Errorf(quan.EINVALID, "negative MaxDeliver, AckWait or Concurrency")
 	}
 	for _, d := range opt.Backoff {
 		if d < 0 {
@@ -125,6 +126,7 @@ func (b *Bus) newConsumer(subject, durable string, opt quan.ConsumeOptions, hand
 	if opt.AckWait == 0 {
 		opt.AckWait = quan.DefaultAckWait
 	}
+	opt.Concurrency = max(opt.Concurrency, 1)
 	// One stream holds every subject, so the consumer's name carries the
 	// subject too: two uses of a durable name on two subjects must not
 	// take over each other's consumer.
@@ -172,7 +174,7 @@ func (c *consumer) ensure(ctx context.Context) (jetstream.Consumer, error) {
 // iterator fails for good (an error: the caller starts over).
 func (c *consumer) iterate(ctx context.Context, cons jetstream.Consumer) error {
 	it, err := cons.Messages(
-		jetstream.PullMaxMessages(prefetch),
+		jetstream.PullMaxMessages(max(prefetch, 2*c.opt.Concurrency)),
 		jetstream.PullExpiry(10*time.Second),
 		jetstream.PullHeartbeat(2*time.Second),
 		jetstream.WithMessagesErrOnMissingHeartbeat(true),
@@ -181,11 +183,22 @@ func (c *consumer) iterate(ctx context.Context, cons jetstream.Consumer) error {
 		return err
 	}
 	defer it.Stop()
+	// Up to Concurrency deliveries are handled at once; iterate returns
+	// only when all have been settled.
+	slots := make(chan struct{}, c.opt.Concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		switch {
-		case err == nil:
+		case err == nil && c.opt.Concurrency == 1:
 			c.deliver(ctx, msg)
+		case err == nil:
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				c.deliver(ctx, msg)
+			})
 		case ctx.Err() != nil:
 			c.giveBack(it)
 			return nil

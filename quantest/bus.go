@@ -265,6 +265,51 @@ func TestBus(t *testing.T, newBus func(t *testing.T) quan.Bus) {
 		rec.exactlyOnce(t, "m", n)
 	})
 
+	t.Run("Concurrency", func(t *testing.T) {
+		// With Concurrency 8, eight handlers run at once: each waits
+		// until all eight are in, which one at a time could never reach.
+		t.Parallel()
+		bus := newBus(t)
+		const subject, conc, n = "quan.bus.parallel", 8, 40
+		var (
+			mu       sync.Mutex
+			inFlight int
+			most     int
+			arrived  = make(chan struct{})
+		)
+		rec := newBusRecorder()
+		handle := func(ctx context.Context, m quan.Message) error {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			if inFlight == conc {
+				select {
+				case <-arrived:
+				default:
+					close(arrived)
+				}
+			}
+			mu.Unlock()
+			select {
+			case <-arrived:
+			case <-time.After(busWait):
+				return fmt.Errorf("only %d handlers ran at once", conc-1)
+			}
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return rec.ok(ctx, m)
+		}
+		busConsume(t, bus, subject, "parallel", quan.ConsumeOptions{Concurrency: conc}, handle)
+		busPublishN(t, bus, subject, "p", n)
+		rec.exactlyOnce(t, "p", n)
+		mu.Lock()
+		defer mu.Unlock()
+		if most != conc {
+			t.Errorf("at most %d handlers ran at once, want %d", most, conc)
+		}
+	})
+
 	t.Run("PublishOutsideStreams", func(t *testing.T) {
 		t.Parallel()
 		bus := newBus(t)
