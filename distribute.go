@@ -76,8 +76,12 @@ type Distributor struct {
 	// presumes it dead and hands the chunk to another; 0 means
 	// DefaultAckWait.
 	AckWait time.Duration
-	Now     Clock
-	Logger  *slog.Logger
+	// ChunkConcurrency is how many chunks ServeChunks applies at once; 0
+	// means 1. A store that plans chunks before it locks (MySQL) overlaps
+	// them.
+	ChunkConcurrency int
+	Now              Clock
+	Logger           *slog.Logger
 
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -381,7 +385,7 @@ func (d *Distributor) ServeChunks(ctx context.Context) error {
 	if d.Bus == nil {
 		return errors.New("serve chunks: no bus")
 	}
-	return d.Bus.Consume(ctx, ChunkSubject, ChunkDurable, ConsumeOptions{AckWait: d.AckWait}, d.handleChunk)
+	return d.Bus.Consume(ctx, ChunkSubject, ChunkDurable, ConsumeOptions{AckWait: d.AckWait, Concurrency: d.ChunkConcurrency}, d.handleChunk)
 }
 
 // handleChunk applies one chunk from the bus. A chunk applied before, or

@@ -49,6 +49,7 @@ type RunnerFlags struct {
 	Poll      time.Duration
 	Stall     time.Duration
 	AckWait   time.Duration
+	ChunkConc int
 }
 
 func (r *RunnerFlags) register(fs *flag.FlagSet) {
@@ -56,6 +57,7 @@ func (r *RunnerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.ChunkSize, "chunk-size", 0, "rows applied per transaction (default: the store's recommendation)")
 	fs.DurationVar(&r.Lease, "task-lease", 15*time.Second, "how long a dead runner keeps its task before another resumes it")
 	fs.DurationVar(&r.Poll, "task-poll", time.Second, "how often the runner looks for due tasks")
+	fs.IntVar(&r.ChunkConc, "chunk-concurrency", 2, "with a nats:// bus: how many chunks this process applies at once")
 	fs.DurationVar(&r.AckWait, "chunk-ack-wait", quan.DefaultAckWait, "with a nats:// bus: how long a worker may take over a chunk before it goes to another")
 	fs.DurationVar(&r.Stall, "chunk-stall", time.Minute, "with a nats:// bus: how long a task may make no progress before its missing chunks are published again")
 }
@@ -82,21 +84,22 @@ func (m *Main) wire(b *backends, dataDir string, ff FileFlags, rf RunnerFlags, l
 		return nil, fmt.Errorf("--chunk-size %d: with a nats:// bus a chunk is one message; use at most %d rows", chunk, maxBusChunk)
 	}
 	d := &quan.Distributor{
-		Store:        st,
-		Templates:    st,
-		Coupons:      st,
-		Cache:        b.cache,
-		Bus:          b.bus,
-		Stall:        rf.Stall,
-		AckWait:      rf.AckWait,
-		Open:         limits.openTaskFile,
-		Report:       report.Failures{},
-		ReportPath:   files.ReportPath,
-		Owner:        runnerName(),
-		Lease:        rf.Lease,
-		PollInterval: rf.Poll,
-		Now:          m.Now,
-		Logger:       logger,
+		Store:            st,
+		Templates:        st,
+		Coupons:          st,
+		Cache:            b.cache,
+		Bus:              b.bus,
+		Stall:            rf.Stall,
+		AckWait:          rf.AckWait,
+		ChunkConcurrency: rf.ChunkConc,
+		Open:             limits.openTaskFile,
+		Report:           report.Failures{},
+		ReportPath:       files.ReportPath,
+		Owner:            runnerName(),
+		Lease:            rf.Lease,
+		PollInterval:     rf.Poll,
+		Now:              m.Now,
+		Logger:           logger,
 	}
 	a := &app{
 		templates: &quan.TemplateService{Store: st, Cache: b.cache, Logger: logger, Now: m.Now},
