@@ -82,6 +82,10 @@ type Cache interface {
 	// answers sold_out until it is positive. ErrCacheCold if not loaded.
 	Update(ctx context.Context, st TemplateState, stockDelta int64) error
 
+	// Reservation returns the outcomes Reserve recorded under key, or
+	// ErrNotFound if the cache holds no record of it: never made, older
+	// than a day, or forgotten by a Prime or a loss of the cache.
+	Reservation(ctx context.Context, template int64, key string) ([]Refusal, error)
 	// State returns the cached state of template and Held the count of
 	// user; both ErrCacheCold if the template is not loaded. An in-process
 	// cache loses everything on restart, Redis on restart or FLUSHALL.

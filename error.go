@@ -22,6 +22,7 @@ const (
 	ETOOLARGE     = "file_too_large"     // an upload is over its size limit
 	ECACHECOLD    = "cache_cold"         // the cache lacks a template and must be primed
 	ECHUNKAPPLIED = "chunk_applied"      // a distribution chunk was applied before
+	EUNAVAILABLE  = "unavailable"        // a dependency is down for now; nothing was done, try again
 )
 
 // Error is quan's one error type: a machine code, a message a person

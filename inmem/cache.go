@@ -213,3 +213,19 @@ func (c *Cache) Held(ctx context.Context, id, user int64) (int64, error) {
 	defer t.mu.Unlock()
 	return t.counts[user], nil
 }
+
+// Reservation implements quan.Cache.
+func (c *Cache) Reservation(ctx context.Context, id int64, key string) ([]quan.Refusal, error) {
+	t, err := c.get(id)
+	if err != nil {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no reservation %q of template %d", key, id)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweep(c.Now())
+	r := t.keys[key]
+	if r == nil {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no reservation %q of template %d", key, id)
+	}
+	return append([]quan.Refusal(nil), r.outcomes...), nil
+}

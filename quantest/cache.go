@@ -184,6 +184,31 @@ func TestCache(t *testing.T, newCache func(t *testing.T) quan.Cache) {
 		cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 3: 1})
 	})
 
+	t.Run("Reservation", func(t *testing.T) {
+		t.Parallel()
+		c := newCache(t)
+		notFound := func(template int64, key, what string) {
+			t.Helper()
+			if got, err := c.Reservation(t.Context(), template, key); !errors.Is(err, quan.ErrNotFound) {
+				t.Errorf("Reservation %s: %q, %v; want ErrNotFound", what, got, err)
+			}
+		}
+		notFound(1, "k", "of a template not loaded")
+		cachePrime(t, c, cacheState(1, 1, 1), nil)
+		notFound(1, "k", "never made")
+		cacheReserve(t, c, 1, "k", []int64{1, 2}, base, "", quan.RefusedSoldOut)
+		for _, what := range []string{"made", "released"} {
+			got, err := c.Reservation(t.Context(), 1, "k")
+			if err != nil || !slices.Equal(got, []quan.Refusal{"", quan.RefusedSoldOut}) {
+				t.Errorf("Reservation %s: %q, %v; want the outcomes of the Reserve", what, got, err)
+			}
+			cacheRelease(t, c, 1, "k")
+		}
+		notFound(2, "k", "of another template")
+		cachePrime(t, c, cacheState(1, 1, 1), nil)
+		notFound(1, "k", "made before a Prime")
+	})
+
 	t.Run("Update", func(t *testing.T) {
 		t.Parallel()
 		c := newCache(t)

@@ -210,3 +210,37 @@ func (c *Cache) Held(ctx context.Context, template, user int64) (int64, error) {
 	}
 	return n, nil
 }
+
+// Reservation implements quan.Cache. A record made under an earlier
+// generation was forgotten by a Prime.
+func (c *Cache) Reservation(ctx context.Context, template int64, key string) ([]quan.Refusal, error) {
+	k := c.keys(template)
+	res := c.client.DoMulti(ctx,
+		c.client.B().Hget().Key(k.state()).Field("gen").Build(),
+		c.client.B().Hmget().Key(k.record(key)).Field("g", "o").Build())
+	gen, err := res[0].ToString()
+	if rueidis.IsRedisNil(err) {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no reservation %q of template %d", key, template)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redis reservation: %w", err)
+	}
+	rec, err := res[1].ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("redis reservation: %w", err)
+	}
+	g, gerr := rec[0].ToString()
+	o, oerr := rec[1].ToString()
+	if gerr != nil || oerr != nil || g != gen {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no reservation %q of template %d", key, template)
+	}
+	out := make([]quan.Refusal, len(o))
+	for i := range len(o) {
+		r, ok := outcome[o[i]]
+		if !ok {
+			return nil, fmt.Errorf("redis reservation: unknown outcome %q", o[i])
+		}
+		out[i] = r
+	}
+	return out, nil
+}
