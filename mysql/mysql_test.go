@@ -129,7 +129,7 @@ func TestOpenTwiceAtOnce(t *testing.T) {
 		"SELECT count(*), count(DISTINCT version) FROM "+cfg.DBName+".schema_migrations").Scan(&n, &versions); err != nil {
 		t.Fatal(err)
 	}
-	if want := 3; n != want || versions != want {
+	if want := 4; n != want || versions != want {
 		t.Errorf("schema_migrations holds %d rows of %d versions, want %d of %d (one per migration)", n, versions, want, want)
 	}
 }
@@ -193,4 +193,11 @@ func TestDataSurvivesReopen(t *testing.T) {
 	if _, err := s.Template(t.Context(), 8, tpl.ID); !errors.Is(err, quan.ErrNotFound) {
 		t.Errorf("another shop's template: %v, want ErrNotFound", err)
 	}
+}
+
+func TestClaimStore(t *testing.T) {
+	quantest.TestClaimStore(t, func(t *testing.T) quantest.ClaimStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}
+	})
 }

@@ -93,3 +93,10 @@ func TestTaskStore(t *testing.T) {
 		return quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}
 	})
 }
+
+func TestClaimStore(t *testing.T) {
+	quantest.TestClaimStore(t, func(t *testing.T) quantest.ClaimStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}
+	})
+}

@@ -1,0 +1,445 @@
+package quan
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ClaimSubject is the bus subject claims are handed to the store on, and
+// ClaimDurable the consumer name the processes persisting them share.
+const (
+	ClaimSubject = "quan.claims"
+	ClaimDurable = "quan-claims"
+)
+
+// Claim refusal codes: a 409 says which.
+const (
+	ESOLDOUT    = "sold_out"
+	ELIMIT      = "limit_reached"
+	ENOTSTARTED = "not_started"
+	EENDED      = "ended"
+	EPAUSED     = "paused"
+)
+
+// ClaimCounters count what happened to claims in this process. Metrics
+// come later; the counts are kept from the start.
+type ClaimCounters struct {
+	Accepted      atomic.Int64 // reserved and handed off: 202
+	Refused       atomic.Int64 // refused by the cache: 409
+	UnknownIDs    atomic.Int64 // answered 404 without the store
+	Issued        atomic.Int64 // persisted with a coupon
+	Failed        atomic.Int64 // decided by the store without a coupon
+	Compensated   atomic.Int64 // reservations given back after a failure
+	Retried       atomic.Int64 // persist attempts that failed and go again
+	DeadLettered  atomic.Int64 // hand-offs that ran out of deliveries
+	HandoffFailed atomic.Int64 // claims whose hand-off could not be stored: 503
+}
+
+// ClaimService takes flash-sale claims: it checks and reserves in the
+// cache at once, hands the claim to the bus durably before it answers, and
+// persists claims in batches as they come off the bus.
+type ClaimService struct {
+	Templates TemplateStore
+	Coupons   CouponStore // the holdings a cold cache is loaded with
+	Claims    ClaimStore
+	Cache     Cache
+	Bus       Bus
+	Now       Clock
+	Logger    *slog.Logger
+	Counters  ClaimCounters
+	// MaxDeliver is how many times a claim's hand-off is tried before it
+	// is dead-lettered and fails; 0 means DefaultMaxDeliver.
+	MaxDeliver int
+	Backoff    []time.Duration // nil means DefaultBackoff
+
+	once    sync.Once
+	handoff *batcher[Message, struct{}]
+	persist *batcher[*Claim, *Claim]
+	prime   flight
+	known   knownIDs
+}
+
+func (s *ClaimService) init() {
+	s.once.Do(func() {
+		s.handoff = newBatcher(1000, func(ctx context.Context, ms []Message) ([]struct{}, error) {
+			return make([]struct{}, len(ms)), s.Bus.PublishMany(ctx, ms)
+		})
+		s.persist = newBatcher(500, func(ctx context.Context, cs []*Claim) ([]*Claim, error) {
+			return s.Claims.IssueClaims(ctx, cs, s.now())
+		})
+	})
+}
+
+func (s *ClaimService) now() time.Time {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	return now().UTC().Truncate(time.Microsecond)
+}
+
+func (s *ClaimService) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+// Claim reserves one coupon of template for the user who, hands the claim
+// to the bus and returns it pending. A refusal is a 409 with a code that
+// says why (sold_out, limit_reached, not_started, ended, paused); a
+// template that does not exist (or is a draft) is ErrNotFound, answered
+// without the store for ids above the highest template id. Once the
+// reservation is made, the client going away does not abandon it or its
+// hand-off.
+func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) (*Claim, error) {
+	if who.Role != RoleUser {
+		return nil, Errorf(EFORBIDDEN, "only users claim coupons")
+	}
+	s.init()
+	exists, err := s.known.exists(ctx, s.Templates, template)
+	if err != nil {
+		return nil, fmt.Errorf("claim template %d: %w", template, err)
+	}
+	if !exists {
+		s.Counters.UnknownIDs.Add(1)
+		return nil, Errorf(ENOTFOUND, "template %d not found", template)
+	}
+	// From here on the work must finish whatever the client does.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	now := s.now()
+	c := &Claim{ID: NewClaimID(template, who.UserID), TemplateID: template, UserID: who.UserID, Status: ClaimPending, At: now}
+	refusals, err := s.reserve(ctx, template, c.ID, who.UserID, now)
+	if err != nil {
+		return nil, fmt.Errorf("claim template %d: %w", template, err)
+	}
+	if refusals[0] != "" {
+		s.Counters.Refused.Add(1)
+		return nil, s.refusal(ctx, template, refusals[0])
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.handoff.do(ctx, Message{Subject: ClaimSubject, ID: c.ID, Data: data}); err != nil {
+		s.Counters.HandoffFailed.Add(1)
+		if rerr := s.Cache.Release(ctx, template, c.ID); rerr != nil {
+			s.logger().Error("give back the reservation of a claim not handed off", "claim", c.ID, "err", rerr)
+		}
+		return nil, Errorf(EUNAVAILABLE, "the claim could not be stored; nothing was taken, try again: %v", err)
+	}
+	s.Counters.Accepted.Add(1)
+	return c, nil
+}
+
+// reserve reserves user's coupon under key, loading the template into
+// the cache first if it is cold (once, however many claims wait for it).
+func (s *ClaimService) reserve(ctx context.Context, template int64, key string, user int64, now time.Time) ([]Refusal, error) {
+	for attempt := 0; ; attempt++ {
+		refusals, err := s.Cache.Reserve(ctx, template, key, []int64{user}, now)
+		if !errors.Is(err, ErrCacheCold) || attempt == 2 {
+			return refusals, err
+		}
+		if err := s.prime.do(template, func() error { return s.load(ctx, template) }); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// load primes the cache with template from the store.
+func (s *ClaimService) load(ctx context.Context, template int64) error {
+	t, err := s.Templates.Template(ctx, AnyShop, template)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := s.Cache.Prime(ctx, StateOf(t), s.Coupons.Holdings(ctx, template)); err != nil {
+		return fmt.Errorf("load template %d into the cache: %w", template, err)
+	}
+	s.logger().Info("cache loaded from the store", "template", template, "stock", t.Stock, "took", time.Since(start))
+	return nil
+}
+
+// refusal turns a cache refusal into the error a user reads.
+func (s *ClaimService) refusal(ctx context.Context, template int64, r Refusal) error {
+	switch r {
+	case RefusedSoldOut:
+		return Errorf(ESOLDOUT, "template %d is sold out", template)
+	case RefusedLimit:
+		return Errorf(ELIMIT, "you hold as many coupons of template %d as one user may", template)
+	case RefusedNotStarted:
+		return Errorf(ENOTSTARTED, "template %d does not issue yet", template)
+	case RefusedEnded:
+		return Errorf(EENDED, "template %d no longer issues", template)
+	}
+	st, err := s.Cache.State(ctx, template)
+	switch {
+	case err != nil:
+		return Errorf(EPAUSED, "template %d does not issue now", template)
+	case st.Status == TemplateDraft:
+		return Errorf(ENOTFOUND, "template %d not found", template)
+	case st.Status == TemplateEnded:
+		return Errorf(EENDED, "template %d has ended", template)
+	}
+	return Errorf(EPAUSED, "template %d is paused", template)
+}
+
+// Get returns claim id of the user who, waiting up to wait for it to be
+// decided. A claim of another user is ErrNotFound.
+func (s *ClaimService) Get(ctx context.Context, who Identity, id string, wait time.Duration) (*Claim, error) {
+	template, user, err := ParseClaimID(id)
+	if err != nil {
+		return nil, err
+	}
+	if who.Role != RoleUser || who.UserID != user {
+		return nil, Errorf(ENOTFOUND, "no claim %q", id)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		c, err := s.Claims.Claim(ctx, id)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("claim %s: %w", id, err)
+		}
+		// Not decided: pending if the cache knows the reservation.
+		if _, err := s.Cache.Reservation(ctx, template, id); err != nil {
+			if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCacheCold) {
+				return nil, Errorf(ENOTFOUND, "no claim %q", id)
+			}
+			return nil, fmt.Errorf("claim %s: %w", id, err)
+		}
+		if !time.Now().Before(deadline) {
+			return &Claim{ID: id, TemplateID: template, UserID: user, Status: ClaimPending}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(20*time.Millisecond, time.Until(deadline))):
+		}
+	}
+}
+
+// ServeClaims persists the claims handed to the bus, in batches, until ctx
+// ends; claims that fail give their reservation back, and claims whose
+// hand-off runs out of deliveries end failed.
+func (s *ClaimService) ServeClaims(ctx context.Context) error {
+	s.init()
+	opt := ConsumeOptions{MaxDeliver: s.MaxDeliver, Backoff: s.Backoff, Concurrency: 1000}
+	errs := make(chan error, 2)
+	go func() { errs <- s.Bus.Consume(ctx, ClaimSubject, ClaimDurable, opt, s.handleClaim) }()
+	go func() {
+		errs <- s.Bus.Consume(ctx, DeadLetterPrefix+ClaimSubject, ClaimDurable+"-dead", ConsumeOptions{Concurrency: 100}, s.handleDead)
+	}()
+	err := errors.Join(<-errs, <-errs)
+	if err != nil {
+		return fmt.Errorf("serve claims: %w", err)
+	}
+	return nil
+}
+
+func decodeClaim(m Message) (*Claim, error) {
+	var c Claim
+	if err := json.Unmarshal(m.Data, &c); err != nil || c.ID == "" || c.TemplateID <= 0 || c.UserID <= 0 {
+		return nil, Errorf(EINVALID, "message %s is not a claim: %v", m.ID, err)
+	}
+	return &c, nil
+}
+
+func (s *ClaimService) handleClaim(ctx context.Context, m Message) error {
+	c, err := decodeClaim(m)
+	if err != nil {
+		return err
+	}
+	rec, err := s.persist.do(ctx, c)
+	if err != nil {
+		s.Counters.Retried.Add(1)
+		s.logger().Warn("persist claim", "claim", c.ID, "attempt", m.Attempt, "err", err)
+		return err
+	}
+	return s.settle(ctx, rec)
+}
+
+// settle counts a decided claim and, if it failed, gives its reservation
+// back (a no-op when given back before).
+func (s *ClaimService) settle(ctx context.Context, c *Claim) error {
+	if c.Status == ClaimIssued {
+		s.Counters.Issued.Add(1)
+		return nil
+	}
+	s.Counters.Failed.Add(1)
+	if err := s.Cache.Release(ctx, c.TemplateID, c.ID); err != nil {
+		return fmt.Errorf("give back the reservation of claim %s: %w", c.ID, err)
+	}
+	s.Counters.Compensated.Add(1)
+	return nil
+}
+
+func (s *ClaimService) handleDead(ctx context.Context, m Message) error {
+	c, err := decodeClaim(m)
+	if err != nil {
+		s.logger().Error("dead letter that is not a claim", "id", m.ID, "err", err)
+		return nil
+	}
+	rec, err := s.Claims.FailClaim(ctx, c, "hand-off failed: "+m.Reason, s.now())
+	if err != nil {
+		return err
+	}
+	s.Counters.DeadLettered.Add(1)
+	s.logger().Warn("claim dead-lettered", "claim", c.ID, "reason", m.Reason, "recorded", rec.Status)
+	return s.settle(ctx, rec)
+}
+
+// knownIDs tells template ids that may exist from ids that cannot: ids
+// are handed out in order and templates never deleted, so every id up to
+// the highest exists. The highest is read from the store at most once a
+// second, so a flood of unknown ids costs the store nothing.
+type knownIDs struct {
+	mu      sync.Mutex
+	highest int64
+	checked time.Time
+}
+
+func (k *knownIDs) exists(ctx context.Context, store TemplateStore, id int64) (bool, error) {
+	if id <= 0 {
+		return false, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if id <= k.highest {
+		return true, nil
+	}
+	if time.Since(k.checked) < time.Second {
+		return false, nil
+	}
+	k.checked = time.Now()
+	ts, _, err := store.Templates(ctx, TemplateFilter{ShopNo: AnyShop, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	if len(ts) > 0 {
+		k.highest = ts[0].ID
+	}
+	return id <= k.highest, nil
+}
+
+// flight runs one call per key at a time; callers arriving meanwhile wait
+// for it and share its error.
+type flight struct {
+	mu    sync.Mutex
+	calls map[int64]*flightCall
+}
+
+type flightCall struct {
+	done chan struct{}
+	err  error
+}
+
+func (f *flight) do(key int64, fn func() error) error {
+	f.mu.Lock()
+	if f.calls == nil {
+		f.calls = map[int64]*flightCall{}
+	}
+	if c, ok := f.calls[key]; ok {
+		f.mu.Unlock()
+		<-c.done
+		return c.err
+	}
+	c := &flightCall{done: make(chan struct{})}
+	f.calls[key] = c
+	f.mu.Unlock()
+	c.err = fn()
+	f.mu.Lock()
+	delete(f.calls, key)
+	f.mu.Unlock()
+	close(c.done)
+	return c.err
+}
+
+// batcher gathers the items of concurrent callers and runs them through
+// fn together: while one batch runs, the items that arrive queue up and go
+// as the next batch, up to max, so batches grow with the load and a lone
+// item goes at once. No goroutine outlives the queue: the caller that
+// finds it idle drains it.
+type batcher[In, Out any] struct {
+	max     int
+	fn      func(context.Context, []In) ([]Out, error)
+	mu      sync.Mutex
+	queue   []batchItem[In, Out]
+	running bool
+}
+
+type batchItem[In, Out any] struct {
+	in   In
+	done chan batchResult[Out]
+}
+
+type batchResult[Out any] struct {
+	out Out
+	err error
+}
+
+func newBatcher[In, Out any](max int, fn func(context.Context, []In) ([]Out, error)) *batcher[In, Out] {
+	return &batcher[In, Out]{max: max, fn: fn}
+}
+
+func (b *batcher[In, Out]) do(ctx context.Context, in In) (Out, error) {
+	it := batchItem[In, Out]{in: in, done: make(chan batchResult[Out], 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, it)
+	start := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if start {
+		go b.drain()
+	}
+	select {
+	case r := <-it.done:
+		return r.out, r.err
+	case <-ctx.Done():
+		var zero Out
+		return zero, ctx.Err()
+	}
+}
+
+// drain runs batches until the queue is empty.
+func (b *batcher[In, Out]) drain() {
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), b.max)
+		if n == 0 {
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		items := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		b.mu.Unlock()
+
+		ins := make([]In, n)
+		for i, it := range items {
+			ins[i] = it.in
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		outs, err := b.fn(ctx, ins)
+		cancel()
+		if err == nil && len(outs) != n {
+			err = fmt.Errorf("batch of %d gave %d results", n, len(outs))
+		}
+		for i, it := range items {
+			if err != nil {
+				it.done <- batchResult[Out]{err: err}
+			} else {
+				it.done <- batchResult[Out]{out: outs[i]}
+			}
+		}
+	}
+}

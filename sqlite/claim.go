@@ -1,0 +1,207 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+var _ quan.ClaimStore = (*Store)(nil)
+
+const claimColumns = `id, template_id, user_id, status, coupon_id, reason, at, decided_at`
+
+// IssueClaims implements quan.ClaimStore in one write transaction: claims
+// recorded before are returned as recorded; the rest are planned per
+// template with quan.PlanClaims against the stock and the holdings, and
+// their coupons, the stock taken and their records written together.
+func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.Time) ([]*quan.Claim, error) {
+	out := make([]*quan.Claim, len(claims))
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("issue claims: %w", err)
+	}
+	defer tx.Rollback()
+
+	recorded, err := claimsByID(ctx, tx, claims)
+	if err != nil {
+		return nil, fmt.Errorf("issue claims: %w", err)
+	}
+	byTemplate := map[int64][]*quan.Claim{}
+	var order []int64
+	for i, c := range claims {
+		if r := recorded[c.ID]; r != nil {
+			out[i] = r
+			continue
+		}
+		d := *c
+		out[i] = &d
+		if _, ok := byTemplate[c.TemplateID]; !ok {
+			order = append(order, c.TemplateID)
+		}
+		byTemplate[c.TemplateID] = append(byTemplate[c.TemplateID], &d)
+		recorded[c.ID] = &d // a claim twice in one batch is decided once
+	}
+	for _, id := range order {
+		if err := issueClaims(ctx, tx, id, byTemplate[id], now); err != nil {
+			return nil, fmt.Errorf("issue claims of template %d: %w", id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("issue claims: commit: %w", translate(err))
+	}
+	return out, nil
+}
+
+// issueClaims decides the new claims cs of one template in tx.
+func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Claim, now time.Time) error {
+	t, err := queryTemplate(ctx, tx, quan.AnyShop, template)
+	if errors.Is(err, quan.ErrNotFound) {
+		for _, c := range cs {
+			c.Status, c.Reason, c.DecidedAt = quan.ClaimFailed, string(quan.CauseTemplateInactive), now
+		}
+		return insertClaims(ctx, tx, cs)
+	}
+	if err != nil {
+		return err
+	}
+	users := make([]int64, 0, len(cs))
+	for _, c := range cs {
+		users = append(users, c.UserID)
+	}
+	slices.Sort(users)
+	users = slices.Compact(users)
+	held := map[int64]int64{}
+	if err := heldCounts(ctx, tx, template, users, held); err != nil {
+		return err
+	}
+	seqs := quan.PlanClaims(cs, t, held, t.Stock, now)
+	issued := int64(0)
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO coupons (template_id, shop_no, user_id, seq, status,
+		valid_start, valid_end, source, task_id, order_id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?) RETURNING id`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for i, c := range cs {
+		if c.Status != quan.ClaimIssued {
+			continue
+		}
+		cp := quan.NewCoupon(t, c.UserID, seqs[i], 0, c.At)
+		cp.Source = quan.FromClaim
+		if err := ins.QueryRowContext(ctx, cp.TemplateID, cp.ShopNo, cp.UserID, cp.Seq, cp.Status,
+			micros(cp.ValidStart), micros(cp.ValidEnd), cp.Source, micros(now), micros(now)).Scan(&c.CouponID); err != nil {
+			return fmt.Errorf("insert the coupon of claim %s: %w", c.ID, translate(err))
+		}
+		issued++
+	}
+	if issued > 0 {
+		res, err := tx.ExecContext(ctx, `UPDATE templates SET stock = stock - ? WHERE id = ? AND stock >= ?`, issued, template, issued)
+		if err != nil {
+			return fmt.Errorf("take %d of the stock: %w", issued, translate(err))
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("take %d of the stock: the stock changed under the write lock (%d rows, %v)", issued, n, err)
+		}
+	}
+	return insertClaims(ctx, tx, cs)
+}
+
+// insertClaims records decided claims.
+func insertClaims(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) error {
+	for len(cs) > 0 {
+		n := min(len(cs), batchRows/8)
+		var b strings.Builder
+		b.WriteString(`INSERT INTO claims (` + claimColumns + `) VALUES `)
+		args := make([]any, 0, 8*n)
+		for i, c := range cs[:n] {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?)`)
+			args = append(args, c.ID, c.TemplateID, c.UserID, c.Status, c.CouponID, c.Reason, micros(c.At), micros(c.DecidedAt))
+		}
+		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("record %d claims: %w", n, translate(err))
+		}
+		cs = cs[n:]
+	}
+	return nil
+}
+
+// claimsByID returns the records of the claims of cs that exist.
+func claimsByID(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, cs []*quan.Claim) (map[string]*quan.Claim, error) {
+	found := map[string]*quan.Claim{}
+	for start := 0; start < len(cs); start += batchRows {
+		part := cs[start:min(len(cs), start+batchRows)]
+		args := make([]any, len(part))
+		for i, c := range part {
+			args[i] = c.ID
+		}
+		rows, err := q.QueryContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+params(len(part))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("look up claims: %w", err)
+		}
+		for rows.Next() {
+			c, err := scanClaim(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			found[c.ID] = c
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("look up claims: %w", err)
+		}
+	}
+	return found, nil
+}
+
+// FailClaim implements quan.ClaimStore.
+func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now time.Time) (*quan.Claim, error) {
+	f := *c
+	f.Status, f.Reason, f.CouponID, f.DecidedAt = quan.ClaimFailed, reason, 0, now
+	if _, err := s.db.write.ExecContext(ctx, `INSERT OR IGNORE INTO claims (`+claimColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		f.ID, f.TemplateID, f.UserID, f.Status, f.CouponID, f.Reason, micros(f.At), micros(f.DecidedAt)); err != nil {
+		return nil, fmt.Errorf("fail claim %s: %w", c.ID, translate(err))
+	}
+	return s.claim(ctx, s.db.write, c.ID)
+}
+
+// Claim implements quan.ClaimStore.
+func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
+	return s.claim(ctx, s.db.read, id)
+}
+
+func (s *Store) claim(ctx context.Context, q rowQueryer, id string) (*quan.Claim, error) {
+	c, err := scanClaim(q.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", id, err)
+	}
+	return c, nil
+}
+
+func scanClaim(row interface{ Scan(...any) error }) (*quan.Claim, error) {
+	var (
+		c           quan.Claim
+		at, decided int64
+	)
+	if err := row.Scan(&c.ID, &c.TemplateID, &c.UserID, &c.Status, &c.CouponID, &c.Reason, &at, &decided); err != nil {
+		return nil, err
+	}
+	c.At, c.DecidedAt = fromMicros(at), fromMicros(decided)
+	return &c, nil
+}
