@@ -103,20 +103,16 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 		return nil, Errorf(EFORBIDDEN, "only users claim coupons")
 	}
 	s.init()
-	exists, err := s.known.exists(ctx, s.Templates, template)
-	if err != nil {
-		return nil, fmt.Errorf("claim template %d: %w", template, err)
-	}
-	if !exists {
-		s.Counters.UnknownIDs.Add(1)
-		return nil, Errorf(ENOTFOUND, "template %d not found", template)
-	}
 	// From here on the work must finish whatever the client does.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	now := s.now()
 	c := &Claim{ID: NewClaimID(template, who.UserID), TemplateID: template, UserID: who.UserID, Status: ClaimPending, At: now}
 	refusals, err := s.reserve(ctx, template, c.ID, who.UserID, now)
+	if errors.Is(err, ErrNotFound) {
+		s.Counters.UnknownIDs.Add(1)
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim template %d: %w", template, err)
 	}
@@ -139,13 +135,22 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 	return c, nil
 }
 
-// reserve reserves user's coupon under key, loading the template into
-// the cache first if it is cold (once, however many claims wait for it).
+// reserve reserves user's coupon under key. A template the cache lacks
+// is loaded from the store first (once, however many claims wait for it),
+// unless its id is above the highest the store has handed out: then it is
+// ErrNotFound, and the store is spared.
 func (s *ClaimService) reserve(ctx context.Context, template int64, key string, user int64, now time.Time) ([]Refusal, error) {
 	for attempt := 0; ; attempt++ {
 		refusals, err := s.Cache.Reserve(ctx, template, key, []int64{user}, now)
 		if !errors.Is(err, ErrCacheCold) || attempt == 2 {
 			return refusals, err
+		}
+		exists, err := s.known.exists(ctx, s.Templates, template)
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			return nil, Errorf(ENOTFOUND, "template %d not found", template)
 		}
 		if err := s.prime.do(template, func() error { return s.load(ctx, template) }); err != nil {
 			return nil, err

@@ -202,8 +202,17 @@ func (s *TemplateService) update(ctx context.Context, who Identity, id int64, ac
 		return nil, fmt.Errorf("%s template %d: %w", action, id, err)
 	}
 	if s.Cache != nil {
-		// A template the cache does not hold is loaded whole when needed.
-		if err := s.Cache.Update(ctx, StateOf(t), added); err != nil && !errors.Is(err, ErrCacheCold) && s.Logger != nil {
+		var err error
+		if action == ActionActivate {
+			// A template just activated holds no coupons: it is loaded
+			// now, so that claims find it at once.
+			err = s.Cache.Prime(ctx, StateOf(t), func(func(Holding, error) bool) {})
+		} else {
+			// A template the cache does not hold is loaded whole when
+			// needed.
+			err = s.Cache.Update(ctx, StateOf(t), added)
+		}
+		if err != nil && !errors.Is(err, ErrCacheCold) && s.Logger != nil {
 			s.Logger.Warn("tell the cache of a template change", "template", id, "action", action, "err", err)
 		}
 	}

@@ -25,8 +25,11 @@ func statusOf(code string) int {
 		return http.StatusForbidden
 	case quan.ENOTFOUND:
 		return http.StatusNotFound
-	case quan.ECONFLICT, quan.ETRANSITION, quan.ENOTDRAFT, quan.EOUTOFSTOCK, quan.ESTOCKLIMIT:
+	case quan.ECONFLICT, quan.ETRANSITION, quan.ENOTDRAFT, quan.EOUTOFSTOCK, quan.ESTOCKLIMIT,
+		quan.ESOLDOUT, quan.ELIMIT, quan.ENOTSTARTED, quan.EENDED, quan.EPAUSED:
 		return http.StatusConflict
+	case quan.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
 	case codeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
 	case codeTooLarge, quan.ETOOLARGE:

@@ -10,7 +10,7 @@ import (
 // TestOpenAPIMatchesRoutes fails when a served route is missing from the
 // OpenAPI document or the document names a route that is not served.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newClaimServer(t, nil) // every route
 	r := ts.do(t, "GET", "/api/v1/openapi.json", "", nil)
 	r.want(t, 200, "")
 	var doc struct {

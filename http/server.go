@@ -18,7 +18,8 @@ import (
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
 type Server struct {
 	Templates *quan.TemplateService
-	Tasks     *quan.TaskService // nil serves no task routes
+	Tasks     *quan.TaskService  // nil serves no task routes
+	Claims    *quan.ClaimService // nil serves no claim routes
 	Tokens    *Tokens
 	Now       func() time.Time // nil means time.Now
 	Logger    *slog.Logger     // nil discards
@@ -74,6 +75,11 @@ func (s *Server) Handler() http.Handler {
 		handle("GET /api/v1/tasks/{id}", s.getTask)
 		handle("POST /api/v1/tasks/{id}/cancel", s.cancelTask)
 		handle("GET /api/v1/tasks/{id}/failures.xlsx", s.taskFailures)
+	}
+
+	if s.Claims != nil {
+		handle("POST /api/v1/templates/{id}/claim", s.claim)
+		handle("GET /api/v1/claims/{id}", s.getClaim)
 	}
 
 	return s.recoverer(s.authenticate(s.unmatchedAsProblem(mux)))

@@ -17,6 +17,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/disk"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/sqlite"
@@ -40,10 +41,20 @@ type testServer struct {
 
 	// open opens a task's file for the distributor; tests may wrap it.
 	open func(ctx context.Context, t *quan.Task) (quan.RowReader, error)
+
+	cache  *inmem.Cache       // shared by claims and distributions
+	claims *quan.ClaimService // with newClaimServer
 }
 
 // newTestServer serves the API over a fresh SQLite store in a temp dir.
 func newTestServer(t *testing.T) *testServer {
+	t.Helper()
+	return newServer(t, nil)
+}
+
+// newServer is newTestServer; setup, if given, may change the server's
+// use cases before it serves.
+func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -61,8 +72,12 @@ func newTestServer(t *testing.T) *testServer {
 	ts.tokens = tokens
 	clock := ts.clock
 	files := &disk.Files{Dir: dir}
+	ts.cache = inmem.NewCache()
 	dist := &quan.Distributor{
 		Store:        store,
+		Templates:    store,
+		Coupons:      store,
+		Cache:        ts.cache,
 		Open:         func(ctx context.Context, t *quan.Task) (quan.RowReader, error) { return ts.open(ctx, t) },
 		Report:       report.Failures{},
 		ReportPath:   files.ReportPath,
@@ -71,7 +86,7 @@ func newTestServer(t *testing.T) *testServer {
 		Now:          clock,
 	}
 	ts.api = &qhttp.Server{
-		Templates: &quan.TemplateService{Store: store, Now: clock},
+		Templates: &quan.TemplateService{Store: store, Cache: ts.cache, Now: clock},
 		Tasks: &quan.TaskService{
 			Tasks:     store,
 			Templates: store,
@@ -87,6 +102,9 @@ func newTestServer(t *testing.T) *testServer {
 		Tokens: tokens,
 		Ready:  db.Ping,
 		Now:    clock,
+	}
+	if setup != nil {
+		setup(ts)
 	}
 	ts.Server = httptest.NewServer(ts.api.Handler())
 	runCtx, stop := context.WithCancel(context.Background())

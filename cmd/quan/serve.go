@@ -8,9 +8,14 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/quanhq/quan"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/mysql"
+	natsbus "github.com/quanhq/quan/nats"
 )
 
 // ServeCommand runs the HTTP API and the distribution runner until its
@@ -90,13 +95,17 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	stopClaims, err := c.startClaims(ctx, store, app, logger)
+	if err != nil {
+		return err
+	}
 	if c.Worker {
 		// A worker with --runner=false claims no task: it only applies
 		// the chunks others publish, which needs a bus.
 		if !c.Runner.Run && store.bus == nil {
 			return errors.New("worker: --runner=false leaves a worker nothing to do without a --bus nats://")
 		}
-		c.stop = app.startDistributor(logger, c.Runner.Run)
+		c.stop = chain(app.startDistributor(logger, c.Runner.Run), stopClaims)
 		logger.Info("quan worker running", "data", c.DataDir, "store", redact(c.StoreURL),
 			"cache", redact(c.CacheURL), "bus", c.BusURL, "runner", c.Runner.Run)
 		return nil
@@ -104,19 +113,81 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 	c.server = &qhttp.Server{
 		Templates: app.templates,
 		Tasks:     app.tasks,
+		Claims:    app.claims,
 		Tokens:    tokens,
 		Logger:    logger,
 		Ready:     store.Ping,
 		Now:       c.Main.Now,
 	}
+	c.stop = stopClaims
 	if c.Runner.Run {
-		c.stop = app.startDistributor(logger, true)
+		c.stop = chain(app.startDistributor(logger, true), stopClaims)
 	}
 	if err := c.server.Open(c.Addr); err != nil {
 		return err
 	}
 	logger.Info("quan serving", "url", c.server.URL(), "data", c.DataDir, "store", redact(c.StoreURL))
 	return nil
+}
+
+// startClaims wires the claim use case and persists claims in the
+// background. Claims need a bus: an external one, or for `serve` on the
+// embedded default an in-process NATS server keeping its data in
+// DATA/nats (a worker on the embedded default leaves claims to serve).
+// Without a cache configured they reserve in this process's memory.
+func (c *ServeCommand) startClaims(ctx context.Context, b *backends, a *app, logger *slog.Logger) (func(), error) {
+	bus := b.bus
+	if bus == nil {
+		if c.Worker {
+			return func() {}, nil
+		}
+		srv, err := natsbus.StartEmbedded(ctx, filepath.Join(c.DataDir, "nats"), logger)
+		if err != nil {
+			return nil, fmt.Errorf("start the embedded bus: %w", err)
+		}
+		eb, err := srv.Bus(ctx, natsbus.Config{Logger: logger})
+		if err != nil {
+			srv.Close()
+			return nil, fmt.Errorf("open the embedded bus: %w", err)
+		}
+		closeStore := c.closeStore
+		c.closeStore = func() {
+			eb.Close()
+			srv.Close()
+			closeStore()
+		}
+		bus = eb
+	}
+	cache := b.cache
+	if cache == nil {
+		if _, shared := b.openedStore.store.(*mysql.Store); shared {
+			logger.Warn("claims reserve in this process's memory: with several processes, give them --cache redis://")
+		}
+		cache = inmem.NewCache()
+	}
+	st := b.openedStore.store
+	a.claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: cache, Bus: bus, Now: c.Main.Now, Logger: logger}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.claims.ServeClaims(ctx); err != nil {
+			logger.Error("claim consumer stopped", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}, nil
+}
+
+// chain returns a function that calls fs in order.
+func chain(fs ...func()) func() {
+	return func() {
+		for _, f := range fs {
+			f()
+		}
+	}
 }
 
 // URL is the server's base URL once open.

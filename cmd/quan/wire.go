@@ -22,6 +22,7 @@ type store interface {
 	quan.TemplateStore
 	quan.TaskStore
 	quan.CouponStore
+	quan.ClaimStore
 }
 
 // FileFlags bound the distribution files quan accepts.
@@ -67,6 +68,7 @@ type app struct {
 	templates   *quan.TemplateService
 	tasks       *quan.TaskService
 	distributor *quan.Distributor
+	claims      *quan.ClaimService // serve and worker only
 }
 
 // wire builds the use cases over st, keeping files in dataDir. chunk is

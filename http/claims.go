@@ -1,0 +1,51 @@
+package http
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// maxClaimWait bounds ?wait= on a claim poll.
+const maxClaimWait = 10 * time.Second
+
+// claim takes a claim: 202 with the pending claim and its Location, or a
+// refusal (409 with sold_out, limit_reached, not_started, ended or paused;
+// 404 for an unknown template). The claim goes on if the client leaves.
+func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
+	who, id, err := target(r, "template")
+	if err != nil {
+		return err
+	}
+	c, err := s.Claims.Claim(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/v1/claims/"+c.ID)
+	s.writeJSON(w, http.StatusAccepted, c)
+	return nil
+}
+
+// getClaim returns a claim of the caller: pending, issued (with the
+// coupon) or failed (with the reason). ?wait=2s waits up to that long for
+// a pending claim to be decided.
+func (s *Server) getClaim(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	var wait time.Duration
+	if v := r.URL.Query().Get("wait"); v != "" {
+		wait, err = time.ParseDuration(v)
+		if err != nil || wait < 0 || wait > maxClaimWait {
+			return quan.Errorf(quan.EINVALID, "wait %q: give a duration such as 2s, at most %s", v, maxClaimWait)
+		}
+	}
+	c, err := s.Claims.Get(r.Context(), who, r.PathValue("id"), wait)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, c)
+	return nil
+}
