@@ -310,3 +310,11 @@ func TestThroughput(t *testing.T) {
 	}
 	t.Logf("redis: %.0f Reserve calls/s (1 user each, 200 goroutines); %.0f users/s (5,000-user batches, 8 goroutines)", calls, users)
 }
+
+func TestIdempotency(t *testing.T) {
+	quantest.TestIdempotency(t, func(t *testing.T) quan.Idempotency { return newTestCache(t) })
+}
+
+func TestRateLimiter(t *testing.T) {
+	quantest.TestRateLimiter(t, func(t *testing.T) quan.RateLimiter { return newTestCache(t) })
+}

@@ -1,0 +1,136 @@
+package inmem
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+var (
+	_ quan.Idempotency = (*Idempotency)(nil)
+	_ quan.RateLimiter = (*RateLimiter)(nil)
+)
+
+// Idempotency is the in-process quan.Idempotency.
+type Idempotency struct {
+	Now func() time.Time // nil means time.Now
+
+	mu    sync.Mutex
+	keys  map[string]*idemEntry
+	sweep time.Time
+}
+
+type idemEntry struct {
+	replay  *quan.Replay // nil while running
+	expires time.Time
+}
+
+// NewIdempotency returns an empty store of responses.
+func NewIdempotency() *Idempotency { return &Idempotency{keys: map[string]*idemEntry{}} }
+
+func (s *Idempotency) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Begin implements quan.Idempotency.
+func (s *Idempotency) Begin(ctx context.Context, key string, running time.Duration) (quan.KeyState, *quan.Replay, error) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire(now)
+	if e := s.keys[key]; e != nil && now.Before(e.expires) {
+		if e.replay == nil {
+			return quan.KeyRunning, nil, nil
+		}
+		r := *e.replay
+		return quan.KeyDone, &r, nil
+	}
+	s.keys[key] = &idemEntry{expires: now.Add(running)}
+	return quan.KeyNew, nil, nil
+}
+
+// expire drops expired keys, at most once a minute.
+func (s *Idempotency) expire(now time.Time) {
+	if now.Sub(s.sweep) < time.Minute {
+		return
+	}
+	s.sweep = now
+	for k, e := range s.keys {
+		if !now.Before(e.expires) {
+			delete(s.keys, k)
+		}
+	}
+}
+
+// Complete implements quan.Idempotency.
+func (s *Idempotency) Complete(ctx context.Context, key string, r quan.Replay, keep time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys[key] = &idemEntry{replay: &r, expires: s.now().Add(keep)}
+	return nil
+}
+
+// Abort implements quan.Idempotency.
+func (s *Idempotency) Abort(ctx context.Context, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.keys[key]; e != nil && e.replay == nil {
+		delete(s.keys, key)
+	}
+	return nil
+}
+
+// RateLimiter is the in-process quan.RateLimiter.
+type RateLimiter struct {
+	Now func() time.Time // nil means time.Now
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	sweep   time.Time
+}
+
+type bucket struct {
+	tokens, rate, burst float64
+	at                  time.Time
+}
+
+// NewRateLimiter returns a limiter with every bucket full.
+func NewRateLimiter() *RateLimiter { return &RateLimiter{buckets: map[string]*bucket{}} }
+
+// Allow implements quan.RateLimiter.
+func (l *RateLimiter) Allow(ctx context.Context, key string, rate float64, burst int) (bool, time.Duration, error) {
+	now := time.Now()
+	if l.Now != nil {
+		now = l.Now()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.sweep) > time.Minute {
+		// A bucket refilled to the brim is as good as none.
+		l.sweep = now
+		for k, b := range l.buckets {
+			if b.tokens+now.Sub(b.at).Seconds()*b.rate >= b.burst {
+				delete(l.buckets, k)
+			}
+		}
+	}
+	b := l.buckets[key]
+	if b == nil {
+		b = &bucket{tokens: float64(burst), at: now}
+		l.buckets[key] = b
+	}
+	b.rate, b.burst = rate, float64(burst)
+	b.tokens = math.Min(float64(burst), b.tokens+now.Sub(b.at).Seconds()*rate)
+	b.at = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0, nil
+	}
+	return false, time.Duration((1 - b.tokens) / rate * float64(time.Second)), nil
+}
