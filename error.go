@@ -8,21 +8,23 @@ import (
 // Error codes are stable, machine-readable strings that clients may switch
 // on. Exactly one function (in package http) maps them to HTTP statuses.
 const (
-	EINVALID      = "invalid"            // the request or entity breaks a rule; see Fields
-	EUNAUTHORIZED = "unauthorized"       // no identity, or a bad one
-	EFORBIDDEN    = "forbidden"          // the identity may not do this at all
-	ENOTFOUND     = "not_found"          // no such thing, or not visible to the caller
-	ECONFLICT     = "conflict"           // the thing exists already
-	EINTERNAL     = "internal"           // a bug or an unreachable dependency
-	ETRANSITION   = "illegal_transition" // a state change not allowed from the current status
-	ENOTDRAFT     = "template_not_draft" // templates can only be edited while draft
-	EOUTOFSTOCK   = "out_of_stock"       // the template has no stock left
-	ESTOCKLIMIT   = "stock_limit"        // the stock would exceed MaxStock
-	ELEASELOST    = "lease_lost"         // a task runner no longer holds its task
-	ETOOLARGE     = "file_too_large"     // an upload is over its size limit
-	ECACHECOLD    = "cache_cold"         // the cache lacks a template and must be primed
-	ECHUNKAPPLIED = "chunk_applied"      // a distribution chunk was applied before
-	EUNAVAILABLE  = "unavailable"        // a dependency is down for now; nothing was done, try again
+	EINVALID      = "invalid"              // the request or entity breaks a rule; see Fields
+	EUNAUTHORIZED = "unauthorized"         // no identity, or a bad one
+	EFORBIDDEN    = "forbidden"            // the identity may not do this at all
+	ENOTFOUND     = "not_found"            // no such thing, or not visible to the caller
+	ECONFLICT     = "conflict"             // the thing exists already
+	EINTERNAL     = "internal"             // a bug or an unreachable dependency
+	ETRANSITION   = "illegal_transition"   // a state change not allowed from the current status
+	ENOTDRAFT     = "template_not_draft"   // templates can only be edited while draft
+	EOUTOFSTOCK   = "out_of_stock"         // the template has no stock left
+	ESTOCKLIMIT   = "stock_limit"          // the stock would exceed MaxStock
+	ELEASELOST    = "lease_lost"           // a task runner no longer holds its task
+	ETOOLARGE     = "file_too_large"       // an upload is over its size limit
+	ECACHECOLD    = "cache_cold"           // the cache lacks a template and must be primed
+	ECHUNKAPPLIED = "chunk_applied"        // a distribution chunk was applied before
+	EUNAVAILABLE  = "unavailable"          // a dependency is down for now; nothing was done, try again
+	EIDEMMISMATCH = "idempotency_mismatch" // an Idempotency-Key reused for another request
+	ERATELIMITED  = "rate_limited"         // too many requests; Retry-After says when to try again
 )
 
 // Error is quan's one error type: a machine code, a message a person

@@ -1,7 +1,10 @@
 package http
 
 import (
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -16,6 +19,9 @@ const maxClaimWait = 10 * time.Second
 func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	who, id, err := target(r, "template")
 	if err != nil {
+		return err
+	}
+	if err := s.limitClaim(w, r, who, id); err != nil {
 		return err
 	}
 	c, err := s.Claims.Claim(r.Context(), who, id)
@@ -47,5 +53,37 @@ func (s *Server) getClaim(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+// limitClaim takes a token from the caller's bucket and the template's,
+// or answers 429 with Retry-After.
+func (s *Server) limitClaim(w http.ResponseWriter, r *http.Request, who quan.Identity, template int64) error {
+	l := s.ClaimLimits
+	if s.Limiter == nil {
+		return nil
+	}
+	for _, b := range []struct {
+		key   string
+		rate  float64
+		burst int
+		what  string
+	}{
+		{fmt.Sprintf("claim:user:%d", who.UserID), l.UserRate, l.UserBurst, "your claims"},
+		{fmt.Sprintf("claim:template:%d", template), l.TemplateRate, l.TemplateBurst, fmt.Sprintf("claims of template %d", template)},
+	} {
+		if b.rate <= 0 {
+			continue
+		}
+		ok, wait, err := s.Limiter.Allow(r.Context(), b.key, b.rate, max(b.burst, 1))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			secs := int(math.Ceil(wait.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+			return quan.Errorf(quan.ERATELIMITED, "too many %s: try again in %s", b.what, wait.Round(time.Millisecond))
+		}
+	}
 	return nil
 }

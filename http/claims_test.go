@@ -1,10 +1,14 @@
 package http_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +16,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/nats"
 )
 
@@ -340,4 +345,116 @@ func TestClaimsAndDistributionsShareLimits(t *testing.T) {
 		t.Fatalf("distribution after a claim: %+v, want 1 issued and 1 limit_reached", task.Counts)
 	}
 	assertCacheAgrees(t, ts, tpl.ID)
+}
+
+// doKey is do with an Idempotency-Key.
+func (ts *testServer) doKey(t *testing.T, method, path, token, key string, body any) response {
+	t.Helper()
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := http.NewRequest(method, ts.URL+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", key)
+	res, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := response{Status: res.StatusCode, Header: res.Header, Body: out}
+	if res.StatusCode >= 400 {
+		r.decode(t, &r.Problem)
+	}
+	return r
+}
+
+func TestClaimIdempotencyKey(t *testing.T) {
+	ts := newClaimServer(t, nil)
+	m := ts.merchant(t, 1)
+	tpl := ts.activeTemplate(t, m, 10, 1)
+	other := ts.activeTemplate(t, m, 10, 1)
+	u := ts.user(t, 7)
+	path := fmt.Sprintf("/api/v1/templates/%d/claim", tpl.ID)
+
+	first := ts.doKey(t, "POST", path, u, "k-1", nil)
+	first.want(t, http.StatusAccepted, "")
+	again := ts.doKey(t, "POST", path, u, "k-1", nil)
+	again.want(t, http.StatusAccepted, "")
+	if !bytes.Equal(again.Body, first.Body) || again.Header.Get("Location") != first.Header.Get("Location") ||
+		again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay %s %v, want the first response %s", again.Body, again.Header, first.Body)
+	}
+	// The same key for another request is refused; another user's key of
+	// the same name is another key.
+	ts.doKey(t, "POST", fmt.Sprintf("/api/v1/templates/%d/claim", other.ID), u, "k-1", nil).
+		want(t, http.StatusUnprocessableEntity, quan.EIDEMMISMATCH)
+	ts.doKey(t, "POST", path, ts.user(t, 8), "k-1", nil).want(t, http.StatusAccepted, "")
+
+	// Concurrent requests with one key: one runs, all get its answer.
+	var wg sync.WaitGroup
+	bodies := make([][]byte, 20)
+	for i := range bodies {
+		wg.Go(func() {
+			r := ts.doKey(t, "POST", path, ts.user(t, 9), "k-2", nil)
+			if r.Status != http.StatusAccepted {
+				t.Errorf("concurrent request %d: %d %s", i, r.Status, r.Body)
+			}
+			bodies[i] = r.Body
+		})
+	}
+	wg.Wait()
+	for i, b := range bodies {
+		if !bytes.Equal(b, bodies[0]) {
+			t.Fatalf("concurrent request %d got %s, request 0 %s", i, b, bodies[0])
+		}
+	}
+	if got := ts.claims.Counters.Accepted.Load(); got != 3 {
+		t.Errorf("%d claims accepted, want 3 (users 7, 8 and 9 once each)", got)
+	}
+
+	// Every POST honours the key: one template for two creates.
+	body := validTemplate()
+	c1 := ts.doKey(t, "POST", "/api/v1/templates", m, "create-1", body)
+	c2 := ts.doKey(t, "POST", "/api/v1/templates", m, "create-1", body)
+	c1.want(t, http.StatusCreated, "")
+	if !bytes.Equal(c1.Body, c2.Body) {
+		t.Fatalf("second create answered %s, want the first %s", c2.Body, c1.Body)
+	}
+	body["name"] = "another"
+	ts.doKey(t, "POST", "/api/v1/templates", m, "create-1", body).want(t, http.StatusUnprocessableEntity, quan.EIDEMMISMATCH)
+	var page struct{ Total int }
+	ts.do(t, "GET", "/api/v1/templates", m, nil).decode(t, &page)
+	if page.Total != 3 {
+		t.Errorf("%d templates, want 3", page.Total)
+	}
+}
+
+func TestClaimRateLimits(t *testing.T) {
+	ts := newClaimServer(t, func(ts *testServer) {
+		ts.api.ClaimLimits = qhttp.ClaimLimits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.01, TemplateBurst: 3}
+	})
+	m := ts.merchant(t, 1)
+	tpl := ts.activeTemplate(t, m, 100, 5)
+	u := ts.user(t, 1)
+	ts.claim(t, u, tpl.ID).want(t, http.StatusAccepted, "")
+	ts.claim(t, u, tpl.ID).want(t, http.StatusAccepted, "")
+	r := ts.claim(t, u, tpl.ID)
+	r.want(t, http.StatusTooManyRequests, quan.ERATELIMITED)
+	if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 90 || ra > 100 {
+		t.Errorf("Retry-After %q, want about 100 seconds", r.Header.Get("Retry-After"))
+	}
+	// The template's bucket of 3 holds one more claim, from anyone.
+	ts.claim(t, ts.user(t, 2), tpl.ID).want(t, http.StatusAccepted, "")
+	ts.claim(t, ts.user(t, 3), tpl.ID).want(t, http.StatusTooManyRequests, quan.ERATELIMITED)
 }

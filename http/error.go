@@ -30,6 +30,10 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case quan.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
+	case quan.EIDEMMISMATCH:
+		return http.StatusUnprocessableEntity
+	case quan.ERATELIMITED:
+		return http.StatusTooManyRequests
 	case codeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
 	case codeTooLarge, quan.ETOOLARGE:

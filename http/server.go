@@ -20,9 +20,15 @@ type Server struct {
 	Templates *quan.TemplateService
 	Tasks     *quan.TaskService  // nil serves no task routes
 	Claims    *quan.ClaimService // nil serves no claim routes
-	Tokens    *Tokens
-	Now       func() time.Time // nil means time.Now
-	Logger    *slog.Logger     // nil discards
+	// Idempotency keeps responses by Idempotency-Key for every POST; nil
+	// ignores the header.
+	Idempotency quan.Idempotency
+	// Limiter and ClaimLimits limit claims per user and per template.
+	Limiter     quan.RateLimiter
+	ClaimLimits ClaimLimits
+	Tokens      *Tokens
+	Now         func() time.Time // nil means time.Now
+	Logger      *slog.Logger     // nil discards
 
 	// Ready reports whether the dependencies are reachable, for /readyz.
 	Ready func(ctx context.Context) error
@@ -30,6 +36,15 @@ type Server struct {
 	ln     net.Listener
 	srv    *http.Server
 	routes []string
+}
+
+// ClaimLimits are the token buckets of claims: Rate a second, up to Burst
+// at once, per user and per template. A zero Rate sets no limit.
+type ClaimLimits struct {
+	UserRate      float64
+	UserBurst     int
+	TemplateRate  float64
+	TemplateBurst int
 }
 
 func (s *Server) now() time.Time {
@@ -82,7 +97,7 @@ func (s *Server) Handler() http.Handler {
 		handle("GET /api/v1/claims/{id}", s.getClaim)
 	}
 
-	return s.recoverer(s.authenticate(s.unmatchedAsProblem(mux)))
+	return s.recoverer(s.authenticate(s.idempotent(s.unmatchedAsProblem(mux))))
 }
 
 // Routes returns the patterns Handler registered ("METHOD /path"), for the

@@ -99,9 +99,11 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 			Now:       clock,
 			ChunkSize: 4, // several chunks even in small files
 		},
-		Tokens: tokens,
-		Ready:  db.Ping,
-		Now:    clock,
+		Tokens:      tokens,
+		Ready:       db.Ping,
+		Now:         clock,
+		Idempotency: inmem.NewIdempotency(),
+		Limiter:     inmem.NewRateLimiter(),
 	}
 	if setup != nil {
 		setup(ts)

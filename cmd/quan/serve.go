@@ -38,6 +38,7 @@ type ServeCommand struct {
 
 	Files  FileFlags
 	Runner RunnerFlags
+	Limits qhttp.ClaimLimits
 
 	logger     *slog.Logger
 	closeStore func()
@@ -63,6 +64,12 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to drain requests in flight on SIGINT/SIGTERM")
 	c.Files.register(fs)
 	c.Runner.register(fs)
+	if !c.Worker {
+		fs.Float64Var(&c.Limits.UserRate, "claim-rate-user", 10, "claims a second one user may make (token bucket; 0: no limit)")
+		fs.IntVar(&c.Limits.UserBurst, "claim-burst-user", 20, "claims one user may make at once")
+		fs.Float64Var(&c.Limits.TemplateRate, "claim-rate-template", 50_000, "claims a second of one template (0: no limit)")
+		fs.IntVar(&c.Limits.TemplateBurst, "claim-burst-template", 50_000, "claims of one template at once")
+	}
 	return c.Main.parseFlags(fs, args)
 }
 
@@ -110,14 +117,29 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 			"cache", redact(c.CacheURL), "bus", c.BusURL, "runner", c.Runner.Run)
 		return nil
 	}
+	// Idempotency keys and rate limits live where the cache does: in
+	// Redis when it is configured, so that every process shares them.
+	var (
+		idem    quan.Idempotency = inmem.NewIdempotency()
+		limiter quan.RateLimiter = inmem.NewRateLimiter()
+	)
+	if i, ok := store.cache.(quan.Idempotency); ok {
+		idem = i
+	}
+	if l, ok := store.cache.(quan.RateLimiter); ok {
+		limiter = l
+	}
 	c.server = &qhttp.Server{
-		Templates: app.templates,
-		Tasks:     app.tasks,
-		Claims:    app.claims,
-		Tokens:    tokens,
-		Logger:    logger,
-		Ready:     store.Ping,
-		Now:       c.Main.Now,
+		Templates:   app.templates,
+		Tasks:       app.tasks,
+		Claims:      app.claims,
+		Idempotency: idem,
+		Limiter:     limiter,
+		ClaimLimits: c.Limits,
+		Tokens:      tokens,
+		Logger:      logger,
+		Ready:       store.Ping,
+		Now:         c.Main.Now,
 	}
 	c.stop = stopClaims
 	if c.Runner.Run {

@@ -1,0 +1,138 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// maxIdempotencyKey bounds the length of an Idempotency-Key.
+const maxIdempotencyKey = 255
+
+// idempotencyRunning is how long a key stays taken by a request that
+// neither completes nor aborts (its process died): then a retry runs.
+const idempotencyRunning = 5 * time.Minute
+
+// idempotent runs a POST with an Idempotency-Key once: the same key (of
+// the same caller) with the same method, path and body within 24 h
+// replays the first response; with another body it is 422
+// idempotency_mismatch; while the first runs, a second waits for its
+// response (409 if that takes over 10 s). Responses of 500 and above are
+// not kept, so a retry runs again.
+func (s *Server) idempotent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		if r.Method != http.MethodPost || key == "" || s.Idempotency == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		who, err := identity(r)
+		if err != nil {
+			next.ServeHTTP(w, r) // the handler answers 401
+			return
+		}
+		if len(key) > maxIdempotencyKey {
+			s.writeError(w, r, quan.Errorf(quan.EINVALID, "Idempotency-Key: at most %d characters", maxIdempotencyKey))
+			return
+		}
+		scoped := who.String() + " " + key
+		fp := sha256.New()
+		io.WriteString(fp, r.Method+" "+r.URL.RequestURI()+"\n")
+
+		ctx := context.WithoutCancel(r.Context())
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			state, replay, err := s.Idempotency.Begin(ctx, scoped, idempotencyRunning)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			switch state {
+			case quan.KeyNew:
+				s.runOnce(w, r, next, ctx, scoped, fp)
+				return
+			case quan.KeyDone:
+				if _, err := io.Copy(fp, r.Body); err != nil {
+					s.writeError(w, r, quan.Errorf(quan.EINVALID, "read the request body: %v", err))
+					return
+				}
+				if hex.EncodeToString(fp.Sum(nil)) != replay.Fingerprint {
+					s.writeError(w, r, quan.Errorf(quan.EIDEMMISMATCH,
+						"Idempotency-Key %q was used with another request; use a new key for a new request", key))
+					return
+				}
+				for k, v := range replay.Header {
+					w.Header().Set(k, v)
+				}
+				w.Header().Set("Idempotent-Replayed", "true")
+				w.WriteHeader(replay.Status)
+				w.Write(replay.Body)
+				return
+			}
+			if time.Now().After(deadline) {
+				s.writeError(w, r, quan.Errorf(quan.ECONFLICT, "a request with Idempotency-Key %q is still running; try again", key))
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// runOnce runs the request that took the key and keeps its response.
+func (s *Server) runOnce(w http.ResponseWriter, r *http.Request, next http.Handler, ctx context.Context, key string, fp hash.Hash) {
+	body := r.Body
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(body, fp), body}
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	next.ServeHTTP(rec, r)
+	io.Copy(fp, body) // what the handler left unread counts too
+	if rec.status >= 500 {
+		if err := s.Idempotency.Abort(ctx, key); err != nil {
+			s.logger().Warn("free an idempotency key", "err", err)
+		}
+		return
+	}
+	replay := quan.Replay{Fingerprint: hex.EncodeToString(fp.Sum(nil)), Status: rec.status, Body: rec.body.Bytes(), Header: map[string]string{}}
+	for _, h := range []string{"Content-Type", "Location", "Retry-After"} {
+		if v := rec.Header().Get(h); v != "" {
+			replay.Header[h] = v
+		}
+	}
+	if err := s.Idempotency.Complete(ctx, key, replay, quan.IdempotencyTTL); err != nil {
+		s.logger().Warn("keep an idempotent response", "err", err)
+	}
+}
+
+// recorder passes a response through and keeps a copy.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	r.body.Write(b)
+	return r.ResponseWriter.Write(b)
+}
