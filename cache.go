@@ -76,6 +76,11 @@ type Cache interface {
 	// never a part; if holdings or ctx fail, the old state stays.
 	Prime(ctx context.Context, st TemplateState, holdings iter.Seq2[Holding, error]) error
 
+	// Load is Prime for a cache miss: it loads st and holdings only if the
+	// template is not loaded, leaves a loaded one alone, and reports
+	// whether it loaded. Callers that all found the cache cold thus never
+	// undo each other's reservations, as a second Prime would.
+	Load(ctx context.Context, st TemplateState, holdings iter.Seq2[Holding, error]) (bool, error)
 	// Update replaces the snapshot of a loaded template (shop, status,
 	// window, limit; st.Stock is ignored) and adds stockDelta to its stock,
 	// keeping the user counts. The stock may fall below zero; Reserve then

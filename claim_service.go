@@ -165,10 +165,13 @@ func (s *ClaimService) load(ctx context.Context, template int64) error {
 		return err
 	}
 	start := time.Now()
-	if err := s.Cache.Prime(ctx, StateOf(t), s.Coupons.Holdings(ctx, template)); err != nil {
+	loaded, err := s.Cache.Load(ctx, StateOf(t), s.Coupons.Holdings(ctx, template))
+	if err != nil {
 		return fmt.Errorf("load template %d into the cache: %w", template, err)
 	}
-	s.logger().Info("cache loaded from the store", "template", template, "stock", t.Stock, "took", time.Since(start))
+	if loaded {
+		s.logger().Info("cache loaded from the store", "template", template, "stock", t.Stock, "took", time.Since(start))
+	}
 	return nil
 }
 

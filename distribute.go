@@ -493,8 +493,8 @@ func (d *Distributor) reserve(ctx context.Context, template int64, key string, u
 	st, err := d.Cache.State(ctx, template)
 	switch {
 	case errors.Is(err, ErrCacheCold):
-		if err := d.primeWith(ctx, tpl); err != nil {
-			return nil, err
+		if _, err := d.Cache.Load(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID)); err != nil {
+			return nil, fmt.Errorf("load template %d into the cache: %w", tpl.ID, err)
 		}
 	case err != nil:
 		return nil, err
@@ -509,8 +509,8 @@ func (d *Distributor) reserve(ctx context.Context, template int64, key string, u
 			return refusals, err
 		}
 		// Lost since the check above (a Redis restart, a FLUSHALL).
-		if err := d.prime(ctx, template); err != nil {
-			return nil, err
+		if _, err := d.Cache.Load(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, template)); err != nil {
+			return nil, fmt.Errorf("load template %d into the cache: %w", template, err)
 		}
 	}
 }

@@ -158,22 +158,38 @@ func (c *Cache) Release(ctx context.Context, id int64, key string) error {
 // so reservations go on against the old state meanwhile; an error of
 // holdings leaves the old state in place.
 func (c *Cache) Prime(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error]) error {
+	_, err := c.prime(ctx, st, holdings, false)
+	return err
+}
+
+// Load implements quan.Cache.
+func (c *Cache) Load(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error]) (bool, error) {
+	if _, err := c.get(st.ID); err == nil {
+		return false, nil // spare reading the holdings
+	}
+	return c.prime(ctx, st, holdings, true)
+}
+
+func (c *Cache) prime(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error], onlyCold bool) (bool, error) {
 	t := &template{st: st, counts: make(map[int64]int64), keys: make(map[string]*record)}
 	for h, err := range holdings {
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return false, err
 		}
 		if h.Count > 0 { // a user holding none needs no entry
 			t.counts[h.UserID] = h.Count
 		}
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, loaded := c.templates[st.ID]; loaded && onlyCold {
+		return false, nil
+	}
 	c.templates[st.ID] = t
-	c.mu.Unlock()
-	return nil
+	return true, nil
 }
 
 // Update implements quan.Cache. The stock may fall below zero if

@@ -184,6 +184,23 @@ func TestCache(t *testing.T, newCache func(t *testing.T) quan.Cache) {
 		cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 3: 1})
 	})
 
+	t.Run("LoadLeavesALoadedTemplate", func(t *testing.T) {
+		t.Parallel()
+		c := newCache(t)
+		loaded, err := c.Load(t.Context(), cacheState(1, 10, 1), Holdings([]quan.Holding{{UserID: 1, Count: 1}}))
+		if err != nil || !loaded {
+			t.Fatalf("Load of a cold template = %v, %v; want loaded", loaded, err)
+		}
+		cacheReserve(t, c, 1, "k", []int64{2}, base, "")
+		// A second loader that found the cache cold too must not undo the
+		// reservation made meanwhile.
+		loaded, err = c.Load(t.Context(), cacheState(1, 10, 1), Holdings(nil))
+		if err != nil || loaded {
+			t.Fatalf("Load of a loaded template = %v, %v; want left alone", loaded, err)
+		}
+		cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 2: 1})
+	})
+
 	t.Run("Reservation", func(t *testing.T) {
 		t.Parallel()
 		c := newCache(t)

@@ -80,6 +80,20 @@ func (c *Cache) Release(ctx context.Context, template int64, key string) error {
 // memory; one script then swaps that hash and the new state in, under a
 // new generation. If holdings fails, the old state stays.
 func (c *Cache) Prime(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error]) error {
+	_, err := c.prime(ctx, st, holdings, false)
+	return err
+}
+
+// Load implements quan.Cache: Prime, but the swap leaves a template that
+// is loaded by then alone.
+func (c *Cache) Load(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error]) (bool, error) {
+	if _, err := c.State(ctx, st.ID); err == nil {
+		return false, nil // spare reading the holdings
+	}
+	return c.prime(ctx, st, holdings, true)
+}
+
+func (c *Cache) prime(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error], onlyCold bool) (bool, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	gen := hex.EncodeToString(b[:])
@@ -109,10 +123,10 @@ func (c *Cache) Prime(ctx context.Context, st quan.TemplateState, holdings iter.
 		cmds = cmds[:0]
 		return nil
 	}
-	fail := func(err error) error {
+	fail := func(err error) (bool, error) {
 		// Best effort: the TTL removes the counts anyway.
 		c.client.Do(context.WithoutCancel(ctx), c.client.B().Del().Key(temp).Build())
-		return fmt.Errorf("redis prime template %d: %w", st.ID, err)
+		return false, fmt.Errorf("redis prime template %d: %w", st.ID, err)
 	}
 	for h, err := range holdings {
 		if err != nil {
@@ -131,12 +145,17 @@ func (c *Cache) Prime(ctx context.Context, st quan.TemplateState, holdings iter.
 	if err := flush(true); err != nil {
 		return fail(err)
 	}
+	only := "0"
+	if onlyCold {
+		only = "1"
+	}
 	sargs := append([]string{gen}, stateArgs(st)...)
-	sargs = append(sargs, strconv.FormatInt(st.Stock, 10))
-	if err := swapScript.Exec(ctx, c.client, []string{k.state(), k.users(), temp}, sargs).Error(); err != nil {
+	sargs = append(sargs, strconv.FormatInt(st.Stock, 10), only)
+	loaded, err := swapScript.Exec(ctx, c.client, []string{k.state(), k.users(), temp}, sargs).AsInt64()
+	if err != nil {
 		return fail(err)
 	}
-	return nil
+	return loaded == 1, nil
 }
 
 // stateArgs returns the snapshot fields of st as the scripts take them:

@@ -84,8 +84,14 @@ return redis.call('HINCRBY', KEYS[1], 'stock', ARGV[8])
 `)
 
 // swapScript: KEYS state, users, temp counts; ARGV gen, shop, status, ss,
-// sn, es, en, limit, stock. Replaces the counts and the state at once.
+// sn, es, en, limit, stock, onlyCold. Replaces the counts and the state at
+// once, and returns 1; with onlyCold "1" a loaded template stays, the
+// temporary counts go and it returns 0.
 var swapScript = rueidis.NewLuaScript(`
+if ARGV[10] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('DEL', KEYS[3])
+  return 0
+end
 if redis.call('EXISTS', KEYS[3]) == 1 then
   redis.call('RENAME', KEYS[3], KEYS[2])
   redis.call('PERSIST', KEYS[2])

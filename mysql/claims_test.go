@@ -1,0 +1,60 @@
+package mysql_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/mysql"
+	"github.com/quanhq/quan/nats"
+	"github.com/quanhq/quan/quantest"
+	"github.com/quanhq/quan/redis"
+)
+
+// TestClaims runs the claim stampede on MySQL with each cache, over the
+// NATS of QUAN_TEST_NATS.
+func TestClaims(t *testing.T) {
+	redisURL, natsURL := os.Getenv("QUAN_TEST_REDIS"), os.Getenv("QUAN_TEST_NATS")
+	if redisURL == "" || natsURL == "" {
+		t.Skip("set QUAN_TEST_REDIS and QUAN_TEST_NATS (with QUAN_TEST_MYSQL) to run claims on MySQL")
+	}
+	caches := map[string]func(t *testing.T) quan.Cache{
+		"InProcess": func(t *testing.T) quan.Cache { return inmem.NewCache() },
+		"Redis": func(t *testing.T) quan.Cache {
+			c, err := redis.Open(t.Context(), redisURL, fmt.Sprintf("quantest:claims%d:", rand.Uint32()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				c.Drop(context.Background())
+				c.Close()
+			})
+			return c
+		},
+	}
+	for name, newCache := range caches {
+		t.Run(name, func(t *testing.T) {
+			quantest.TestClaims(t, func(t *testing.T) quantest.ClaimBackends {
+				s := mysql.NewStore(openDB(t))
+				id := rand.Uint32()
+				bus, err := nats.OpenConfig(t.Context(), natsURL, nats.Config{Stream: fmt.Sprintf("CLAIMS%d", id), Namespace: fmt.Sprintf("claims%d", id)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					bus.Drop(context.Background())
+					bus.Close()
+				})
+				return quantest.ClaimBackends{
+					ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+					Cache:       newCache(t),
+					Bus:         bus,
+				}
+			})
+		})
+	}
+}
