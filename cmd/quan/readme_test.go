@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -26,15 +27,15 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := readmeBlocks(t, string(readme), "")
-	if len(blocks) != 2 {
-		t.Fatalf("README has %d readme-test blocks, want 2", len(blocks))
+	if len(blocks) != 3 {
+		t.Fatalf("README has %d readme-test blocks, want 3", len(blocks))
 	}
 	env := testEnv(t)
 	srv := startServe(t, env)
 	sh := &readmeShell{t: t, env: env, base: srv.URL(), dir: t.TempDir(), vars: map[string]string{}}
 	for _, block := range blocks {
 		cmds := splitCommands(block)
-		if len(cmds) < 6 {
+		if len(cmds) < 5 {
 			t.Fatalf("found only %d commands in a README block", len(cmds))
 		}
 		var last []string // the last curl command, to run again
@@ -54,6 +55,17 @@ func TestReadmeExamples(t *testing.T) {
 					}
 					res, body = sh.curl(last)
 				}
+				continue
+			}
+			if c.curl != "" {
+				// curl ... | jq -r .field: the field of the JSON reply.
+				last = shellWords(t, c.curl, sh.vars)
+				res, body = sh.curl(last)
+				var reply map[string]any
+				if err := json.Unmarshal(body, &reply); err != nil {
+					t.Fatalf("%s: %v: %s", c.curl, err, body)
+				}
+				sh.vars[c.assign] = fmt.Sprint(reply[c.field])
 				continue
 			}
 			if c.assign != "" {
@@ -149,9 +161,14 @@ type command struct {
 	assign string // NAME of NAME=$(go run ./cmd/quan ...)
 	subst  string // the quan arguments of the substitution
 	expect string // a "# → ..." line: what the previous command returns
+	// NAME=$(curl ... | jq -r .field): the curl command and the field
+	curl, field string
 }
 
-var assignRE = regexp.MustCompile(`^([A-Z_]+)=\$\(go run \./cmd/quan (.*)\)$`)
+var (
+	assignRE     = regexp.MustCompile(`^([A-Z_]+)=\$\(go run \./cmd/quan (.*)\)$`)
+	curlAssignRE = regexp.MustCompile(`(?s)^([A-Z_]+)=\$\((curl .*) \| jq -r \.([A-Za-z]+)\)$`)
+)
 
 // splitCommands splits a shell block into commands, joining lines ended by
 // a backslash or inside single quotes; comments are dropped except the
@@ -184,6 +201,8 @@ func splitCommands(block string) []command {
 		c := command{text: strings.TrimSpace(cur.String())}
 		if m := assignRE.FindStringSubmatch(c.text); m != nil {
 			c.assign, c.subst = m[1], m[2]
+		} else if m := curlAssignRE.FindStringSubmatch(c.text); m != nil {
+			c.assign, c.curl, c.field = m[1], m[2], m[3]
 		}
 		out = append(out, c)
 		cur.Reset()
