@@ -67,7 +67,10 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 		return quan.TaskCounts{}, fmt.Errorf("%s: %w", op, err)
 	}
 	work, n, err := s.applyChunk(ctx, c, false)
-	if errors.Is(err, errContended) {
+	// Deadlocks the retries did not get past (chunks and claims of one
+	// template in a stampede) end, like a plan that did not hold, in the
+	// locked way, where writers of a template take turns.
+	if errors.Is(err, errContended) || retryable(err) {
 		s.db.logger.Debug("chunk met a concurrent change; applying it under the locks", "task", c.TaskID, "chunk", c.Seq, "err", err)
 		work, n, err = s.applyChunk(ctx, c, true)
 	}
