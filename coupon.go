@@ -40,6 +40,9 @@ type Coupon struct {
 	Source     CouponSource `json:"source"`
 	TaskID     int64        `json:"taskId,omitempty"`  // the distribution task, if any
 	OrderID    string       `json:"orderId,omitempty"` // the order holding or having used it
+	// LockedUntil is when a lock runs out: a locked coupon is available
+	// again from then on, by itself.
+	LockedUntil time.Time `json:"lockedUntil,omitzero"`
 	CreatedAt  time.Time    `json:"createdAt"`
 	UpdatedAt  time.Time    `json:"updatedAt"`
 }
@@ -50,9 +53,11 @@ func (c *Coupon) Usable(now time.Time) bool {
 	return c.Status == CouponAvailable && !now.Before(c.ValidStart) && now.Before(c.ValidEnd)
 }
 
-// Lock holds an available, currently valid coupon for order. A coupon
-// outside its window is expired instead and ErrTransition returned.
-func (c *Coupon) Lock(order string, now time.Time) error {
+// Lock holds an available, currently valid coupon for order until until.
+// A coupon outside its window is expired instead and ErrTransition
+// returned.
+func (c *Coupon) Lock(order string, now, until time.Time) error {
+	c.Lapse(now)
 	if c.Status == CouponAvailable && !now.Before(c.ValidEnd) {
 		c.set(CouponExpired, now)
 	}
@@ -62,14 +67,32 @@ func (c *Coupon) Lock(order string, now time.Time) error {
 	if now.Before(c.ValidStart) {
 		return Errorf(ETRANSITION, "coupon %d is not valid before %s", c.ID, c.ValidStart.Format(time.RFC3339))
 	}
-	c.OrderID = order
+	c.OrderID, c.LockedUntil = order, until
 	c.set(CouponLocked, now)
 	return nil
+}
+
+// Lapse applies what time alone does to a coupon at now: an available
+// coupon whose window has closed expires, and a lock that ran out is
+// released. It reports whether it changed c. Every read applies it, so a
+// coupon is never shown available once expired, nor locked once its lock
+// ran out, whether or not the sweeper has been by.
+func (c *Coupon) Lapse(now time.Time) bool {
+	switch {
+	case c.Status == CouponAvailable && !now.Before(c.ValidEnd):
+		c.set(CouponExpired, now)
+		return true
+	case c.Status == CouponLocked && !c.LockedUntil.IsZero() && !now.Before(c.LockedUntil):
+		c.giveBack(now)
+		return true
+	}
+	return false
 }
 
 // Release gives a locked coupon back (the order was cancelled or its lock
 // timed out). It returns to available while valid, otherwise it expires.
 func (c *Coupon) Release(now time.Time) error {
+	c.Lapse(now)
 	if c.Status != CouponLocked {
 		return c.transitionErr("release")
 	}
@@ -79,6 +102,7 @@ func (c *Coupon) Release(now time.Time) error {
 
 // Redeem spends a locked coupon: its order was paid.
 func (c *Coupon) Redeem(now time.Time) error {
+	c.Lapse(now) // a lock that ran out cannot be paid with
 	if c.Status != CouponLocked {
 		return c.transitionErr("redeem")
 	}
@@ -111,7 +135,7 @@ func (c *Coupon) Revoke(now time.Time) error {
 	if c.Status != CouponAvailable && c.Status != CouponLocked {
 		return c.transitionErr("revoke")
 	}
-	c.OrderID = ""
+	c.OrderID, c.LockedUntil = "", time.Time{}
 	c.set(CouponRevoked, now)
 	return nil
 }
@@ -119,7 +143,7 @@ func (c *Coupon) Revoke(now time.Time) error {
 // giveBack makes a coupon available again while it is valid, expired
 // otherwise: a release or refund never revives an expired coupon.
 func (c *Coupon) giveBack(now time.Time) {
-	c.OrderID = ""
+	c.OrderID, c.LockedUntil = "", time.Time{}
 	if now.Before(c.ValidEnd) {
 		c.set(CouponAvailable, now)
 	} else {

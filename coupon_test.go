@@ -19,9 +19,9 @@ func TestCouponTransitions(t *testing.T) {
 		op   func(c *Coupon) error
 		to   CouponStatus // "" means refused with ErrTransition, status unchanged
 	}{
-		{"LockAvailable", CouponAvailable, func(c *Coupon) error { return c.Lock("o1", in) }, CouponLocked},
-		{"LockUsed", CouponUsed, func(c *Coupon) error { return c.Lock("o1", in) }, ""},
-		{"LockBeforeStart", CouponAvailable, func(c *Coupon) error { return c.Lock("o1", start.Add(-time.Hour)) }, ""},
+		{"LockAvailable", CouponAvailable, func(c *Coupon) error { return c.Lock("o1", in, in.Add(15*time.Minute)) }, CouponLocked},
+		{"LockUsed", CouponUsed, func(c *Coupon) error { return c.Lock("o1", in, in.Add(15*time.Minute)) }, ""},
+		{"LockBeforeStart", CouponAvailable, func(c *Coupon) error { return c.Lock("o1", start.Add(-time.Hour), start) }, ""},
 		{"ReleaseLocked", CouponLocked, func(c *Coupon) error { return c.Release(in) }, CouponAvailable},
 		{"ReleaseLockedAfterEnd", CouponLocked, func(c *Coupon) error { return c.Release(after) }, CouponExpired},
 		{"ReleaseAvailable", CouponAvailable, func(c *Coupon) error { return c.Release(in) }, ""},
@@ -50,9 +50,32 @@ func TestCouponTransitions(t *testing.T) {
 			}
 		})
 	}
+	t.Run("LockRunsOut", func(t *testing.T) {
+		c := coupon(CouponAvailable)
+		until := in.Add(15 * time.Minute)
+		if err := c.Lock("o1", in, until); err != nil {
+			t.Fatal(err)
+		}
+		if c.Lapse(until.Add(-time.Microsecond)) || c.Status != CouponLocked {
+			t.Fatalf("a lock lapsed before its time: %s", c.Status)
+		}
+		if !c.Lapse(until) || c.Status != CouponAvailable || c.OrderID != "" || !c.LockedUntil.IsZero() {
+			t.Fatalf("a lock that ran out: %+v, want available and free", c)
+		}
+		// Paying with a lock that ran out is refused.
+		c.Lock("o2", in, until)
+		if err := c.Redeem(until); !errors.Is(err, ErrTransition) || c.Status != CouponAvailable {
+			t.Fatalf("redeem after the lock ran out: %v, %s", err, c.Status)
+		}
+		// A lock that runs out after the window closed leaves it expired.
+		c.Lock("o3", in, end.Add(time.Hour))
+		if !c.Lapse(end.Add(time.Hour)) || c.Status != CouponExpired {
+			t.Fatalf("a lock that ran out after the window: %s, want expired", c.Status)
+		}
+	})
 	t.Run("LockAfterEndExpires", func(t *testing.T) {
 		c := coupon(CouponAvailable)
-		if err := c.Lock("o1", after); !errors.Is(err, ErrTransition) || c.Status != CouponExpired {
+		if err := c.Lock("o1", after, after.Add(time.Minute)); !errors.Is(err, ErrTransition) || c.Status != CouponExpired {
 			t.Fatalf("err %v, status %s", err, c.Status)
 		}
 	})

@@ -25,6 +25,8 @@ const (
 	EUNAVAILABLE  = "unavailable"          // a dependency is down for now; nothing was done, try again
 	EIDEMMISMATCH = "idempotency_mismatch" // an Idempotency-Key reused for another request
 	ERATELIMITED  = "rate_limited"         // too many requests; Retry-After says when to try again
+	ENOTUSABLE    = "coupon_not_usable"    // a coupon cannot be used for the order, or not with the others
+	EPRICECHANGED = "price_changed"        // the discount is not what the client expected: quote again
 )
 
 // Error is quan's one error type: a machine code, a message a person

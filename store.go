@@ -146,3 +146,20 @@ type CouponStats struct {
 	MaxPerUser int64 `json:"maxPerUser"`
 	FromTask   int64 `json:"fromTask"`
 }
+
+// WalletStore changes the coupons users hold: locks for orders, payments,
+// refunds, and what time does to them.
+type WalletStore interface {
+	// UpdateCoupons loads the coupons ids of user under a write lock, in
+	// id order (ErrNotFound if one is not the user's), and calls fn with
+	// them. If fn returns nil, the coupons whose Status, OrderID or
+	// LockedUntil fn changed are saved with their UpdatedAt, and all are
+	// returned; if it fails nothing is written and its error is returned.
+	UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*Coupon) error) ([]*Coupon, error)
+	// LapseCoupons applies Coupon.Lapse at now to up to limit coupons that
+	// time has changed: available ones whose window closed (along the
+	// (status, valid end) index) and locked ones whose lock ran out. It
+	// returns them as changed, with their status before in the second
+	// slice.
+	LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*Coupon, []CouponStatus, error)
+}

@@ -26,7 +26,8 @@ func statusOf(code string) int {
 	case quan.ENOTFOUND:
 		return http.StatusNotFound
 	case quan.ECONFLICT, quan.ETRANSITION, quan.ENOTDRAFT, quan.EOUTOFSTOCK, quan.ESTOCKLIMIT,
-		quan.ESOLDOUT, quan.ELIMIT, quan.ENOTSTARTED, quan.EENDED, quan.EPAUSED:
+		quan.ESOLDOUT, quan.ELIMIT, quan.ENOTSTARTED, quan.EENDED, quan.EPAUSED,
+		quan.ENOTUSABLE, quan.EPRICECHANGED:
 		return http.StatusConflict
 	case quan.EUNAVAILABLE:
 		return http.StatusServiceUnavailable

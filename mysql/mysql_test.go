@@ -129,7 +129,7 @@ func TestOpenTwiceAtOnce(t *testing.T) {
 		"SELECT count(*), count(DISTINCT version) FROM "+cfg.DBName+".schema_migrations").Scan(&n, &versions); err != nil {
 		t.Fatal(err)
 	}
-	if want := 4; n != want || versions != want {
+	if want := 5; n != want || versions != want {
 		t.Errorf("schema_migrations holds %d rows of %d versions, want %d of %d (one per migration)", n, versions, want, want)
 	}
 }
@@ -199,5 +199,15 @@ func TestClaimStore(t *testing.T) {
 	quantest.TestClaimStore(t, func(t *testing.T) quantest.ClaimStores {
 		s := mysql.NewStore(openDB(t))
 		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}
+	})
+}
+
+func TestWalletStore(t *testing.T) {
+	quantest.TestWalletStore(t, func(t *testing.T) quantest.WalletStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.WalletStores{
+			ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+			Wallet:      s,
+		}
 	})
 }

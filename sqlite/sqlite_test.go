@@ -100,3 +100,13 @@ func TestClaimStore(t *testing.T) {
 		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}
 	})
 }
+
+func TestWalletStore(t *testing.T) {
+	quantest.TestWalletStore(t, func(t *testing.T) quantest.WalletStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.WalletStores{
+			ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+			Wallet:      s,
+		}
+	})
+}

@@ -1,0 +1,182 @@
+package quantest
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// WalletStores are the ports of one store that the wallet uses.
+type WalletStores struct {
+	ClaimStores
+	Wallet quan.WalletStore
+}
+
+// TestWalletStore runs the conformance suite of quan.WalletStore.
+func TestWalletStore(t *testing.T, newStores func(t *testing.T) WalletStores) {
+	t.Helper()
+	run := func(name string, test func(*testing.T, WalletStores)) {
+		t.Helper()
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, newStores(t))
+		})
+	}
+	run("UpdateCoupons/SavesWhatChanged", testUpdateCoupons)
+	run("UpdateCoupons/OnlyTheUsersCoupons", testUpdateCouponsOwner)
+	run("UpdateCoupons/DoubleLockOneWins", testDoubleLock)
+	run("LapseCoupons/ExpiresAndReleases", testLapseCoupons)
+}
+
+// walletCoupons gives users one coupon each of a fresh template and returns them.
+func walletCoupons(t *testing.T, s WalletStores, users ...int64) []*quan.Coupon {
+	t.Helper()
+	tpl := activeTemplate(t, s.TaskStores, "wallet", 100, 1)
+	var out []*quan.Coupon
+	for _, u := range users {
+		c := issueClaims(t, s.ClaimStores, newClaim(tpl.ID, u))[0]
+		cs := coupons(t, s.TaskStores, u, tpl.ID)
+		if c.Status != quan.ClaimIssued || len(cs) != 1 {
+			t.Fatalf("issue a coupon to user %d: %+v", u, c)
+		}
+		out = append(out, cs[0])
+	}
+	return out
+}
+
+var walletNow = claimAt.Add(time.Hour) // inside the coupons' window
+
+func testUpdateCoupons(t *testing.T, s WalletStores) {
+	cs := walletCoupons(t, s, 1)
+	c := cs[0]
+	until := walletNow.Add(15 * time.Minute)
+	got, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{c.ID, c.ID}, func(cs []*quan.Coupon) error {
+		if len(cs) != 1 {
+			t.Errorf("fn got %d coupons for one id named twice", len(cs))
+		}
+		return cs[0].Lock("order-1", walletNow, until)
+	})
+	if err != nil || len(got) != 1 || got[0].Status != quan.CouponLocked {
+		t.Fatalf("UpdateCoupons = %+v, %v", got, err)
+	}
+	back := coupons(t, s.TaskStores, 1, c.TemplateID)[0]
+	if back.Status != quan.CouponLocked || back.OrderID != "order-1" || !back.LockedUntil.Equal(until) || !back.UpdatedAt.Equal(walletNow) {
+		t.Fatalf("read back %+v, want locked by order-1 until %s", back, until)
+	}
+	// A failing fn writes nothing.
+	boom := errors.New("boom")
+	if _, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{c.ID}, func(cs []*quan.Coupon) error {
+		cs[0].Release(walletNow)
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("a failing fn: %v", err)
+	}
+	if back := coupons(t, s.TaskStores, 1, c.TemplateID)[0]; back.Status != quan.CouponLocked {
+		t.Fatalf("a failing fn wrote %s", back.Status)
+	}
+	if _, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{c.ID}, func(cs []*quan.Coupon) error {
+		return cs[0].Redeem(walletNow)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	back = coupons(t, s.TaskStores, 1, c.TemplateID)[0]
+	if back.Status != quan.CouponUsed || back.OrderID != "order-1" {
+		t.Fatalf("after redeem %+v", back)
+	}
+	if _, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{c.ID}, func(cs []*quan.Coupon) error {
+		return cs[0].Refund(walletNow)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	back = coupons(t, s.TaskStores, 1, c.TemplateID)[0]
+	if back.Status != quan.CouponAvailable || back.OrderID != "" || !back.LockedUntil.IsZero() {
+		t.Fatalf("after refund %+v, want available and free", back)
+	}
+}
+
+func testUpdateCouponsOwner(t *testing.T, s WalletStores) {
+	cs := walletCoupons(t, s, 1, 2)
+	called := false
+	_, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{cs[0].ID, cs[1].ID}, func([]*quan.Coupon) error {
+		called = true
+		return nil
+	})
+	if !errors.Is(err, quan.ErrNotFound) || called {
+		t.Fatalf("user 1 updating user 2's coupon: %v (fn called %v), want ErrNotFound", err, called)
+	}
+}
+
+// testDoubleLock has 20 orders lock one coupon at once: exactly one wins.
+func testDoubleLock(t *testing.T, s WalletStores) {
+	c := walletCoupons(t, s, 1)[0]
+	var won atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			_, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{c.ID}, func(cs []*quan.Coupon) error {
+				return cs[0].Lock(string(rune('a'+i)), walletNow, walletNow.Add(time.Minute))
+			})
+			switch {
+			case err == nil:
+				won.Add(1)
+			case !errors.Is(err, quan.ErrTransition):
+				t.Errorf("lock: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Fatalf("%d of 20 concurrent locks won, want 1", won.Load())
+	}
+}
+
+func testLapseCoupons(t *testing.T, s WalletStores) {
+	cs := walletCoupons(t, s, 1, 2, 3, 4)
+	end := cs[0].ValidEnd
+	lock := func(c *quan.Coupon, until time.Time) {
+		t.Helper()
+		if _, err := s.Wallet.UpdateCoupons(t.Context(), c.UserID, []int64{c.ID}, func(x []*quan.Coupon) error {
+			return x[0].Lock("o", walletNow, until)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock(cs[2], walletNow.Add(time.Minute)) // runs out inside the window
+	lock(cs[3], end.Add(time.Hour))         // runs out after the window
+	// Before anything is due nothing changes.
+	if got, _, err := s.Wallet.LapseCoupons(t.Context(), walletNow, 10); err != nil || len(got) != 0 {
+		t.Fatalf("LapseCoupons before anything is due: %d, %v", len(got), err)
+	}
+	// The lock of coupon 3 ran out: available again.
+	got, was, err := s.Wallet.LapseCoupons(t.Context(), walletNow.Add(time.Minute), 10)
+	if err != nil || len(got) != 1 || got[0].ID != cs[2].ID || got[0].Status != quan.CouponAvailable || was[0] != quan.CouponLocked {
+		t.Fatalf("LapseCoupons after the first lock ran out: %+v %v, %v", got, was, err)
+	}
+	// After the window and the second lock: coupons 1, 2, 3 expire, 4's
+	// lock runs out into expired; in batches of 2.
+	later := end.Add(time.Hour)
+	var all []*quan.Coupon
+	for range 3 {
+		got, _, err := s.Wallet.LapseCoupons(t.Context(), later, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) > 2 {
+			t.Fatalf("a batch of %d, limit 2", len(got))
+		}
+		all = append(all, got...)
+	}
+	if len(all) != 4 {
+		t.Fatalf("%d coupons lapsed after the window, want 4", len(all))
+	}
+	for _, c := range cs {
+		back := coupons(t, s.TaskStores, c.UserID, c.TemplateID)[0]
+		if back.Status != quan.CouponExpired || back.OrderID != "" {
+			t.Errorf("coupon %d after the window: %s %q, want expired", c.ID, back.Status, back.OrderID)
+		}
+	}
+}

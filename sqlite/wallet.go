@@ -1,0 +1,143 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+var _ quan.WalletStore = (*Store)(nil)
+
+// UpdateCoupons implements quan.WalletStore in one write transaction.
+func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
+	}
+	defer tx.Rollback()
+	cs, err := userCoupons(ctx, tx, user, ids)
+	if err != nil {
+		return nil, err
+	}
+	before := make([]quan.Coupon, len(cs))
+	for i, c := range cs {
+		before[i] = *c
+	}
+	if err := fn(cs); err != nil {
+		return nil, err
+	}
+	for i, c := range cs {
+		if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) {
+			continue
+		}
+		if err := saveCoupon(ctx, tx, c); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("update coupons of user %d: commit: %w", user, translate(err))
+	}
+	return cs, nil
+}
+
+// userCoupons loads coupons ids of user in id order, or ErrNotFound.
+func userCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []int64) ([]*quan.Coupon, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	cs := make([]*quan.Coupon, 0, len(ids))
+	for part := range slices.Chunk(ids, batchRows) {
+		args := make([]any, 0, 1+len(part))
+		args = append(args, user)
+		for _, id := range part {
+			args = append(args, id)
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE user_id = ? AND id IN (`+params(len(part))+`) ORDER BY id`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("coupons of user %d: %w", user, err)
+		}
+		for rows.Next() {
+			c, err := scanCoupon(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("coupons of user %d: %w", user, err)
+			}
+			cs = append(cs, c)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("coupons of user %d: %w", user, err)
+		}
+	}
+	if len(cs) != len(ids) {
+		for _, id := range ids {
+			if !slices.ContainsFunc(cs, func(c *quan.Coupon) bool { return c.ID == id }) {
+				return nil, quan.Errorf(quan.ENOTFOUND, "user %d holds no coupon %d", user, id)
+			}
+		}
+	}
+	return cs, nil
+}
+
+func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
+	var order sql.NullString
+	if c.OrderID != "" {
+		order = sql.NullString{String: c.OrderID, Valid: true}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ? WHERE id = ?`,
+		c.Status, order, nullMicros(c.LockedUntil), micros(c.UpdatedAt), c.ID); err != nil {
+		return fmt.Errorf("save coupon %d: %w", c.ID, translate(err))
+	}
+	return nil
+}
+
+// LapseCoupons implements quan.WalletStore: one UPDATE … RETURNING per
+// kind, each walking its index from the oldest due entry.
+func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*quan.Coupon, []quan.CouponStatus, error) {
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lapse coupons: %w", err)
+	}
+	defer tx.Rollback()
+	var (
+		cs  []*quan.Coupon
+		was []quan.CouponStatus
+	)
+	run := func(query string, from quan.CouponStatus, args ...any) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("lapse %s coupons: %w", from, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			c, err := scanCoupon(rows)
+			if err != nil {
+				return fmt.Errorf("lapse %s coupons: %w", from, err)
+			}
+			cs, was = append(cs, c), append(was, from)
+		}
+		return rows.Err()
+	}
+	at := micros(now)
+	if err := run(`UPDATE coupons SET status = 'expired', updated_at = ?1
+		WHERE id IN (SELECT id FROM coupons WHERE status = 'available' AND valid_end <= ?1 ORDER BY valid_end LIMIT ?2)
+		RETURNING `+couponColumns, quan.CouponAvailable, at, limit); err != nil {
+		return nil, nil, err
+	}
+	if left := limit - len(cs); left > 0 {
+		if err := run(`UPDATE coupons
+			SET status = CASE WHEN valid_end <= ?1 THEN 'expired' ELSE 'available' END,
+				order_id = NULL, locked_until = NULL, updated_at = ?1
+			WHERE id IN (SELECT id FROM coupons WHERE status = 'locked' AND locked_until <= ?1 LIMIT ?2)
+			RETURNING `+couponColumns, quan.CouponLocked, at, left); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, nil, fmt.Errorf("lapse coupons: commit: %w", translate(err))
+	}
+	return cs, was, nil
+}
