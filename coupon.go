@@ -43,8 +43,8 @@ type Coupon struct {
 	// LockedUntil is when a lock runs out: a locked coupon is available
 	// again from then on, by itself.
 	LockedUntil time.Time `json:"lockedUntil,omitzero"`
-	CreatedAt  time.Time    `json:"createdAt"`
-	UpdatedAt  time.Time    `json:"updatedAt"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
 }
 
 // Usable reports whether c may be spent at now: available and inside its
