@@ -252,8 +252,11 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 			return nil, Errorf(ENOTFOUND, "you hold no coupon %d", id)
 		}
 		c := *all[i]
-		if c.Status == CouponLocked && c.OrderID == order {
+		switch {
+		case c.Status == CouponLocked && c.OrderID == order:
 			c.Status = CouponAvailable // price it as the lock found it
+		case c.Status == CouponLocked:
+			return nil, Errorf(ECONFLICT, "coupon %d is held by another order", id)
 		}
 		chosen = append(chosen, &c)
 	}

@@ -18,8 +18,9 @@ import (
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
 type Server struct {
 	Templates *quan.TemplateService
-	Tasks     *quan.TaskService  // nil serves no task routes
-	Claims    *quan.ClaimService // nil serves no claim routes
+	Tasks     *quan.TaskService   // nil serves no task routes
+	Claims    *quan.ClaimService  // nil serves no claim routes
+	Wallet    *quan.WalletService // nil serves no wallet and order routes
 	// Idempotency keeps responses by Idempotency-Key for every POST; nil
 	// ignores the header.
 	Idempotency quan.Idempotency
@@ -95,6 +96,16 @@ func (s *Server) Handler() http.Handler {
 	if s.Claims != nil {
 		handle("POST /api/v1/templates/{id}/claim", s.claim)
 		handle("GET /api/v1/claims/{id}", s.getClaim)
+	}
+	if s.Wallet != nil {
+		handle("GET /api/v1/me/coupons", s.listCoupons)
+		handle("GET /api/v1/me/coupons/{id}", s.getCoupon)
+		handle("GET /api/v1/me/claimable", s.claimable)
+		handle("POST /api/v1/settlement/quote", s.quote)
+		handle("POST /api/v1/orders/{order}/lock", s.lockOrder)
+		handle("POST /api/v1/orders/{order}/redeem", s.orderStep(redeemStep))
+		handle("POST /api/v1/orders/{order}/release", s.orderStep(releaseStep))
+		handle("POST /api/v1/orders/{order}/refund", s.orderStep(refundStep))
 	}
 
 	return s.recoverer(s.authenticate(s.idempotent(s.unmatchedAsProblem(mux))))

@@ -102,6 +102,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Tokens:      tokens,
 		Ready:       db.Ping,
 		Now:         clock,
+		Wallet:      &quan.WalletService{Coupons: store, Templates: store, Now: clock},
 		Idempotency: inmem.NewIdempotency(),
 		Limiter:     inmem.NewRateLimiter(),
 	}

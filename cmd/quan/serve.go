@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -39,6 +40,9 @@ type ServeCommand struct {
 	Files  FileFlags
 	Runner RunnerFlags
 	Limits qhttp.ClaimLimits
+	// SweepEvery is how often expired coupons and locks that ran out are
+	// written down.
+	SweepEvery time.Duration
 
 	logger     *slog.Logger
 	closeStore func()
@@ -64,6 +68,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to drain requests in flight on SIGINT/SIGTERM")
 	c.Files.register(fs)
 	c.Runner.register(fs)
+	fs.DurationVar(&c.SweepEvery, "sweep-every", time.Minute, "how often to write down expired coupons and locks that ran out (0: never)")
 	if !c.Worker {
 		fs.Float64Var(&c.Limits.UserRate, "claim-rate-user", 10, "claims a second one user may make (token bucket; 0: no limit)")
 		fs.IntVar(&c.Limits.UserBurst, "claim-burst-user", 20, "claims one user may make at once")
@@ -133,6 +138,7 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 		Templates:   app.templates,
 		Tasks:       app.tasks,
 		Claims:      app.claims,
+		Wallet:      app.wallet,
 		Idempotency: idem,
 		Limiter:     limiter,
 		ClaimLimits: c.Limits,
@@ -189,18 +195,45 @@ func (c *ServeCommand) startClaims(ctx context.Context, b *backends, a *app, log
 	}
 	st := b.openedStore.store
 	a.claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: cache, Bus: bus, Now: c.Main.Now, Logger: logger}
+	a.wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: bus, Now: c.Main.Now, Logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		if err := a.claims.ServeClaims(ctx); err != nil {
 			logger.Error("claim consumer stopped", "err", err)
 		}
-	}()
+	})
+	wg.Go(func() { sweep(ctx, a.wallet, c.SweepEvery, logger) })
 	return func() {
 		cancel()
-		<-done
+		wg.Wait()
 	}, nil
+}
+
+// sweep writes down what time did to coupons (expired windows, locks that
+// ran out) every interval, until ctx ends. Reads apply it at once anyway;
+// the sweep keeps the store, and the events downstream, in step.
+func sweep(ctx context.Context, w *quan.WalletService, every time.Duration, logger *slog.Logger) {
+	if every <= 0 {
+		return
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		start := time.Now()
+		n, err := w.Sweep(ctx, 10_000)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			logger.Warn("sweep coupons", "err", err)
+		case n > 0:
+			logger.Info("coupons swept", "changed", n, "took", time.Since(start))
+		}
+	}
 }
 
 // chain returns a function that calls fs in order.

@@ -23,6 +23,7 @@ type store interface {
 	quan.TaskStore
 	quan.CouponStore
 	quan.ClaimStore
+	quan.WalletStore
 }
 
 // FileFlags bound the distribution files quan accepts.
@@ -68,7 +69,8 @@ type app struct {
 	templates   *quan.TemplateService
 	tasks       *quan.TaskService
 	distributor *quan.Distributor
-	claims      *quan.ClaimService // serve and worker only
+	claims      *quan.ClaimService  // serve and worker only
+	wallet      *quan.WalletService // serve and worker only
 }
 
 // wire builds the use cases over st, keeping files in dataDir. chunk is

@@ -1,0 +1,146 @@
+package http
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/quanhq/quan"
+)
+
+// couponPage is one page of a wallet.
+type couponPage struct {
+	Items  []*quan.Coupon `json:"items"`
+	Total  int            `json:"total"`
+	Offset int            `json:"offset"`
+	Limit  int            `json:"limit"`
+}
+
+// listCoupons is GET /me/coupons?status=&offset=&limit=: the caller's
+// coupons as they stand now, newest first.
+func (s *Server) listCoupons(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := quan.WalletFilter{Status: quan.CouponStatus(q.Get("status"))}
+	var bad []quan.FieldError
+	for name, dst := range map[string]*int{"offset": &f.Offset, "limit": &f.Limit} {
+		if v := q.Get(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not a whole number", v)})
+			}
+			*dst = n
+		}
+	}
+	if len(bad) > 0 {
+		return &quan.Error{Code: quan.EINVALID, Message: "invalid wallet query", Fields: bad}
+	}
+	cs, total, err := s.Wallet.List(r.Context(), who, f)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, couponPage{Items: cs, Total: total, Offset: f.Offset, Limit: len(cs)})
+	return nil
+}
+
+func (s *Server) getCoupon(w http.ResponseWriter, r *http.Request) error {
+	who, id, err := target(r, "coupon")
+	if err != nil {
+		return err
+	}
+	c, err := s.Wallet.Get(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func (s *Server) claimable(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	ts, err := s.Wallet.Claimable(r.Context(), who)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"items": ts})
+	return nil
+}
+
+// quote is POST /settlement/quote {items}.
+func (s *Server) quote(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Items []quan.OrderItem `json:"items"`
+	}
+	if err := decodeJSON(w, r, &body); err != nil {
+		return err
+	}
+	q, err := s.Wallet.Quote(r.Context(), who, body.Items)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, q)
+	return nil
+}
+
+// OrderCoupons is the reply of every order route.
+type OrderCoupons struct {
+	Order   string         `json:"order"`
+	Coupons []*quan.Coupon `json:"coupons"`
+}
+
+func (s *Server) lockOrder(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	var req quan.LockRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	order := r.PathValue("order")
+	cs, err := s.Wallet.Lock(r.Context(), who, order, req)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, OrderCoupons{Order: order, Coupons: cs})
+	return nil
+}
+
+// orderStep serves redeem, release and refund.
+func (s *Server) orderStep(step func(*quan.WalletService, *http.Request, quan.Identity, string) ([]*quan.Coupon, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		who, err := identity(r)
+		if err != nil {
+			return err
+		}
+		order := r.PathValue("order")
+		cs, err := step(s.Wallet, r, who, order)
+		if err != nil {
+			return err
+		}
+		s.writeJSON(w, http.StatusOK, OrderCoupons{Order: order, Coupons: cs})
+		return nil
+	}
+}
+
+func redeemStep(ws *quan.WalletService, r *http.Request, who quan.Identity, order string) ([]*quan.Coupon, error) {
+	return ws.Redeem(r.Context(), who, order)
+}
+
+func releaseStep(ws *quan.WalletService, r *http.Request, who quan.Identity, order string) ([]*quan.Coupon, error) {
+	return ws.Release(r.Context(), who, order)
+}
+
+func refundStep(ws *quan.WalletService, r *http.Request, who quan.Identity, order string) ([]*quan.Coupon, error) {
+	return ws.Refund(r.Context(), who, order)
+}

@@ -1,0 +1,296 @@
+package http_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quanhq/quan"
+	qhttp "github.com/quanhq/quan/http"
+)
+
+// walletCoupon distributes one coupon of a fresh 满100减10 template (valid
+// 72 h from receipt) to user and returns it.
+func (ts *testServer) walletCoupon(t *testing.T, user int64) quan.Coupon {
+	t.Helper()
+	m := ts.merchant(t, 1)
+	tpl := ts.activeTemplate(t, m, 100, 1)
+	task := ts.distribute(t, m, tpl.ID, "users.csv", []byte(fmt.Sprintf("userId\n%d\n", user)), nil)
+	if task.Counts.Issued != 1 {
+		t.Fatalf("distribution: %+v", task.Counts)
+	}
+	var page struct{ Items []quan.Coupon }
+	ts.do(t, "GET", "/api/v1/me/coupons?status=available", ts.user(t, user), nil).decode(t, &page)
+	for _, c := range page.Items {
+		if c.TemplateID == tpl.ID {
+			return c
+		}
+	}
+	t.Fatalf("user %d does not see the coupon of template %d", user, tpl.ID)
+	return quan.Coupon{}
+}
+
+// order is an order of one item of shop 1 worth amount fen.
+func order(amount int64) []map[string]any {
+	return []map[string]any{{"sku": "shoe", "category": "wear", "shopNo": 1, "unitPrice": amount, "quantity": 1}}
+}
+
+func TestWalletListsCouponsAsTheyStand(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	c := ts.walletCoupon(t, 7)
+	if c.Status != quan.CouponAvailable || !c.ValidEnd.Equal(testNow.Add(72*time.Hour)) {
+		t.Fatalf("coupon %+v", c)
+	}
+	ts.do(t, "GET", fmt.Sprintf("/api/v1/me/coupons/%d", c.ID), u, nil).want(t, http.StatusOK, "")
+	ts.do(t, "GET", fmt.Sprintf("/api/v1/me/coupons/%d", c.ID), ts.user(t, 8), nil).want(t, http.StatusNotFound, quan.ENOTFOUND)
+	ts.do(t, "GET", "/api/v1/me/coupons", ts.merchant(t, 1), nil).want(t, http.StatusForbidden, quan.EFORBIDDEN)
+	ts.do(t, "GET", "/api/v1/me/coupons?status=lost", u, nil).want(t, http.StatusBadRequest, quan.EINVALID)
+
+	// Once the window closes the coupon reads expired, sweeper or not.
+	ts.setNow(c.ValidEnd)
+	u = ts.user(t, 7) // a token of the new time
+	var page struct {
+		Items []quan.Coupon
+		Total int
+	}
+	ts.do(t, "GET", "/api/v1/me/coupons?status=available", u, nil).decode(t, &page)
+	if page.Total != 0 {
+		t.Fatalf("an expired coupon listed available: %+v", page)
+	}
+	ts.do(t, "GET", "/api/v1/me/coupons?status=expired", u, nil).decode(t, &page)
+	if page.Total != 1 || page.Items[0].ID != c.ID || page.Items[0].Status != quan.CouponExpired {
+		t.Fatalf("expired coupons: %+v", page)
+	}
+}
+
+func TestClaimable(t *testing.T) {
+	ts := newTestServer(t)
+	m := ts.merchant(t, 1)
+	held := ts.activeTemplate(t, m, 100, 1)
+	open := ts.activeTemplate(t, m, 100, 1)
+	ts.create(t, m, validTemplate()) // a draft
+	ts.distribute(t, m, held.ID, "users.csv", []byte("userId\n7\n"), nil)
+	var got struct{ Items []quan.Template }
+	ts.do(t, "GET", "/api/v1/me/claimable", ts.user(t, 7), nil).decode(t, &got)
+	if len(got.Items) != 1 || got.Items[0].ID != open.ID {
+		t.Fatalf("claimable %+v, want only template %d", got.Items, open.ID)
+	}
+}
+
+func TestSettlement(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	c := ts.walletCoupon(t, 7)
+
+	var q quan.Quote
+	ts.do(t, "POST", "/api/v1/settlement/quote", u, map[string]any{"items": order(9999)}).decode(t, &q)
+	if len(q.Coupons) != 1 || q.Coupons[0].Usable || q.Coupons[0].Reason != quan.ReasonThresholdNotMet {
+		t.Fatalf("quote of 99.99: %+v, want the threshold not met", q)
+	}
+	ts.do(t, "POST", "/api/v1/settlement/quote", u, map[string]any{"items": order(12_000)}).decode(t, &q)
+	if q.Best != c.ID || q.BestDiscount != 1000 || q.CombinationDiscount != 1000 || q.Payable != 11_000 {
+		t.Fatalf("quote of 120.00: %+v", q)
+	}
+	ts.do(t, "POST", "/api/v1/settlement/quote", u, map[string]any{"items": []map[string]any{{"sku": ""}}}).
+		want(t, http.StatusBadRequest, quan.EINVALID)
+
+	lock := func(order, token string, discount int64) response {
+		return ts.do(t, "POST", "/api/v1/orders/"+order+"/lock", token, map[string]any{
+			"items": orderItems(12_000), "couponIds": []int64{c.ID}, "expectedDiscount": discount})
+	}
+	lock("o-1", u, 999).want(t, http.StatusConflict, quan.EPRICECHANGED)
+	lock("o-1", u, 1000).want(t, http.StatusOK, "")
+	lock("o-1", u, 1000).want(t, http.StatusOK, "") // again: idempotent
+	lock("o-2", u, 1000).want(t, http.StatusConflict, quan.ECONFLICT)
+	lock("o-3", ts.user(t, 8), 1000).want(t, http.StatusNotFound, quan.ENOTFOUND)
+
+	step := func(order, name string) (response, []*quan.Coupon) {
+		r := ts.do(t, "POST", "/api/v1/orders/"+order+"/"+name, u, nil)
+		var oc qhttp.OrderCoupons
+		if r.Status == http.StatusOK {
+			r.decode(t, &oc)
+		}
+		return r, oc.Coupons
+	}
+	r, cs := step("o-1", "redeem")
+	r.want(t, http.StatusOK, "")
+	if len(cs) != 1 || cs[0].Status != quan.CouponUsed {
+		t.Fatalf("redeem: %+v", cs)
+	}
+	r, cs = step("o-1", "redeem") // paid twice: the same coupons
+	r.want(t, http.StatusOK, "")
+	if len(cs) != 1 || cs[0].Status != quan.CouponUsed {
+		t.Fatalf("redeem again: %+v", cs)
+	}
+	r, _ = step("o-1", "release")
+	r.want(t, http.StatusConflict, quan.ETRANSITION) // a paid order is refunded
+	r, cs = step("o-1", "refund")
+	r.want(t, http.StatusOK, "")
+	if len(cs) != 1 || cs[0].Status != quan.CouponAvailable {
+		t.Fatalf("refund: %+v", cs)
+	}
+	r, cs = step("o-1", "refund")
+	r.want(t, http.StatusOK, "")
+	if len(cs) != 0 {
+		t.Fatalf("refund again changed %+v", cs)
+	}
+	step("never-locked", "redeem")
+	r, _ = step("never-locked", "redeem")
+	r.want(t, http.StatusConflict, quan.ETRANSITION)
+
+	// Cancel: released, and another order may take the coupon.
+	lock("o-4", u, 1000).want(t, http.StatusOK, "")
+	r, cs = step("o-4", "release")
+	r.want(t, http.StatusOK, "")
+	if len(cs) != 1 || cs[0].Status != quan.CouponAvailable {
+		t.Fatalf("release: %+v", cs)
+	}
+	lock("o-5", u, 1000).want(t, http.StatusOK, "")
+}
+
+func orderItems(amount int64) []map[string]any { return order(amount) }
+
+// TestLockRunsOut moves the clock past the lock's TTL: the coupon is
+// available again by itself, the order can no longer pay with it, and
+// another order may lock it.
+func TestLockRunsOut(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	c := ts.walletCoupon(t, 7)
+	body := map[string]any{"items": order(12_000), "couponIds": []int64{c.ID}, "expectedDiscount": 1000}
+	ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, body).want(t, http.StatusOK, "")
+	var got quan.Coupon
+	ts.do(t, "GET", fmt.Sprintf("/api/v1/me/coupons/%d", c.ID), u, nil).decode(t, &got)
+	if got.Status != quan.CouponLocked || !got.LockedUntil.Equal(testNow.Add(quan.DefaultLockTTL)) {
+		t.Fatalf("locked coupon %+v", got)
+	}
+	ts.setNow(testNow.Add(quan.DefaultLockTTL))
+	got = quan.Coupon{}
+	ts.do(t, "GET", fmt.Sprintf("/api/v1/me/coupons/%d", c.ID), u, nil).decode(t, &got)
+	if got.Status != quan.CouponAvailable || got.OrderID != "" {
+		t.Fatalf("after the lock ran out: %+v, want available", got)
+	}
+	ts.do(t, "POST", "/api/v1/orders/o-1/redeem", u, nil).want(t, http.StatusConflict, quan.ETRANSITION)
+	ts.do(t, "POST", "/api/v1/orders/o-2/lock", u, body).want(t, http.StatusOK, "")
+}
+
+// TestRefundOfAnExpiredCoupon: a refund after the coupon's window closed
+// leaves it expired, never available.
+func TestRefundOfAnExpiredCoupon(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	c := ts.walletCoupon(t, 7)
+	body := map[string]any{"items": order(12_000), "couponIds": []int64{c.ID}, "expectedDiscount": 1000}
+	ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, body).want(t, http.StatusOK, "")
+	ts.do(t, "POST", "/api/v1/orders/o-1/redeem", u, nil).want(t, http.StatusOK, "")
+	ts.setNow(c.ValidEnd.Add(time.Hour))
+	u = ts.user(t, 7) // a token of the new time
+	r := ts.do(t, "POST", "/api/v1/orders/o-1/refund", u, nil)
+	r.want(t, http.StatusOK, "")
+	var oc qhttp.OrderCoupons
+	r.decode(t, &oc)
+	if len(oc.Coupons) != 1 || oc.Coupons[0].Status != quan.CouponExpired {
+		t.Fatalf("refund after the window: %+v, want expired", oc.Coupons)
+	}
+	// An expired coupon cannot be locked.
+	ts.do(t, "POST", "/api/v1/orders/o-2/lock", u, body).want(t, http.StatusConflict, quan.ENOTUSABLE)
+}
+
+func TestDoubleLockOverHTTP(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	c := ts.walletCoupon(t, 7)
+	body := map[string]any{"items": order(12_000), "couponIds": []int64{c.ID}, "expectedDiscount": 1000}
+	var wg sync.WaitGroup
+	statuses := make([]int, 10)
+	for i := range statuses {
+		wg.Go(func() {
+			statuses[i] = ts.do(t, "POST", fmt.Sprintf("/api/v1/orders/race-%d/lock", i), u, body).Status
+		})
+	}
+	wg.Wait()
+	won := 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusOK:
+			won++
+		case http.StatusConflict:
+		default:
+			t.Errorf("a racing lock got %d", s)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of 10 racing orders locked the coupon, want 1", won)
+	}
+}
+
+
+// TestCouponEvents consumes coupon.status_changed as a downstream system
+// would: a lock, a payment, a refund and an expiry by the sweeper each
+// publish one event.
+func TestCouponEvents(t *testing.T) {
+	ts := newClaimServer(t, func(ts *testServer) { ts.api.Wallet.Bus = ts.claims.Bus })
+	var (
+		mu     sync.Mutex
+		events []quan.CouponEvent
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ts.claims.Bus.Consume(ctx, quan.CouponEventSubject, "test-events", quan.ConsumeOptions{}, func(_ context.Context, m quan.Message) error {
+			var e quan.CouponEvent
+			if err := json.Unmarshal(m.Data, &e); err != nil {
+				return err
+			}
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+			return nil
+		})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	m := ts.merchant(t, 1)
+	tpl := ts.activeTemplate(t, m, 10, 1)
+	u := ts.user(t, 7)
+	cl := ts.claimed(t, u, tpl.ID)
+	body := map[string]any{"items": order(12_000), "couponIds": []int64{cl.CouponID}, "expectedDiscount": 1000}
+	ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, body).want(t, http.StatusOK, "")
+	ts.do(t, "POST", "/api/v1/orders/o-1/redeem", u, nil).want(t, http.StatusOK, "")
+	ts.do(t, "POST", "/api/v1/orders/o-1/refund", u, nil).want(t, http.StatusOK, "")
+	ts.setNow(testNow.Add(73 * time.Hour))
+	if n, err := ts.api.Wallet.Sweep(t.Context(), 100); err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want the one coupon expired", n, err)
+	}
+	want := [][2]quan.CouponStatus{
+		{quan.CouponAvailable, quan.CouponLocked}, {quan.CouponLocked, quan.CouponUsed},
+		{quan.CouponUsed, quan.CouponAvailable}, {quan.CouponAvailable, quan.CouponExpired},
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(events)
+		mu.Unlock()
+		if n >= len(want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != len(want) {
+		t.Fatalf("%d events: %+v; want %d", len(events), events, len(want))
+	}
+	for i, e := range events {
+		if e.Coupon != cl.CouponID || e.User != 7 || e.Template != tpl.ID || e.Old != want[i][0] || e.New != want[i][1] || e.At.IsZero() {
+			t.Errorf("event %d: %+v, want %s -> %s of coupon %d", i, e, want[i][0], want[i][1], cl.CouponID)
+		}
+	}
+}
