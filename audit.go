@@ -14,6 +14,7 @@ const (
 	ActionPause     = "pause"
 	ActionResume    = "resume"
 	ActionTerminate = "terminate"
+	ActionExpire    = "expire" // the issue window closed: ended by the system
 	ActionStock     = "increase_stock"
 )
 

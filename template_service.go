@@ -173,6 +173,48 @@ func (s *TemplateService) IncreaseStock(ctx context.Context, who Identity, id, n
 	return s.update(ctx, who, id, ActionStock, func(t *Template) error { return t.IncreaseStock(n) })
 }
 
+// EndDue ends the active and paused templates whose issue window has
+// closed, as the system (the audit says "expire"), and returns how many.
+// The sweeper calls it; claims and distributions refuse such templates
+// from the moment the window closes either way.
+func (s *TemplateService) EndDue(ctx context.Context) (int, error) {
+	now := s.now()
+	var due []*Template
+	for _, status := range []TemplateStatus{TemplateActive, TemplatePaused} {
+		for offset := 0; ; offset += MaxPageSize {
+			ts, _, err := s.Store.Templates(ctx, TemplateFilter{ShopNo: AnyShop, Status: status, Offset: offset, Limit: MaxPageSize})
+			if err != nil {
+				return 0, fmt.Errorf("end due templates: %w", err)
+			}
+			for _, t := range ts {
+				if !now.Before(t.IssueEnd) {
+					due = append(due, t)
+				}
+			}
+			if len(ts) < MaxPageSize {
+				break
+			}
+		}
+	}
+	system := Identity{Role: RoleAdmin, Subject: "system"}
+	n := 0
+	for _, t := range due {
+		_, err := s.update(ctx, system, t.ID, ActionExpire, func(t *Template) error {
+			if now.Before(t.IssueEnd) { // extended meanwhile
+				return nil
+			}
+			return t.Terminate()
+		})
+		if err != nil && !errors.Is(err, ErrTransition) {
+			return n, err
+		}
+		if err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // History returns the audit trail of template id, oldest first.
 func (s *TemplateService) History(ctx context.Context, who Identity, id int64) ([]*AuditEntry, error) {
 	shop, err := who.ShopScope()

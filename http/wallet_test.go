@@ -294,3 +294,37 @@ func TestCouponEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplatesEndByThemselves: once a template's issue window closes, the
+// sweep ends it, as the system, in its audit trail.
+func TestTemplatesEndByThemselves(t *testing.T) {
+	ts := newTestServer(t)
+	m := ts.merchant(t, 1)
+	short := validTemplate()
+	short["issueEnd"] = testNow.Add(time.Hour).Format(time.RFC3339)
+	tpl := ts.create(t, m, short)
+	ts.do(t, "POST", loc(tpl.ID)+"/activate", m, nil).want(t, http.StatusOK, "")
+	open := ts.activeTemplate(t, m, 10, 1)
+	if n, err := ts.api.Templates.EndDue(t.Context()); err != nil || n != 0 {
+		t.Fatalf("EndDue inside the window = %d, %v", n, err)
+	}
+	ts.setNow(testNow.Add(time.Hour))
+	m = ts.merchant(t, 1)
+	if n, err := ts.api.Templates.EndDue(t.Context()); err != nil || n != 1 {
+		t.Fatalf("EndDue after the window = %d, %v; want 1", n, err)
+	}
+	var got quan.Template
+	ts.do(t, "GET", loc(tpl.ID), m, nil).decode(t, &got)
+	if got.Status != quan.TemplateEnded {
+		t.Fatalf("template after its window: %s, want ended", got.Status)
+	}
+	ts.do(t, "GET", loc(open.ID), m, nil).decode(t, &got)
+	if got.Status != quan.TemplateActive {
+		t.Fatalf("a template still in its window: %s", got.Status)
+	}
+	var history struct{ Items []quan.AuditEntry }
+	ts.do(t, "GET", loc(tpl.ID)+"/history", m, nil).decode(t, &history)
+	if last := history.Items[len(history.Items)-1]; last.Action != quan.ActionExpire || last.Actor != "admin:system" {
+		t.Fatalf("last audit entry %+v, want an expire by the system", last)
+	}
+}

@@ -203,17 +203,18 @@ func (c *ServeCommand) startClaims(ctx context.Context, b *backends, a *app, log
 			logger.Error("claim consumer stopped", "err", err)
 		}
 	})
-	wg.Go(func() { sweep(ctx, a.wallet, c.SweepEvery, logger) })
+	wg.Go(func() { sweep(ctx, a.wallet, a.templates, c.SweepEvery, logger) })
 	return func() {
 		cancel()
 		wg.Wait()
 	}, nil
 }
 
-// sweep writes down what time did to coupons (expired windows, locks that
-// ran out) every interval, until ctx ends. Reads apply it at once anyway;
+// sweep writes down what time did to templates (their issue window
+// closed) and coupons (expired windows, locks that ran out) every
+// interval, until ctx ends. Reads apply it at once anyway;
 // the sweep keeps the store, and the events downstream, in step.
-func sweep(ctx context.Context, w *quan.WalletService, every time.Duration, logger *slog.Logger) {
+func sweep(ctx context.Context, w *quan.WalletService, ts *quan.TemplateService, every time.Duration, logger *slog.Logger) {
 	if every <= 0 {
 		return
 	}
@@ -224,6 +225,11 @@ func sweep(ctx context.Context, w *quan.WalletService, every time.Duration, logg
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if n, err := ts.EndDue(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn("end templates whose window closed", "err", err)
+		} else if n > 0 {
+			logger.Info("templates ended: their issue window closed", "templates", n)
 		}
 		start := time.Now()
 		n, err := w.Sweep(ctx, 10_000)
