@@ -27,8 +27,8 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := readmeBlocks(t, string(readme), "")
-	if len(blocks) != 3 {
-		t.Fatalf("README has %d readme-test blocks, want 3", len(blocks))
+	if len(blocks) != 4 {
+		t.Fatalf("README has %d readme-test blocks, want 4", len(blocks))
 	}
 	env := testEnv(t)
 	srv := startServe(t, env)
