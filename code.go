@@ -63,6 +63,19 @@ func NewCode(prefix string) (string, error) {
 	return string(b), nil
 }
 
+// NewCodes returns n fresh codes with prefix, as NewCode does.
+func NewCodes(n int, prefix string) ([]string, error) {
+	codes := make([]string, n)
+	for i := range codes {
+		c, err := NewCode(prefix)
+		if err != nil {
+			return nil, err
+		}
+		codes[i] = c
+	}
+	return codes, nil
+}
+
 // checkSymbol computes the Luhn mod N check of s, whose bytes are all in
 // CodeAlphabet: it catches every single mistyped symbol and every swap of
 // two neighbours but the swap of the symbols worth 0 and N-1 ("2" and "Z").

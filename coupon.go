@@ -33,7 +33,10 @@ type Coupon struct {
 	// Seq is the user's receive sequence of the template, 1 … its per-user
 	// limit. Coupons are never deleted, so a user holding n coupons of a
 	// template holds seq 1 … n, and the next one issued is n+1.
-	Seq        int64        `json:"seq"`
+	Seq int64 `json:"seq"`
+	// Code is the coupon's own code (see NewCode): what a cashier types or
+	// scans. Unique among all coupons.
+	Code       string       `json:"code,omitempty"`
 	Status     CouponStatus `json:"status"`
 	ValidStart time.Time    `json:"validStart"`
 	ValidEnd   time.Time    `json:"validEnd"`

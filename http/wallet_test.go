@@ -229,7 +229,6 @@ func TestDoubleLockOverHTTP(t *testing.T) {
 	}
 }
 
-
 // TestCouponEvents consumes coupon.status_changed as a downstream system
 // would: a lock, a payment, a refund and an expiry by the sweeper each
 // publish one event.

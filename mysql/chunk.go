@@ -438,8 +438,9 @@ type userSeq struct{ user, seq int64 }
 func appendCouponInsert(b []byte, table string, rows []userSeq, tail []byte) []byte {
 	b = append(b, "INSERT INTO "...)
 	b = append(b, table...)
-	b = append(b, ` (user_id, seq, template_id, shop_no, status,
+	b = append(b, ` (user_id, seq, code, template_id, shop_no, status,
 	valid_start, valid_end, source, task_id, order_id, created_at, updated_at) VALUES `...)
+	var code [quan.CodeLength]byte
 	for i, c := range rows {
 		if i > 0 {
 			b = append(b, ',')
@@ -448,6 +449,12 @@ func appendCouponInsert(b []byte, table string, rows []userSeq, tail []byte) []b
 		b = strconv.AppendInt(b, c.user, 10)
 		b = append(b, ',')
 		b = strconv.AppendInt(b, c.seq, 10)
+		// A code is of CodeAlphabet only: safe as a literal.
+		c, _ := quan.NewCode("")
+		copy(code[:], c)
+		b = append(b, ",'"...)
+		b = append(b, code[:]...)
+		b = append(b, '\'')
 		b = append(b, tail...)
 	}
 	return b

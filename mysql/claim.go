@@ -103,17 +103,21 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 	for part := range slices.Chunk(issued, claimBatch) {
 		var b strings.Builder
 		b.WriteString(`INSERT INTO coupons (template_id, shop_no, user_id, seq, status, valid_start, valid_end,
-			source, task_id, order_id, created_at, updated_at) VALUES `)
-		args := make([]any, 0, 10*len(part))
+			source, task_id, order_id, created_at, updated_at, code) VALUES `)
+		args := make([]any, 0, 11*len(part))
+		codes, err := quan.NewCodes(len(part), "")
+		if err != nil {
+			return err
+		}
 		for k, i := range part {
 			if k > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)`)
+			b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)`)
 			cp := quan.NewCoupon(t, cs[i].UserID, seqs[i], 0, cs[i].At)
 			cp.Source = quan.FromClaim
 			args = append(args, cp.TemplateID, cp.ShopNo, cp.UserID, cp.Seq, string(cp.Status),
-				utc(cp.ValidStart), utc(cp.ValidEnd), string(cp.Source), utc(now), utc(now))
+				utc(cp.ValidStart), utc(cp.ValidEnd), string(cp.Source), utc(now), utc(now), codes[k])
 		}
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("insert %d coupons: %w", len(part), translate(err))

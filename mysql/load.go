@@ -37,11 +37,17 @@ func (db *DB) loadCoupons(ctx context.Context, tx *sql.Tx, cs []userSeq, proto q
 	if err != nil {
 		return err
 	}
-	b := make([]byte, 0, len(cs)*(len(tail)+24))
-	for _, c := range cs {
+	codes, err := quan.NewCodes(len(cs), "")
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 0, len(cs)*(len(tail)+48))
+	for i, c := range cs {
 		b = strconv.AppendInt(b, c.user, 10)
 		b = append(b, '\t')
 		b = strconv.AppendInt(b, c.seq, 10)
+		b = append(b, '\t')
+		b = append(b, codes[i]...)
 		b = append(b, tail...)
 	}
 	name := fmt.Sprintf("quan-coupons-%p-%d", db, db.loads.Add(1))
@@ -49,7 +55,7 @@ func (db *DB) loadCoupons(ctx context.Context, tx *sql.Tx, cs []userSeq, proto q
 	defer mysql.DeregisterReaderHandler(name)
 	res, err := tx.ExecContext(ctx, `LOAD DATA LOCAL INFILE 'Reader::`+name+`' INTO TABLE coupons
 		CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\t' ESCAPED BY '\\' LINES TERMINATED BY '\n'
-		(user_id, seq, template_id, shop_no, status, valid_start, valid_end, source, task_id, order_id, created_at, updated_at)`)
+		(user_id, seq, code, template_id, shop_no, status, valid_start, valid_end, source, task_id, order_id, created_at, updated_at)`)
 	if err != nil {
 		return fmt.Errorf("load %d coupons: %w", len(cs), translate(err))
 	}

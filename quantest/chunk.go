@@ -121,9 +121,12 @@ func assertCoupons(t *testing.T, s TaskStores, user, template int64, want ...qua
 				t.Errorf("user %d's coupon seq %d: %s = %v, want %v", user, w.Seq, tm.field, tm.got, tm.want)
 			}
 		}
+		if _, err := quan.ParseCode(g.Code); err != nil {
+			t.Errorf("user %d's coupon %d has no valid code: %v", user, i, err)
+		}
 		gc, wc := *g, w
 		for _, c := range []*quan.Coupon{&gc, &wc} {
-			c.ID = 0
+			c.ID, c.Code = 0, ""
 			c.ValidStart, c.ValidEnd, c.CreatedAt, c.UpdatedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 		}
 		if gc != wc {

@@ -80,6 +80,8 @@ func testIssueClaimsInOrder(t *testing.T, s ClaimStores) {
 		if len(cps) != 1 || cps[0].ID != got[i].CouponID || cps[0].Source != quan.FromClaim || cps[0].Seq != 1 ||
 			cps[0].Status != quan.CouponAvailable {
 			t.Errorf("user %d holds %+v, want the claim's coupon %d", u, cps, got[i].CouponID)
+		} else if _, err := quan.ParseCode(cps[0].Code); err != nil {
+			t.Errorf("user %d's coupon has no valid code: %v", u, err)
 		}
 	}
 	for _, c := range got {

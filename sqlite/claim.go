@@ -83,8 +83,8 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 	seqs := quan.PlanClaims(cs, t, held, t.Stock, now)
 	issued := int64(0)
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO coupons (template_id, shop_no, user_id, seq, status,
-		valid_start, valid_end, source, task_id, order_id, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?) RETURNING id`)
+		valid_start, valid_end, source, task_id, order_id, created_at, updated_at, code)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?) RETURNING id`)
 	if err != nil {
 		return err
 	}
@@ -95,8 +95,12 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 		}
 		cp := quan.NewCoupon(t, c.UserID, seqs[i], 0, c.At)
 		cp.Source = quan.FromClaim
+		code, err := quan.NewCode("")
+		if err != nil {
+			return err
+		}
 		if err := ins.QueryRowContext(ctx, cp.TemplateID, cp.ShopNo, cp.UserID, cp.Seq, cp.Status,
-			micros(cp.ValidStart), micros(cp.ValidEnd), cp.Source, micros(now), micros(now)).Scan(&c.CouponID); err != nil {
+			micros(cp.ValidStart), micros(cp.ValidEnd), cp.Source, micros(now), micros(now), code).Scan(&c.CouponID); err != nil {
 			return fmt.Errorf("insert the coupon of claim %s: %w", c.ID, translate(err))
 		}
 		issued++
