@@ -129,7 +129,7 @@ func TestOpenTwiceAtOnce(t *testing.T) {
 		"SELECT count(*), count(DISTINCT version) FROM "+cfg.DBName+".schema_migrations").Scan(&n, &versions); err != nil {
 		t.Fatal(err)
 	}
-	if want := 6; n != want || versions != want {
+	if want := 7; n != want || versions != want {
 		t.Errorf("schema_migrations holds %d rows of %d versions, want %d of %d (one per migration)", n, versions, want, want)
 	}
 }
@@ -209,5 +209,12 @@ func TestWalletStore(t *testing.T) {
 			ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
 			Wallet:      s,
 		}
+	})
+}
+
+func TestCodeStore(t *testing.T) {
+	quantest.TestCodeStore(t, func(t *testing.T) quantest.CodeStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.CodeStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Codes: s}
 	})
 }

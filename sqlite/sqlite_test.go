@@ -110,3 +110,10 @@ func TestWalletStore(t *testing.T) {
 		}
 	})
 }
+
+func TestCodeStore(t *testing.T) {
+	quantest.TestCodeStore(t, func(t *testing.T) quantest.CodeStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.CodeStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Codes: s}
+	})
+}

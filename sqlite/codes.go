@@ -1,0 +1,232 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+var _ quan.CodeStore = (*Store)(nil)
+
+const codeBatchColumns = `id, template_id, shop_no, count, generated, status, created_by, created_at, updated_at`
+
+// CreateCodeBatch implements quan.CodeStore.
+func (s *Store) CreateCodeBatch(ctx context.Context, b *quan.CodeBatch) error {
+	err := s.db.write.QueryRowContext(ctx, `INSERT INTO code_batches (template_id, shop_no, count, generated, status,
+		created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		b.TemplateID, b.ShopNo, b.Count, b.Generated, b.Status, b.CreatedBy, micros(b.CreatedAt), micros(b.UpdatedAt)).Scan(&b.ID)
+	if err != nil {
+		return fmt.Errorf("create code batch: %w", translate(err))
+	}
+	return nil
+}
+
+// CodeBatch implements quan.CodeStore.
+func (s *Store) CodeBatch(ctx context.Context, shop, id int64) (*quan.CodeBatch, error) {
+	return codeBatch(ctx, s.db.read, shop, id)
+}
+
+func codeBatch(ctx context.Context, q rowQueryer, shop, id int64) (*quan.CodeBatch, error) {
+	query := `SELECT ` + codeBatchColumns + ` FROM code_batches WHERE id = ?`
+	args := []any{id}
+	if shop != quan.AnyShop {
+		query += ` AND shop_no = ?`
+		args = append(args, shop)
+	}
+	b, err := scanCodeBatch(q.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no code batch %d", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("code batch %d: %w", id, err)
+	}
+	return b, nil
+}
+
+func scanCodeBatch(row interface{ Scan(...any) error }) (*quan.CodeBatch, error) {
+	var (
+		b                  quan.CodeBatch
+		created, updatedAt int64
+	)
+	if err := row.Scan(&b.ID, &b.TemplateID, &b.ShopNo, &b.Count, &b.Generated, &b.Status, &b.CreatedBy, &created, &updatedAt); err != nil {
+		return nil, err
+	}
+	b.CreatedAt, b.UpdatedAt = fromMicros(created), fromMicros(updatedAt)
+	return &b, nil
+}
+
+// AddCodes implements quan.CodeStore in one write transaction.
+func (s *Store) AddCodes(ctx context.Context, id int64, codes []string, now time.Time) (*quan.CodeBatch, error) {
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("add codes to batch %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	b, err := codeBatch(ctx, tx, quan.AnyShop, id)
+	if err != nil {
+		return nil, err
+	}
+	if b.Generated+int64(len(codes)) > b.Count {
+		return nil, quan.Errorf(quan.EINVALID, "batch %d holds %d of %d codes: %d more are too many", id, b.Generated, b.Count, len(codes))
+	}
+	for part := range slices.Chunk(codes, batchRows) {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO redeem_codes (code, batch_id, template_id) VALUES `)
+		args := make([]any, 0, 3*len(part))
+		for i, c := range part {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString(`(?, ?, ?)`)
+			args = append(args, c, id, b.TemplateID)
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return nil, fmt.Errorf("add codes to batch %d: %w", id, translate(err))
+		}
+	}
+	b.Generated += int64(len(codes))
+	b.UpdatedAt = now
+	if b.Generated == b.Count {
+		b.Status = quan.CodeBatchReady
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE code_batches SET generated = ?, status = ?, updated_at = ? WHERE id = ?`,
+		b.Generated, b.Status, micros(now), id); err != nil {
+		return nil, fmt.Errorf("add codes to batch %d: %w", id, translate(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("add codes to batch %d: commit: %w", id, translate(err))
+	}
+	return b, nil
+}
+
+// GeneratingCodeBatches implements quan.CodeStore.
+func (s *Store) GeneratingCodeBatches(ctx context.Context) ([]*quan.CodeBatch, error) {
+	rows, err := s.db.read.QueryContext(ctx, `SELECT `+codeBatchColumns+` FROM code_batches WHERE status = ? ORDER BY id`, quan.CodeBatchGenerating)
+	if err != nil {
+		return nil, fmt.Errorf("code batches generating: %w", err)
+	}
+	defer rows.Close()
+	var bs []*quan.CodeBatch
+	for rows.Next() {
+		b, err := scanCodeBatch(rows)
+		if err != nil {
+			return nil, fmt.Errorf("code batches generating: %w", err)
+		}
+		bs = append(bs, b)
+	}
+	return bs, rows.Err()
+}
+
+// Codes implements quan.CodeStore, a page of the (batch, code) index at a
+// time.
+func (s *Store) Codes(ctx context.Context, id int64) iter.Seq2[quan.RedeemCode, error] {
+	return func(yield func(quan.RedeemCode, error) bool) {
+		after := ""
+		for {
+			rows, err := s.db.read.QueryContext(ctx, `SELECT code, template_id, user_id, coupon_id, redeemed_at FROM redeem_codes
+				WHERE batch_id = ? AND code > ? ORDER BY code LIMIT 10000`, id, after)
+			if err != nil {
+				yield(quan.RedeemCode{}, fmt.Errorf("codes of batch %d: %w", id, err))
+				return
+			}
+			n := 0
+			for rows.Next() {
+				c := quan.RedeemCode{BatchID: id}
+				var at sql.NullInt64
+				if err := rows.Scan(&c.Code, &c.TemplateID, &c.UserID, &c.CouponID, &at); err != nil {
+					rows.Close()
+					yield(quan.RedeemCode{}, fmt.Errorf("codes of batch %d: %w", id, err))
+					return
+				}
+				c.RedeemedAt = fromNullMicros(at)
+				n++
+				after = c.Code
+				if !yield(c, nil) {
+					rows.Close()
+					return
+				}
+			}
+			err = rows.Err()
+			rows.Close()
+			if err != nil {
+				yield(quan.RedeemCode{}, fmt.Errorf("codes of batch %d: %w", id, err))
+				return
+			}
+			if n < 10000 {
+				return
+			}
+		}
+	}
+}
+
+// RedeemCode implements quan.CodeStore in one write transaction.
+func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now time.Time) (*quan.Coupon, error) {
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("redeem code: %w", err)
+	}
+	defer tx.Rollback()
+	var template, by, couponID int64
+	err = tx.QueryRowContext(ctx, `SELECT template_id, user_id, coupon_id FROM redeem_codes WHERE code = ?`, code).Scan(&template, &by, &couponID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no code %s", code)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redeem code: %w", err)
+	}
+	switch {
+	case by == user:
+		return couponByID(ctx, tx, couponID)
+	case by != 0:
+		return nil, quan.Errorf(quan.ECODEUSED, "code %s was redeemed already", code)
+	}
+	t, err := queryTemplate(ctx, tx, quan.AnyShop, template)
+	if err != nil {
+		return nil, err
+	}
+	held := map[int64]int64{}
+	if err := heldCounts(ctx, tx, template, []int64{user}, held); err != nil {
+		return nil, err
+	}
+	if err := quan.IssueRefusal(t, held[user], now); err != nil {
+		return nil, err
+	}
+	c := quan.NewCoupon(t, user, held[user]+1, 0, now)
+	c.Source = quan.FromCode
+	if c.Code, err = quan.NewCode(""); err != nil {
+		return nil, err
+	}
+	if err := tx.QueryRowContext(ctx, `INSERT INTO coupons (template_id, shop_no, user_id, seq, status,
+		valid_start, valid_end, source, task_id, order_id, created_at, updated_at, code)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?) RETURNING id`,
+		c.TemplateID, c.ShopNo, c.UserID, c.Seq, c.Status, micros(c.ValidStart), micros(c.ValidEnd), c.Source,
+		micros(now), micros(now), c.Code).Scan(&c.ID); err != nil {
+		return nil, fmt.Errorf("redeem code: insert the coupon: %w", translate(err))
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE templates SET stock = stock - 1 WHERE id = ? AND stock >= 1`, template); err != nil {
+		return nil, fmt.Errorf("redeem code: take the stock: %w", translate(err))
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE redeem_codes SET user_id = ?, coupon_id = ?, redeemed_at = ? WHERE code = ?`,
+		user, c.ID, micros(now), code); err != nil {
+		return nil, fmt.Errorf("redeem code: %w", translate(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("redeem code: commit: %w", translate(err))
+	}
+	return &c, nil
+}
+
+func couponByID(ctx context.Context, q rowQueryer, id int64) (*quan.Coupon, error) {
+	c, err := scanCoupon(q.QueryRowContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE id = ?`, id))
+	if err != nil {
+		return nil, fmt.Errorf("coupon %d: %w", id, err)
+	}
+	return c, nil
+}
