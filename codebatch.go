@@ -84,6 +84,10 @@ type CodeService struct {
 	// Chunk is how many codes are generated and stored a transaction; 0
 	// means 10,000.
 	Chunk int
+	// Background bounds the generations in the background: they stop
+	// when it ends (and resume later from what they stored). Nil means
+	// they run to their end.
+	Background context.Context
 
 	wg sync.WaitGroup
 }
@@ -133,8 +137,11 @@ func (s *CodeService) Create(ctx context.Context, who Identity, template, n int6
 // Generate makes the rest of batch b's codes in the background.
 func (s *CodeService) Generate(b *CodeBatch) {
 	s.wg.Go(func() {
-		ctx := context.Background()
-		if err := s.generate(ctx, b); err != nil {
+		ctx := s.Background
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if err := s.generate(ctx, b); err != nil && ctx.Err() == nil {
 			s.logger().Error("generate codes", "batch", b.ID, "err", err)
 		}
 	})
@@ -161,6 +168,9 @@ func (s *CodeService) generate(ctx context.Context, b *CodeBatch) error {
 		chunk = 10_000
 	}
 	for b.Generated < b.Count {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		n := min(chunk, b.Count-b.Generated)
 		for attempt := 0; ; attempt++ {
 			codes, err := NewCodes(int(n), "")

@@ -21,6 +21,7 @@ type Server struct {
 	Tasks     *quan.TaskService   // nil serves no task routes
 	Claims    *quan.ClaimService  // nil serves no claim routes
 	Wallet    *quan.WalletService // nil serves no wallet and order routes
+	Codes     *quan.CodeService   // nil serves no code routes
 	// Idempotency keeps responses by Idempotency-Key for every POST; nil
 	// ignores the header.
 	Idempotency quan.Idempotency
@@ -106,6 +107,13 @@ func (s *Server) Handler() http.Handler {
 		handle("POST /api/v1/orders/{order}/redeem", s.orderStep(redeemStep))
 		handle("POST /api/v1/orders/{order}/release", s.orderStep(releaseStep))
 		handle("POST /api/v1/orders/{order}/refund", s.orderStep(refundStep))
+	}
+	if s.Codes != nil {
+		handle("POST /api/v1/templates/{id}/code-batches", s.createCodeBatch)
+		handle("GET /api/v1/code-batches/{id}", s.getCodeBatch)
+		handle("GET /api/v1/code-batches/{id}/codes.csv", s.exportCodes(false))
+		handle("GET /api/v1/code-batches/{id}/codes.xlsx", s.exportCodes(true))
+		handle("POST /api/v1/codes/redeem", s.redeemCode)
 	}
 
 	return s.recoverer(s.authenticate(s.idempotent(s.unmatchedAsProblem(mux))))

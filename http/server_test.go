@@ -103,6 +103,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Ready:       db.Ping,
 		Now:         clock,
 		Wallet:      &quan.WalletService{Coupons: store, Templates: store, Now: clock},
+		Codes:       &quan.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
 		Idempotency: inmem.NewIdempotency(),
 		Limiter:     inmem.NewRateLimiter(),
 	}
@@ -119,6 +120,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	t.Cleanup(func() {
 		stop()
 		<-done
+		ts.api.Codes.Wait()
 		ts.Close()
 	})
 	return ts

@@ -139,6 +139,7 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 		Tasks:       app.tasks,
 		Claims:      app.claims,
 		Wallet:      app.wallet,
+		Codes:       app.codes,
 		Idempotency: idem,
 		Limiter:     limiter,
 		ClaimLimits: c.Limits,
@@ -197,6 +198,13 @@ func (c *ServeCommand) startClaims(ctx context.Context, b *backends, a *app, log
 	a.claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: cache, Bus: bus, Now: c.Main.Now, Logger: logger}
 	a.wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: bus, Now: c.Main.Now, Logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
+	a.codes = &quan.CodeService{Codes: st, Templates: st, Cache: cache, Now: c.Main.Now, Logger: logger, Background: ctx}
+	if !c.Worker {
+		// Batches of codes a process that stopped left half made.
+		if err := a.codes.Resume(ctx); err != nil {
+			logger.Warn("resume code batches", "err", err)
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := a.claims.ServeClaims(ctx); err != nil {
@@ -207,6 +215,7 @@ func (c *ServeCommand) startClaims(ctx context.Context, b *backends, a *app, log
 	return func() {
 		cancel()
 		wg.Wait()
+		a.codes.Wait()
 	}, nil
 }
 

@@ -24,6 +24,7 @@ type store interface {
 	quan.CouponStore
 	quan.ClaimStore
 	quan.WalletStore
+	quan.CodeStore
 }
 
 // FileFlags bound the distribution files quan accepts.
@@ -71,6 +72,7 @@ type app struct {
 	distributor *quan.Distributor
 	claims      *quan.ClaimService  // serve and worker only
 	wallet      *quan.WalletService // serve and worker only
+	codes       *quan.CodeService   // serve only
 }
 
 // wire builds the use cases over st, keeping files in dataDir. chunk is
