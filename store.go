@@ -163,3 +163,12 @@ type WalletStore interface {
 	// slice.
 	LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*Coupon, []CouponStatus, error)
 }
+
+// Archiver moves old coupons out of the way.
+type Archiver interface {
+	// ArchiveCoupons moves up to limit used, expired or revoked coupons
+	// last changed before before, of templates that have ended, into the
+	// history table at now, and returns how many. Coupons of templates
+	// that still issue stay: the per-user limit counts them.
+	ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (int, error)
+}

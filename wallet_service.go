@@ -489,3 +489,22 @@ func (s *WalletService) Sweep(ctx context.Context, batch int) (int, error) {
 		}
 	}
 }
+
+// Archive moves the used, expired and revoked coupons of ended templates
+// last changed over after ago into the history table, in batches, and
+// returns how many; nothing when the store cannot archive.
+func (s *WalletService) Archive(ctx context.Context, after time.Duration, batch int) (int, error) {
+	a, ok := s.Coupons.(Archiver)
+	if !ok || after <= 0 {
+		return 0, nil
+	}
+	now := s.now()
+	n := 0
+	for {
+		k, err := a.ArchiveCoupons(ctx, now.Add(-after), now, batch)
+		n += k
+		if err != nil || k < batch {
+			return n, err
+		}
+	}
+}

@@ -327,3 +327,29 @@ func TestTemplatesEndByThemselves(t *testing.T) {
 		t.Fatalf("last audit entry %+v, want an expire by the system", last)
 	}
 }
+
+// TestArchiveAfter: spent coupons of an ended template leave the wallet
+// for the history table once old enough.
+func TestArchiveAfter(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	c := ts.walletCoupon(t, 7)
+	body := map[string]any{"items": order(12_000), "couponIds": []int64{c.ID}, "expectedDiscount": 1000}
+	ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, body).want(t, http.StatusOK, "")
+	ts.do(t, "POST", "/api/v1/orders/o-1/redeem", u, nil).want(t, http.StatusOK, "")
+	// A newer coupon, so that SQLite keeps its largest id in use.
+	ts.walletCoupon(t, 8)
+	ts.do(t, "POST", loc(c.TemplateID)+"/terminate", ts.merchant(t, 1), nil).want(t, http.StatusOK, "")
+	if n, err := ts.api.Wallet.Archive(t.Context(), 0, 100); err != nil || n != 0 {
+		t.Fatalf("archiving off: %d, %v", n, err)
+	}
+	ts.setNow(testNow.Add(31 * 24 * time.Hour))
+	if n, err := ts.api.Wallet.Archive(t.Context(), 30*24*time.Hour, 100); err != nil || n != 1 {
+		t.Fatalf("Archive = %d, %v; want the used coupon", n, err)
+	}
+	var page struct{ Total int }
+	ts.do(t, "GET", "/api/v1/me/coupons", ts.user(t, 7), nil).decode(t, &page)
+	if page.Total != 0 {
+		t.Fatalf("the wallet still lists %d coupons", page.Total)
+	}
+}

@@ -129,7 +129,7 @@ func TestOpenTwiceAtOnce(t *testing.T) {
 		"SELECT count(*), count(DISTINCT version) FROM "+cfg.DBName+".schema_migrations").Scan(&n, &versions); err != nil {
 		t.Fatal(err)
 	}
-	if want := 7; n != want || versions != want {
+	if want := 8; n != want || versions != want {
 		t.Errorf("schema_migrations holds %d rows of %d versions, want %d of %d (one per migration)", n, versions, want, want)
 	}
 }
@@ -217,4 +217,14 @@ func TestCodeStore(t *testing.T) {
 		s := mysql.NewStore(openDB(t))
 		return quantest.CodeStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Codes: s}
 	})
+}
+
+func TestArchiver(t *testing.T) {
+	quantest.TestArchiver(t, func(t *testing.T) quantest.WalletStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.WalletStores{
+			ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+			Wallet:      s,
+		}
+	}, func(s quantest.WalletStores) quan.Archiver { return s.Wallet.(quan.Archiver) })
 }

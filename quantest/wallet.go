@@ -180,3 +180,50 @@ func testLapseCoupons(t *testing.T, s WalletStores) {
 		}
 	}
 }
+
+// TestArchiver runs the conformance suite of quan.Archiver: only used,
+// expired or revoked coupons of ended templates, changed before the
+// cutoff, move.
+func TestArchiver(t *testing.T, newStores func(t *testing.T) WalletStores, archiver func(WalletStores) quan.Archiver) {
+	t.Helper()
+	t.Run("MovesOnlyWhatEndedTemplatesNoLongerNeed", func(t *testing.T) {
+		s := newStores(t)
+		a := archiver(s)
+		ended := walletCoupons(t, s, 1, 2, 3)
+		active := walletCoupons(t, s, 1)
+		use := func(c *quan.Coupon, at time.Time) {
+			t.Helper()
+			if _, err := s.Wallet.UpdateCoupons(t.Context(), c.UserID, []int64{c.ID}, func(cs []*quan.Coupon) error {
+				if err := cs[0].Lock("o", at, at.Add(time.Minute)); err != nil {
+					return err
+				}
+				return cs[0].Redeem(at)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		use(ended[0], walletNow)
+		use(ended[1], walletNow.Add(48*time.Hour)) // too recent
+		use(active[0], walletNow)
+		// ended[2] stays available: never archived.
+		if _, err := s.Templates.UpdateTemplate(t.Context(), 1, ended[0].TemplateID, "test", "terminate", (*quan.Template).Terminate); err != nil {
+			t.Fatal(err)
+		}
+		cutoff := walletNow.Add(24 * time.Hour)
+		n, err := a.ArchiveCoupons(t.Context(), cutoff, cutoff.Add(time.Hour), 10)
+		if err != nil || n != 1 {
+			t.Fatalf("ArchiveCoupons = %d, %v; want 1", n, err)
+		}
+		if cs := coupons(t, s.TaskStores, 1, ended[0].TemplateID); len(cs) != 0 {
+			t.Errorf("the archived coupon is still in the wallet: %+v", cs)
+		}
+		for _, c := range []*quan.Coupon{ended[1], ended[2], active[0]} {
+			if cs := coupons(t, s.TaskStores, c.UserID, c.TemplateID); len(cs) != 1 {
+				t.Errorf("coupon %d of user %d was archived", c.ID, c.UserID)
+			}
+		}
+		if n, err := a.ArchiveCoupons(t.Context(), cutoff, cutoff, 10); err != nil || n != 0 {
+			t.Fatalf("a second run: %d, %v; want nothing more", n, err)
+		}
+	})
+}

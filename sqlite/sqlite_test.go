@@ -117,3 +117,13 @@ func TestCodeStore(t *testing.T) {
 		return quantest.CodeStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Codes: s}
 	})
 }
+
+func TestArchiver(t *testing.T) {
+	quantest.TestArchiver(t, func(t *testing.T) quantest.WalletStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.WalletStores{
+			ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+			Wallet:      s,
+		}
+	}, func(s quantest.WalletStores) quan.Archiver { return s.Wallet.(quan.Archiver) })
+}

@@ -141,3 +141,45 @@ func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*
 	}
 	return cs, was, nil
 }
+
+var _ quan.Archiver = (*Store)(nil)
+
+// ArchiveCoupons implements quan.Archiver in one write transaction.
+func (s *Store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (int, error) {
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("archive coupons: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS archiving (id INTEGER PRIMARY KEY)`); err != nil {
+		return 0, fmt.Errorf("archive coupons: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM archiving`); err != nil {
+		return 0, fmt.Errorf("archive coupons: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO archiving (id)
+		SELECT c.id FROM coupons c JOIN templates t ON t.id = c.template_id
+		WHERE t.status = 'ended' AND c.status IN ('used', 'expired', 'revoked') AND c.updated_at < ?
+			-- SQLite hands out the largest rowid plus one: the newest
+			-- coupon stays, so that no id is ever handed out twice.
+			AND c.id < (SELECT max(id) FROM coupons)
+		LIMIT ?`, micros(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("archive coupons: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO coupons_archive (`+couponColumns+`, archived_at)
+		SELECT `+couponColumns+`, ? FROM coupons WHERE id IN (SELECT id FROM archiving)`, micros(now)); err != nil {
+		return 0, fmt.Errorf("archive coupons: copy: %w", translate(err))
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM coupons WHERE id IN (SELECT id FROM archiving)`); err != nil {
+		return 0, fmt.Errorf("archive coupons: delete: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("archive coupons: commit: %w", translate(err))
+	}
+	return int(n), nil
+}

@@ -41,8 +41,10 @@ type ServeCommand struct {
 	Runner RunnerFlags
 	Limits qhttp.ClaimLimits
 	// SweepEvery is how often expired coupons and locks that ran out are
-	// written down.
-	SweepEvery time.Duration
+	// written down; ArchiveAfter, if set, how old spent coupons of ended
+	// templates are when the sweep moves them to the history table.
+	SweepEvery   time.Duration
+	ArchiveAfter time.Duration
 
 	logger     *slog.Logger
 	closeStore func()
@@ -69,6 +71,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	c.Files.register(fs)
 	c.Runner.register(fs)
 	fs.DurationVar(&c.SweepEvery, "sweep-every", time.Minute, "how often to write down expired coupons and locks that ran out (0: never)")
+	fs.DurationVar(&c.ArchiveAfter, "archive-after", 0, "move used, expired and revoked coupons of ended templates this long unchanged to the history table (0: never)")
 	if !c.Worker {
 		fs.Float64Var(&c.Limits.UserRate, "claim-rate-user", 10, "claims a second one user may make (token bucket; 0: no limit)")
 		fs.IntVar(&c.Limits.UserBurst, "claim-burst-user", 20, "claims one user may make at once")
@@ -211,7 +214,7 @@ func (c *ServeCommand) startClaims(ctx context.Context, b *backends, a *app, log
 			logger.Error("claim consumer stopped", "err", err)
 		}
 	})
-	wg.Go(func() { sweep(ctx, a.wallet, a.templates, c.SweepEvery, logger) })
+	wg.Go(func() { sweep(ctx, a.wallet, a.templates, c.SweepEvery, c.ArchiveAfter, logger) })
 	return func() {
 		cancel()
 		wg.Wait()
@@ -223,7 +226,7 @@ func (c *ServeCommand) startClaims(ctx context.Context, b *backends, a *app, log
 // closed) and coupons (expired windows, locks that ran out) every
 // interval, until ctx ends. Reads apply it at once anyway;
 // the sweep keeps the store, and the events downstream, in step.
-func sweep(ctx context.Context, w *quan.WalletService, ts *quan.TemplateService, every time.Duration, logger *slog.Logger) {
+func sweep(ctx context.Context, w *quan.WalletService, ts *quan.TemplateService, every, archiveAfter time.Duration, logger *slog.Logger) {
 	if every <= 0 {
 		return
 	}
@@ -247,6 +250,11 @@ func sweep(ctx context.Context, w *quan.WalletService, ts *quan.TemplateService,
 			logger.Warn("sweep coupons", "err", err)
 		case n > 0:
 			logger.Info("coupons swept", "changed", n, "took", time.Since(start))
+		}
+		if n, err := w.Archive(ctx, archiveAfter, 10_000); err != nil && ctx.Err() == nil {
+			logger.Warn("archive coupons", "err", err)
+		} else if n > 0 {
+			logger.Info("coupons archived", "moved", n)
 		}
 	}
 }
