@@ -69,7 +69,7 @@ func DiffTemplates(before, after *Template) []FieldChange {
 
 var templateFieldOrder = []string{
 	"id", "shopNo", "name", "description", "kind", "rule", "source", "scope",
-	"issueStart", "issueEnd", "validity", "perUserLimit", "stock", "totalStock",
+	"issueStart", "issueEnd", "validity", "perUserLimit", "codePrefix", "stock", "totalStock",
 	"status", "createdBy", "createdAt", "updatedAt",
 }
 

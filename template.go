@@ -109,6 +109,9 @@ type TemplateSpec struct {
 	IssueEnd     time.Time `json:"issueEnd"`
 	Validity     Validity  `json:"validity"`
 	PerUserLimit int64     `json:"perUserLimit"`
+	// CodePrefix, 0 to MaxCodePrefix symbols of CodeAlphabet, starts the
+	// code of every coupon of the template.
+	CodePrefix string `json:"codePrefix,omitempty"`
 }
 
 // Template defines a coupon: its rule, scope, windows, limits and stock.
@@ -163,6 +166,15 @@ func (s *TemplateSpec) validate(v *validator) {
 		v.add("source", fmt.Sprintf("%q is not a source: use shop or platform", s.Source))
 	}
 	s.validateScope(v)
+	if len(s.CodePrefix) > MaxCodePrefix {
+		v.add("codePrefix", fmt.Sprintf("at most %d symbols", MaxCodePrefix))
+	}
+	for i := range len(s.CodePrefix) {
+		if codeIndex[s.CodePrefix[i]] < 0 {
+			v.add("codePrefix", fmt.Sprintf("%q is not one of %s", s.CodePrefix[i], CodeAlphabet))
+			break
+		}
+	}
 	issueOK := true
 	if s.IssueStart.IsZero() {
 		v.add("issueStart", "is required")

@@ -148,3 +148,33 @@ func TestCodeBatchResumes(t *testing.T) {
 		t.Fatalf("resumed batch %+v, want ready with 30", got)
 	}
 }
+
+func TestTemplateCodePrefix(t *testing.T) {
+	ts := newTestServer(t)
+	m := ts.merchant(t, 1)
+	for _, bad := range []string{"ABC", "O1"} {
+		body := validTemplate()
+		body["codePrefix"] = bad
+		r := ts.do(t, "POST", "/api/v1/templates", m, body)
+		r.want(t, http.StatusBadRequest, quan.EINVALID)
+		if !r.hasField("codePrefix") {
+			t.Errorf("codePrefix %q: problem %+v does not name the field", bad, r.Problem)
+		}
+	}
+	body := validTemplate()
+	body["codePrefix"] = "Q7"
+	tpl := ts.create(t, m, body)
+	if tpl.CodePrefix != "Q7" {
+		t.Fatalf("template %+v", tpl)
+	}
+	ts.do(t, "POST", loc(tpl.ID)+"/activate", m, nil).want(t, http.StatusOK, "")
+	ts.distribute(t, m, tpl.ID, "users.csv", []byte("userId\n7\n"), nil)
+	var page struct{ Items []quan.Coupon }
+	ts.do(t, "GET", "/api/v1/me/coupons", ts.user(t, 7), nil).decode(t, &page)
+	if len(page.Items) != 1 || len(page.Items[0].Code) != quan.CodeLength+2 || page.Items[0].Code[:2] != "Q7" {
+		t.Fatalf("coupon %+v, want a code with the template's prefix", page.Items)
+	}
+	if _, err := quan.ParseCode(page.Items[0].Code); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -105,7 +105,7 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 		b.WriteString(`INSERT INTO coupons (template_id, shop_no, user_id, seq, status, valid_start, valid_end,
 			source, task_id, order_id, created_at, updated_at, code) VALUES `)
 		args := make([]any, 0, 11*len(part))
-		codes, err := quan.NewCodes(len(part), "")
+		codes, err := quan.NewCodes(len(part), t.CodePrefix)
 		if err != nil {
 			return err
 		}

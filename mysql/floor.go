@@ -67,7 +67,7 @@ func (db *DB) MeasureFloor(ctx context.Context, proto quan.Coupon, users []int64
 		wg.Go(func() {
 			var b []byte
 			for batch := range batches {
-				b = appendCouponInsert(b[:0], floorTable, batch, tail)
+				b = appendCouponInsert(b[:0], floorTable, batch, tail, "")
 				if _, err := conn.ExecContext(insertCtx, string(b)); err != nil {
 					errs <- fmt.Errorf("insert %d rows: %w", len(batch), err)
 					stop()

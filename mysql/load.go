@@ -32,12 +32,12 @@ import (
 // duplicate key too, and skips the row: the count of rows loaded is
 // checked instead. It returns the server's refusal as it is when
 // local_infile is off (see refusedLoad).
-func (db *DB) loadCoupons(ctx context.Context, tx *sql.Tx, cs []userSeq, proto quan.Coupon) error {
+func (db *DB) loadCoupons(ctx context.Context, tx *sql.Tx, cs []userSeq, proto quan.Coupon, prefix string) error {
 	tail, err := couponTail(&proto, true)
 	if err != nil {
 		return err
 	}
-	codes, err := quan.NewCodes(len(cs), "")
+	codes, err := quan.NewCodes(len(cs), prefix)
 	if err != nil {
 		return err
 	}

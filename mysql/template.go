@@ -28,7 +28,7 @@ func NewStore(db *DB) *Store { return &Store{db: db} }
 const templateColumns = `id, shop_no, name, description, kind,
 	rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
 	source, scope_kind, scope_ids, issue_start, issue_end,
-	validity_kind, validity_start, validity_end, validity_hours,
+	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at`
 
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
@@ -45,13 +45,13 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 				shop_no, name, description, kind,
 				rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
 				source, scope_kind, scope_ids, issue_start, issue_end,
-				validity_kind, validity_start, validity_end, validity_hours,
+				validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 				per_user_limit, stock, total_stock, status, created_by, created_at, updated_at
-			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.ShopNo, t.Name, t.Description, t.Kind,
 			t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
 			t.Source, t.Scope.Kind, ids, utc(t.IssueStart), utc(t.IssueEnd),
-			t.Validity.Kind, nullTime(t.Validity.Start), nullTime(t.Validity.End), t.Validity.Hours,
+			t.Validity.Kind, nullTime(t.Validity.Start), nullTime(t.Validity.End), t.Validity.Hours, t.CodePrefix,
 			t.PerUserLimit, t.Stock, t.TotalStock, t.Status, t.CreatedBy, utc(t.CreatedAt), utc(t.UpdatedAt),
 		)
 		if err != nil {
@@ -173,14 +173,14 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 				name = ?, description = ?, kind = ?,
 				rule_amount = ?, rule_threshold = ?, rule_rate = ?, rule_cap = ?, rule_step = ?,
 				source = ?, scope_kind = ?, scope_ids = ?, issue_start = ?, issue_end = ?,
-				validity_kind = ?, validity_start = ?, validity_end = ?, validity_hours = ?,
+				validity_kind = ?, validity_start = ?, validity_end = ?, validity_hours = ?, code_prefix = ?,
 				per_user_limit = ?, stock = ?, total_stock = ?, status = ?,
 				created_by = ?, created_at = ?, updated_at = ?
 			WHERE id = ?`,
 			t.Name, t.Description, t.Kind,
 			t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
 			t.Source, t.Scope.Kind, ids, utc(t.IssueStart), utc(t.IssueEnd),
-			t.Validity.Kind, nullTime(t.Validity.Start), nullTime(t.Validity.End), t.Validity.Hours,
+			t.Validity.Kind, nullTime(t.Validity.Start), nullTime(t.Validity.End), t.Validity.Hours, t.CodePrefix,
 			t.PerUserLimit, t.Stock, t.TotalStock, t.Status,
 			t.CreatedBy, utc(t.CreatedAt), utc(t.UpdatedAt),
 			id,
@@ -335,7 +335,7 @@ func scanTemplate(row interface{ Scan(...any) error }) (*quan.Template, error) {
 	if err := row.Scan(&t.ID, &t.ShopNo, &t.Name, &t.Description, &t.Kind,
 		&t.Rule.Amount, &t.Rule.Threshold, &t.Rule.Rate, &t.Rule.Cap, &t.Rule.Step,
 		&t.Source, &t.Scope.Kind, &ids, &t.IssueStart, &t.IssueEnd,
-		&t.Validity.Kind, &validStart, &validEnd, &t.Validity.Hours,
+		&t.Validity.Kind, &validStart, &validEnd, &t.Validity.Hours, &t.CodePrefix,
 		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, &t.CreatedAt, &t.UpdatedAt,
 	); err != nil {
 		return nil, err

@@ -57,6 +57,7 @@ func newTemplate(t *testing.T, shop int64, name string) *quan.Template {
 				End:   base.Add(20 * 24 * time.Hour),
 			},
 			PerUserLimit: 2,
+			CodePrefix:   "Q",
 		},
 		Stock:      100,
 		TotalStock: 100,

@@ -173,7 +173,7 @@ func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64
 		return err
 	}
 	proto := quan.NewCoupon(t, 0, 0, c.TaskID, c.Now)
-	ins, err := newCouponInserter(ctx, tx, &proto)
+	ins, err := newCouponInserter(ctx, tx, &proto, t.CodePrefix)
 	if err != nil {
 		return err
 	}
@@ -275,10 +275,11 @@ type couponInserter struct {
 	consts   []any
 	floor    int64     // the largest coupon id before the chunk
 	full     *sql.Stmt // batchRows rows, prepared on first use
+	prefix   string    // of the coupons' codes
 }
 
-func newCouponInserter(ctx context.Context, tx *sql.Tx, proto *quan.Coupon) (*couponInserter, error) {
-	ci := &couponInserter{tx: tx, template: proto.TemplateID}
+func newCouponInserter(ctx context.Context, tx *sql.Tx, proto *quan.Coupon, prefix string) (*couponInserter, error) {
+	ci := &couponInserter{tx: tx, template: proto.TemplateID, prefix: prefix}
 	// Coupons inserted by this chunk get ids above every existing one
 	// (rowids grow from the largest), which tells them from coupons users
 	// held before.
@@ -327,7 +328,7 @@ func couponInsertSQL(n int) string {
 func (ci *couponInserter) insert(ctx context.Context, cs []userSeq) (int64, error) {
 	args := make([]any, 0, len(ci.consts)+3*len(cs))
 	args = append(args, ci.consts...)
-	codes, err := quan.NewCodes(len(cs), "")
+	codes, err := quan.NewCodes(len(cs), ci.prefix)
 	if err != nil {
 		return 0, err
 	}

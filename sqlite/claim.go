@@ -95,7 +95,7 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 		}
 		cp := quan.NewCoupon(t, c.UserID, seqs[i], 0, c.At)
 		cp.Source = quan.FromClaim
-		code, err := quan.NewCode("")
+		code, err := quan.NewCode(t.CodePrefix)
 		if err != nil {
 			return err
 		}

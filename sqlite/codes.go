@@ -200,7 +200,7 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 	}
 	c := quan.NewCoupon(t, user, held[user]+1, 0, now)
 	c.Source = quan.FromCode
-	if c.Code, err = quan.NewCode(""); err != nil {
+	if c.Code, err = quan.NewCode(t.CodePrefix); err != nil {
 		return nil, err
 	}
 	if err := tx.QueryRowContext(ctx, `INSERT INTO coupons (template_id, shop_no, user_id, seq, status,

@@ -28,7 +28,7 @@ func NewStore(db *DB) *Store { return &Store{db: db} }
 const templateColumns = `id, shop_no, name, description, kind,
 	rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
 	source, scope_kind, scope_ids, issue_start, issue_end,
-	validity_kind, validity_start, validity_end, validity_hours,
+	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at`
 
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
@@ -50,14 +50,14 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 			shop_no, name, description, kind,
 			rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
 			source, scope_kind, scope_ids, issue_start, issue_end,
-			validity_kind, validity_start, validity_end, validity_hours,
+			validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 			per_user_limit, stock, total_stock, status, created_by, created_at, updated_at
-		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
 		t.ShopNo, t.Name, t.Description, t.Kind,
 		t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
 		t.Source, t.Scope.Kind, ids, micros(t.IssueStart), micros(t.IssueEnd),
-		t.Validity.Kind, nullMicros(t.Validity.Start), nullMicros(t.Validity.End), t.Validity.Hours,
+		t.Validity.Kind, nullMicros(t.Validity.Start), nullMicros(t.Validity.End), t.Validity.Hours, t.CodePrefix,
 		t.PerUserLimit, t.Stock, t.TotalStock, t.Status, t.CreatedBy, micros(t.CreatedAt), micros(t.UpdatedAt),
 	).Scan(&id)
 	if err != nil {
@@ -172,14 +172,14 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 			name = ?, description = ?, kind = ?,
 			rule_amount = ?, rule_threshold = ?, rule_rate = ?, rule_cap = ?, rule_step = ?,
 			source = ?, scope_kind = ?, scope_ids = ?, issue_start = ?, issue_end = ?,
-			validity_kind = ?, validity_start = ?, validity_end = ?, validity_hours = ?,
+			validity_kind = ?, validity_start = ?, validity_end = ?, validity_hours = ?, code_prefix = ?,
 			per_user_limit = ?, stock = ?, total_stock = ?, status = ?,
 			created_by = ?, created_at = ?, updated_at = ?
 		WHERE id = ?`,
 		t.Name, t.Description, t.Kind,
 		t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
 		t.Source, t.Scope.Kind, ids, micros(t.IssueStart), micros(t.IssueEnd),
-		t.Validity.Kind, nullMicros(t.Validity.Start), nullMicros(t.Validity.End), t.Validity.Hours,
+		t.Validity.Kind, nullMicros(t.Validity.Start), nullMicros(t.Validity.End), t.Validity.Hours, t.CodePrefix,
 		t.PerUserLimit, t.Stock, t.TotalStock, t.Status,
 		t.CreatedBy, micros(t.CreatedAt), micros(t.UpdatedAt),
 		id,
@@ -313,7 +313,7 @@ func scanTemplate(row interface{ Scan(...any) error }) (*quan.Template, error) {
 	if err := row.Scan(&t.ID, &t.ShopNo, &t.Name, &t.Description, &t.Kind,
 		&t.Rule.Amount, &t.Rule.Threshold, &t.Rule.Rate, &t.Rule.Cap, &t.Rule.Step,
 		&t.Source, &t.Scope.Kind, &ids, &issueStart, &issueEnd,
-		&t.Validity.Kind, &validStart, &validEnd, &t.Validity.Hours,
+		&t.Validity.Kind, &validStart, &validEnd, &t.Validity.Hours, &t.CodePrefix,
 		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, &createdAt, &updateAt,
 	); err != nil {
 		return nil, err
