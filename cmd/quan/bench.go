@@ -19,20 +19,22 @@ type BenchCommand struct {
 	Main *Main
 }
 
-// Run dispatches "bench distribute" and "bench read".
+// Run dispatches "bench distribute", "bench read" and "bench claim".
 func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("bench: say what to measure: distribute or read")
+		return fmt.Errorf("bench: say what to measure: distribute, read or claim")
 	}
 	switch args[0] {
 	case "distribute":
 		return c.distribute(ctx, args[1:])
 	case "read":
 		return c.read(ctx, args[1:])
+	case "claim":
+		return c.claim(ctx, args[1:])
 	case "read-child": // one measurement of "bench read", in a process of its own
 		return sheet.BenchChild(ctx, c.Main.Stdout, args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q: use distribute or read", args[0])
+	return fmt.Errorf("bench: unknown benchmark %q: use distribute, read or claim", args[0])
 }
 
 // distribute measures one distribution of n generated users, from the

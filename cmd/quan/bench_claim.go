@@ -1,0 +1,702 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/bits"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/quanhq/quan"
+	qhttp "github.com/quanhq/quan/http"
+)
+
+// claimBench are the flags of `quan bench claim`.
+type claimBench struct {
+	DataDir, StoreURL, CacheURL, BusURL, LogLevel string
+
+	Conns        int
+	Requests     int
+	Stock        int64
+	Users        int
+	Duration     time.Duration
+	Ceiling      bool
+	CeilingRedis string
+	CPUProfile   string
+	RateLimits   bool
+}
+
+func (b *claimBench) register(fs *flag.FlagSet) {
+	fs.StringVar(&b.DataDir, "data", "", "data folder of the server (default: a fresh temporary one, removed after)")
+	registerBackends(fs, &b.StoreURL, &b.CacheURL, &b.BusURL)
+	fs.StringVar(&b.LogLevel, "log-level", "warn", "the server's log level: debug, info, warn or error")
+	fs.IntVar(&b.Conns, "c", 1000, "concurrent keep-alive connections, one request in flight on each")
+	fs.IntVar(&b.Requests, "n", 200_000, "claims to send (at most: --duration may stop sooner)")
+	fs.Int64Var(&b.Stock, "stock", 0, "stock of the template claimed, one per user (default: -n)")
+	fs.IntVar(&b.Users, "users", 0, "distinct users the requests come from, in a shuffled order, so that with fewer users than requests some repeat and get 409 limit_reached (default: 90% of -n)")
+	fs.DurationVar(&b.Duration, "duration", 0, "stop sending after this long (default: when -n are sent)")
+	fs.BoolVar(&b.Ceiling, "ceiling", false, "in the same run, after the claims, drive a bare HTTP handler making one Redis script call per request with the same load: the ceiling the claims are compared with")
+	fs.StringVar(&b.CeilingRedis, "ceiling-redis", "redis://127.0.0.1:6379", "the Redis --ceiling calls")
+	fs.BoolVar(&b.RateLimits, "rate-limits", true, "serve with the claim rate limits of `quan serve` (false: --claim-rate-user 0 --claim-rate-template 0, to see what they cost)")
+	fs.StringVar(&b.CPUProfile, "cpuprofile", "", "write a CPU profile of the claims' load and drain (server and load generator: one process) to this file")
+}
+
+func (b *claimBench) validate() error {
+	if b.Users == 0 {
+		b.Users = max(1, b.Requests-b.Requests/10)
+	}
+	if b.Stock == 0 {
+		b.Stock = int64(b.Requests)
+	}
+	switch {
+	case b.Conns < 1:
+		return fmt.Errorf("bench claim: -c %d: want at least 1", b.Conns)
+	case b.Requests < 1:
+		return fmt.Errorf("bench claim: -n %d: want at least 1", b.Requests)
+	case b.Users < 1:
+		return fmt.Errorf("bench claim: --users %d: want at least 1", b.Users)
+	case b.Stock < 1 || b.Stock > quan.MaxStock:
+		return fmt.Errorf("bench claim: --stock %d: want 1 to %d", b.Stock, quan.MaxStock)
+	case b.Duration < 0:
+		return fmt.Errorf("bench claim: --duration %s: want a positive duration", b.Duration)
+	}
+	return nil
+}
+
+// setup names the backends of the run.
+func (b *claimBench) setup() string {
+	store, _, _ := strings.Cut(b.StoreURL, ":")
+	cache, _, _ := strings.Cut(b.CacheURL, ":")
+	if cache == "" || cache == "none" {
+		cache = "mem" // claims reserve in the process without a cache
+	}
+	bus, _, _ := strings.Cut(cmp.Or(b.BusURL, "embedded:"), ":")
+	if bus == "embedded" {
+		bus = "embedded nats"
+	}
+	return fmt.Sprintf("store %s, cache %s, bus %s", store, cache, bus)
+}
+
+// claim measures the claim API of a real server in this process: accepted
+// claims/s and the latency of every request on Conns connections, the
+// drain of the accepted claims into the store, and, with --ceiling, a bare
+// handler making one Redis call per request under the same load. It fails
+// if a claim was lost, the stock oversold or a user served over the limit.
+func (c *BenchCommand) claim(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench claim", flag.ContinueOnError)
+	var b claimBench
+	b.register(fs)
+	if err := c.Main.parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := b.validate(); err != nil {
+		return err
+	}
+	out := c.Main.Stdout
+	if b.DataDir == "" {
+		dir, err := os.MkdirTemp("", "quan-bench-claim-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		b.DataDir = dir
+	}
+	srv := &ServeCommand{Main: c.Main}
+	serveArgs := []string{"--addr", "127.0.0.1:0", "--data", b.DataDir, "--store", b.StoreURL,
+		"--cache", b.CacheURL, "--bus", b.BusURL, "--log-level", b.LogLevel, "--runner=false"}
+	if !b.RateLimits {
+		serveArgs = append(serveArgs, "--claim-rate-user", "0", "--claim-rate-template", "0")
+	}
+	if err := srv.ParseFlags(serveArgs); err != nil {
+		return err
+	}
+	if err := srv.Open(ctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("bench claim: start the server: %w", err)
+	}
+	defer srv.Close()
+	svc := srv.server.Claims
+
+	tpl, err := createDemoTemplate(ctx, c.Main, &app{templates: srv.server.Templates}, b.Stock)
+	if err != nil {
+		return fmt.Errorf("bench claim: %w", err)
+	}
+	gen, err := claimLoad(b, srv.DataDir)
+	if err != nil {
+		return err
+	}
+	gen.URL = fmt.Sprintf("%s/api/v1/templates/%d/claim", srv.URL(), tpl.ID)
+	gen.WarmURL = srv.URL() + "/healthz"
+	fmt.Fprintf(out, "bench claim: %s; template %d, stock %s, %s users, %s requests on %s connections; client and server share the %d cores (GOMAXPROCS %d)\n",
+		b.setup(), tpl.ID, thousands(b.Stock), thousands(int64(len(gen.Auth))), thousands(int64(len(gen.Order))),
+		thousands(int64(b.Conns)), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+
+	runtime.GC()
+	if b.CPUProfile != "" {
+		f, err := os.Create(b.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("bench claim: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench claim: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	res, err := gen.run(ctx)
+	if err != nil {
+		return fmt.Errorf("bench claim: %w", err)
+	}
+	ended := res.Start.Add(res.Wall)
+	persistedAtEnd := persisted(svc)
+	fmt.Fprintf(out, "bench claim: %s (%d cores)\n", res.summary(), runtime.NumCPU())
+	fmt.Fprintf(out, "bench claim: 202 accepted %s (%s claims/s), 409 sold_out %s, 409 limit_reached %s, other 409 %s, 429 %s, other status %s, no response %s%s\n",
+		thousands(res.Accepted), thousands(perSecond(res.Accepted, res.Wall)), thousands(res.SoldOut),
+		thousands(res.Limit), thousands(res.Conflict), thousands(res.RateLimited), thousands(res.Other),
+		thousands(res.Errors), res.firstProblem())
+
+	if err := waitDrained(ctx, svc); err != nil {
+		return fmt.Errorf("bench claim: %w", err)
+	}
+	drained := time.Now()
+	pprof.StopCPUProfile()
+	issued := persisted(svc)
+	fmt.Fprintf(out, "bench claim: drain: %s persisted when the load ended, all %s %s after it began: %s coupons/s written to the store; the last %s in %s after the load, %s/s (%d cores)\n",
+		thousands(persistedAtEnd), thousands(issued), drained.Sub(res.Start).Round(time.Millisecond),
+		thousands(perSecond(issued, drained.Sub(res.Start))), thousands(issued-persistedAtEnd),
+		drained.Sub(ended).Round(time.Millisecond), thousands(perSecond(issued-persistedAtEnd, drained.Sub(ended))), runtime.NumCPU())
+
+	audit, err := auditClaims(ctx, srv, tpl, res)
+	if err != nil {
+		return fmt.Errorf("bench claim: verify: %w", err)
+	}
+	if err := audit.check(); err != nil {
+		fmt.Fprintf(out, "bench claim: verification FAILED: %v\n", err)
+		return fmt.Errorf("bench claim: %w", err)
+	}
+	fmt.Fprintf(out, "bench claim: verified: %s\n", audit)
+	if !b.Ceiling {
+		return nil
+	}
+
+	// The server is idle now, but it goes, so that the ceiling has the
+	// machine to itself as the claims had.
+	if err := srv.Close(); err != nil {
+		return fmt.Errorf("bench claim: stop the server: %w", err)
+	}
+	ceil, err := runCeiling(ctx, b.CeilingRedis, gen)
+	if err != nil {
+		return fmt.Errorf("bench claim: ceiling: %w", err)
+	}
+	fmt.Fprintf(out, "bench claim: ceiling: bare handler, one Redis script call per request (rueidis), same load: %s (%d cores)\n", ceil.summary(), runtime.NumCPU())
+	if ceil.Accepted != ceil.Sent {
+		return fmt.Errorf("bench claim: ceiling: %s of %s requests failed%s", thousands(ceil.Sent-ceil.Accepted), thousands(ceil.Sent), ceil.firstProblem())
+	}
+	claims, ceiling := perSecondF(res.Accepted, res.Wall), perSecondF(ceil.Sent, ceil.Wall)
+	fmt.Fprintf(out, "bench claim: claims/ceiling %.2f× (%s accepted claims/s ÷ %s req/s); requests/ceiling %.2f× (%d cores)\n",
+		claims/ceiling, thousands(int64(claims)), thousands(int64(ceiling)),
+		perSecondF(res.Sent, res.Wall)/ceiling, runtime.NumCPU())
+	return nil
+}
+
+// claimLoad mints a token for each of b.Users users (as many as the
+// requests can name) with the server's secret in dataDir, and orders the
+// requests: request k comes from user k mod Users, shuffled, so that
+// repeats are spread over the run.
+func claimLoad(b claimBench, dataDir string) (*loadGen, error) {
+	secret, err := loadSecret(dataDir, "")
+	if err != nil {
+		return nil, fmt.Errorf("bench claim: %w", err)
+	}
+	tokens, err := qhttp.NewTokens(secret, nil)
+	if err != nil {
+		return nil, fmt.Errorf("bench claim: %w", err)
+	}
+	users := min(b.Users, b.Requests)
+	auth := make([][]string, users)
+	for i := range auth {
+		tok, err := tokens.Mint(quan.Identity{Role: quan.RoleUser, UserID: int64(i) + 1}, 24*time.Hour)
+		if err != nil {
+			return nil, fmt.Errorf("bench claim: mint a token: %w", err)
+		}
+		auth[i] = []string{"Bearer " + tok}
+	}
+	order := make([]int32, b.Requests)
+	for k := range order {
+		order[k] = int32(k % users)
+	}
+	r := mrand.New(mrand.NewPCG(5, 5))
+	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	return &loadGen{Method: http.MethodPost, Auth: auth, Order: order, Conns: b.Conns, Duration: b.Duration}, nil
+}
+
+// persisted is how many accepted claims the store has decided.
+func persisted(svc *quan.ClaimService) int64 {
+	return svc.Counters.Issued.Load() + svc.Counters.Failed.Load()
+}
+
+// waitDrained waits until the store has decided every claim the server
+// accepted. It gives up if none is decided for a minute.
+func waitDrained(ctx context.Context, svc *quan.ClaimService) error {
+	last, since := persisted(svc), time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n := persisted(svc)
+		if n >= svc.Counters.Accepted.Load() {
+			return nil
+		}
+		if n != last {
+			last, since = n, time.Now()
+		}
+		if time.Since(since) > time.Minute {
+			return fmt.Errorf("drain stalled: %s of %s accepted claims persisted, none for a minute", thousands(n), thousands(svc.Counters.Accepted.Load()))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// claimAudit is what the run's invariants are checked on, once every
+// accepted claim is persisted.
+type claimAudit struct {
+	Stock          int64 // the template's initial stock
+	Accepted       int64 // claims the server accepted
+	ClientAccepted int64 // 202s the load generator read
+	ClientErrors   int64 // requests without a response
+	Coupons        quan.CouponStats
+	CacheStock     int64
+	StoreStock     int64
+}
+
+func auditClaims(ctx context.Context, srv *ServeCommand, tpl *quan.Template, res *loadResult) (claimAudit, error) {
+	svc := srv.server.Claims
+	a := claimAudit{Stock: tpl.Stock, Accepted: svc.Counters.Accepted.Load(), ClientAccepted: res.Accepted, ClientErrors: res.Errors}
+	var err error
+	if a.Coupons, err = svc.Coupons.CouponStats(ctx, tpl.ID, 0); err != nil {
+		return a, err
+	}
+	st, err := svc.Cache.State(ctx, tpl.ID)
+	if err != nil {
+		return a, fmt.Errorf("the cache's state: %w", err)
+	}
+	t, err := srv.server.Templates.Get(ctx, cliIdentity, tpl.ID)
+	if err != nil {
+		return a, err
+	}
+	a.CacheStock, a.StoreStock = st.Stock, t.Stock
+	return a, nil
+}
+
+// check returns what breaks the invariants: a claim accepted but not
+// issued (or issued twice), stock oversold, a user over the limit of one,
+// the cache's stock apart from the store's.
+func (a claimAudit) check() error {
+	var errs []error
+	if a.Coupons.Coupons != a.Accepted {
+		errs = append(errs, fmt.Errorf("%s coupons issued for %s accepted claims", thousands(a.Coupons.Coupons), thousands(a.Accepted)))
+	}
+	// A request without a response may have been accepted all the same.
+	if a.ClientErrors == 0 && a.ClientAccepted != a.Accepted {
+		errs = append(errs, fmt.Errorf("the client read %s 202s, the server accepted %s claims", thousands(a.ClientAccepted), thousands(a.Accepted)))
+	}
+	if a.Coupons.Coupons > a.Stock {
+		errs = append(errs, fmt.Errorf("oversold: %s coupons issued of a stock of %s", thousands(a.Coupons.Coupons), thousands(a.Stock)))
+	}
+	if a.Coupons.MaxPerUser > 1 {
+		errs = append(errs, fmt.Errorf("over the limit: a user holds %d coupons, one is the limit", a.Coupons.MaxPerUser))
+	}
+	if a.CacheStock != a.StoreStock {
+		errs = append(errs, fmt.Errorf("the cache's stock %s is not the store's %s", thousands(a.CacheStock), thousands(a.StoreStock)))
+	}
+	if a.StoreStock != a.Stock-a.Coupons.Coupons {
+		errs = append(errs, fmt.Errorf("the store's stock %s is not %s less %s issued", thousands(a.StoreStock), thousands(a.Stock), thousands(a.Coupons.Coupons)))
+	}
+	return errors.Join(errs...)
+}
+
+func (a claimAudit) String() string {
+	return fmt.Sprintf("%s coupons issued == %s accepted claims (no claim lost), ≤ stock %s (no oversell), at most %d per user (no over-limit), cache stock %s == store stock %s",
+		thousands(a.Coupons.Coupons), thousands(a.Accepted), thousands(a.Stock), a.Coupons.MaxPerUser,
+		thousands(a.CacheStock), thousands(a.StoreStock))
+}
+
+// runCeiling drives gen's load at a bare handler that makes one Redis
+// script call per request (a DECR of a key of its own, deleted after): the
+// most one process on this machine serves of requests that each need a
+// Redis round trip, which a claim does once. It talks to Redis with
+// rueidis directly, not through quan's cache, which is what it measures
+// the claims against.
+func runCeiling(ctx context.Context, redisURL string, gen *loadGen) (*loadResult, error) {
+	opt, err := rueidis.ParseURL(redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("--ceiling-redis: %w", err)
+	}
+	opt.DisableCache = true
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("--ceiling-redis %s: %w", redact(redisURL), err)
+	}
+	defer client.Close()
+	var b [6]byte
+	rand.Read(b[:])
+	key := "quanbench:ceiling:" + hex.EncodeToString(b[:]) + ":stock"
+	if err := client.Do(ctx, client.B().Set().Key(key).Value(fmt.Sprint(len(gen.Order))).Build()).Error(); err != nil {
+		return nil, err
+	}
+	defer client.Do(context.WithoutCancel(ctx), client.B().Del().Key(key).Build())
+	script := rueidis.NewLuaScript(`return redis.call('DECR', KEYS[1])`)
+	keys := []string{key}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet { // the load generator's warm-up
+			return
+		}
+		left, err := script.Exec(r.Context(), client, keys, nil).AsInt64()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, "{\"left\":%d}\n", left)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	g := *gen
+	g.URL = "http://" + ln.Addr().String() + "/claim"
+	g.WarmURL = g.URL
+	return g.run(ctx)
+}
+
+// loadGen sends Order's requests at URL on Conns keep-alive connections,
+// each with one request in flight, as fast as they are answered. Each
+// connection's goroutine reuses one request and one read buffer, so that
+// net/http makes the only allocations.
+type loadGen struct {
+	URL      string
+	WarmURL  string // fetched once on each connection before the clock starts
+	Method   string
+	Auth     [][]string // the Authorization header of each user
+	Order    []int32    // the user of each request
+	Conns    int
+	Duration time.Duration // stop after this long; 0: when Order is sent
+}
+
+// loadResult is what one run of a loadGen counted and timed.
+type loadResult struct {
+	Start       time.Time
+	Wall        time.Duration
+	Sent        int64
+	Accepted    int64 // 202
+	SoldOut     int64 // 409 sold_out
+	Limit       int64 // 409 limit_reached
+	Conflict    int64 // other 409s
+	RateLimited int64 // 429
+	Other       int64 // any other status
+	Errors      int64 // no response
+	Problem     string
+	Lat         latencies
+}
+
+func (g *loadGen) run(ctx context.Context) (*loadResult, error) {
+	tr := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          g.Conns,
+		MaxIdleConnsPerHost:   g.Conns,
+		MaxConnsPerHost:       g.Conns,
+		IdleConnTimeout:       time.Minute,
+		ResponseHeaderTimeout: time.Minute,
+		DisableCompression:    true,
+	}
+	defer tr.CloseIdleConnections()
+	res := &loadResult{}
+	var (
+		next  atomic.Int64
+		ready sync.WaitGroup
+		done  sync.WaitGroup
+		mu    sync.Mutex
+		werr  error
+	)
+	start := make(chan struct{})
+	var deadline time.Time
+	for range g.Conns {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			w := loadWorker{g: g, tr: tr, res: res, buf: make([]byte, 4096)}
+			// Each worker holds its warm-up response unread until all
+			// have one, so that every connection is open before the clock
+			// starts.
+			warm, err := w.warm(ctx)
+			ready.Done()
+			<-start
+			if warm != nil {
+				io.Copy(io.Discard, warm.Body)
+				warm.Body.Close()
+			}
+			if err != nil {
+				mu.Lock()
+				werr = cmp.Or(werr, err)
+				mu.Unlock()
+				return
+			}
+			w.loop(ctx, &next, deadline)
+			mu.Lock()
+			w.merge()
+			mu.Unlock()
+		}()
+	}
+	ready.Wait()
+	res.Start = time.Now()
+	if g.Duration > 0 {
+		deadline = res.Start.Add(g.Duration)
+	}
+	close(start)
+	done.Wait()
+	res.Wall = time.Since(res.Start)
+	if werr != nil {
+		return nil, fmt.Errorf("warm up the connections: %w", werr)
+	}
+	return res, ctx.Err()
+}
+
+// loadWorker is one connection's goroutine, counting on its own.
+type loadWorker struct {
+	g   *loadGen
+	tr  *http.Transport
+	res *loadResult
+	buf []byte
+
+	sent, accepted, soldOut, limit, conflict, rateLimited, other, errors int64
+	problem                                                              string
+}
+
+func (w *loadWorker) warm(ctx context.Context) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.g.WarmURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := w.tr.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (w *loadWorker) loop(ctx context.Context, next *atomic.Int64, deadline time.Time) {
+	req, err := http.NewRequestWithContext(ctx, w.g.Method, w.g.URL, nil)
+	if err != nil {
+		w.errors++
+		w.problem = err.Error()
+		return
+	}
+	for {
+		k := next.Add(1) - 1
+		if k >= int64(len(w.g.Order)) {
+			return
+		}
+		t := time.Now()
+		if !deadline.IsZero() && t.After(deadline) {
+			return
+		}
+		w.sent++
+		req.Header["Authorization"] = w.g.Auth[w.g.Order[k]]
+		resp, err := w.tr.RoundTrip(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.errors++
+			w.note(err.Error())
+			continue
+		}
+		n := readInto(resp.Body, w.buf)
+		resp.Body.Close()
+		w.res.Lat.record(time.Since(t))
+		body := w.buf[:n]
+		switch {
+		case resp.StatusCode == http.StatusAccepted:
+			w.accepted++
+		case resp.StatusCode == http.StatusTooManyRequests:
+			w.rateLimited++
+			w.note(fmt.Sprintf("%s: %s", resp.Status, body))
+		case resp.StatusCode != http.StatusConflict:
+			w.other++
+			w.note(fmt.Sprintf("%s: %s", resp.Status, body))
+		case bytes.Contains(body, soldOutCode):
+			w.soldOut++
+		case bytes.Contains(body, limitCode):
+			w.limit++
+		default:
+			w.conflict++
+			w.note(fmt.Sprintf("%s: %s", resp.Status, body))
+		}
+	}
+}
+
+// note keeps the first problem seen, to print.
+func (w *loadWorker) note(s string) {
+	if w.problem == "" {
+		w.problem = strings.TrimSpace(s)
+	}
+}
+
+// merge adds the worker's counts to the result; the caller holds its lock.
+func (w *loadWorker) merge() {
+	r := w.res
+	r.Sent += w.sent
+	r.Accepted += w.accepted
+	r.SoldOut += w.soldOut
+	r.Limit += w.limit
+	r.Conflict += w.conflict
+	r.RateLimited += w.rateLimited
+	r.Other += w.other
+	r.Errors += w.errors
+	r.Problem = cmp.Or(r.Problem, w.problem)
+}
+
+// readInto reads r to its end, keeping the first len(buf) bytes in buf,
+// and returns how many it kept.
+func readInto(r io.Reader, buf []byte) int {
+	n := 0
+	for {
+		dst := buf[min(n, len(buf)):]
+		if len(dst) == 0 {
+			io.Copy(io.Discard, r)
+			return n
+		}
+		m, err := r.Read(dst)
+		n += m
+		if err != nil {
+			return n
+		}
+	}
+}
+
+// The refusal codes a 409's problem document names.
+var (
+	soldOutCode = []byte(`"` + quan.ESOLDOUT + `"`)
+	limitCode   = []byte(`"` + quan.ELIMIT + `"`)
+)
+
+func (r *loadResult) summary() string {
+	return fmt.Sprintf("%s requests in %s: %s req/s, latency p50 %s p99 %s max %s",
+		thousands(r.Sent), r.Wall.Round(time.Millisecond), thousands(perSecond(r.Sent, r.Wall)),
+		fmtLatency(r.Lat.quantile(0.50)), fmtLatency(r.Lat.quantile(0.99)), fmtLatency(time.Duration(r.Lat.max.Load())))
+}
+
+func (r *loadResult) firstProblem() string {
+	if r.Problem == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (first: %.200s)", r.Problem)
+}
+
+func perSecondF(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+func perSecond(n int64, d time.Duration) int64 { return int64(perSecondF(n, d)) }
+
+func fmtLatency(d time.Duration) string {
+	switch {
+	case d >= 10*time.Millisecond:
+		return d.Round(time.Millisecond).String()
+	case d >= 10*time.Microsecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.String()
+}
+
+// latencies is a histogram of durations, safe for concurrent use, to
+// within 1/latSub (3%): latSub buckets for each power of two of
+// nanoseconds.
+type latencies struct {
+	counts [latBuckets]atomic.Int64
+	max    atomic.Int64
+}
+
+const (
+	latSub     = 32
+	latBuckets = 64 * latSub
+)
+
+func latBucket(ns int64) int {
+	if ns < 2*latSub {
+		return int(max(ns, 0))
+	}
+	shift := bits.Len64(uint64(ns)) - 6 // ns>>shift is in [latSub, 2*latSub)
+	return shift*latSub + int(ns>>shift)
+}
+
+// latValue is the middle of bucket i.
+func latValue(i int) time.Duration {
+	if i < 2*latSub {
+		return time.Duration(i)
+	}
+	shift := i/latSub - 1
+	return time.Duration(int64(i-shift*latSub)<<shift + int64(1)<<shift/2)
+}
+
+func (l *latencies) record(d time.Duration) {
+	ns := int64(d)
+	l.counts[latBucket(ns)].Add(1)
+	for {
+		m := l.max.Load()
+		if ns <= m || l.max.CompareAndSwap(m, ns) {
+			return
+		}
+	}
+}
+
+// quantile returns the duration q of the recorded ones are at most; in
+// the highest bucket, the max.
+func (l *latencies) quantile(q float64) time.Duration {
+	var total int64
+	for i := range l.counts {
+		total += l.counts[i].Load()
+	}
+	if total == 0 {
+		return 0
+	}
+	want := max(1, int64(q*float64(total)+0.5))
+	var seen int64
+	for i := range l.counts {
+		if seen += l.counts[i].Load(); seen >= want {
+			if seen == total {
+				break
+			}
+			return min(latValue(i), time.Duration(l.max.Load()))
+		}
+	}
+	return time.Duration(l.max.Load())
+}
