@@ -46,6 +46,7 @@ Usage:
   quan token      [flags]          mint a bearer token for development
   quan bench distribute [flags]    measure a distribution end to end
   quan bench read [flags]          measure the spreadsheet reader against excelize
+  quan bench claim [flags]         load the claim API over HTTP and verify no claim is lost
 
 Run 'quan COMMAND -h' for a command's flags. Every flag can also be set
 with an environment variable: --data is QUAN_DATA, --jwt-secret is
