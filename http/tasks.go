@@ -210,16 +210,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	f := quan.TaskFilter{Status: quan.TaskStatus(q.Get("status"))}
-	var bad []quan.FieldError
-	for name, dst := range map[string]*int{"offset": &f.Offset, "limit": &f.Limit} {
-		if v := q.Get(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not a whole number", v)})
-			}
-			*dst = n
-		}
-	}
+	bad := pageParams(q, &f.Offset, &f.Limit)
 	if len(bad) > 0 {
 		return &quan.Error{Code: quan.EINVALID, Message: "invalid list parameters", Fields: bad}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -63,19 +64,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) error {
 		Kind:         quan.Kind(q.Get("kind")),
 		NameContains: q.Get("name"),
 	}
-	var bad []quan.FieldError
-	intParam := func(name string, dst *int) {
-		if v := q.Get(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not a whole number", v)})
-				return
-			}
-			*dst = n
-		}
-	}
-	intParam("offset", &f.Offset)
-	intParam("limit", &f.Limit)
+	bad := pageParams(q, &f.Offset, &f.Limit)
 	if v := q.Get("shopNo"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
@@ -231,4 +220,25 @@ func jsonError(err error) error {
 		return quan.Errorf(quan.EINVALID, "the request body is cut short")
 	}
 	return quan.Errorf(quan.EINVALID, "the request body is not valid: %v", err)
+}
+
+// pageParams reads the offset and limit of a listing, and returns a field
+// error for each that is not a whole number. The use case checks their
+// ranges.
+func pageParams(q url.Values, offset, limit *int) []quan.FieldError {
+	var bad []quan.FieldError
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"offset", offset}, {"limit", limit}} {
+		if v := q.Get(p.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				bad = append(bad, quan.FieldError{Field: p.name, Message: fmt.Sprintf("%q is not a whole number", v)})
+				continue
+			}
+			*p.dst = n
+		}
+	}
+	return bad
 }

@@ -50,6 +50,11 @@ func TestWalletListsCouponsAsTheyStand(t *testing.T) {
 	ts.do(t, "GET", fmt.Sprintf("/api/v1/me/coupons/%d", c.ID), ts.user(t, 8), nil).want(t, http.StatusNotFound, quan.ENOTFOUND)
 	ts.do(t, "GET", "/api/v1/me/coupons", ts.merchant(t, 1), nil).want(t, http.StatusForbidden, quan.EFORBIDDEN)
 	ts.do(t, "GET", "/api/v1/me/coupons?status=lost", u, nil).want(t, http.StatusBadRequest, quan.EINVALID)
+	for q, field := range map[string]string{"limit=x": "limit", "offset=-1": "offset", "limit=101": "limit"} {
+		if r := ts.do(t, "GET", "/api/v1/me/coupons?"+q, u, nil); r.Status != http.StatusBadRequest || !r.hasField(field) {
+			t.Fatalf("?%s: %d %+v, want 400 naming %s", q, r.Status, r.Problem, field)
+		}
+	}
 
 	// Once the window closes the coupon reads expired, sweeper or not.
 	ts.setNow(c.ValidEnd)
