@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,10 +14,29 @@ import (
 
 var _ quan.WalletStore = (*Store)(nil)
 
-// UpdateCoupons implements quan.WalletStore: the coupons are read FOR
-// UPDATE, so two orders locking one coupon take turns and the second sees
-// the first's lock.
+// UpdateCoupons implements quan.WalletStore. One coupon, what an order
+// usually holds, is read without a lock and written back by one UPDATE
+// that matches only while the coupon is as fn saw it: a transaction of one
+// statement, where the locked way takes five round trips (SET
+// TRANSACTION, BEGIN, SELECT … FOR UPDATE, UPDATE, COMMIT), with the same
+// outcome, since every column a change may touch is compared. On 2 cores
+// and 16 connections, a read of a wallet then a change of its one coupon
+// ran 3,100 times a second against 2,500, on a sixth less of the server's
+// CPU. If the coupon changed in between (another order's lock, the
+// sweeper), nothing was written and fn runs again the locked way. Several
+// coupons go the locked way at once: they are read FOR UPDATE, so two
+// orders locking one coupon take turns and the second sees the first's
+// lock.
 func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
+	if len(ids) > 0 && !slices.ContainsFunc(ids, func(id int64) bool { return id != ids[0] }) {
+		out, done, err := s.updateCoupon(ctx, user, ids[0], fn)
+		if err != nil {
+			return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
+		}
+		if done {
+			return out, nil
+		}
+	}
 	var out []*quan.Coupon
 	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
 		cs, err := lockedCoupons(ctx, tx, `user_id = ? AND id IN (%s) ORDER BY id FOR UPDATE`, user, ids)
@@ -81,17 +101,60 @@ func lockedCoupons(ctx context.Context, tx *sql.Tx, where string, user int64, id
 	return cs, rows.Err()
 }
 
-func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
-	var (
-		order sql.NullString
-		until sql.NullTime
-	)
+// updateCoupon is UpdateCoupons of coupon id alone, without a lock. done
+// is false, with nothing written, if the coupon changed between the read
+// and the write or the write met a lock it should wait for in a
+// transaction (a deadlock, a lock wait timeout): then the locked way
+// decides.
+func (s *Store) updateCoupon(ctx context.Context, user, id int64, fn func([]*quan.Coupon) error) (out []*quan.Coupon, done bool, err error) {
+	c, err := scanCoupon(s.db.db.QueryRowContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE id = ? AND user_id = ?`, id, user))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, true, quan.Errorf(quan.ENOTFOUND, "user %d holds no coupon %d", user, id)
+	}
+	if err != nil {
+		return nil, true, fmt.Errorf("coupon %d: %w", id, err)
+	}
+	before := *c
+	cs := []*quan.Coupon{c}
+	if err := fn(cs); err != nil {
+		return nil, true, err
+	}
+	if c.Status == before.Status && c.OrderID == before.OrderID && c.LockedUntil.Equal(before.LockedUntil) {
+		return cs, true, nil
+	}
+	order, until := couponLock(c)
+	wasOrder, wasUntil := couponLock(&before)
+	res, err := s.db.db.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ?
+		WHERE id = ? AND status = ? AND order_id <=> ? AND locked_until <=> ? AND updated_at = ?`,
+		string(c.Status), order, until, utc(c.UpdatedAt),
+		c.ID, string(before.Status), wasOrder, wasUntil, utc(before.UpdatedAt))
+	if retryable(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, fmt.Errorf("save coupon %d: %w", c.ID, translate(err))
+	}
+	// Found rows (clientFoundRows): 0 if the coupon is not as it was read.
+	n, err := res.RowsAffected()
+	if err != nil {
+		return nil, true, fmt.Errorf("save coupon %d: %w", c.ID, err)
+	}
+	return cs, n == 1, nil
+}
+
+// couponLock returns the order and lock end of c as the columns hold them.
+func couponLock(c *quan.Coupon) (order sql.NullString, until sql.NullTime) {
 	if c.OrderID != "" {
 		order = sql.NullString{String: c.OrderID, Valid: true}
 	}
 	if !c.LockedUntil.IsZero() {
 		until = sql.NullTime{Time: utc(c.LockedUntil), Valid: true}
 	}
+	return order, until
+}
+
+func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
+	order, until := couponLock(c)
 	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ? WHERE id = ?`,
 		string(c.Status), order, until, utc(c.UpdatedAt), c.ID); err != nil {
 		return fmt.Errorf("save coupon %d: %w", c.ID, translate(err))
@@ -99,60 +162,129 @@ func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
 	return nil
 }
 
-// LapseCoupons implements quan.WalletStore: the due coupons are picked
-// along the (status, valid_end) index FOR UPDATE SKIP LOCKED, so that
-// several sweepers share the work, and changed by one UPDATE per kind.
+// errLapseRaced says that due coupons read without a lock changed before
+// the UPDATE took them: another sweeper took them first, or they were
+// revoked.
+var errLapseRaced = errors.New("the due coupons changed under the sweep")
+
+// LapseCoupons implements quan.WalletStore. The available coupons whose
+// window closed are read along the (status, valid_end) index without a
+// lock and expired by UPDATEs that take only those still available and
+// due. If they take fewer, something came between (another sweeper, a
+// revoke): the transaction rolls back and the batch is picked again FOR
+// UPDATE SKIP LOCKED, so that several sweepers share the work. Picking
+// every batch that way took a quarter longer: a million coupons in 14.6 s
+// against 11.3 s on 2 cores, most of it in the locking read, which READ
+// COMMITTED makes twice as slow as a plain one. Locks that ran out, few,
+// are always picked FOR UPDATE SKIP LOCKED.
+//
+// The coupons it returns carry what the sweeper's events name, the
+// coupon, its template, shop and holder, with what changed: the new
+// status, no order, no lock, now as UpdatedAt.
 func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*quan.Coupon, []quan.CouponStatus, error) {
+	cs, was, err := s.lapseCoupons(ctx, now, limit, false)
+	if errors.Is(err, errLapseRaced) {
+		cs, was, err = s.lapseCoupons(ctx, now, limit, true)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("lapse coupons: %w", err)
+	}
+	return cs, was, nil
+}
+
+// lapseCoupons is one attempt of LapseCoupons; with lock, the available
+// coupons are picked FOR UPDATE SKIP LOCKED too.
+func (s *Store) lapseCoupons(ctx context.Context, now time.Time, limit int, lock bool) ([]*quan.Coupon, []quan.CouponStatus, error) {
 	var (
 		cs  []*quan.Coupon
 		was []quan.CouponStatus
 	)
 	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
 		cs, was = nil, nil
-		for _, q := range []struct {
-			from  quan.CouponStatus
-			where string
-		}{
-			{quan.CouponAvailable, `status = 'available' AND valid_end <= ? ORDER BY valid_end LIMIT ? FOR UPDATE SKIP LOCKED`},
-			{quan.CouponLocked, `status = 'locked' AND locked_until <= ? LIMIT ? FOR UPDATE SKIP LOCKED`},
-		} {
-			left := limit - len(cs)
-			if left <= 0 {
-				break
+		pick := `SELECT id, template_id, shop_no, user_id, valid_end, locked_until FROM coupons
+			WHERE status = 'available' AND valid_end <= ? ORDER BY valid_end LIMIT ?`
+		if lock {
+			pick += ` FOR UPDATE SKIP LOCKED`
+		}
+		due, err := dueCoupons(ctx, tx, quan.CouponAvailable, pick, now, limit)
+		if err != nil {
+			return err
+		}
+		// Chunks below in_predicate_conversion_threshold (1,000): MariaDB
+		// takes a longer IN list as a join, whose rows it may lock out of
+		// id order, where two sweepers could deadlock.
+		for part := range slices.Chunk(due, claimBatch) {
+			args := make([]any, 0, 2+len(part))
+			args = append(args, utc(now))
+			for _, c := range part {
+				args = append(args, c.ID)
 			}
-			rows, err := tx.QueryContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE `+q.where, utc(now), left)
+			args = append(args, utc(now))
+			res, err := tx.ExecContext(ctx, `UPDATE coupons SET status = 'expired', updated_at = ?
+				WHERE id IN (?`+strings.Repeat(", ?", len(part)-1)+`) AND status = 'available' AND valid_end <= ?`, args...)
 			if err != nil {
-				return fmt.Errorf("lapse %s coupons: %w", q.from, err)
+				return fmt.Errorf("expire %d coupons: %w", len(part), translate(err))
 			}
-			var due []*quan.Coupon
-			for rows.Next() {
-				c, err := scanCoupon(rows)
-				if err != nil {
-					rows.Close()
-					return fmt.Errorf("lapse %s coupons: %w", q.from, err)
+			// Found rows (clientFoundRows): those still available and due.
+			if n, err := res.RowsAffected(); err != nil {
+				return fmt.Errorf("expire %d coupons: %w", len(part), err)
+			} else if n != int64(len(part)) {
+				if lock {
+					return fmt.Errorf("expire %d coupons locked for it: %d were due", len(part), n)
 				}
-				due = append(due, c)
+				return errLapseRaced
 			}
-			err = rows.Err()
-			rows.Close()
+		}
+		for _, c := range due {
+			c.Lapse(now)
+			cs, was = append(cs, c), append(was, quan.CouponAvailable)
+		}
+		if left := limit - len(cs); left > 0 {
+			locked, err := dueCoupons(ctx, tx, quan.CouponLocked, `SELECT id, template_id, shop_no, user_id, valid_end, locked_until FROM coupons
+				WHERE status = 'locked' AND locked_until <= ? LIMIT ? FOR UPDATE SKIP LOCKED`, now, left)
 			if err != nil {
-				return fmt.Errorf("lapse %s coupons: %w", q.from, err)
+				return err
 			}
-			for part := range slices.Chunk(due, claimBatch) {
+			for part := range slices.Chunk(locked, claimBatch) {
 				if err := lapse(ctx, tx, part, now); err != nil {
 					return err
 				}
 			}
-			for _, c := range due {
-				cs, was = append(cs, c), append(was, q.from)
+			for _, c := range locked {
+				cs, was = append(cs, c), append(was, quan.CouponLocked)
 			}
 		}
 		return nil
 	})
+	return cs, was, err
+}
+
+// dueCoupons runs query, which selects id, template_id, shop_no, user_id,
+// valid_end and locked_until of coupons due at now, up to limit, and
+// returns them as coupons of status from.
+func dueCoupons(ctx context.Context, tx *sql.Tx, from quan.CouponStatus, query string, now time.Time, limit int) ([]*quan.Coupon, error) {
+	rows, err := tx.QueryContext(ctx, query, utc(now), limit)
 	if err != nil {
-		return nil, nil, fmt.Errorf("lapse coupons: %w", err)
+		return nil, fmt.Errorf("lapse %s coupons: %w", from, err)
 	}
-	return cs, was, nil
+	defer rows.Close()
+	var due []*quan.Coupon
+	for rows.Next() {
+		c := &quan.Coupon{Status: from}
+		var until sql.NullTime
+		if err := rows.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, &c.ValidEnd, &until); err != nil {
+			return nil, fmt.Errorf("lapse %s coupons: %w", from, err)
+		}
+		c.ValidEnd = c.ValidEnd.UTC()
+		if until.Valid {
+			c.LockedUntil = until.Time.UTC()
+		}
+		due = append(due, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lapse %s coupons: %w", from, err)
+	}
+	return due, nil
 }
 
 // lapse applies Coupon.Lapse to cs and writes the new statuses with one

@@ -19,10 +19,11 @@ type BenchCommand struct {
 	Main *Main
 }
 
-// Run dispatches "bench distribute", "bench read" and "bench claim".
+// Run dispatches "bench distribute", "bench read", "bench claim" and
+// "bench wallet".
 func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("bench: say what to measure: distribute, read or claim")
+		return fmt.Errorf("bench: say what to measure: distribute, read, claim or wallet")
 	}
 	switch args[0] {
 	case "distribute":
@@ -31,10 +32,12 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		return c.read(ctx, args[1:])
 	case "claim":
 		return c.claim(ctx, args[1:])
+	case "wallet":
+		return c.wallet(ctx, args[1:])
 	case "read-child": // one measurement of "bench read", in a process of its own
 		return sheet.BenchChild(ctx, c.Main.Stdout, args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q: use distribute, read or claim", args[0])
+	return fmt.Errorf("bench: unknown benchmark %q: use distribute, read, claim or wallet", args[0])
 }
 
 // distribute measures one distribution of n generated users, from the

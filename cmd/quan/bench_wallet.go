@@ -1,0 +1,762 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+	_ "modernc.org/sqlite" // the "sqlite" driver the raw connections use
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/mysql"
+	natsbus "github.com/quanhq/quan/nats"
+)
+
+// walletBench are the flags of `quan bench wallet lock` and `quan bench
+// wallet sweep`.
+type walletBench struct {
+	DataDir    string
+	StoreURL   string
+	LogLevel   string
+	FreshDB    bool
+	Conns      int
+	N          int
+	RawConns   int
+	Batch      int
+	Sweepers   int
+	WithBus    bool
+	CPUProfile string
+}
+
+// storeConns is the connection pool of the mysql store (mysql's
+// maxOpenConns), which the raw loop gets too unless told otherwise, so that
+// both queue the same goroutines on the same number of connections.
+const storeConns = 16
+
+func (b *walletBench) register(fs *flag.FlagSet, verb string) {
+	fs.StringVar(&b.DataDir, "data", "", "data folder (default: a fresh temporary one, removed after)")
+	fs.StringVar(&b.StoreURL, "store", "sqlite:", storeHelp)
+	fs.StringVar(&b.LogLevel, "log-level", "warn", "debug, info, warn or error")
+	fs.BoolVar(&b.FreshDB, "fresh-db", false, "with a mysql:// store: run in a new database quan_bench_RANDOM on the server --store names (its own database only serves to connect), dropped at the end")
+	fs.StringVar(&b.CPUProfile, "cpuprofile", "", "write a CPU profile to this file: of the service's orders (lock), of the sweep without a bus (sweep)")
+	switch verb {
+	case "lock":
+		fs.IntVar(&b.N, "n", 50_000, "orders, each by a user of its own holding one coupon")
+		fs.IntVar(&b.Conns, "c", 64, "goroutines taking orders, for the service and the raw loop alike")
+		fs.IntVar(&b.RawConns, "raw-conns", storeConns, "database connections of the raw loop with a mysql store (default: the store's pool); SQLite has one writer")
+	case "sweep":
+		fs.IntVar(&b.N, "n", 1_000_000, "available coupons whose window has closed")
+		fs.IntVar(&b.Batch, "batch", 10_000, "coupons per LapseCoupons call (default: the batch `quan serve` sweeps in)")
+		fs.IntVar(&b.Sweepers, "sweepers", 1, "sweeps running at once, as several `quan serve` on one database")
+		fs.BoolVar(&b.WithBus, "with-bus", true, "after the sweep without a bus, seed -n coupons more and sweep them with an embedded NATS bus taking the events")
+	}
+}
+
+func (b *walletBench) validate(verb string) error {
+	switch {
+	case b.N < 1:
+		return fmt.Errorf("bench wallet %s: -n %d: want at least 1", verb, b.N)
+	case verb == "lock" && b.Conns < 1:
+		return fmt.Errorf("bench wallet lock: -c %d: want at least 1", b.Conns)
+	case verb == "lock" && b.RawConns < 1:
+		return fmt.Errorf("bench wallet lock: --raw-conns %d: want at least 1", b.RawConns)
+	case verb == "sweep" && b.Batch < 1:
+		return fmt.Errorf("bench wallet sweep: --batch %d: want at least 1", b.Batch)
+	case verb == "sweep" && b.Sweepers < 1:
+		return fmt.Errorf("bench wallet sweep: --sweepers %d: want at least 1", b.Sweepers)
+	case b.FreshDB && !strings.HasPrefix(b.StoreURL, "mysql:"):
+		return fmt.Errorf("bench wallet %s: --fresh-db makes a MySQL database: use --store mysql://", verb)
+	}
+	return nil
+}
+
+// wallet dispatches "bench wallet lock" and "bench wallet sweep".
+func (c *BenchCommand) wallet(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New("bench wallet: say what to measure: lock or sweep")
+	}
+	switch args[0] {
+	case "lock":
+		return c.walletLock(ctx, args[1:])
+	case "sweep":
+		return c.walletSweep(ctx, args[1:])
+	}
+	return fmt.Errorf("bench wallet: unknown benchmark %q: use lock or sweep", args[0])
+}
+
+// walletEnv is what both wallet benchmarks run on: the store, the wallet
+// service over it without a bus, a template, and bare SQL on the same
+// database.
+type walletEnv struct {
+	m      *Main
+	b      walletBench
+	setup  string
+	wallet *quan.WalletService
+	tpl    *quan.Template
+	raw    *walletSQL
+	close  func()
+}
+
+// openWalletEnv opens the store --store names, in a database of its own
+// with --fresh-db, creates an active template (the demo's: 10 off 100, shop
+// coupons, 72 hours valid) and opens bare connections next to the store's.
+func (c *BenchCommand) openWalletEnv(ctx context.Context, verb string, args []string) (*walletEnv, error) {
+	fs := flag.NewFlagSet("bench wallet "+verb, flag.ContinueOnError)
+	var b walletBench
+	b.register(fs, verb)
+	if err := c.Main.parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if err := b.validate(verb); err != nil {
+		return nil, err
+	}
+	var closers []func()
+	e := &walletEnv{m: c.Main, close: func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}}
+	fail := func(err error) (*walletEnv, error) {
+		e.close()
+		return nil, fmt.Errorf("bench wallet %s: %w", verb, err)
+	}
+	if b.DataDir == "" {
+		dir, err := os.MkdirTemp("", "quan-bench-wallet-")
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, func() { os.RemoveAll(dir) })
+		b.DataDir = dir
+	}
+	if err := os.MkdirAll(b.DataDir, 0o700); err != nil {
+		return fail(err)
+	}
+	db := ""
+	if b.FreshDB {
+		l := localFlags{StoreURL: b.StoreURL}
+		var p benchProd
+		drop, err := p.isolate(ctx, c.Main, &l)
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, drop)
+		b.StoreURL, db = l.StoreURL, " (database "+p.db+")"
+	}
+	logger, err := newLogger(c.Main.Stderr, b.LogLevel, "text")
+	if err != nil {
+		return fail(err)
+	}
+	st, closeStore, err := openStore(ctx, b.StoreURL, b.DataDir, logger)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, closeStore)
+	e.wallet = &quan.WalletService{Coupons: st.store, Templates: st.store, Now: c.Main.Now, Logger: logger}
+	e.tpl, err = createDemoTemplate(ctx, c.Main, &app{templates: &quan.TemplateService{Store: st.store, Now: c.Main.Now, Logger: logger}}, int64(b.N))
+	if err != nil {
+		return fail(err)
+	}
+	e.raw, err = openWalletSQL(ctx, b.StoreURL, b.DataDir, b.RawConns)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() { e.raw.db.Close() })
+	engine, _, _ := strings.Cut(b.StoreURL, ":")
+	e.b, e.setup = b, engine+db
+	return e, nil
+}
+
+func (e *walletEnv) now() time.Time {
+	if e.m.Now != nil {
+		return e.m.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// profile starts the CPU profile --cpuprofile asks for; the returned
+// function stops it.
+func (e *walletEnv) profile() (func(), error) {
+	runtime.GC()
+	if e.b.CPUProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(e.b.CPUProfile)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// walletLock measures orders that lock one coupon and pay with it,
+// WalletService.Lock then Redeem in this process on the store, against the
+// raw loop: the same two UPDATEs the store makes, each in a bare
+// transaction. Neither writes anything else per order: the service runs
+// without a bus, so it publishes no events. It fails unless every order
+// ended with its coupon used by it.
+func (c *BenchCommand) walletLock(ctx context.Context, args []string) error {
+	e, err := c.openWalletEnv(ctx, "lock", args)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	out, n := c.Main.Stdout, e.b.N
+	now := e.now()
+	start, end := e.tpl.CouponWindow(now)
+	// Users 1…n order through the service, n+1…2n in the raw loop: a
+	// coupon each, all seeded before either is timed.
+	began := time.Now()
+	if err := e.raw.seed(ctx, e.tpl, 1, 2*n, start, func(int) time.Time { return end }, now); err != nil {
+		return fmt.Errorf("bench wallet lock: seed: %w", err)
+	}
+	seeded := time.Since(began)
+	ids, err := e.raw.couponIDs(ctx, e.tpl.ID, 1, 2*n)
+	if err != nil {
+		return fmt.Errorf("bench wallet lock: %w", err)
+	}
+	items := []quan.OrderItem{{SKU: "bench-sku", Category: "bench", ShopNo: e.tpl.ShopNo, UnitPrice: 12_000, Quantity: 1}}
+	proto := quan.NewCoupon(e.tpl, 1, 1, 0, now)
+	q := quan.PriceOrder(items, []*quan.Coupon{&proto}, map[int64]*quan.Template{e.tpl.ID: e.tpl}, now)
+	if len(q.Coupons) != 1 || !q.Coupons[0].Usable {
+		return fmt.Errorf("bench wallet lock: the order's coupon does not apply: %+v", q.Coupons)
+	}
+	discount := q.Coupons[0].Discount
+	rawConns := e.b.RawConns
+	if e.raw.engine == "sqlite" {
+		rawConns = 1
+	}
+	fmt.Fprintf(out, "bench wallet lock: store %s, no bus (no events published); %s users each holding one available coupon of template %d for the service and %s more for the raw loop, seeded in %s (not timed); orders of %s fen with %s off, on %d goroutines; %d cores (GOMAXPROCS %d)\n",
+		e.setup, thousands(int64(n)), e.tpl.ID, thousands(int64(n)), seeded.Round(time.Millisecond),
+		thousands(q.Total), thousands(discount), e.b.Conns, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+
+	stop, err := e.profile()
+	if err != nil {
+		return fmt.Errorf("bench wallet lock: %w", err)
+	}
+	svc := runOrders(ctx, n, e.b.Conns, func(ctx context.Context, k int) error {
+		user := int64(k) + 1
+		who := quan.Identity{Role: quan.RoleUser, UserID: user}
+		order := "svc-" + strconv.FormatInt(user, 10)
+		if _, err := e.wallet.Lock(ctx, who, order, quan.LockRequest{Items: items, CouponIDs: ids[k : k+1], ExpectedDiscount: discount}); err != nil {
+			return err
+		}
+		_, err := e.wallet.Redeem(ctx, who, order)
+		return err
+	})
+	stop()
+	fmt.Fprintf(out, "bench wallet lock: service (WalletService.Lock + Redeem, in process): %s (%d cores)\n", svc.summary(n), runtime.NumCPU())
+	if svc.err != nil {
+		return fmt.Errorf("bench wallet lock: service: %s of %s orders failed, the first: %w", thousands(svc.failed), thousands(int64(n)), svc.err)
+	}
+	lockTTL := cmp.Or(e.wallet.LockTTL, quan.DefaultLockTTL)
+	raw := runOrders(ctx, n, e.b.Conns, func(ctx context.Context, k int) error {
+		user := int64(n+k) + 1
+		return e.raw.order(ctx, ids[n+k], "raw-"+strconv.FormatInt(user, 10), lockTTL)
+	})
+	fmt.Fprintf(out, "bench wallet lock: raw loop (per order: BEGIN, UPDATE to locked, COMMIT; BEGIN, UPDATE to used, COMMIT; %d connections): %s (%d cores)\n",
+		rawConns, raw.summary(n), runtime.NumCPU())
+	if raw.err != nil {
+		return fmt.Errorf("bench wallet lock: raw loop: %s of %s orders failed, the first: %w", thousands(raw.failed), thousands(int64(n)), raw.err)
+	}
+	fmt.Fprintf(out, "bench wallet lock: service/raw %.2f× (%s ÷ %s orders/s; goal ≥ 5,000 orders/s and ≥ 0.70×) (%d cores)\n",
+		raw.wall.Seconds()/svc.wall.Seconds(), thousands(perSec(n, svc.wall)), thousands(perSec(n, raw.wall)), runtime.NumCPU())
+
+	var audits []walletAudit
+	for _, set := range []struct {
+		what, prefix string
+		first        int64
+	}{{"service", "svc-", 1}, {"raw loop", "raw-", int64(n) + 1}} {
+		a, err := e.raw.audit(ctx, e.tpl.ID, set.first, n, quan.CouponUsed, set.prefix)
+		if err != nil {
+			return fmt.Errorf("bench wallet lock: verify: %w", err)
+		}
+		a.What = set.what
+		audits = append(audits, a)
+	}
+	return reportAudits(out, "bench wallet lock", audits)
+}
+
+// walletSweep measures WalletService.Sweep over n available coupons whose
+// window has closed, without a bus and then, with --with-bus, over n more
+// with an embedded NATS bus taking an event per coupon. With --sweepers,
+// that many sweep at once, as several `quan serve` would. It fails unless
+// every coupon ended expired and was reported once.
+func (c *BenchCommand) walletSweep(ctx context.Context, args []string) error {
+	e, err := c.openWalletEnv(ctx, "sweep", args)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	out, n := c.Main.Stdout, e.b.N
+	fmt.Fprintf(out, "bench wallet sweep: store %s, %s available coupons of template %d whose window has closed, batch %s, %d sweeping at once; %d cores (GOMAXPROCS %d)\n",
+		e.setup, thousands(int64(n)), e.tpl.ID, thousands(int64(e.b.Batch)), e.b.Sweepers, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	var audits []walletAudit
+	sweep := func(what string, first int64, w *quan.WalletService, profile bool) error {
+		now := e.now()
+		// Their windows closed an hour ago and before, one end per
+		// walletSeedRows coupons rising with the ids, as a distribution's
+		// chunks lay them.
+		chunks := (n + walletSeedRows - 1) / walletSeedRows
+		began := time.Now()
+		if err := e.raw.seed(ctx, e.tpl, first, n, now.Add(-96*time.Hour), func(chunk int) time.Time {
+			return now.Add(-time.Hour - time.Duration(chunks-chunk)*time.Second)
+		}, now.Add(-96*time.Hour)); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		seeded := time.Since(began)
+		stop := func() {}
+		if profile {
+			var err error
+			if stop, err = e.profile(); err != nil {
+				return err
+			}
+		}
+		var (
+			changed atomic.Int64
+			errs    = make([]error, e.b.Sweepers)
+			wg      sync.WaitGroup
+		)
+		began = time.Now()
+		for i := range e.b.Sweepers {
+			wg.Go(func() {
+				k, err := w.Sweep(ctx, e.b.Batch)
+				changed.Add(int64(k))
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		wall := time.Since(began)
+		stop()
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		fmt.Fprintf(out, "bench wallet sweep: %s: %s coupons expired in %s: %s coupons/s (seeded in %s, not timed) (%d cores)\n",
+			what, thousands(changed.Load()), wall.Round(time.Millisecond), thousands(perSec(int(changed.Load()), wall)),
+			seeded.Round(time.Millisecond), runtime.NumCPU())
+		a, err := e.raw.audit(ctx, e.tpl.ID, first, n, quan.CouponExpired, "")
+		if err != nil {
+			return fmt.Errorf("verify: %w", err)
+		}
+		a.What, a.Reported = what, changed.Load()
+		audits = append(audits, a)
+		return nil
+	}
+	if err := sweep("no bus (no events published)", 1, e.wallet, true); err != nil {
+		return fmt.Errorf("bench wallet sweep: %w", err)
+	}
+	if e.b.WithBus {
+		srv, err := natsbus.StartEmbedded(ctx, filepath.Join(e.b.DataDir, "bench-wallet-nats"), nil)
+		if err != nil {
+			return fmt.Errorf("bench wallet sweep: %w", err)
+		}
+		defer srv.Close()
+		bus, err := srv.Bus(ctx, natsbus.Config{Stream: "QUAN_BENCH_WALLET"})
+		if err != nil {
+			return fmt.Errorf("bench wallet sweep: %w", err)
+		}
+		defer bus.Close()
+		w := *e.wallet
+		w.Bus = bus
+		if err := sweep("embedded NATS bus (one event per coupon)", int64(n)+1, &w, false); err != nil {
+			return fmt.Errorf("bench wallet sweep: %w", err)
+		}
+	}
+	return reportAudits(out, "bench wallet sweep", audits)
+}
+
+// orderRun is what runOrders timed and counted.
+type orderRun struct {
+	wall   time.Duration
+	lat    []time.Duration // of each order, in order
+	failed int64
+	err    error // the first failure
+}
+
+// runOrders runs do for orders 0…n-1 on conns goroutines, each taking the
+// next order as it is done with one, and times each.
+func runOrders(ctx context.Context, n, conns int, do func(ctx context.Context, k int) error) orderRun {
+	r := orderRun{lat: make([]time.Duration, n)}
+	var (
+		next   atomic.Int64
+		failed atomic.Int64
+		once   sync.Once
+		wg     sync.WaitGroup
+	)
+	start := time.Now()
+	for range conns {
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= n || ctx.Err() != nil {
+					return
+				}
+				t := time.Now()
+				if err := do(ctx, k); err != nil {
+					failed.Add(1)
+					once.Do(func() { r.err = err })
+				}
+				r.lat[k] = time.Since(t)
+			}
+		})
+	}
+	wg.Wait()
+	r.wall = time.Since(start)
+	r.failed = failed.Load()
+	if r.err == nil && ctx.Err() != nil {
+		r.err = ctx.Err()
+	}
+	return r
+}
+
+func (r orderRun) summary(n int) string {
+	lat := slices.Clone(r.lat)
+	slices.Sort(lat)
+	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	return fmt.Sprintf("%s orders in %s: %s orders/s, per order p50 %s p99 %s",
+		thousands(int64(n)), r.wall.Round(time.Millisecond), thousands(perSec(n, r.wall)),
+		q(0.50).Round(10*time.Microsecond), q(0.99).Round(10*time.Microsecond))
+}
+
+func perSec(n int, d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64(float64(n) / d.Seconds())
+}
+
+// walletAudit is what a run left in the store of the coupons it seeded.
+type walletAudit struct {
+	What    string
+	Coupons int64                       // seeded
+	Want    quan.CouponStatus           // every one must end so
+	Counts  map[quan.CouponStatus]int64 // of the seeded coupons
+	// Own counts the coupons used by the order the bench gave their user,
+	// when the run took orders (OrderPrefix set).
+	Own         int64
+	OrderPrefix string
+	// Reported is how many coupons a sweep said it changed (-1: not a
+	// sweep): at least those seeded, more if the database held other due
+	// coupons.
+	Reported int64
+}
+
+// check returns what breaks the run's promise: a coupon not in the wanted
+// status; after orders, one used by an order not its user's; after a
+// sweep, fewer coupons reported than it changed.
+func (a walletAudit) check() error {
+	var errs []error
+	var other []string
+	for _, s := range slices.Sorted(maps.Keys(a.Counts)) {
+		if s != a.Want && a.Counts[s] > 0 {
+			other = append(other, fmt.Sprintf("%s %s", thousands(a.Counts[s]), s))
+		}
+	}
+	if got := a.Counts[a.Want]; got != a.Coupons || len(other) > 0 {
+		errs = append(errs, fmt.Errorf("%s: %s of %s coupons %s, %s", a.What, thousands(got), thousands(a.Coupons), a.Want,
+			cmp.Or(strings.Join(other, ", "), "the rest missing")))
+	}
+	if a.OrderPrefix != "" && a.Own != a.Coupons {
+		errs = append(errs, fmt.Errorf("%s: %s of %s coupons used by their user's order %sUSER", a.What, thousands(a.Own), thousands(a.Coupons), a.OrderPrefix))
+	}
+	if a.Reported >= 0 && a.Reported < a.Coupons {
+		errs = append(errs, fmt.Errorf("%s: the sweep reported %s coupons changed, fewer than the %s it expired", a.What, thousands(a.Reported), thousands(a.Coupons)))
+	}
+	return errors.Join(errs...)
+}
+
+func (a walletAudit) String() string {
+	s := fmt.Sprintf("%s: %s of %s coupons %s", a.What, thousands(a.Counts[a.Want]), thousands(a.Coupons), a.Want)
+	if a.OrderPrefix != "" {
+		s += fmt.Sprintf(", each by its user's order (%s of %s)", thousands(a.Own), thousands(a.Coupons))
+	}
+	return s
+}
+
+// reportAudits prints the verification of every run, and fails if one
+// broke.
+func reportAudits(out io.Writer, prefix string, audits []walletAudit) error {
+	var errs []error
+	var ok []string
+	for _, a := range audits {
+		if err := a.check(); err != nil {
+			errs = append(errs, err)
+		} else {
+			ok = append(ok, a.String())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(out, "%s: verification FAILED: %v\n", prefix, err)
+		return fmt.Errorf("%s: %w", prefix, err)
+	}
+	fmt.Fprintf(out, "%s: verified: %s\n", prefix, strings.Join(ok, "; "))
+	return nil
+}
+
+// walletSQL is bare SQL on the store's database: the bench's setup, its
+// checks, and the raw loop the service is compared with. The stores keep
+// their own SQL; this is the bench's.
+type walletSQL struct {
+	db     *sql.DB
+	engine string // "mysql" or "sqlite"
+	conns  int    // connections the seed inserts on
+}
+
+// walletSeedRows is how many coupons one seed INSERT writes.
+const walletSeedRows = 5_000
+
+// openWalletSQL opens conns connections (one with SQLite, which has one
+// writer) to the database of storeURL, which the store has migrated.
+func openWalletSQL(ctx context.Context, storeURL, dataDir string, conns int) (*walletSQL, error) {
+	scheme, rest, _ := strings.Cut(storeURL, ":")
+	w := &walletSQL{engine: scheme}
+	switch scheme {
+	case "mysql":
+		cfg, err := mysql.ParseDSN(storeURL)
+		if err != nil {
+			return nil, err
+		}
+		connector, err := driver.NewConnector(cfg)
+		if err != nil {
+			return nil, err
+		}
+		w.db, w.conns = sql.OpenDB(connector), 2
+		conns = max(conns, w.conns)
+		w.db.SetMaxOpenConns(conns)
+		w.db.SetMaxIdleConns(conns)
+	case "sqlite":
+		path := cmp.Or(rest, filepath.Join(dataDir, "quan.db"))
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
+		}
+		// The store's writer settings: WAL (the file has it already),
+		// NORMAL sync, BEGIN IMMEDIATE, waiting for the store's writer.
+		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: url.Values{
+			"_pragma": {"busy_timeout(10000)", "synchronous(NORMAL)"},
+			"_txlock": {"immediate"},
+		}.Encode()}
+		if w.db, err = sql.Open("sqlite", u.String()); err != nil {
+			return nil, err
+		}
+		w.conns = 1
+		w.db.SetMaxOpenConns(1)
+		w.db.SetMaxIdleConns(1)
+	default:
+		return nil, fmt.Errorf("--store %q: unknown scheme %q", storeURL, scheme)
+	}
+	if err := w.db.PingContext(ctx); err != nil {
+		w.db.Close()
+		return nil, fmt.Errorf("open bare connections: %w", err)
+	}
+	return w, nil
+}
+
+// arg is t as the engine stores it: DATETIME(6) in UTC, or Unix
+// microseconds.
+func (w *walletSQL) arg(t time.Time) any {
+	t = t.UTC().Truncate(time.Microsecond)
+	if w.engine == "sqlite" {
+		return t.UnixMicro()
+	}
+	return t
+}
+
+// literal is t as a literal of the engine's SQL.
+func (w *walletSQL) literal(t time.Time) string {
+	t = t.UTC().Truncate(time.Microsecond)
+	if w.engine == "sqlite" {
+		return strconv.FormatInt(t.UnixMicro(), 10)
+	}
+	return t.Format("'2006-01-02 15:04:05.000000'")
+}
+
+// seed inserts one available coupon of tpl (receive sequence 1, source
+// claim) for each of the users first…first+n-1, valid from start to
+// end(chunk) for the chunk of walletSeedRows coupons it is in, created at
+// created: multi-row INSERTs, each its own transaction on MySQL, on
+// w.conns connections; one transaction on SQLite.
+func (w *walletSQL) seed(ctx context.Context, tpl *quan.Template, first int64, n int, start time.Time, end func(chunk int) time.Time, created time.Time) error {
+	stmts := make(chan string)
+	errs := make(chan error, w.conns+1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(stmts)
+		var b strings.Builder
+		for chunk := 0; chunk*walletSeedRows < n; chunk++ {
+			b.Reset()
+			b.WriteString(`INSERT INTO coupons (template_id, shop_no, user_id, seq, status, valid_start, valid_end, source, created_at, updated_at) VALUES `)
+			tail := fmt.Sprintf(", 1, 'available', %s, %s, 'claim', %s, %s)", w.literal(start), w.literal(end(chunk)), w.literal(created), w.literal(created))
+			head := fmt.Sprintf("(%d, %d, ", tpl.ID, tpl.ShopNo)
+			for i := chunk * walletSeedRows; i < min(n, (chunk+1)*walletSeedRows); i++ {
+				if i > chunk*walletSeedRows {
+					b.WriteString(", ")
+				}
+				b.WriteString(head)
+				b.WriteString(strconv.FormatInt(first+int64(i), 10))
+				b.WriteString(tail)
+			}
+			select {
+			case stmts <- b.String():
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	var tx *sql.Tx
+	if w.engine == "sqlite" {
+		var err error
+		if tx, err = w.db.BeginTx(ctx, nil); err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		defer tx.Rollback()
+	}
+	for range w.conns {
+		wg.Go(func() {
+			for stmt := range stmts {
+				var err error
+				if tx != nil {
+					_, err = tx.ExecContext(ctx, stmt)
+				} else {
+					_, err = w.db.ExecContext(ctx, stmt)
+				}
+				if err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	if tx != nil {
+		return tx.Commit()
+	}
+	return ctx.Err()
+}
+
+// couponIDs returns the ids of the coupons of template held by the users
+// first…first+n-1, by user.
+func (w *walletSQL) couponIDs(ctx context.Context, template, first int64, n int) ([]int64, error) {
+	rows, err := w.db.QueryContext(ctx, `SELECT user_id, id FROM coupons WHERE template_id = ? AND user_id >= ? AND user_id < ?`,
+		template, first, first+int64(n))
+	if err != nil {
+		return nil, fmt.Errorf("coupon ids: %w", err)
+	}
+	defer rows.Close()
+	ids := make([]int64, n)
+	for rows.Next() {
+		var user, id int64
+		if err := rows.Scan(&user, &id); err != nil {
+			return nil, fmt.Errorf("coupon ids: %w", err)
+		}
+		ids[user-first] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("coupon ids: %w", err)
+	}
+	if i := slices.Index(ids, 0); i >= 0 {
+		return nil, fmt.Errorf("coupon ids: user %d holds no coupon of template %d", first+int64(i), template)
+	}
+	return ids, nil
+}
+
+// walletSave is the statement the stores save a changed coupon with
+// (saveCoupon in mysql/wallet.go and sqlite/wallet.go).
+const walletSave = `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ? WHERE id = ?`
+
+// order is one order of the raw loop: coupon id locked for order in a
+// bare transaction, then used in another, with the statement the store
+// saves coupons with.
+func (w *walletSQL) order(ctx context.Context, id int64, order string, ttl time.Duration) error {
+	now := time.Now()
+	until := now.Add(ttl)
+	for _, status := range []quan.CouponStatus{quan.CouponLocked, quan.CouponUsed} {
+		tx, err := w.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, walletSave, string(status), order, w.arg(until), w.arg(now), id)
+		if err == nil {
+			var n int64
+			if n, err = res.RowsAffected(); err == nil && n != 1 {
+				err = fmt.Errorf("coupon %d: %d rows changed", id, n)
+			}
+		}
+		if err != nil {
+			tx.Rollback()
+			return fmt.Errorf("%s coupon %d: %w", status, id, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("%s coupon %d: commit: %w", status, id, err)
+		}
+	}
+	return nil
+}
+
+// audit counts the statuses of the coupons of template held by users
+// first…first+n-1 and, with an order prefix, those used by the order
+// prefix+user.
+func (w *walletSQL) audit(ctx context.Context, template, first int64, n int, want quan.CouponStatus, prefix string) (walletAudit, error) {
+	a := walletAudit{Coupons: int64(n), Want: want, Counts: map[quan.CouponStatus]int64{}, OrderPrefix: prefix, Reported: -1}
+	last := first + int64(n)
+	rows, err := w.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM coupons WHERE template_id = ? AND user_id >= ? AND user_id < ? GROUP BY status`,
+		template, first, last)
+	if err != nil {
+		return a, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			s     string
+			count int64
+		)
+		if err := rows.Scan(&s, &count); err != nil {
+			return a, err
+		}
+		a.Counts[quan.CouponStatus(s)] = count
+	}
+	if err := rows.Err(); err != nil {
+		return a, err
+	}
+	if prefix == "" {
+		return a, nil
+	}
+	concat := `CONCAT(?, user_id)`
+	if w.engine == "sqlite" {
+		concat = `? || user_id`
+	}
+	err = w.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM coupons WHERE template_id = ? AND user_id >= ? AND user_id < ? AND status = 'used' AND order_id = `+concat,
+		template, first, last, prefix).Scan(&a.Own)
+	return a, err
+}
