@@ -159,8 +159,9 @@ type WalletStore interface {
 	// LapseCoupons applies Coupon.Lapse at now to up to limit coupons that
 	// time has changed: available ones whose window closed (along the
 	// (status, valid end) index) and locked ones whose lock ran out. It
-	// returns them as changed, with their status before in the second
-	// slice.
+	// returns them with what their events need (ID, TemplateID, ShopNo,
+	// UserID, the new Status and UpdatedAt; other fields may be zero), and
+	// their status before in the second slice.
 	LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*Coupon, []CouponStatus, error)
 }
 
