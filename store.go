@@ -156,6 +156,13 @@ type WalletStore interface {
 	// LockedUntil fn changed are saved with their UpdatedAt, and all are
 	// returned; if it fails nothing is written and its error is returned.
 	UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*Coupon) error) ([]*Coupon, error)
+	// SwapCoupons writes after over coupons of user read without a lock
+	// as before (the same ids in the same order): the Status, OrderID,
+	// LockedUntil and UpdatedAt of each, at once, and only if every one
+	// still has the Status, OrderID, LockedUntil and UpdatedAt of before.
+	// It reports whether it wrote; if it did not, nothing changed. A
+	// coupon that is not the user's is never written.
+	SwapCoupons(ctx context.Context, user int64, before, after []*Coupon) (bool, error)
 	// LapseCoupons applies Coupon.Lapse at now to up to limit coupons that
 	// time has changed: available ones whose window closed (along the
 	// (status, valid end) index) and locked ones whose lock ran out. It

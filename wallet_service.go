@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -44,6 +45,38 @@ type WalletService struct {
 	Now       Clock
 	Logger    *slog.Logger
 	LockTTL   time.Duration // 0 means DefaultLockTTL
+
+	specs specCache
+}
+
+// specCache keeps templates for pricing. What pricing reads of a template
+// (kind, rule, scope, source, shop) is frozen when it leaves draft, and
+// only such templates have coupons, so an entry never goes stale; the
+// cache is bounded and starts again when full.
+type specCache struct {
+	mu sync.Mutex
+	m  map[int64]*Template
+}
+
+// maxSpecs bounds specCache: a few hundred KB of templates.
+const maxSpecs = 4096
+
+func (c *specCache) get(id int64) *Template {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[id]
+}
+
+func (c *specCache) put(t *Template) {
+	if t.Status == TemplateDraft {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxSpecs {
+		c.m = make(map[int64]*Template)
+	}
+	c.m[t.ID] = t
 }
 
 func (s *WalletService) now() time.Time {
@@ -166,26 +199,67 @@ func (s *WalletService) Claimable(ctx context.Context, who Identity) ([]*Templat
 	return out, nil
 }
 
-// priceable loads the user's coupons as they stand and the templates they
-// come from.
-func (s *WalletService) priceable(ctx context.Context, user int64, now time.Time) ([]*Coupon, map[int64]*Template, error) {
+// priceable loads the user's coupons as the store has them (Lapse not
+// applied) and the templates they come from.
+func (s *WalletService) priceable(ctx context.Context, user int64) ([]*Coupon, map[int64]*Template, error) {
 	all, err := s.Coupons.UserCoupons(ctx, user, 0)
 	if err != nil {
 		return nil, nil, err
 	}
 	templates := map[int64]*Template{}
 	for _, c := range all {
-		c.Lapse(now)
 		if _, ok := templates[c.TemplateID]; ok {
 			continue
 		}
-		t, err := s.Templates.Template(ctx, AnyShop, c.TemplateID)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, nil, err
+		t := s.specs.get(c.TemplateID)
+		if t == nil {
+			t, err = s.Templates.Template(ctx, AnyShop, c.TemplateID)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, nil, err
+			}
+			if t != nil {
+				s.specs.put(t)
+			}
 		}
 		templates[c.TemplateID] = t
 	}
 	return all, templates, nil
+}
+
+// change runs fn on the coupons ids of user as seen, read a moment ago
+// without a lock, and writes what it made of them if they are still so:
+// one round trip. If one changed in between (another order, the sweeper),
+// fn runs again on the coupons as they are, under the store's lock.
+func (s *WalletService) change(ctx context.Context, user int64, seen []*Coupon, ids []int64, fn func([]*Coupon) error) ([]*Coupon, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	before := make([]*Coupon, 0, len(ids))
+	for _, id := range ids {
+		i := slices.IndexFunc(seen, func(c *Coupon) bool { return c.ID == id })
+		if i < 0 {
+			// The locked way says what is missing.
+			return s.Coupons.UpdateCoupons(ctx, user, ids, fn)
+		}
+		before = append(before, seen[i])
+	}
+	after := make([]*Coupon, len(before))
+	for i, c := range before {
+		cp := *c
+		after[i] = &cp
+	}
+	if err := fn(after); err != nil {
+		return nil, err
+	}
+	if len(after) == 0 {
+		return after, nil
+	}
+	ok, err := s.Coupons.SwapCoupons(ctx, user, before, after)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return after, nil
+	}
+	return s.Coupons.UpdateCoupons(ctx, user, ids, fn)
 }
 
 // Quote prices items with every coupon the user holds that could apply:
@@ -200,12 +274,13 @@ func (s *WalletService) Quote(ctx context.Context, who Identity, items []OrderIt
 		return Quote{}, err
 	}
 	now := s.now()
-	all, templates, err := s.priceable(ctx, user, now)
+	all, templates, err := s.priceable(ctx, user)
 	if err != nil {
 		return Quote{}, err
 	}
 	var cs []*Coupon
 	for _, c := range all {
+		c.Lapse(now)
 		if c.Status == CouponAvailable || c.Status == CouponLocked || c.Status == CouponExpired {
 			cs = append(cs, c)
 		}
@@ -241,7 +316,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 		return nil, Errorf(EINVALID, "couponIds: name at least one coupon")
 	}
 	now := s.now()
-	all, templates, err := s.priceable(ctx, user, now)
+	all, templates, err := s.priceable(ctx, user)
 	if err != nil {
 		return nil, err
 	}
@@ -252,6 +327,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 			return nil, Errorf(ENOTFOUND, "you hold no coupon %d", id)
 		}
 		c := *all[i]
+		c.Lapse(now)
 		switch {
 		case c.Status == CouponLocked && c.OrderID == order:
 			c.Status = CouponAvailable // price it as the lock found it
@@ -283,10 +359,12 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	}
 	until := now.Add(cmp0(s.LockTTL, DefaultLockTTL))
 	var events []CouponEvent
-	cs, err := s.Coupons.UpdateCoupons(ctx, user, req.CouponIDs, func(cs []*Coupon) error {
+	cs, err := s.change(ctx, user, all, req.CouponIDs, func(cs []*Coupon) error {
 		events = events[:0]
 		// The order may hold only these coupons.
 		for _, c := range all {
+			c := *c
+			c.Lapse(now)
 			if c.Status == CouponLocked && c.OrderID == order && !slices.Contains(req.CouponIDs, c.ID) {
 				return Errorf(ECONFLICT, "order %s holds coupon %d already: release the order to lock other coupons", order, c.ID)
 			}
@@ -403,7 +481,7 @@ func (s *WalletService) orderChange(ctx context.Context, who Identity, order, ve
 	}
 	now := s.now()
 	var events []CouponEvent
-	cs, err := s.Coupons.UpdateCoupons(ctx, user, ids, func(cs []*Coupon) error {
+	cs, err := s.change(ctx, user, all, ids, func(cs []*Coupon) error {
 		events = events[:0]
 		for _, c := range cs {
 			old := c.Status

@@ -29,6 +29,10 @@ func TestWalletStore(t *testing.T, newStores func(t *testing.T) WalletStores) {
 	run("UpdateCoupons/SavesWhatChanged", testUpdateCoupons)
 	run("UpdateCoupons/OnlyTheUsersCoupons", testUpdateCouponsOwner)
 	run("UpdateCoupons/DoubleLockOneWins", testDoubleLock)
+	run("SwapCoupons/WritesWhenUnchanged", testSwapCoupons)
+	run("SwapCoupons/AllOrNothing", testSwapAllOrNothing)
+	run("SwapCoupons/OnlyTheUsersCoupons", testSwapOwner)
+	run("SwapCoupons/DoubleLockOneWins", testDoubleSwap)
 	run("LapseCoupons/ExpiresAndReleases", testLapseCoupons)
 }
 
@@ -131,6 +135,126 @@ func testDoubleLock(t *testing.T, s WalletStores) {
 	wg.Wait()
 	if won.Load() != 1 {
 		t.Fatalf("%d of 20 concurrent locks won, want 1", won.Load())
+	}
+}
+
+// locked returns a copy of c locked for order at walletNow.
+func locked(t *testing.T, c *quan.Coupon, order string) *quan.Coupon {
+	t.Helper()
+	cp := *c
+	if err := cp.Lock(order, walletNow, walletNow.Add(15*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	return &cp
+}
+
+func testSwapCoupons(t *testing.T, s WalletStores) {
+	c := walletCoupons(t, s, 1)[0]
+	after := locked(t, c, "order-1")
+	if ok, err := s.Wallet.SwapCoupons(t.Context(), 1, []*quan.Coupon{c}, []*quan.Coupon{after}); !ok || err != nil {
+		t.Fatalf("swap an unchanged coupon = %v, %v; want true", ok, err)
+	}
+	back := coupons(t, s.TaskStores, 1, c.TemplateID)[0]
+	if back.Status != quan.CouponLocked || back.OrderID != "order-1" || !back.LockedUntil.Equal(after.LockedUntil) || !back.UpdatedAt.Equal(walletNow) {
+		t.Fatalf("read back %+v, want locked by order-1 until %s", back, after.LockedUntil)
+	}
+	// The coupon as first read is stale now: another order's swap from it
+	// writes nothing.
+	if ok, err := s.Wallet.SwapCoupons(t.Context(), 1, []*quan.Coupon{c}, []*quan.Coupon{locked(t, c, "order-2")}); ok || err != nil {
+		t.Fatalf("swap from a stale read = %v, %v; want false", ok, err)
+	}
+	if back := coupons(t, s.TaskStores, 1, c.TemplateID)[0]; back.OrderID != "order-1" {
+		t.Fatalf("a stale swap wrote: %+v", back)
+	}
+	// From what it reads now, the next change goes through: paid.
+	paid := *back
+	if err := paid.Redeem(walletNow.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Wallet.SwapCoupons(t.Context(), 1, []*quan.Coupon{back}, []*quan.Coupon{&paid}); !ok || err != nil {
+		t.Fatalf("swap to used = %v, %v", ok, err)
+	}
+	if back := coupons(t, s.TaskStores, 1, c.TemplateID)[0]; back.Status != quan.CouponUsed || back.OrderID != "order-1" {
+		t.Fatalf("after the swap to used: %+v", back)
+	}
+}
+
+// testSwapAllOrNothing swaps two coupons of which one changed since the
+// read: neither is written.
+func testSwapAllOrNothing(t *testing.T, s WalletStores) {
+	a := walletCoupons(t, s, 1)[0]
+	b := walletCoupons(t, s, 1)[0]
+	if _, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{b.ID}, func(cs []*quan.Coupon) error {
+		return cs[0].Lock("other", walletNow, walletNow.Add(time.Minute))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := []*quan.Coupon{a, b}
+	if a.ID > b.ID {
+		before = []*quan.Coupon{b, a}
+	}
+	after := []*quan.Coupon{locked(t, before[0], "order-1"), locked(t, before[1], "order-1")}
+	if ok, err := s.Wallet.SwapCoupons(t.Context(), 1, before, after); ok || err != nil {
+		t.Fatalf("swap with one coupon changed = %v, %v; want false", ok, err)
+	}
+	if back := coupons(t, s.TaskStores, 1, a.TemplateID)[0]; back.Status != quan.CouponAvailable {
+		t.Fatalf("the unchanged coupon was written: %+v", back)
+	}
+	if back := coupons(t, s.TaskStores, 1, b.TemplateID)[0]; back.OrderID != "other" {
+		t.Fatalf("the changed coupon was written: %+v", back)
+	}
+	// Both as they are now: both written (a locked, b released).
+	nowA, nowB := coupons(t, s.TaskStores, 1, a.TemplateID)[0], coupons(t, s.TaskStores, 1, b.TemplateID)[0]
+	freed := *nowB
+	if err := freed.Release(walletNow); err != nil {
+		t.Fatal(err)
+	}
+	before, after = []*quan.Coupon{nowA, nowB}, []*quan.Coupon{locked(t, nowA, "order-1"), &freed}
+	if a.ID > b.ID {
+		before, after = []*quan.Coupon{nowB, nowA}, []*quan.Coupon{&freed, after[0]}
+	}
+	if ok, err := s.Wallet.SwapCoupons(t.Context(), 1, before, after); !ok || err != nil {
+		t.Fatalf("swap of two unchanged coupons = %v, %v; want true", ok, err)
+	}
+	if back := coupons(t, s.TaskStores, 1, a.TemplateID)[0]; back.OrderID != "order-1" {
+		t.Fatalf("first coupon after the swap: %+v", back)
+	}
+	if back := coupons(t, s.TaskStores, 1, b.TemplateID)[0]; back.Status != quan.CouponAvailable || back.OrderID != "" {
+		t.Fatalf("second coupon after the swap: %+v", back)
+	}
+}
+
+func testSwapOwner(t *testing.T, s WalletStores) {
+	c := walletCoupons(t, s, 2)[0]
+	if ok, err := s.Wallet.SwapCoupons(t.Context(), 1, []*quan.Coupon{c}, []*quan.Coupon{locked(t, c, "order-1")}); ok || err != nil {
+		t.Fatalf("user 1 swapping user 2's coupon = %v, %v; want false", ok, err)
+	}
+	if back := coupons(t, s.TaskStores, 2, c.TemplateID)[0]; back.Status != quan.CouponAvailable {
+		t.Fatalf("user 1 changed user 2's coupon: %+v", back)
+	}
+}
+
+// testDoubleSwap has 20 orders swap one coupon from one read at once:
+// exactly one writes.
+func testDoubleSwap(t *testing.T, s WalletStores) {
+	c := walletCoupons(t, s, 1)[0]
+	var won atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 20 {
+		after := locked(t, c, string(rune('a'+i)))
+		wg.Go(func() {
+			ok, err := s.Wallet.SwapCoupons(t.Context(), 1, []*quan.Coupon{c}, []*quan.Coupon{after})
+			if err != nil {
+				t.Errorf("swap: %v", err)
+			}
+			if ok {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Fatalf("%d of 20 concurrent swaps wrote, want 1", won.Load())
 	}
 }
 

@@ -83,15 +83,50 @@ func userCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []int64) ([]*q
 }
 
 func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
-	var order sql.NullString
-	if c.OrderID != "" {
-		order = sql.NullString{String: c.OrderID, Valid: true}
-	}
 	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ? WHERE id = ?`,
-		c.Status, order, nullMicros(c.LockedUntil), micros(c.UpdatedAt), c.ID); err != nil {
+		c.Status, nullString(c.OrderID), nullMicros(c.LockedUntil), micros(c.UpdatedAt), c.ID); err != nil {
 		return fmt.Errorf("save coupon %d: %w", c.ID, translate(err))
 	}
 	return nil
+}
+
+// SwapCoupons implements quan.WalletStore in one write transaction.
+func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*quan.Coupon) (bool, error) {
+	if len(before) != len(after) {
+		return false, fmt.Errorf("swap coupons of user %d: %d coupons before, %d after", user, len(before), len(after))
+	}
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("swap coupons of user %d: %w", user, err)
+	}
+	defer tx.Rollback()
+	for i, c := range after {
+		was := before[i]
+		if c.ID != was.ID {
+			return false, fmt.Errorf("swap coupons of user %d: coupon %d after, %d before", user, c.ID, was.ID)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ?
+			WHERE id = ? AND user_id = ? AND status = ? AND order_id IS ? AND locked_until IS ? AND updated_at = ?`,
+			c.Status, nullString(c.OrderID), nullMicros(c.LockedUntil), micros(c.UpdatedAt),
+			c.ID, user, was.Status, nullString(was.OrderID), nullMicros(was.LockedUntil), micros(was.UpdatedAt))
+		if err != nil {
+			return false, fmt.Errorf("swap coupon %d: %w", c.ID, translate(err))
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return false, fmt.Errorf("swap coupon %d: %w", c.ID, err)
+		} else if n != 1 {
+			return false, nil
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("swap coupons of user %d: commit: %w", user, translate(err))
+	}
+	return true, nil
+}
+
+// nullString is s, NULL when empty.
+func nullString(s string) sql.NullString {
+	return sql.NullString{String: s, Valid: s != ""}
 }
 
 // LapseCoupons implements quan.WalletStore: one UPDATE … RETURNING per
