@@ -1,6 +1,7 @@
 package quan
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -527,21 +528,53 @@ func eventOf(c *Coupon, old CouponStatus, now time.Time) CouponEvent {
 	return CouponEvent{Coupon: c.ID, User: c.UserID, Template: c.TemplateID, Old: old, New: c.Status, Order: c.OrderID, At: now}
 }
 
-// publish sends events on the bus. They follow the commit: a publish that
-// fails is logged, and the sweeper's and the next change's events go on.
+// MaxEventsPerMessage bounds the events one message on
+// CouponEventSubject carries.
+const MaxEventsPerMessage = 1000
+
+// publish sends events on the bus, up to MaxEventsPerMessage in a
+// message: a JSON array, in the order the changes were made. JetStream
+// spends about as much on a message of one event as of a thousand: one
+// event a message made the sweeper three times slower with a bus than
+// without. They follow the commit: a publish that fails is logged, and the
+// sweeper's and the next change's events go on.
 func (s *WalletService) publish(ctx context.Context, events []CouponEvent) {
 	if s.Bus == nil || len(events) == 0 {
 		return
 	}
-	ms := make([]Message, 0, len(events))
-	for _, e := range events {
-		data, _ := json.Marshal(e)
+	ms := make([]Message, 0, (len(events)+MaxEventsPerMessage-1)/MaxEventsPerMessage)
+	for part := range slices.Chunk(events, MaxEventsPerMessage) {
+		data, err := json.Marshal(part)
+		if err != nil {
+			s.logger().Error("encode coupon events", "events", len(part), "err", err)
+			return
+		}
+		// A change is one coupon's, at one moment, to one status: the
+		// first names the message (the bus drops a repeat of it).
+		e := part[0]
 		ms = append(ms, Message{Subject: CouponEventSubject, Data: data,
-			ID: fmt.Sprintf("coupon-%d-%s-%d", e.Coupon, e.New, e.At.UnixMicro())})
+			ID: fmt.Sprintf("coupon-%d-%s-%d-%d", e.Coupon, e.New, e.At.UnixMicro(), len(part))})
 	}
 	if err := s.Bus.PublishMany(context.WithoutCancel(ctx), ms); err != nil {
-		s.logger().Error("publish coupon events", "events", len(ms), "err", err)
+		s.logger().Error("publish coupon events", "events", len(events), "messages", len(ms), "err", err)
 	}
+}
+
+// DecodeCouponEvents reads a message of CouponEventSubject: a JSON array
+// of events (a single event object is read too).
+func DecodeCouponEvents(data []byte) ([]CouponEvent, error) {
+	var es []CouponEvent
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		es = make([]CouponEvent, 1)
+		if err := json.Unmarshal(data, &es[0]); err != nil {
+			return nil, Errorf(EINVALID, "a coupon event: %v", err)
+		}
+		return es, nil
+	}
+	if err := json.Unmarshal(data, &es); err != nil {
+		return nil, Errorf(EINVALID, "coupon events: %v", err)
+	}
+	return es, nil
 }
 
 // Sweep writes down what time did to coupons, in batches of up to batch:
@@ -549,6 +582,19 @@ func (s *WalletService) publish(ctx context.Context, events []CouponEvent) {
 // released. It returns how many coupons it changed.
 func (s *WalletService) Sweep(ctx context.Context, batch int) (int, error) {
 	now := s.now()
+	// The events of a batch go out while the next batch is swept.
+	out := make(chan []CouponEvent, 1)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for events := range out {
+			s.publish(ctx, events)
+		}
+	}()
+	defer func() {
+		close(out)
+		<-sent
+	}()
 	n := 0
 	for {
 		cs, was, err := s.Coupons.LapseCoupons(ctx, now, batch)
@@ -556,12 +602,14 @@ func (s *WalletService) Sweep(ctx context.Context, batch int) (int, error) {
 			return n, err
 		}
 		n += len(cs)
-		events := make([]CouponEvent, len(cs))
-		for i, c := range cs {
-			events[i] = eventOf(c, was[i], now)
-			events[i].Order = ""
+		if s.Bus != nil && len(cs) > 0 {
+			events := make([]CouponEvent, len(cs))
+			for i, c := range cs {
+				events[i] = eventOf(c, was[i], now)
+				events[i].Order = ""
+			}
+			out <- events
 		}
-		s.publish(ctx, events)
 		if len(cs) < batch {
 			return n, nil
 		}

@@ -2,9 +2,11 @@ package http_test
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -234,34 +236,61 @@ func TestDoubleLockOverHTTP(t *testing.T) {
 	}
 }
 
+// eventLog consumes coupon.status_changed as a downstream system would,
+// keeping every message's events.
+type eventLog struct {
+	mu       sync.Mutex
+	messages [][]quan.CouponEvent
+}
+
+func consumeEvents(t *testing.T, bus quan.Bus) *eventLog {
+	t.Helper()
+	l := &eventLog{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		bus.Consume(ctx, quan.CouponEventSubject, "test-events", quan.ConsumeOptions{}, func(_ context.Context, m quan.Message) error {
+			es, err := quan.DecodeCouponEvents(m.Data)
+			if err != nil {
+				t.Errorf("message %s: %v", m.ID, err)
+				return nil
+			}
+			l.mu.Lock()
+			l.messages = append(l.messages, es)
+			l.mu.Unlock()
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return l
+}
+
+// wait waits up to 10 s for n events and returns the messages so far.
+func (l *eventLog) wait(n int) [][]quan.CouponEvent {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		l.mu.Lock()
+		got := 0
+		for _, m := range l.messages {
+			got += len(m)
+		}
+		ms := slices.Clone(l.messages)
+		l.mu.Unlock()
+		if got >= n || time.Now().After(deadline) {
+			return ms
+		}
+	}
+}
+
 // TestCouponEvents consumes coupon.status_changed as a downstream system
 // would: a lock, a payment, a refund and an expiry by the sweeper each
 // publish one event.
 func TestCouponEvents(t *testing.T) {
 	ts := newClaimServer(t, func(ts *testServer) { ts.api.Wallet.Bus = ts.claims.Bus })
-	var (
-		mu     sync.Mutex
-		events []quan.CouponEvent
-	)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ts.claims.Bus.Consume(ctx, quan.CouponEventSubject, "test-events", quan.ConsumeOptions{}, func(_ context.Context, m quan.Message) error {
-			var e quan.CouponEvent
-			if err := json.Unmarshal(m.Data, &e); err != nil {
-				return err
-			}
-			mu.Lock()
-			events = append(events, e)
-			mu.Unlock()
-			return nil
-		})
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	log := consumeEvents(t, ts.claims.Bus)
 
 	m := ts.merchant(t, 1)
 	tpl := ts.activeTemplate(t, m, 10, 1)
@@ -279,16 +308,14 @@ func TestCouponEvents(t *testing.T) {
 		{quan.CouponAvailable, quan.CouponLocked}, {quan.CouponLocked, quan.CouponUsed},
 		{quan.CouponUsed, quan.CouponAvailable}, {quan.CouponAvailable, quan.CouponExpired},
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		mu.Lock()
-		n := len(events)
-		mu.Unlock()
-		if n >= len(want) || time.Now().After(deadline) {
-			break
+	ms := log.wait(len(want))
+	var events []quan.CouponEvent
+	for _, m := range ms {
+		if len(m) != 1 {
+			t.Errorf("a message of %d events: %+v; want one change in each", len(m), m)
 		}
+		events = append(events, m...)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if len(events) != len(want) {
 		t.Fatalf("%d events: %+v; want %d", len(events), events, len(want))
 	}
@@ -296,6 +323,61 @@ func TestCouponEvents(t *testing.T) {
 		if e.Coupon != cl.CouponID || e.User != 7 || e.Template != tpl.ID || e.Old != want[i][0] || e.New != want[i][1] || e.At.IsZero() {
 			t.Errorf("event %d: %+v, want %s -> %s of coupon %d", i, e, want[i][0], want[i][1], cl.CouponID)
 		}
+	}
+}
+
+// TestSweepEventsInMessagesOfAThousand: a sweep's events go out in
+// messages of up to quan.MaxEventsPerMessage, each change once.
+func TestSweepEventsInMessagesOfAThousand(t *testing.T) {
+	ts := newClaimServer(t, func(ts *testServer) { ts.api.Wallet.Bus = ts.claims.Bus })
+	log := consumeEvents(t, ts.claims.Bus)
+	m := ts.merchant(t, 1)
+	const n = 2500
+	tpl := ts.activeTemplate(t, m, n, 1)
+	for first := 0; first < n; first += 1000 { // the test server takes files of up to 1,000 rows
+		var file strings.Builder
+		file.WriteString("userId\n")
+		for u := first; u < min(first+1000, n); u++ {
+			fmt.Fprintf(&file, "%d\n", 1000+u)
+		}
+		if task := ts.distribute(t, m, tpl.ID, "users.csv", []byte(file.String()), nil); task.Counts.Issued != int64(min(1000, n-first)) {
+			t.Fatalf("distribution: %+v", task.Task)
+		}
+	}
+	ts.setNow(testNow.Add(73 * time.Hour))
+	if got, err := ts.api.Wallet.Sweep(t.Context(), 5000); err != nil || got != n {
+		t.Fatalf("Sweep = %d, %v; want %d", got, err, n)
+	}
+	ms := log.wait(n)
+	var sizes []int
+	seen := map[int64]bool{}
+	for _, m := range ms {
+		sizes = append(sizes, len(m))
+		for _, e := range m {
+			if seen[e.Coupon] || e.Template != tpl.ID || e.Old != quan.CouponAvailable || e.New != quan.CouponExpired {
+				t.Fatalf("event %+v: want each coupon of template %d once, available -> expired", e, tpl.ID)
+			}
+			seen[e.Coupon] = true
+		}
+	}
+	if !slices.Equal(sizes, []int{1000, 1000, 500}) {
+		t.Fatalf("messages of %v events, want [1000 1000 500]", sizes)
+	}
+}
+
+// TestDecodeCouponEvents reads an array, a single event, and refuses what
+// is neither.
+func TestDecodeCouponEvents(t *testing.T) {
+	es, err := quan.DecodeCouponEvents([]byte(`[{"coupon":1,"new":"used"},{"coupon":2,"new":"expired"}]`))
+	if err != nil || len(es) != 2 || es[1].Coupon != 2 || es[1].New != quan.CouponExpired {
+		t.Fatalf("an array: %+v, %v", es, err)
+	}
+	es, err = quan.DecodeCouponEvents([]byte(` {"coupon":3,"new":"locked"}`))
+	if err != nil || len(es) != 1 || es[0].Coupon != 3 {
+		t.Fatalf("one event: %+v, %v", es, err)
+	}
+	if _, err := quan.DecodeCouponEvents([]byte(`"x"`)); !errors.Is(err, quan.ErrInvalid) {
+		t.Fatalf("not events: %v, want ErrInvalid", err)
 	}
 }
 

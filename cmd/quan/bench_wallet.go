@@ -301,7 +301,7 @@ func (c *BenchCommand) walletLock(ctx context.Context, args []string) error {
 
 // walletSweep measures WalletService.Sweep over n available coupons whose
 // window has closed, without a bus and then, with --with-bus, over n more
-// with an embedded NATS bus taking an event per coupon. With --sweepers,
+// with an embedded NATS bus taking every coupon's event. With --sweepers,
 // that many sweep at once, as several `quan serve` would. It fails unless
 // every coupon ended expired and was reported once.
 func (c *BenchCommand) walletSweep(ctx context.Context, args []string) error {
@@ -378,9 +378,9 @@ func (c *BenchCommand) walletSweep(ctx context.Context, args []string) error {
 			return fmt.Errorf("bench wallet sweep: %w", err)
 		}
 		defer bus.Close()
-		w := *e.wallet
-		w.Bus = bus
-		if err := sweep("embedded NATS bus (one event per coupon)", int64(n)+1, &w, false); err != nil {
+		w := &quan.WalletService{Coupons: e.wallet.Coupons, Templates: e.wallet.Templates, Bus: bus, Now: e.wallet.Now, Logger: e.wallet.Logger}
+		what := fmt.Sprintf("embedded NATS bus (every coupon's event, up to %s a message)", thousands(quan.MaxEventsPerMessage))
+		if err := sweep(what, int64(n)+1, w, false); err != nil {
 			return fmt.Errorf("bench wallet sweep: %w", err)
 		}
 	}
