@@ -156,6 +156,11 @@ type WalletStore interface {
 	// LockedUntil fn changed are saved with their UpdatedAt, and all are
 	// returned; if it fails nothing is written and its error is returned.
 	UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*Coupon) error) ([]*Coupon, error)
+	// OrderCoupons returns, in id order, the coupons of user that order
+	// names (OrderID: held or paid with) and those among ids: what a
+	// change of the order needs to read, however many the user holds.
+	// Ids that are not the user's are left out.
+	OrderCoupons(ctx context.Context, user int64, order string, ids []int64) ([]*Coupon, error)
 	// SwapCoupons writes after over coupons of user read without a lock
 	// as before (the same ids in the same order): the Status, OrderID,
 	// LockedUntil and UpdatedAt of each, at once, and only if every one

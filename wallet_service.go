@@ -200,13 +200,8 @@ func (s *WalletService) Claimable(ctx context.Context, who Identity) ([]*Templat
 	return out, nil
 }
 
-// priceable loads the user's coupons as the store has them (Lapse not
-// applied) and the templates they come from.
-func (s *WalletService) priceable(ctx context.Context, user int64) ([]*Coupon, map[int64]*Template, error) {
-	all, err := s.Coupons.UserCoupons(ctx, user, 0)
-	if err != nil {
-		return nil, nil, err
-	}
+// templatesOf returns the templates of coupons.
+func (s *WalletService) templatesOf(ctx context.Context, all []*Coupon) (map[int64]*Template, error) {
 	templates := map[int64]*Template{}
 	for _, c := range all {
 		if _, ok := templates[c.TemplateID]; ok {
@@ -214,9 +209,10 @@ func (s *WalletService) priceable(ctx context.Context, user int64) ([]*Coupon, m
 		}
 		t := s.specs.get(c.TemplateID)
 		if t == nil {
+			var err error
 			t, err = s.Templates.Template(ctx, AnyShop, c.TemplateID)
 			if err != nil && !errors.Is(err, ErrNotFound) {
-				return nil, nil, err
+				return nil, err
 			}
 			if t != nil {
 				s.specs.put(t)
@@ -224,7 +220,7 @@ func (s *WalletService) priceable(ctx context.Context, user int64) ([]*Coupon, m
 		}
 		templates[c.TemplateID] = t
 	}
-	return all, templates, nil
+	return templates, nil
 }
 
 // change runs fn on the coupons ids of user as seen, read a moment ago
@@ -275,7 +271,11 @@ func (s *WalletService) Quote(ctx context.Context, who Identity, items []OrderIt
 		return Quote{}, err
 	}
 	now := s.now()
-	all, templates, err := s.priceable(ctx, user)
+	all, err := s.Coupons.UserCoupons(ctx, user, 0)
+	if err != nil {
+		return Quote{}, err
+	}
+	templates, err := s.templatesOf(ctx, all)
 	if err != nil {
 		return Quote{}, err
 	}
@@ -317,7 +317,12 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 		return nil, Errorf(EINVALID, "couponIds: name at least one coupon")
 	}
 	now := s.now()
-	all, templates, err := s.priceable(ctx, user)
+	// The coupons named, and those the order holds already.
+	all, err := s.Coupons.OrderCoupons(ctx, user, order, req.CouponIDs)
+	if err != nil {
+		return nil, err
+	}
+	templates, err := s.templatesOf(ctx, all)
 	if err != nil {
 		return nil, err
 	}
@@ -470,15 +475,13 @@ func (s *WalletService) orderChange(ctx context.Context, who Identity, order, ve
 	if err := validOrderID(order); err != nil {
 		return nil, err
 	}
-	all, err := s.Coupons.UserCoupons(ctx, user, 0)
+	all, err := s.Coupons.OrderCoupons(ctx, user, order, nil)
 	if err != nil {
 		return nil, err
 	}
-	var ids []int64
-	for _, c := range all {
-		if c.OrderID == order {
-			ids = append(ids, c.ID)
-		}
+	ids := make([]int64, len(all))
+	for i, c := range all {
+		ids[i] = c.ID
 	}
 	now := s.now()
 	var events []CouponEvent

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
+	"strings"
 
 	"github.com/quanhq/quan"
 )
@@ -24,23 +25,47 @@ func (s *Store) UserCoupons(ctx context.Context, user, template int64) ([]*quan.
 		query += ` AND template_id = ?`
 		args = append(args, template)
 	}
-	rows, err := s.db.db.QueryContext(ctx, query+` ORDER BY id DESC`, args...)
+	cs, err := s.queryCoupons(ctx, query+` ORDER BY id DESC`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("coupons of user %d: %w", user, err)
+	}
+	return cs, nil
+}
+
+// OrderCoupons implements quan.WalletStore.
+func (s *Store) OrderCoupons(ctx context.Context, user int64, order string, ids []int64) ([]*quan.Coupon, error) {
+	query := `SELECT ` + couponColumns + ` FROM coupons WHERE user_id = ? AND (order_id = ?`
+	args := make([]any, 0, 2+len(ids))
+	args = append(args, user, order)
+	if len(ids) > 0 {
+		query += ` OR id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	}
+	cs, err := s.queryCoupons(ctx, query+`) ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("coupons of user %d for order %s: %w", user, order, err)
+	}
+	return cs, nil
+}
+
+// queryCoupons returns the coupons query selects (couponColumns).
+func (s *Store) queryCoupons(ctx context.Context, query string, args ...any) ([]*quan.Coupon, error) {
+	rows, err := s.db.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	cs := []*quan.Coupon{}
 	for rows.Next() {
 		c, err := scanCoupon(rows)
 		if err != nil {
-			return nil, fmt.Errorf("coupons of user %d: %w", user, err)
+			return nil, err
 		}
 		cs = append(cs, c)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("coupons of user %d: %w", user, err)
-	}
-	return cs, nil
+	return cs, rows.Err()
 }
 
 // CouponStats summarises the coupons of template, in one READ ONLY

@@ -2,6 +2,7 @@ package quantest
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +30,7 @@ func TestWalletStore(t *testing.T, newStores func(t *testing.T) WalletStores) {
 	run("UpdateCoupons/SavesWhatChanged", testUpdateCoupons)
 	run("UpdateCoupons/OnlyTheUsersCoupons", testUpdateCouponsOwner)
 	run("UpdateCoupons/DoubleLockOneWins", testDoubleLock)
+	run("OrderCoupons", testOrderCoupons)
 	run("SwapCoupons/WritesWhenUnchanged", testSwapCoupons)
 	run("SwapCoupons/AllOrNothing", testSwapAllOrNothing)
 	run("SwapCoupons/OnlyTheUsersCoupons", testSwapOwner)
@@ -135,6 +137,44 @@ func testDoubleLock(t *testing.T, s WalletStores) {
 	wg.Wait()
 	if won.Load() != 1 {
 		t.Fatalf("%d of 20 concurrent locks won, want 1", won.Load())
+	}
+}
+
+func testOrderCoupons(t *testing.T, s WalletStores) {
+	a := walletCoupons(t, s, 1, 2)
+	b := walletCoupons(t, s, 1)[0]
+	c := walletCoupons(t, s, 1)[0]
+	if _, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{b.ID}, func(cs []*quan.Coupon) error {
+		return cs[0].Lock("order-1", walletNow, walletNow.Add(time.Minute))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(cs []*quan.Coupon) []int64 {
+		out := []int64{}
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		order string
+		ids   []int64
+		want  []int64
+	}{
+		{"what the order holds", "order-1", nil, []int64{b.ID}},
+		{"and the coupons named, in id order", "order-1", []int64{c.ID, a[0].ID}, []int64{a[0].ID, b.ID, c.ID}},
+		{"another user's coupon left out", "order-2", []int64{a[1].ID, c.ID}, []int64{c.ID}},
+		{"nothing", "order-2", nil, []int64{}},
+	} {
+		got, err := s.Wallet.OrderCoupons(t.Context(), 1, tc.order, tc.ids)
+		if err != nil || !slices.Equal(ids(got), tc.want) {
+			t.Errorf("%s: OrderCoupons(1, %s, %v) = %v, %v; want %v", tc.name, tc.order, tc.ids, ids(got), err, tc.want)
+		}
+	}
+	got, err := s.Wallet.OrderCoupons(t.Context(), 1, "order-1", nil)
+	if err != nil || len(got) != 1 || got[0].Status != quan.CouponLocked || got[0].OrderID != "order-1" || got[0].Code == "" {
+		t.Fatalf("OrderCoupons read %+v, %v; want the whole locked coupon", got, err)
 	}
 }
 
