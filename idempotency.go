@@ -44,10 +44,24 @@ type Idempotency interface {
 	Abort(ctx context.Context, key string) error
 }
 
-// RateLimiter is a token bucket per key, in the process or in Redis:
-// rate tokens a second, up to burst.
+// Bucket names a token bucket of a RateLimiter and how it fills: Rate
+// tokens a second (positive), up to Burst (at least 1). A bucket never
+// used, or not for long, is full.
+type Bucket struct {
+	Key   string
+	Rate  float64
+	Burst int
+}
+
+// RateLimiter is a token bucket per key, in the process or in Redis.
 type RateLimiter interface {
-	// Allow takes a token from the bucket of key, or reports how long
-	// until one is there.
-	Allow(ctx context.Context, key string, rate float64, burst int) (ok bool, retryAfter time.Duration, err error)
+	// Allow takes one token from each of buckets, all or none, in one
+	// call (one round trip to Redis), so that a request limited several
+	// ways (its user's bucket and its template's) pays once. When every bucket
+	// holds a token it takes them and returns refused -1. Otherwise it
+	// takes none and returns the index in buckets of one that has no
+	// token, the one of them that takes longest to get one, and that wait:
+	// the earliest the same call could succeed. The keys of one call must
+	// differ. No buckets is allowed: -1.
+	Allow(ctx context.Context, buckets ...Bucket) (refused int, retryAfter time.Duration, err error)
 }

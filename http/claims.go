@@ -57,33 +57,44 @@ func (s *Server) getClaim(w http.ResponseWriter, r *http.Request) error {
 }
 
 // limitClaim takes a token from the caller's bucket and the template's,
-// or answers 429 with Retry-After.
-func (s *Server) limitClaim(w http.ResponseWriter, r *http.Request, who quan.Identity, template int64) error {
+// both or neither, in one call of the limiter, or answers 429 with
+// Retry-After: when the bucket that refused (the one that waits longest,
+// if both did) has a token again.
+func (s *Server) limitClaim(w http.ResponseWriter, r *http.Request, who quan.Identity, tpl int64) error {
 	l := s.ClaimLimits
 	if s.Limiter == nil {
 		return nil
 	}
-	for _, b := range []struct {
-		key   string
-		rate  float64
-		burst int
-		what  string
-	}{
-		{fmt.Sprintf("claim:user:%d", who.UserID), l.UserRate, l.UserBurst, "your claims"},
-		{fmt.Sprintf("claim:template:%d", template), l.TemplateRate, l.TemplateBurst, fmt.Sprintf("claims of template %d", template)},
-	} {
-		if b.rate <= 0 {
-			continue
-		}
-		ok, wait, err := s.Limiter.Allow(r.Context(), b.key, b.rate, max(b.burst, 1))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			secs := int(math.Ceil(wait.Seconds()))
-			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-			return quan.Errorf(quan.ERATELIMITED, "too many %s: try again in %s", b.what, wait.Round(time.Millisecond))
-		}
+	var (
+		all      [2]quan.Bucket
+		template [2]bool // whether all[i] is the template's bucket, not the user's
+	)
+	buckets := all[:0]
+	if l.UserRate > 0 {
+		buckets = append(buckets, quan.Bucket{Key: "claim:user:" + strconv.FormatInt(who.UserID, 10), Rate: l.UserRate, Burst: max(l.UserBurst, 1)})
 	}
-	return nil
+	if l.TemplateRate > 0 {
+		template[len(buckets)] = true
+		buckets = append(buckets, quan.Bucket{Key: "claim:template:" + strconv.FormatInt(tpl, 10), Rate: l.TemplateRate, Burst: max(l.TemplateBurst, 1)})
+	}
+	if len(buckets) == 0 {
+		return nil
+	}
+	refused, wait, err := s.Limiter.Allow(r.Context(), buckets...)
+	if err != nil {
+		return err
+	}
+	if refused < 0 {
+		return nil
+	}
+	if refused >= len(buckets) {
+		return fmt.Errorf("rate limiter refused bucket %d of %d", refused, len(buckets))
+	}
+	what := "your claims"
+	if template[refused] {
+		what = fmt.Sprintf("claims of template %d", tpl)
+	}
+	secs := int(math.Ceil(wait.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	return quan.Errorf(quan.ERATELIMITED, "too many %s: try again in %s", what, wait.Round(time.Millisecond))
 }

@@ -103,12 +103,18 @@ type bucket struct {
 // NewRateLimiter returns a limiter with every bucket full.
 func NewRateLimiter() *RateLimiter { return &RateLimiter{buckets: map[string]*bucket{}} }
 
-// Allow implements quan.RateLimiter.
-func (l *RateLimiter) Allow(ctx context.Context, key string, rate float64, burst int) (bool, time.Duration, error) {
+// Allow implements quan.RateLimiter: under one lock it refills the
+// buckets, and takes a token from each only if each has one.
+func (l *RateLimiter) Allow(ctx context.Context, buckets ...quan.Bucket) (int, time.Duration, error) {
+	if len(buckets) == 0 {
+		return -1, 0, nil
+	}
 	now := time.Now()
 	if l.Now != nil {
 		now = l.Now()
 	}
+	var small [4]*bucket
+	bs := small[:0]
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.sweep) > time.Minute {
@@ -120,17 +126,28 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, rate float64, burst
 			}
 		}
 	}
-	b := l.buckets[key]
-	if b == nil {
-		b = &bucket{tokens: float64(burst), at: now}
-		l.buckets[key] = b
+	refused, wait := -1, time.Duration(0)
+	for i, q := range buckets {
+		b := l.buckets[q.Key]
+		if b == nil {
+			b = &bucket{tokens: float64(q.Burst), at: now}
+			l.buckets[q.Key] = b
+		}
+		b.rate, b.burst = q.Rate, float64(q.Burst)
+		b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.at).Seconds()*b.rate)
+		b.at = now
+		if b.tokens < 1 {
+			if w := time.Duration((1 - b.tokens) / b.rate * float64(time.Second)); refused < 0 || w > wait {
+				refused, wait = i, w
+			}
+		}
+		bs = append(bs, b)
 	}
-	b.rate, b.burst = rate, float64(burst)
-	b.tokens = math.Min(float64(burst), b.tokens+now.Sub(b.at).Seconds()*rate)
-	b.at = now
-	if b.tokens >= 1 {
+	if refused >= 0 {
+		return refused, wait, nil
+	}
+	for _, b := range bs {
 		b.tokens--
-		return true, 0, nil
 	}
-	return false, time.Duration((1 - b.tokens) / rate * float64(time.Second)), nil
+	return -1, 0, nil
 }

@@ -2,7 +2,10 @@ package redis
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -79,30 +82,183 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `)
 
-// bucketScript is a token bucket on the server's clock. KEYS bucket;
-// ARGV rate (tokens a second), burst. Returns 0 when allowed, else the
-// microseconds until a token is there.
-var bucketScript = rueidis.NewLuaScript(`
-local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+// Rate limits: a bucket is a hash {tokens, at} at PREFIX rate:KEY, on the
+// server's clock, expiring once it would be full again (a missing bucket
+// is a full one).
+//
+// One Allow is one round trip whatever the number of buckets. On a single
+// Redis (or a sentinel's master) it is one call of allowScript with every
+// bucket: atomic, all or none. In a cluster the buckets of one call are on
+// different slots (a claim's user bucket is global to the user, its
+// template bucket to the template: no hash tag can join them without
+// making the user's limit per template), and a script may touch one slot
+// only. There allowEach pipelines one allowScript call per bucket
+// (DoMulti) and, when one refuses, gives back the tokens the others took
+// in a second round trip. Between the two a concurrent call may be
+// refused by a bucket whose token is on its way back: the limits never let
+// more through than they allow, but may briefly let fewer. A check-then-take
+// in two round trips would pay the second on every call, and still race.
+//
+// Measured with BenchmarkAllow (a claim's two buckets, 128 goroutines,
+// local Redis sharing 2 busy cores with the client, 4 runs): one script
+// 19-29µs an Allow, the pipelined pair 24-32µs, and the two calls one
+// after the other that a claim made before 34-36µs. The single script is
+// some 10-20% cheaper than the pair, so it is used wherever the slots
+// allow it.
+
+// allowScript takes a token from each bucket of KEYS, all or none. ARGV
+// holds rate (tokens a second) and burst for each key in turn. Returns
+// {0, 0} when it took them, else {i, wait}: KEYS[i] is the bucket
+// without a token that waits longest, wait microseconds. A refusal writes
+// nothing.
+var allowScript, allowSHA = luaScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens, at = tonumber(b[1]), tonumber(b[2])
-if not tokens then tokens, at = burst, now end
-tokens = math.min(burst, tokens + (now - at) * rate)
-local wait = 0
-if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) / rate * 1e6) end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
-return wait
+local tokens, refused, wait = {}, 0, 0
+for i, key in ipairs(KEYS) do
+  local rate, burst = tonumber(ARGV[2*i-1]), tonumber(ARGV[2*i])
+  local b = redis.call('HMGET', key, 'tokens', 'at')
+  local n, at = tonumber(b[1]), tonumber(b[2])
+  if not n then n, at = burst, now end
+  n = math.min(burst, n + math.max(0, now - at) * rate)
+  tokens[i] = n
+  if n < 1 then
+    local w = math.ceil((1 - n) / rate * 1e6)
+    if w > wait then refused, wait = i, w end
+  end
+end
+if refused > 0 then return {refused, wait} end
+for i, key in ipairs(KEYS) do
+  local rate, burst = tonumber(ARGV[2*i-1]), tonumber(ARGV[2*i])
+  redis.call('HSET', key, 'tokens', tostring(tokens[i] - 1), 'at', tostring(now))
+  redis.call('PEXPIRE', key, math.ceil(burst / rate * 1000) + 1000)
+end
+return {0, 0}
 `)
 
-// Allow implements quan.RateLimiter with one script call.
-func (c *Cache) Allow(ctx context.Context, key string, rate float64, burst int) (bool, time.Duration, error) {
-	wait, err := bucketScript.Exec(ctx, c.client, []string{c.prefix + "rate:" + key},
-		[]string{strconv.FormatFloat(rate, 'g', -1, 64), strconv.Itoa(burst)}).AsInt64()
-	if err != nil {
-		return false, 0, fmt.Errorf("redis rate limit: %w", err)
+// refundScript gives back the token allowScript took from KEYS[1], up to
+// the burst. ARGV rate, burst.
+var refundScript, refundSHA = luaScript(`
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local n, at = tonumber(b[1]), tonumber(b[2])
+if not n then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+n = math.min(burst, n + math.max(0, now - at) * rate + 1)
+redis.call('HSET', KEYS[1], 'tokens', tostring(n), 'at', tostring(now))
+return 1
+`)
+
+// luaScript returns a script for Exec and its SHA-1 for EVALSHA in a
+// pipeline: rueidis.Lua's ExecMulti loads the script on every node first,
+// each time.
+func luaScript(src string) (*rueidis.Lua, string) {
+	sum := sha1.Sum([]byte(src))
+	return rueidis.NewLuaScript(src), hex.EncodeToString(sum[:])
+}
+
+// execEach runs script once for each of calls in one pipeline, and again
+// by Exec (which loads it) the calls Redis did not know it for.
+func (c *Cache) execEach(ctx context.Context, script *rueidis.Lua, sha string, calls []rueidis.LuaExec) []rueidis.RedisResult {
+	cmds := make(rueidis.Commands, len(calls))
+	for i, e := range calls {
+		cmds[i] = c.client.B().Evalsha().Sha1(sha).Numkeys(int64(len(e.Keys))).Key(e.Keys...).Arg(e.Args...).Build()
 	}
-	return wait == 0, time.Duration(wait) * time.Microsecond, nil
+	res := c.client.DoMulti(ctx, cmds...)
+	for i, r := range res {
+		if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
+			res[i] = script.Exec(ctx, c.client, calls[i].Keys, calls[i].Args)
+		}
+	}
+	return res
+}
+
+func (c *Cache) rateKey(key string) string { return c.prefix + "rate:" + key }
+
+func bucketArgs(b quan.Bucket) (rate, burst string) {
+	return strconv.FormatFloat(b.Rate, 'g', -1, 64), strconv.Itoa(b.Burst)
+}
+
+// Allow implements quan.RateLimiter in one round trip: one script call
+// for all the buckets, or in a cluster one a bucket (see allowScript).
+func (c *Cache) Allow(ctx context.Context, buckets ...quan.Bucket) (int, time.Duration, error) {
+	switch {
+	case len(buckets) == 0:
+		return -1, 0, nil
+	case len(buckets) > 1 && c.client.Mode() == rueidis.ClientModeCluster:
+		return c.allowEach(ctx, buckets)
+	}
+	keys, args := make([]string, len(buckets)), make([]string, 0, 2*len(buckets))
+	for i, b := range buckets {
+		keys[i] = c.rateKey(b.Key)
+		rate, burst := bucketArgs(b)
+		args = append(args, rate, burst)
+	}
+	refused, wait, err := allowResult(allowScript.Exec(ctx, c.client, keys, args))
+	if err != nil {
+		return -1, 0, fmt.Errorf("redis rate limit: %w", err)
+	}
+	return refused, wait, nil
+}
+
+// allowResult reads what allowScript answered: the index of the bucket
+// that refused (-1 for none) and its wait.
+func allowResult(r rueidis.RedisResult) (int, time.Duration, error) {
+	v, err := r.ToArray()
+	if err != nil {
+		return -1, 0, err
+	}
+	if len(v) != 2 {
+		return -1, 0, fmt.Errorf("rate limit script answered %d values, want 2", len(v))
+	}
+	i, err := v[0].AsInt64()
+	if err != nil {
+		return -1, 0, err
+	}
+	wait, err := v[1].AsInt64()
+	if err != nil {
+		return -1, 0, err
+	}
+	return int(i) - 1, time.Duration(wait) * time.Microsecond, nil
+}
+
+// allowEach is Allow for buckets on different cluster slots: one
+// allowScript call a bucket in one pipeline, then the tokens taken given
+// back if a bucket refused or a call failed.
+func (c *Cache) allowEach(ctx context.Context, buckets []quan.Bucket) (int, time.Duration, error) {
+	calls := make([]rueidis.LuaExec, len(buckets))
+	for i, b := range buckets {
+		rate, burst := bucketArgs(b)
+		calls[i] = rueidis.LuaExec{Keys: []string{c.rateKey(b.Key)}, Args: []string{rate, burst}}
+	}
+	refused, wait := -1, time.Duration(0)
+	var errs []error
+	var back []rueidis.LuaExec
+	for i, r := range c.execEach(ctx, allowScript, allowSHA, calls) {
+		no, w, err := allowResult(r)
+		switch {
+		case err != nil:
+			// It may have taken the token all the same (a reply lost): it
+			// stays taken, as giving back one not taken would let more
+			// through than the limit.
+			errs = append(errs, err)
+		case no < 0:
+			back = append(back, calls[i])
+		case refused < 0 || w > wait:
+			refused, wait = i, w
+		}
+	}
+	if refused < 0 && errs == nil {
+		return -1, 0, nil
+	}
+	for _, r := range c.execEach(context.WithoutCancel(ctx), refundScript, refundSHA, back) {
+		if err := r.Error(); err != nil {
+			errs = append(errs, fmt.Errorf("give a token back: %w", err))
+		}
+	}
+	if errs != nil {
+		return -1, 0, fmt.Errorf("redis rate limit: %w", errors.Join(errs...))
+	}
+	return refused, wait, nil
 }

@@ -1,0 +1,51 @@
+package http_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/quanhq/quan"
+	qhttp "github.com/quanhq/quan/http"
+)
+
+// TestClaimRateLimitsAllOrNothing: a claim the template's bucket refuses
+// takes nothing from the user's, and the 429 says which bucket and when.
+func TestClaimRateLimitsAllOrNothing(t *testing.T) {
+	ts := newClaimServer(t, func(ts *testServer) {
+		ts.api.ClaimLimits = qhttp.ClaimLimits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.1, TemplateBurst: 1}
+	})
+	m := ts.merchant(t, 1)
+	a, b, c := ts.activeTemplate(t, m, 100, 5), ts.activeTemplate(t, m, 100, 5), ts.activeTemplate(t, m, 100, 5)
+	u := ts.user(t, 1)
+	ts.claim(t, u, a.ID).want(t, http.StatusAccepted, "") // a's bucket is empty now, u's holds 1
+	retryAfter := func(r response) int {
+		t.Helper()
+		n, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		if err != nil {
+			t.Fatalf("Retry-After %q: %v", r.Header.Get("Retry-After"), err)
+		}
+		return n
+	}
+	for range 3 {
+		r := ts.claim(t, u, a.ID)
+		r.want(t, http.StatusTooManyRequests, quan.ERATELIMITED)
+		if ra := retryAfter(r); ra < 9 || ra > 10 || !strings.Contains(r.Problem.Detail, "template") {
+			t.Fatalf("refused by a's bucket: Retry-After %d, %q; want about 10s, of the template", ra, r.Problem.Detail)
+		}
+	}
+	// The three refusals left u's last token where it was.
+	ts.claim(t, u, b.ID).want(t, http.StatusAccepted, "")
+	r := ts.claim(t, u, c.ID)
+	r.want(t, http.StatusTooManyRequests, quan.ERATELIMITED)
+	if ra := retryAfter(r); ra < 90 || ra > 100 || !strings.Contains(r.Problem.Detail, "your claims") {
+		t.Fatalf("refused by u's bucket: Retry-After %d, %q; want about 100s, of your claims", ra, r.Problem.Detail)
+	}
+	// Both empty: the longer wait, u's.
+	r = ts.claim(t, u, a.ID)
+	r.want(t, http.StatusTooManyRequests, quan.ERATELIMITED)
+	if ra := retryAfter(r); ra < 90 || ra > 100 {
+		t.Fatalf("refused by both: Retry-After %d; want u's, about 100s", ra)
+	}
+}
