@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,4 +105,190 @@ func PlanClaims(claims []*Claim, t *Template, held map[int64]int64, stock int64,
 		}
 	}
 	return seqs
+}
+
+// claimsMagic starts an encoded batch of claims and names its version. A
+// message of one claim in JSON (what versions before it sent) starts with
+// '{' instead.
+const claimsMagic = "qcb1"
+
+// claimStatuses numbers the statuses on the wire. The numbers are part of
+// the wire format: append, never reorder.
+var claimStatuses = []ClaimStatus{ClaimPending, ClaimIssued, ClaimFailed}
+
+// Flags of a claim on the wire: its status code is in the low bits.
+const (
+	claimStatusBits  = 0x03
+	claimHasCoupon   = 0x04
+	claimHasReason   = 0x08
+	claimHasDecided  = 0x10
+	claimKnownFlags  = claimStatusBits | claimHasCoupon | claimHasReason | claimHasDecided
+	claimMinWireSize = 5 // flags, id length, template, user, at
+)
+
+// EncodeClaims encodes a batch of claims for the bus in one message:
+// varints, and text only for the id and a reason, so a pending claim takes
+// about 45 bytes (JSON: about 130, and reflection to write and read it).
+// Times keep microseconds and come back in UTC. A status other than
+// pending, issued or failed is an invalid error.
+func EncodeClaims(cs []*Claim) ([]byte, error) {
+	b := make([]byte, 0, len(claimsMagic)+binary.MaxVarintLen64+len(cs)*48)
+	b = append(b, claimsMagic...)
+	b = binary.AppendUvarint(b, uint64(len(cs)))
+	for _, c := range cs {
+		code := slices.Index(claimStatuses, c.Status)
+		if code < 0 {
+			return nil, Errorf(EINVALID, "encode claims: claim %s has an unknown status %q", c.ID, c.Status)
+		}
+		flags := byte(code)
+		if c.CouponID != 0 {
+			flags |= claimHasCoupon
+		}
+		if c.Reason != "" {
+			flags |= claimHasReason
+		}
+		if !c.DecidedAt.IsZero() {
+			flags |= claimHasDecided
+		}
+		b = append(b, flags)
+		b = binary.AppendUvarint(b, uint64(len(c.ID)))
+		b = append(b, c.ID...)
+		b = binary.AppendVarint(b, c.TemplateID)
+		b = binary.AppendVarint(b, c.UserID)
+		b = binary.AppendVarint(b, c.At.UnixMicro())
+		if flags&claimHasCoupon != 0 {
+			b = binary.AppendVarint(b, c.CouponID)
+		}
+		if flags&claimHasReason != 0 {
+			b = binary.AppendUvarint(b, uint64(len(c.Reason)))
+			b = append(b, c.Reason...)
+		}
+		if flags&claimHasDecided != 0 {
+			b = binary.AppendVarint(b, c.DecidedAt.UnixMicro())
+		}
+	}
+	return b, nil
+}
+
+// DecodeClaims decodes what EncodeClaims encoded. Anything else is an
+// invalid error that says where it went wrong. It checks the encoding
+// only: whether the claims make sense is the caller's business.
+func DecodeClaims(b []byte) ([]*Claim, error) {
+	if len(b) < len(claimsMagic) || string(b[:len(claimsMagic)]) != claimsMagic {
+		return nil, Errorf(EINVALID, "decode claims: not a batch of claims of this version (want %q first)", claimsMagic)
+	}
+	d := claimDecoder{b: b, off: len(claimsMagic)}
+	n := d.uvarint("claim count")
+	if d.err == nil && n > uint64(len(b)-d.off)/claimMinWireSize {
+		d.fail("claim count %d exceeds the message", n)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	all := make([]Claim, n) // one allocation for the batch
+	cs := make([]*Claim, n)
+	for i := range all {
+		c := &all[i]
+		cs[i] = c
+		flags := d.byte("flags")
+		if d.err == nil && (flags&^claimKnownFlags != 0 || int(flags&claimStatusBits) >= len(claimStatuses)) {
+			d.fail("claim %d has unknown flags %#x", i+1, flags)
+		}
+		c.ID = d.text("id")
+		c.TemplateID = d.varint("template id")
+		c.UserID = d.varint("user id")
+		c.At = time.UnixMicro(d.varint("time")).UTC()
+		if d.err != nil {
+			return nil, d.err
+		}
+		c.Status = claimStatuses[flags&claimStatusBits]
+		if flags&claimHasCoupon != 0 {
+			if c.CouponID = d.varint("coupon id"); d.err == nil && c.CouponID == 0 {
+				d.fail("claim %d has a coupon id of 0", i+1)
+			}
+		}
+		if flags&claimHasReason != 0 {
+			if c.Reason = d.text("reason"); d.err == nil && c.Reason == "" {
+				d.fail("claim %d has an empty reason", i+1)
+			}
+		}
+		if flags&claimHasDecided != 0 {
+			c.DecidedAt = time.UnixMicro(d.varint("decision time")).UTC()
+			if d.err == nil && c.DecidedAt.IsZero() {
+				d.fail("claim %d has a zero decision time", i+1)
+			}
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+	}
+	if d.off != len(b) {
+		return nil, Errorf(EINVALID, "decode claims: %d bytes after the last claim", len(b)-d.off)
+	}
+	return cs, nil
+}
+
+// claimDecoder reads varints and texts, remembering the first error.
+type claimDecoder struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (d *claimDecoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = Errorf(EINVALID, "decode claims at byte %d: %s", d.off, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *claimDecoder) varint(what string) int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b[d.off:])
+	if n <= 0 {
+		d.fail("bad %s", what)
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *claimDecoder) uvarint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.off:])
+	if n <= 0 {
+		d.fail("bad %s", what)
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *claimDecoder) byte(what string) byte {
+	if d.err != nil {
+		return 0
+	}
+	if d.off >= len(d.b) {
+		d.fail("missing %s", what)
+		return 0
+	}
+	d.off++
+	return d.b[d.off-1]
+}
+
+func (d *claimDecoder) text(what string) string {
+	n := d.uvarint(what + " length")
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)-d.off) {
+		d.fail("%s of %d bytes exceeds the message", what, n)
+		return ""
+	}
+	s := string(d.b[d.off : d.off+int(n)])
+	d.off += int(n)
+	return s
 }
