@@ -11,11 +11,18 @@ import (
 	"time"
 )
 
-// ClaimSubject is the bus subject claims are handed to the store on, and
-// ClaimDurable the consumer name the processes persisting them share.
+// ClaimBatchSubject is the bus subject claims are handed to the store on,
+// in batches (EncodeClaims). ClaimSubject carries one claim a message in
+// JSON: versions before the batches published that, and ServeClaims still
+// persists it. The batches have a subject of their own so that, while old
+// and new versions run side by side, no old consumer is handed a batch it
+// cannot read (it would dead-letter it, and its dead-letter consumer drop
+// it). ClaimDurable is the consumer name the processes persisting claims
+// share.
 const (
-	ClaimSubject = "quan.claims"
-	ClaimDurable = "quan-claims"
+	ClaimBatchSubject = "quan.claims.batch"
+	ClaimSubject      = "quan.claims"
+	ClaimDurable      = "quan-claims"
 )
 
 // Claim refusal codes: a 409 says which.
@@ -28,7 +35,11 @@ const (
 )
 
 // ClaimCounters count what happened to claims in this process. Metrics
-// come later; the counts are kept from the start.
+// come later; the counts are kept from the start. Every count is of
+// claims, not of bus messages: a message carries a batch of claims, and a
+// failed delivery of it counts each of its claims in Retried. A delivery
+// redone after some of its claims were settled (a give-back that failed)
+// counts those again.
 type ClaimCounters struct {
 	Accepted      atomic.Int64 // reserved and handed off: 202
 	Refused       atomic.Int64 // refused by the cache: 409
@@ -36,14 +47,20 @@ type ClaimCounters struct {
 	Issued        atomic.Int64 // persisted with a coupon
 	Failed        atomic.Int64 // decided by the store without a coupon
 	Compensated   atomic.Int64 // reservations given back after a failure
-	Retried       atomic.Int64 // persist attempts that failed and go again
-	DeadLettered  atomic.Int64 // hand-offs that ran out of deliveries
+	Retried       atomic.Int64 // claims of a delivery whose persisting failed and goes again
+	DeadLettered  atomic.Int64 // claims whose hand-off ran out of deliveries
 	HandoffFailed atomic.Int64 // claims whose hand-off could not be stored: 503
 }
 
 // ClaimService takes flash-sale claims: it checks and reserves in the
 // cache at once, hands the claim to the bus durably before it answers, and
 // persists claims in batches as they come off the bus.
+//
+// Claims go to the bus in batches: the claims that arrive while one
+// message is being stored go together in the next, up to
+// MaxClaimsPerMessage, encoded by EncodeClaims. A bus message costs the
+// bus and both ends tens of microseconds of CPU whatever it carries, so
+// under load that cost is shared by hundreds of claims.
 type ClaimService struct {
 	Templates TemplateStore
 	Coupons   CouponStore // the holdings a cold cache is loaded with
@@ -59,21 +76,51 @@ type ClaimService struct {
 	Backoff    []time.Duration // nil means DefaultBackoff
 
 	once    sync.Once
-	handoff *batcher[Message, struct{}]
+	handoff *batcher[*Claim, struct{}]
 	persist *batcher[*Claim, *Claim]
 	prime   flight
 	known   knownIDs
 }
 
+// MaxClaimsPerMessage bounds the claims one bus message carries (about
+// 45 bytes each, far below a bus message's limit), and the claims the
+// store decides in one transaction.
+const MaxClaimsPerMessage = 500
+
+// How many claim messages a process handles at once. The claims of all
+// meet in one store transaction at a time (the persist batcher), so this
+// only needs to keep the next transaction full: a few batches do under
+// load, when each carries hundreds of claims; more let the small batches
+// of a light load share a transaction. Single claims (ClaimSubject) need
+// many at once to fill a transaction. Dead letters are rare, and each
+// fails its claims one by one.
+const (
+	batchConcurrency  = 32
+	singleConcurrency = 1000
+	deadConcurrency   = 4
+)
+
 func (s *ClaimService) init() {
 	s.once.Do(func() {
-		s.handoff = newBatcher(1000, func(ctx context.Context, ms []Message) ([]struct{}, error) {
-			return make([]struct{}, len(ms)), s.Bus.PublishMany(ctx, ms)
-		})
-		s.persist = newBatcher(500, func(ctx context.Context, cs []*Claim) ([]*Claim, error) {
+		s.handoff = newBatcher(MaxClaimsPerMessage, s.publish)
+		s.persist = newBatcher(MaxClaimsPerMessage, func(ctx context.Context, cs []*Claim) ([]*Claim, error) {
 			return s.Claims.IssueClaims(ctx, cs, s.now())
 		})
 	})
+}
+
+// publish hands cs to the bus in one message. Its ID is the first claim's:
+// a claim is in one batch only, so the ID is the batch's, and publishing it
+// again stores it once.
+func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]struct{}, error) {
+	data, err := EncodeClaims(cs)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Bus.PublishMany(ctx, []Message{{Subject: ClaimBatchSubject, ID: "claims:" + cs[0].ID, Data: data}}); err != nil {
+		return nil, err
+	}
+	return make([]struct{}, len(cs)), nil
 }
 
 func (s *ClaimService) now() time.Time {
@@ -120,11 +167,7 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 		s.Counters.Refused.Add(1)
 		return nil, s.refusal(ctx, template, refusals[0])
 	}
-	data, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.handoff.do(ctx, Message{Subject: ClaimSubject, ID: c.ID, Data: data}); err != nil {
+	if _, err := s.handoff.do(ctx, c); err != nil {
 		s.Counters.HandoffFailed.Add(1)
 		if rerr := s.Cache.Release(ctx, template, c.ID); rerr != nil {
 			s.logger().Error("give back the reservation of a claim not handed off", "claim", c.ID, "err", rerr)
@@ -238,42 +281,90 @@ func (s *ClaimService) Get(ctx context.Context, who Identity, id string, wait ti
 
 // ServeClaims persists the claims handed to the bus, in batches, until ctx
 // ends; claims that fail give their reservation back, and claims whose
-// hand-off runs out of deliveries end failed.
+// hand-off runs out of deliveries end failed. It consumes the batches on
+// ClaimBatchSubject and the single JSON claims on ClaimSubject, which
+// older versions publish, so their claims persist during and after an
+// upgrade.
 func (s *ClaimService) ServeClaims(ctx context.Context) error {
 	s.init()
-	opt := ConsumeOptions{MaxDeliver: s.MaxDeliver, Backoff: s.Backoff, Concurrency: 1000}
-	errs := make(chan error, 2)
-	go func() { errs <- s.Bus.Consume(ctx, ClaimSubject, ClaimDurable, opt, s.handleClaim) }()
-	go func() {
-		errs <- s.Bus.Consume(ctx, DeadLetterPrefix+ClaimSubject, ClaimDurable+"-dead", ConsumeOptions{Concurrency: 100}, s.handleDead)
-	}()
-	err := errors.Join(<-errs, <-errs)
-	if err != nil {
+	type consumer struct {
+		subject, durable string
+		opt              ConsumeOptions
+		handle           func(context.Context, Message) error
+	}
+	live := func(n int) ConsumeOptions {
+		return ConsumeOptions{MaxDeliver: s.MaxDeliver, Backoff: s.Backoff, Concurrency: n}
+	}
+	dead := ConsumeOptions{Concurrency: deadConcurrency}
+	cs := []consumer{
+		{ClaimBatchSubject, ClaimDurable, live(batchConcurrency), s.handleClaims},
+		{ClaimSubject, ClaimDurable, live(singleConcurrency), s.handleClaims},
+		{DeadLetterPrefix + ClaimBatchSubject, ClaimDurable + "-dead", dead, s.handleDead},
+		{DeadLetterPrefix + ClaimSubject, ClaimDurable + "-dead", dead, s.handleDead},
+	}
+	errs := make(chan error, len(cs))
+	for _, c := range cs {
+		go func() { errs <- s.Bus.Consume(ctx, c.subject, c.durable, c.opt, c.handle) }()
+	}
+	var all []error
+	for range cs {
+		all = append(all, <-errs)
+	}
+	if err := errors.Join(all...); err != nil {
 		return fmt.Errorf("serve claims: %w", err)
 	}
 	return nil
 }
 
-func decodeClaim(m Message) (*Claim, error) {
-	var c Claim
-	if err := json.Unmarshal(m.Data, &c); err != nil || c.ID == "" || c.TemplateID <= 0 || c.UserID <= 0 {
-		return nil, Errorf(EINVALID, "message %s is not a claim: %v", m.ID, err)
+// decodeClaims returns the claims of m: a batch (EncodeClaims), or one
+// claim in JSON, which is what a message starting with '{' holds, on
+// whichever subject it came. Every claim must name itself, its template
+// and its user.
+func decodeClaims(m Message) ([]*Claim, error) {
+	var cs []*Claim
+	if len(m.Data) > 0 && m.Data[0] == '{' {
+		var c Claim
+		if err := json.Unmarshal(m.Data, &c); err != nil {
+			return nil, Errorf(EINVALID, "message %s is not a claim: %v", m.ID, err)
+		}
+		cs = []*Claim{&c}
+	} else {
+		var err error
+		if cs, err = DecodeClaims(m.Data); err != nil {
+			return nil, Errorf(EINVALID, "message %s is not a batch of claims: %v", m.ID, err)
+		}
 	}
-	return &c, nil
+	if len(cs) == 0 {
+		return nil, Errorf(EINVALID, "message %s holds no claims", m.ID)
+	}
+	for i, c := range cs {
+		if c.ID == "" || c.TemplateID <= 0 || c.UserID <= 0 {
+			return nil, Errorf(EINVALID, "message %s: claim %d of %d lacks its id, template or user: %+v", m.ID, i+1, len(cs), *c)
+		}
+	}
+	return cs, nil
 }
 
-func (s *ClaimService) handleClaim(ctx context.Context, m Message) error {
-	c, err := decodeClaim(m)
+// handleClaims persists the claims of m and settles each. If the store
+// fails, nothing is settled and the error has m delivered again: the
+// claims the store decided meanwhile are not decided twice, it returns
+// their records.
+func (s *ClaimService) handleClaims(ctx context.Context, m Message) error {
+	cs, err := decodeClaims(m)
 	if err != nil {
 		return err
 	}
-	rec, err := s.persist.do(ctx, c)
+	recs, err := s.persist.doMany(ctx, cs)
 	if err != nil {
-		s.Counters.Retried.Add(1)
-		s.logger().Warn("persist claim", "claim", c.ID, "attempt", m.Attempt, "err", err)
+		s.Counters.Retried.Add(int64(len(cs)))
+		s.logger().Warn("persist claims", "message", m.ID, "claims", len(cs), "attempt", m.Attempt, "err", err)
 		return err
 	}
-	return s.settle(ctx, rec)
+	var errs []error
+	for _, rec := range recs {
+		errs = append(errs, s.settle(ctx, rec))
+	}
+	return errors.Join(errs...)
 }
 
 // settle counts a decided claim and, if it failed, gives its reservation
@@ -291,19 +382,26 @@ func (s *ClaimService) settle(ctx context.Context, c *Claim) error {
 	return nil
 }
 
+// handleDead fails every claim of a message whose hand-off ran out of
+// deliveries, and settles each: a claim the store decided before keeps
+// its record. An error has the dead letter delivered again.
 func (s *ClaimService) handleDead(ctx context.Context, m Message) error {
-	c, err := decodeClaim(m)
+	cs, err := decodeClaims(m)
 	if err != nil {
 		s.logger().Error("dead letter that is not a claim", "id", m.ID, "err", err)
 		return nil
 	}
-	rec, err := s.Claims.FailClaim(ctx, c, "hand-off failed: "+m.Reason, s.now())
-	if err != nil {
-		return err
+	s.logger().Warn("claims dead-lettered", "message", m.ID, "claims", len(cs), "reason", m.Reason)
+	var errs []error
+	for _, c := range cs {
+		rec, err := s.Claims.FailClaim(ctx, c, "hand-off failed: "+m.Reason, s.now())
+		if err != nil {
+			return errors.Join(append(errs, fmt.Errorf("fail dead-lettered claim %s: %w", c.ID, err))...)
+		}
+		s.Counters.DeadLettered.Add(1)
+		errs = append(errs, s.settle(ctx, rec))
 	}
-	s.Counters.DeadLettered.Add(1)
-	s.logger().Warn("claim dead-lettered", "claim", c.ID, "reason", m.Reason, "recorded", rec.Status)
-	return s.settle(ctx, rec)
+	return errors.Join(errs...)
 }
 
 // knownIDs tells template ids that may exist from ids that cannot: ids
@@ -387,10 +485,12 @@ type batcher[In, Out any] struct {
 
 type batchItem[In, Out any] struct {
 	in   In
+	i    int // where the result goes among the caller's
 	done chan batchResult[Out]
 }
 
 type batchResult[Out any] struct {
+	i   int
 	out Out
 	err error
 }
@@ -416,6 +516,40 @@ func (b *batcher[In, Out]) do(ctx context.Context, in In) (Out, error) {
 		var zero Out
 		return zero, ctx.Err()
 	}
+}
+
+// doMany runs ins through the batcher and returns their outs in order, or
+// the first error of the batches they went in. They queue together, so
+// they share a batch unless it fills up: then the rest go in the next.
+func (b *batcher[In, Out]) doMany(ctx context.Context, ins []In) ([]Out, error) {
+	done := make(chan batchResult[Out], len(ins))
+	b.mu.Lock()
+	for i, in := range ins {
+		b.queue = append(b.queue, batchItem[In, Out]{in: in, i: i, done: done})
+	}
+	start := !b.running && len(ins) > 0
+	b.running = b.running || start
+	b.mu.Unlock()
+	if start {
+		go b.drain()
+	}
+	outs := make([]Out, len(ins))
+	var err error
+	for range ins {
+		select {
+		case r := <-done:
+			outs[r.i] = r.out
+			if err == nil {
+				err = r.err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return outs, nil
 }
 
 // drain runs batches until the queue is empty.
@@ -444,9 +578,9 @@ func (b *batcher[In, Out]) drain() {
 		}
 		for i, it := range items {
 			if err != nil {
-				it.done <- batchResult[Out]{err: err}
+				it.done <- batchResult[Out]{i: it.i, err: err}
 			} else {
-				it.done <- batchResult[Out]{out: outs[i]}
+				it.done <- batchResult[Out]{i: it.i, out: outs[i]}
 			}
 		}
 	}

@@ -1,0 +1,83 @@
+package quan
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDecodeClaimMessages: the consumer reads batches and the single
+// JSON claims of older versions, and refuses anything else with an
+// invalid error that names the problem.
+func TestDecodeClaimMessages(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
+	c := &Claim{ID: NewClaimID(7, 42), TemplateID: 7, UserID: 42, Status: ClaimPending, At: at}
+	batch := func(cs ...*Claim) []byte {
+		t.Helper()
+		b, err := EncodeClaims(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name, data string
+		claims     int
+		err        string // in the error; "" if none
+	}{
+		{"Batch", string(batch(c, c, c)), 3, ""},
+		{"JSON", `{"id":"` + c.ID + `","templateId":7,"userId":42,"status":"pending","at":"2030-01-02T03:04:05.000006Z"}`, 1, ""},
+		{"ErrBrokenJSON", `{"id":`, 0, "is not a claim"},
+		{"ErrNotABatch", "hello", 0, "is not a batch of claims"},
+		{"ErrEmpty", "", 0, "is not a batch of claims"},
+		{"ErrCutBatch", string(batch(c)[:20]), 0, "exceeds the message"},
+		{"ErrNoClaims", string(batch()), 0, "holds no claims"},
+		{"ErrJSONWithoutUser", `{"id":"c7-1-x","templateId":7}`, 0, "claim 1 of 1 lacks its id, template or user"},
+		{"ErrBatchWithoutID", string(batch(c, &Claim{TemplateID: 7, UserID: 1, Status: ClaimPending})), 0, "claim 2 of 2 lacks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := decodeClaims(Message{ID: "m-1", Data: []byte(tc.data)})
+			if tc.err == "" {
+				if err != nil || len(cs) != tc.claims || *cs[0] != *c {
+					t.Fatalf("decoded %d claims (%v), want %d like %+v", len(cs), err, tc.claims, c)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "m-1") {
+				t.Fatalf("error %v, want invalid naming message m-1 and saying %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestBatcherDoMany: the items of one call come back in order, split over
+// batches when they exceed one, and an error of any batch is the call's.
+func TestBatcherDoMany(t *testing.T) {
+	var sizes []int
+	fail := false
+	b := newBatcher(4, func(_ context.Context, ins []int) ([]int, error) {
+		sizes = append(sizes, len(ins))
+		if fail && len(sizes) == 2 {
+			return nil, errors.New("second batch failed")
+		}
+		outs := make([]int, len(ins))
+		for i, in := range ins {
+			outs[i] = 10 * in
+		}
+		return outs, nil
+	})
+	outs, err := b.doMany(t.Context(), []int{1, 2, 3, 4, 5, 6})
+	if err != nil || !slices.Equal(outs, []int{10, 20, 30, 40, 50, 60}) || !slices.Equal(sizes, []int{4, 2}) {
+		t.Fatalf("doMany gave %v, %v in batches %v; want the items times ten in batches of 4 and 2", outs, err, sizes)
+	}
+	sizes, fail = nil, true
+	if outs, err := b.doMany(t.Context(), []int{1, 2, 3, 4, 5}); err == nil || outs != nil {
+		t.Fatalf("doMany with a failed batch gave %v, %v; want its error", outs, err)
+	}
+	if outs, err := b.doMany(t.Context(), nil); err != nil || len(outs) != 0 {
+		t.Fatalf("doMany of nothing gave %v, %v", outs, err)
+	}
+}

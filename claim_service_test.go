@@ -1,0 +1,408 @@
+package quan_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/nats"
+	"github.com/quanhq/quan/sqlite"
+)
+
+// claimAt is inside the issue window of claimRig's template.
+var (
+	issueStart = time.Date(2030, 3, 14, 9, 0, 0, 0, time.UTC)
+	claimAt    = issueStart.Add(2 * time.Hour)
+)
+
+// claimRig is a claim service on SQLite, the in-process cache and an
+// embedded NATS server, with an active template of the given stock, one
+// coupon per user. Its consumers run once serve is called.
+type claimRig struct {
+	s     *quan.ClaimService
+	store *sqlite.Store
+	cache quan.Cache
+	bus   *nats.Bus // unwrapped, to publish what older versions did
+	tpl   *quan.Template
+}
+
+func newClaimRig(t *testing.T, stock int64) *claimRig {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "quan.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	srv, err := nats.StartEmbedded(t.Context(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	bus, err := srv.Bus(t.Context(), nats.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.Close() })
+	store := sqlite.NewStore(db)
+	tpl := &quan.Template{
+		ShopNo: 1,
+		TemplateSpec: quan.TemplateSpec{
+			Name: "flash", Kind: quan.KindDirect, Rule: quan.Rule{Amount: 500}, Source: quan.SourceShop,
+			Scope:      quan.Scope{Kind: quan.ScopeAll},
+			IssueStart: issueStart, IssueEnd: issueStart.Add(48 * time.Hour),
+			Validity:     quan.Validity{Kind: quan.ValidFixed, Start: issueStart, End: issueStart.Add(24 * time.Hour)},
+			PerUserLimit: 1,
+		},
+		Stock: stock, TotalStock: stock, Status: quan.TemplateActive,
+		CreatedBy: "merchant:1", CreatedAt: issueStart, UpdatedAt: issueStart,
+	}
+	if err := tpl.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateTemplate(t.Context(), tpl, "merchant:1"); err != nil {
+		t.Fatal(err)
+	}
+	cache := inmem.NewCache()
+	return &claimRig{
+		s: &quan.ClaimService{Templates: store, Coupons: store, Claims: store, Cache: cache, Bus: bus,
+			Now: func() time.Time { return claimAt }, MaxDeliver: 2, Backoff: []time.Duration{10 * time.Millisecond}},
+		store: store, cache: cache, bus: bus, tpl: tpl,
+	}
+}
+
+// serve runs the claim consumers until the test ends.
+func (r *claimRig) serve(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.s.ServeClaims(ctx); err != nil {
+			t.Errorf("ServeClaims: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// reserve reserves a coupon for each user in the cache, as Claim does, and
+// returns their pending claims.
+func (r *claimRig) reserve(t *testing.T, users ...int64) []*quan.Claim {
+	t.Helper()
+	none := func(func(quan.Holding, error) bool) {}
+	if _, err := r.cache.Load(t.Context(), quan.StateOf(r.tpl), iter.Seq2[quan.Holding, error](none)); err != nil {
+		t.Fatal(err)
+	}
+	var cs []*quan.Claim
+	for _, u := range users {
+		c := &quan.Claim{ID: quan.NewClaimID(r.tpl.ID, u), TemplateID: r.tpl.ID, UserID: u, Status: quan.ClaimPending, At: claimAt}
+		refusals, err := r.cache.Reserve(t.Context(), r.tpl.ID, c.ID, []int64{u}, claimAt)
+		if err != nil || refusals[0] != "" {
+			t.Fatalf("reserve for user %d: %v %v", u, refusals, err)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// publishBatch publishes cs in one message, as Claim hands a batch off.
+func (r *claimRig) publishBatch(t *testing.T, cs []*quan.Claim) {
+	t.Helper()
+	data, err := quan.EncodeClaims(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.bus.Publish(t.Context(), quan.Message{Subject: quan.ClaimBatchSubject, ID: "claims:" + cs[0].ID, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls until cond holds, failing the test after 20 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20s, still waiting for %s", what)
+		}
+	}
+}
+
+// assertStock checks that the cache and the store both hold stock.
+func (r *claimRig) assertStock(t *testing.T, stock int64) {
+	t.Helper()
+	st, err := r.cache.State(t.Context(), r.tpl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := r.store.Template(t.Context(), quan.AnyShop, r.tpl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Stock != stock || tpl.Stock != stock {
+		t.Errorf("stock %d in the cache, %d in the store; want %d", st.Stock, tpl.Stock, stock)
+	}
+}
+
+// countingBus counts the claim messages published and the claims in
+// them, and holds each publish a moment, as a busy bus does, so that
+// claims arriving meanwhile queue up for the next message.
+type countingBus struct {
+	quan.Bus
+	mu                 sync.Mutex
+	messages, claims   int
+	largest            int
+	undecodable, other int
+}
+
+func (b *countingBus) PublishMany(ctx context.Context, ms []quan.Message) error {
+	time.Sleep(5 * time.Millisecond)
+	b.mu.Lock()
+	for _, m := range ms {
+		if m.Subject != quan.ClaimBatchSubject {
+			b.other++
+			continue
+		}
+		cs, err := quan.DecodeClaims(m.Data)
+		if err != nil || m.ID != "claims:"+cs[0].ID {
+			b.undecodable++
+			continue
+		}
+		b.messages++
+		b.claims += len(cs)
+		b.largest = max(b.largest, len(cs))
+	}
+	b.mu.Unlock()
+	return b.Bus.PublishMany(ctx, ms)
+}
+
+// TestClaimHandoffBatches: concurrent claims go to the bus in far fewer
+// messages than claims, none above MaxClaimsPerMessage, and every
+// accepted claim is persisted with its coupon.
+func TestClaimHandoffBatches(t *testing.T) {
+	const claims = 1200
+	r := newClaimRig(t, claims)
+	counted := &countingBus{Bus: r.bus}
+	r.s.Bus = counted
+	r.serve(t)
+	var (
+		wg  sync.WaitGroup
+		ids = make([]string, claims)
+	)
+	for i := range claims {
+		wg.Go(func() {
+			c, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: int64(1 + i)}, r.tpl.ID)
+			if err != nil {
+				t.Errorf("claim of user %d: %v", 1+i, err)
+				return
+			}
+			ids[i] = c.ID
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	waitFor(t, "every claim decided", func() bool { return r.s.Counters.Issued.Load()+r.s.Counters.Failed.Load() >= claims })
+	counted.mu.Lock()
+	defer counted.mu.Unlock()
+	if counted.claims != claims || counted.undecodable != 0 || counted.other != 0 {
+		t.Fatalf("the bus carried %d claims, %d undecodable messages and %d others; want %d claims", counted.claims, counted.undecodable, counted.other, claims)
+	}
+	if counted.messages >= claims/4 || counted.largest > quan.MaxClaimsPerMessage {
+		t.Errorf("%d claims went in %d messages of at most %d; want fewer than %d, none above %d",
+			claims, counted.messages, counted.largest, claims/4, quan.MaxClaimsPerMessage)
+	}
+	t.Logf("%d claims in %d messages, the largest of %d", claims, counted.messages, counted.largest)
+	for _, id := range ids {
+		c, err := r.store.Claim(t.Context(), id)
+		if err != nil || c.Status != quan.ClaimIssued || c.CouponID == 0 {
+			t.Fatalf("claim %s: %+v, %v; want issued", id, c, err)
+		}
+	}
+	if got := r.s.Counters.Issued.Load(); got != claims {
+		t.Errorf("%d claims counted issued, want %d", got, claims)
+	}
+	r.assertStock(t, 0)
+}
+
+// TestClaimBatchStoreRefusesOne: the store refuses one claim of a batch
+// (it was accepted before the template issued); only that claim fails and
+// gives its reservation back.
+func TestClaimBatchStoreRefusesOne(t *testing.T) {
+	r := newClaimRig(t, 10)
+	cs := r.reserve(t, 1, 2, 3)
+	cs[1].At = issueStart.Add(-time.Minute)
+	r.publishBatch(t, cs)
+	r.serve(t)
+	waitFor(t, "3 claims decided", func() bool { return r.s.Counters.Issued.Load()+r.s.Counters.Failed.Load() >= 3 })
+
+	for i, c := range cs {
+		rec, err := r.store.Claim(t.Context(), c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, reason := quan.ClaimIssued, ""
+		if i == 1 {
+			want, reason = quan.ClaimFailed, string(quan.CauseTemplateInactive)
+		}
+		if rec.Status != want || rec.Reason != reason {
+			t.Errorf("claim of user %d: %s %q, want %s %q", c.UserID, rec.Status, rec.Reason, want, reason)
+		}
+		held, err := r.cache.Held(t.Context(), r.tpl.ID, c.UserID)
+		if wantHeld := int64(1 - i%2); err != nil || held != wantHeld {
+			t.Errorf("the cache counts user %d holding %d (%v), want %d", c.UserID, held, err, wantHeld)
+		}
+	}
+	if r.s.Counters.Issued.Load() != 2 || r.s.Counters.Failed.Load() != 1 || r.s.Counters.Compensated.Load() != 1 {
+		t.Errorf("counters: %d issued, %d failed, %d compensated; want 2, 1, 1",
+			r.s.Counters.Issued.Load(), r.s.Counters.Failed.Load(), r.s.Counters.Compensated.Load())
+	}
+	r.assertStock(t, 8)
+}
+
+// downClaims is a claim store whose IssueClaims always fails.
+type downClaims struct {
+	quan.ClaimStore
+	calls atomic.Int64
+}
+
+func (d *downClaims) IssueClaims(context.Context, []*quan.Claim, time.Time) ([]*quan.Claim, error) {
+	d.calls.Add(1)
+	return nil, errors.New("the store is down")
+}
+
+// TestClaimBatchDeadLettered: a batch the store never takes is
+// dead-lettered after MaxDeliver deliveries; every claim in it ends failed
+// and gives its reservation back.
+func TestClaimBatchDeadLettered(t *testing.T) {
+	r := newClaimRig(t, 10)
+	down := &downClaims{ClaimStore: r.store}
+	r.s.Claims = down
+	cs := r.reserve(t, 1, 2, 3)
+	r.publishBatch(t, cs)
+	r.serve(t)
+	waitFor(t, "3 reservations given back", func() bool { return r.s.Counters.Compensated.Load() >= 3 })
+
+	for _, c := range cs {
+		rec, err := r.store.Claim(t.Context(), c.ID)
+		if err != nil || rec.Status != quan.ClaimFailed || !strings.HasPrefix(rec.Reason, "hand-off failed: ") {
+			t.Errorf("claim of user %d: %+v, %v; want failed by the dead letter", c.UserID, rec, err)
+		}
+		if held, err := r.cache.Held(t.Context(), r.tpl.ID, c.UserID); err != nil || held != 0 {
+			t.Errorf("the cache counts user %d holding %d (%v), want 0", c.UserID, held, err)
+		}
+	}
+	// Retried counts claims per failed delivery: 3 claims, 2 deliveries.
+	if r.s.Counters.DeadLettered.Load() != 3 || r.s.Counters.Retried.Load() != 6 || down.calls.Load() != 2 {
+		t.Errorf("%d dead-lettered, %d retried in %d store calls; want 3, 6 in 2",
+			r.s.Counters.DeadLettered.Load(), r.s.Counters.Retried.Load(), down.calls.Load())
+	}
+	r.assertStock(t, 10)
+}
+
+// TestClaimOldJSONMessages: claims an older version left on the bus, one
+// claim per message in JSON, still persist next to batches.
+func TestClaimOldJSONMessages(t *testing.T) {
+	r := newClaimRig(t, 10)
+	cs := r.reserve(t, 1, 2, 3)
+	for _, c := range cs[:2] {
+		data, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.bus.Publish(t.Context(), quan.Message{Subject: quan.ClaimSubject, ID: c.ID, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.publishBatch(t, cs[2:])
+	r.serve(t)
+	waitFor(t, "3 claims decided", func() bool { return r.s.Counters.Issued.Load()+r.s.Counters.Failed.Load() >= 3 })
+	for _, c := range cs {
+		if rec, err := r.store.Claim(t.Context(), c.ID); err != nil || rec.Status != quan.ClaimIssued {
+			t.Errorf("claim of user %d: %+v, %v; want issued", c.UserID, rec, err)
+		}
+	}
+	if got := r.s.Counters.Issued.Load(); got != 3 {
+		t.Errorf("%d claims counted issued, want 3", got)
+	}
+	r.assertStock(t, 7)
+}
+
+// TestClaimMixedVersions: while an older version runs beside this one
+// (during a rolling upgrade), sharing the consumer of single JSON claims,
+// it is never handed a batch it cannot read, and the claims of both
+// versions persist.
+func TestClaimMixedVersions(t *testing.T) {
+	r := newClaimRig(t, 10)
+	var (
+		mu         sync.Mutex
+		unreadable []string
+		ids        []string
+	)
+	// The older version's consumer: one JSON claim a message, persisted
+	// alone.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- r.bus.Consume(ctx, quan.ClaimSubject, quan.ClaimDurable, quan.ConsumeOptions{}, func(ctx context.Context, m quan.Message) error {
+			var c quan.Claim
+			if err := json.Unmarshal(m.Data, &c); err != nil {
+				mu.Lock()
+				unreadable = append(unreadable, m.ID)
+				mu.Unlock()
+				return err
+			}
+			_, err := r.store.IssueClaims(ctx, []*quan.Claim{&c}, claimAt)
+			return err
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the older consumer: %v", err)
+		}
+	})
+	r.serve(t)
+	// Claims the older version accepted, and claims this one accepts.
+	for _, c := range r.reserve(t, 1, 2, 3) {
+		data, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.bus.Publish(t.Context(), quan.Message{Subject: quan.ClaimSubject, ID: c.ID, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	for u := int64(4); u <= 9; u++ {
+		c, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: u}, r.tpl.ID)
+		if err != nil {
+			t.Fatalf("claim of user %d: %v", u, err)
+		}
+		ids = append(ids, c.ID)
+	}
+	waitFor(t, "every claim issued", func() bool {
+		for _, id := range ids {
+			if c, err := r.store.Claim(t.Context(), id); err != nil || c.Status != quan.ClaimIssued {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(unreadable) > 0 {
+		t.Errorf("the older consumer was handed %d messages it cannot read: %v", len(unreadable), unreadable)
+	}
+	r.assertStock(t, 1)
+}
