@@ -232,12 +232,28 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 			task = ts[0]
 		}
 	}
-	burst := make(chan error, bursts)
+	// Each increase says how many rows had been refused for want of stock
+	// when it was done: none, or the stock it adds may have come too late
+	// for the rows it was meant for.
+	type increase struct {
+		err        error
+		outOfStock int64
+	}
+	burst := make(chan increase, bursts)
 	for range bursts {
 		go func() {
 			time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
 			_, err := a.templates.IncreaseStock(ctx, cliIdentity, tpl.ID, add)
-			burst <- err
+			if err != nil {
+				burst <- increase{err: err}
+				return
+			}
+			cur, err := a.tasks.Get(ctx, cliIdentity, task.ID)
+			if err != nil {
+				burst <- increase{err: err}
+				return
+			}
+			burst <- increase{outOfStock: cur.Counts.Failed.OutOfStock}
 		}()
 	}
 	losses := 0
@@ -253,15 +269,16 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 		losses++
 		time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
 	}
-	for range bursts {
-		if err := <-burst; err != nil {
-			t.Fatalf("increase stock: %v", err)
-		}
-	}
 	// Every increase came before the stock ran out, so every coupon of
 	// the final stock was there to be issued.
-	if cur, err := a.tasks.Get(ctx, cliIdentity, task.ID); err != nil || cur.Counts.Failed.OutOfStock > 0 {
-		t.Fatalf("the stock ran out before the increases were done (%v): make the file longer", err)
+	for range bursts {
+		inc := <-burst
+		if inc.err != nil {
+			t.Fatalf("increase stock: %v", inc.err)
+		}
+		if inc.outOfStock > 0 {
+			t.Fatalf("the stock ran out before an increase was done (%d rows refused): make the file longer", inc.outOfStock)
+		}
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("quan distribute: %v", err)
