@@ -90,11 +90,11 @@ func (s *Server) limitClaim(w http.ResponseWriter, r *http.Request, who quan.Ide
 	if refused >= len(buckets) {
 		return fmt.Errorf("rate limiter refused bucket %d of %d", refused, len(buckets))
 	}
-	what := "your claims"
+	what := "you sent too many claims"
 	if template[refused] {
-		what = fmt.Sprintf("claims of template %d", tpl)
+		what = fmt.Sprintf("template %d gets too many claims", tpl)
 	}
 	secs := int(math.Ceil(wait.Seconds()))
 	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-	return quan.Errorf(quan.ERATELIMITED, "too many %s: try again in %s", what, wait.Round(time.Millisecond))
+	return quan.Errorf(quan.ERATELIMITED, "%s: try again in %s", what, wait.Round(time.Millisecond))
 }

@@ -265,6 +265,11 @@ func TestClaimPersistRetriesThenDeadLetters(t *testing.T) {
 	if c.Status != quan.ClaimFailed || !strings.HasPrefix(c.Reason, "hand-off failed: ") {
 		t.Fatalf("claim %+v, want failed by the dead letter", c)
 	}
+	// The claim is recorded failed before its reservation is given back
+	// (the record decides: a claim the store issued after all keeps it).
+	for deadline := time.Now().Add(5 * time.Second); ts.claims.Counters.Compensated.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if ts.claims.Counters.DeadLettered.Load() != 1 || ts.claims.Counters.Compensated.Load() != 1 {
 		t.Errorf("counters %d dead-lettered, %d compensated; want 1, 1",
 			ts.claims.Counters.DeadLettered.Load(), ts.claims.Counters.Compensated.Load())

@@ -39,8 +39,8 @@ func TestClaimRateLimitsAllOrNothing(t *testing.T) {
 	ts.claim(t, u, b.ID).want(t, http.StatusAccepted, "")
 	r := ts.claim(t, u, c.ID)
 	r.want(t, http.StatusTooManyRequests, quan.ERATELIMITED)
-	if ra := retryAfter(r); ra < 90 || ra > 100 || !strings.Contains(r.Problem.Detail, "your claims") {
-		t.Fatalf("refused by u's bucket: Retry-After %d, %q; want about 100s, of your claims", ra, r.Problem.Detail)
+	if ra := retryAfter(r); ra < 90 || ra > 100 || !strings.Contains(r.Problem.Detail, "you sent too many claims") {
+		t.Fatalf("refused by u's bucket: Retry-After %d, %q; want about 100s, naming the user", ra, r.Problem.Detail)
 	}
 	// Both empty: the longer wait, u's.
 	r = ts.claim(t, u, a.ID)
