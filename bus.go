@@ -37,6 +37,11 @@ type ConsumeOptions struct {
 	// for it; a handler that batches its work (many claims in one store
 	// transaction) needs it to get a batch.
 	Concurrency int
+	// Prefetch is how many messages are held, beyond those being
+	// handled, ready for the next handling; 0 means as many as make
+	// max(64, 2×Concurrency) in all. Their AckWait runs while they wait:
+	// a consumer whose messages are large batches keeps it small.
+	Prefetch int
 }
 
 // Bus defaults.

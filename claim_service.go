@@ -93,9 +93,12 @@ const MaxClaimsPerMessage = 500
 // load, when each carries hundreds of claims; more let the small batches
 // of a light load share a transaction. Single claims (ClaimSubject) need
 // many at once to fill a transaction. Dead letters are rare, and each
-// fails its claims one by one.
+// fails its claims one by one. A batch message held waits under its
+// AckWait (30 s): 16 handled and 4 prefetched are 10,000 claims at most,
+// 6 s of a store that persists only 1,600 a second.
 const (
-	batchConcurrency  = 32
+	batchConcurrency  = 16
+	batchPrefetch     = 4
 	singleConcurrency = 1000
 	deadConcurrency   = 4
 )
@@ -292,13 +295,13 @@ func (s *ClaimService) ServeClaims(ctx context.Context) error {
 		opt              ConsumeOptions
 		handle           func(context.Context, Message) error
 	}
-	live := func(n int) ConsumeOptions {
-		return ConsumeOptions{MaxDeliver: s.MaxDeliver, Backoff: s.Backoff, Concurrency: n}
+	live := func(n, prefetch int) ConsumeOptions {
+		return ConsumeOptions{MaxDeliver: s.MaxDeliver, Backoff: s.Backoff, Concurrency: n, Prefetch: prefetch}
 	}
 	dead := ConsumeOptions{Concurrency: deadConcurrency}
 	cs := []consumer{
-		{ClaimBatchSubject, ClaimDurable, live(batchConcurrency), s.handleClaims},
-		{ClaimSubject, ClaimDurable, live(singleConcurrency), s.handleClaims},
+		{ClaimBatchSubject, ClaimDurable, live(batchConcurrency, batchPrefetch), s.handleClaims},
+		{ClaimSubject, ClaimDurable, live(singleConcurrency, 0), s.handleClaims},
 		{DeadLetterPrefix + ClaimBatchSubject, ClaimDurable + "-dead", dead, s.handleDead},
 		{DeadLetterPrefix + ClaimSubject, ClaimDurable + "-dead", dead, s.handleDead},
 	}

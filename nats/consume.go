@@ -16,8 +16,8 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// prefetch is how many messages a Consume call holds beyond the one it
-// handles. Their AckWait runs while they wait, so it stays small: 64
+// prefetch is how many messages a Consume call holds, those it handles
+// included, unless ConsumeOptions.Prefetch says otherwise. Their AckWait runs while they wait, so it stays small: 64
 // handlings must fit in AckWait or the last of them are redelivered
 // (to someone) before they are handled here. Each prefetched message
 // handed back when Consume stops counts as a delivery too (JetStream
@@ -109,8 +109,8 @@ func (b *Bus) newConsumer(subject, durable string, opt quan.ConsumeOptions, hand
 		return nil, quan.Errorf(quan.EINVALID, "bad durable name %q", durable)
 	case handle == nil:
 		return nil, quan.Errorf(quan.EINVALID, "no handler")
-	case opt.MaxDeliver < 0 || opt.AckWait < 0 || opt.Concurrency < 0:
-		return nil, quan.Errorf(quan.EINVALID, "negative MaxDeliver, AckWait or Concurrency")
+	case opt.MaxDeliver < 0 || opt.AckWait < 0 || opt.Concurrency < 0 || opt.Prefetch < 0:
+		return nil, quan.Errorf(quan.EINVALID, "negative MaxDeliver, AckWait, Concurrency or Prefetch")
 	}
 	for _, d := range opt.Backoff {
 		if d < 0 {
@@ -127,6 +127,9 @@ func (b *Bus) newConsumer(subject, durable string, opt quan.ConsumeOptions, hand
 		opt.AckWait = quan.DefaultAckWait
 	}
 	opt.Concurrency = max(opt.Concurrency, 1)
+	if opt.Prefetch == 0 {
+		opt.Prefetch = max(prefetch, 2*opt.Concurrency) - opt.Concurrency
+	}
 	// One stream holds every subject, so the consumer's name carries the
 	// subject too: two uses of a durable name on two subjects must not
 	// take over each other's consumer.
@@ -174,7 +177,7 @@ func (c *consumer) ensure(ctx context.Context) (jetstream.Consumer, error) {
 // iterator fails for good (an error: the caller starts over).
 func (c *consumer) iterate(ctx context.Context, cons jetstream.Consumer) error {
 	it, err := cons.Messages(
-		jetstream.PullMaxMessages(max(prefetch, 2*c.opt.Concurrency)),
+		jetstream.PullMaxMessages(c.opt.Concurrency+c.opt.Prefetch),
 		jetstream.PullExpiry(10*time.Second),
 		jetstream.PullHeartbeat(2*time.Second),
 		jetstream.WithMessagesErrOnMissingHeartbeat(true),

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,6 +102,70 @@ func runConsume(t *testing.T, b *Bus, subject, durable string, opt quan.ConsumeO
 			t.Error("Consume did not return")
 		}
 	})
+}
+
+// TestPrefetch: a consumer holds the messages it handles and Prefetch
+// more, or 64 in all by default, whatever is waiting on the stream.
+func TestPrefetch(t *testing.T) {
+	srv := startTestServer(t, t.TempDir())
+	b := openTestBus(t, func(cfg Config) (*Bus, error) { return srv.Bus(t.Context(), cfg) })
+	ms := make([]quan.Message, 200)
+	for i := range ms {
+		ms[i] = quan.Message{Subject: "quan.prefetch", ID: fmt.Sprint("m", i), Data: []byte("x")}
+	}
+	if err := b.PublishMany(t.Context(), ms); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		durable string
+		opt     quan.ConsumeOptions
+		want    int
+	}{
+		{"small", quan.ConsumeOptions{Concurrency: 2, Prefetch: 3}, 5},
+		{"default", quan.ConsumeOptions{Concurrency: 2}, 64},
+	} {
+		var started atomic.Int64
+		release := make(chan struct{})
+		runConsume(t, b, "quan.prefetch", tc.durable, tc.opt, func(ctx context.Context, m quan.Message) error {
+			started.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return errors.New("held")
+		})
+		t.Cleanup(func() { close(release) })
+		for deadline := time.Now().Add(5 * time.Second); started.Load() < int64(tc.opt.Concurrency) && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		c, err := b.newConsumer("quan.prefetch", tc.durable, tc.opt, func(context.Context, quan.Message) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pending int
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			cons, err := b.js.Consumer(t.Context(), c.stream, c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := cons.Info(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pending = info.NumAckPending; pending >= tc.want {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // would it take more?
+		cons, _ := b.js.Consumer(t.Context(), c.stream, c.name)
+		info, err := cons.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumAckPending != tc.want || started.Load() != int64(tc.opt.Concurrency) {
+			t.Errorf("%s: %d messages held, %d handled (%+v); want %d held, %d handled", tc.durable, info.NumAckPending, started.Load(), tc.opt, tc.want, tc.opt.Concurrency)
+		}
+	}
 }
 
 // counter counts the deliveries of each message ID.
