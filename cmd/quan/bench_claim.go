@@ -41,6 +41,7 @@ type claimBench struct {
 	CeilingRedis string
 	CPUProfile   string
 	RateLimits   bool
+	freshDB
 }
 
 func (b *claimBench) register(fs *flag.FlagSet) {
@@ -53,9 +54,10 @@ func (b *claimBench) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.Users, "users", 0, "distinct users the requests come from, in a shuffled order, so that with fewer users than requests some repeat and get 409 limit_reached (default: 90% of -n)")
 	fs.DurationVar(&b.Duration, "duration", 0, "stop sending after this long (default: when -n are sent)")
 	fs.BoolVar(&b.Ceiling, "ceiling", false, "in the same run, after the claims, drive a bare HTTP handler making one Redis script call per request with the same load: the ceiling the claims are compared with")
-	fs.StringVar(&b.CeilingRedis, "ceiling-redis", "redis://127.0.0.1:6379", "the Redis --ceiling calls")
+	fs.StringVar(&b.CeilingRedis, "ceiling-redis", "redis://127.0.0.1:6379", "the Redis --ceiling calls; it writes one key, quanbench:ceiling:RANDOM:stock, deleted at the end")
 	fs.BoolVar(&b.RateLimits, "rate-limits", true, "serve with the claim rate limits of `quan serve` (false: --claim-rate-user 0 --claim-rate-template 0, to see what they cost)")
 	fs.StringVar(&b.CPUProfile, "cpuprofile", "", "write a CPU profile of the claims' load and drain (server and load generator: one process) to this file")
+	b.registerFreshDB(fs, "bench claim", "Without it, the run's template and coupons stay in the database and its cache keys under the prefix (claim records for 24 h), and its claims go on the stream --bus names, where another bench or quan serve on it takes them")
 }
 
 func (b *claimBench) validate() error {
@@ -77,7 +79,7 @@ func (b *claimBench) validate() error {
 	case b.Duration < 0:
 		return fmt.Errorf("bench claim: --duration %s: want a positive duration", b.Duration)
 	}
-	return nil
+	return b.checkFreshDB(b.StoreURL)
 }
 
 // setup names the backends of the run.
@@ -91,7 +93,7 @@ func (b *claimBench) setup() string {
 	if bus == "embedded" {
 		bus = "embedded nats"
 	}
-	return fmt.Sprintf("store %s, cache %s, bus %s", store, cache, bus)
+	return fmt.Sprintf("store %s%s, cache %s, bus %s", store, b.database(), cache, bus)
 }
 
 // claim measures the claim API of a real server in this process: accepted
@@ -99,6 +101,10 @@ func (b *claimBench) setup() string {
 // drain of the accepted claims into the store, and, with --ceiling, a bare
 // handler making one Redis call per request under the same load. It fails
 // if a claim was lost, the stock oversold or a user served over the limit.
+//
+// It writes into whatever the backends name: with --fresh-db into a new
+// database, redis key prefix, nats stream and namespace of its own
+// (freshDB), all dropped when it returns, however it ends.
 func (c *BenchCommand) claim(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench claim", flag.ContinueOnError)
 	var b claimBench
@@ -117,6 +123,16 @@ func (c *BenchCommand) claim(ctx context.Context, args []string) error {
 		}
 		defer os.RemoveAll(dir)
 		b.DataDir = dir
+	}
+	if b.FreshDB {
+		// Dropped after the server below is closed: deferred before it.
+		l := localFlags{StoreURL: b.StoreURL, CacheURL: b.CacheURL, BusURL: b.BusURL, DataDir: b.DataDir}
+		drop, err := b.isolateAll(ctx, c.Main, &l)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		b.StoreURL, b.CacheURL, b.BusURL = l.StoreURL, l.CacheURL, l.BusURL
 	}
 	srv := &ServeCommand{Main: c.Main}
 	serveArgs := []string{"--addr", "127.0.0.1:0", "--data", b.DataDir, "--store", b.StoreURL,
@@ -201,7 +217,7 @@ func (c *BenchCommand) claim(ctx context.Context, args []string) error {
 	if err := srv.Close(); err != nil {
 		return fmt.Errorf("bench claim: stop the server: %w", err)
 	}
-	ceil, err := runCeiling(ctx, b.CeilingRedis, gen)
+	ceil, err := runCeiling(ctx, b.CeilingRedis, ceilingKey(), gen)
 	if err != nil {
 		return fmt.Errorf("bench claim: ceiling: %w", err)
 	}
@@ -341,13 +357,23 @@ func (a claimAudit) String() string {
 		thousands(a.CacheStock), thousands(a.StoreStock))
 }
 
+// ceilingKey returns a key of the run's own for runCeiling, outside any
+// prefix quan's cache uses.
+func ceilingKey() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "quanbench:ceiling:" + hex.EncodeToString(b[:]) + ":stock"
+}
+
 // runCeiling drives gen's load at a bare handler that makes one Redis
-// script call per request (a DECR of a key of its own, deleted after): the
-// most one process on this machine serves of requests that each need a
-// Redis round trip, which a claim does once. It talks to Redis with
-// rueidis directly, not through quan's cache, which is what it measures
-// the claims against.
-func runCeiling(ctx context.Context, redisURL string, gen *loadGen) (*loadResult, error) {
+// script call per request (a DECR of key): the most one process on this
+// machine serves of requests that each need a Redis round trip, which a
+// claim does once. It talks to Redis with rueidis directly, not through
+// quan's cache, which is what it measures the claims against. key is the
+// only one it writes; it deletes it when done, and reports an error if
+// it cannot. Should the process die first, key expires an hour after
+// the run's --duration.
+func runCeiling(ctx context.Context, redisURL, key string, gen *loadGen) (_ *loadResult, err error) {
 	opt, err := rueidis.ParseURL(redisURL)
 	if err != nil {
 		return nil, fmt.Errorf("--ceiling-redis: %w", err)
@@ -358,13 +384,15 @@ func runCeiling(ctx context.Context, redisURL string, gen *loadGen) (*loadResult
 		return nil, fmt.Errorf("--ceiling-redis %s: %w", redact(redisURL), err)
 	}
 	defer client.Close()
-	var b [6]byte
-	rand.Read(b[:])
-	key := "quanbench:ceiling:" + hex.EncodeToString(b[:]) + ":stock"
-	if err := client.Do(ctx, client.B().Set().Key(key).Value(fmt.Sprint(len(gen.Order))).Build()).Error(); err != nil {
+	ttl := int64((time.Hour + gen.Duration).Seconds())
+	if err := client.Do(ctx, client.B().Set().Key(key).Value(fmt.Sprint(len(gen.Order))).ExSeconds(ttl).Build()).Error(); err != nil {
 		return nil, err
 	}
-	defer client.Do(context.WithoutCancel(ctx), client.B().Del().Key(key).Build())
+	defer func() {
+		if derr := client.Do(context.WithoutCancel(ctx), client.B().Del().Key(key).Build()).Error(); derr != nil {
+			err = cmp.Or(err, fmt.Errorf("delete %s: %w", key, derr))
+		}
+	}()
 	script := rueidis.NewLuaScript(`return redis.call('DECR', KEYS[1])`)
 	keys := []string{key}
 

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/rueidis"
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/mysql/mysqltest"
@@ -54,6 +61,163 @@ func TestBenchClaimProduction(t *testing.T) {
 			t.Errorf("no line matching %q in:\n%s", want, out)
 		}
 	}
+}
+
+// TestBenchClaimFreshDB runs the bench with --fresh-db on MySQL, Redis
+// and NATS, to its end and failing after the claims (the ceiling's Redis
+// is down), and checks each time that the database, the Redis keys and
+// the NATS streams it made up are gone.
+func TestBenchClaimFreshDB(t *testing.T) {
+	t.Parallel()
+	redisURL, natsURL := benchProdEnv(t)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string // "": the run succeeds
+	}{
+		{"OK", []string{"-n", "2000", "--stock", "500", "--ceiling", "--ceiling-redis", redisURL}, ""},
+		// Port 1 refuses connections: the run fails after the claims,
+		// once the server is closed.
+		{"ErrCeiling", []string{"-n", "1000", "--stock", "200", "--ceiling", "--ceiling-redis", "redis://127.0.0.1:1"}, "bench claim: ceiling: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := fmt.Sprintf("benchclaimtest%d:", rand.Uint32())
+			stream := fmt.Sprintf("BENCHCLAIMTEST%d", rand.Uint32())
+			t.Cleanup(func() { // in case the bench left something
+				benchDropRedis(t, redisURL, prefix)
+				for _, s := range benchStreams(t, natsURL, stream) {
+					benchDropStreams(t, natsURL, s)
+				}
+			})
+			args := append([]string{"bench", "claim", "-c", "50", "--fresh-db",
+				"--store", mysqltest.URL(t), "--cache", redisURL + "?prefix=" + prefix,
+				"--bus", natsURL + "?stream=" + stream + "&namespace=benchclaimtest"}, tc.args...)
+			out, stderr, err := runBench(t, args...)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("bench claim: %v\n%s%s", err, out, stderr)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("bench claim: %v, want an error saying %q\n%s%s", err, tc.wantErr, out, stderr)
+			}
+			m := regexp.MustCompile(`bench claim: store mysql \(database (quan_bench_([0-9a-f]+))\), cache redis, bus nats; template 1,`).FindStringSubmatch(out)
+			if m == nil || !strings.Contains(out, "bench claim: verified: ") {
+				t.Fatalf("no setup line naming the database, or no verification, in:\n%s%s", out, stderr)
+			}
+			if tc.wantErr == "" {
+				checkBenchClaim(t, out, 500)
+			}
+			if strings.Contains(stderr, "bench claim: ") {
+				t.Errorf("the bench reported a failure to drop:\n%s", stderr)
+			}
+			db, suffix := m[1], m[2]
+
+			srv, _ := mysqltest.Server(t)
+			var n int
+			if err := srv.QueryRow(`SELECT count(*) FROM information_schema.schemata WHERE schema_name = ?`, db).Scan(&n); err != nil || n != 0 {
+				t.Errorf("database %s: %d left (%v)", db, n, err)
+				srv.Exec("DROP DATABASE IF EXISTS " + db)
+			}
+			// The run's keys are under prefix+"bench_"+suffix+":"; none of
+			// prefix's may be left.
+			if keys := benchRedisKeys(t, redisURL, prefix+"*"); len(keys) > 0 {
+				t.Errorf("%d redis keys left under %s, e.g. %s", len(keys), prefix, keys[0])
+			}
+			// The run's streams are stream_BENCH_SUFFIX and its dead
+			// letters.
+			want := stream + "_BENCH_" + strings.ToUpper(suffix)
+			if left := benchStreams(t, natsURL, stream); len(left) > 0 {
+				t.Errorf("streams %v left, want none (the run's was %s)", left, want)
+			}
+		})
+	}
+}
+
+// TestBenchClaimFlags checks --fresh-db is refused without a MySQL store.
+func TestBenchClaimFlags(t *testing.T) {
+	t.Parallel()
+	for _, store := range []string{"", "sqlite:"} {
+		args := []string{"bench", "claim", "-n", "10", "--fresh-db"}
+		if store != "" {
+			args = append(args, "--store", store)
+		}
+		_, _, err := runBench(t, args...)
+		const want = "bench claim: --fresh-db makes a MySQL database: use --store mysql://"
+		if err == nil || err.Error() != want {
+			t.Errorf("%v: %v, want %q", args, err, want)
+		}
+	}
+}
+
+// TestBenchClaimCeilingKey runs the ceiling's handler on Redis and checks
+// the one key it wrote is deleted after.
+func TestBenchClaimCeilingKey(t *testing.T) {
+	t.Parallel()
+	redisURL, _ := benchProdEnv(t)
+	key := ceilingKey()
+	gen := &loadGen{Method: http.MethodPost, Auth: [][]string{{"Bearer x"}}, Order: make([]int32, 200), Conns: 4}
+	res, err := runCeiling(t.Context(), redisURL, key, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Accepted != 200 {
+		t.Errorf("%d of 200 requests accepted%s", res.Accepted, res.firstProblem())
+	}
+	if keys := benchRedisKeys(t, redisURL, key); len(keys) > 0 {
+		t.Errorf("the ceiling left %s", key)
+	}
+}
+
+// benchRedisKeys returns the keys matching pattern.
+func benchRedisKeys(t *testing.T, redisURL, pattern string) []string {
+	t.Helper()
+	opt, err := rueidis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var keys []string
+	var cursor uint64
+	for {
+		e, err := c.Do(context.Background(), c.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, e.Elements...)
+		if cursor = e.Cursor; cursor == 0 {
+			return keys
+		}
+	}
+}
+
+// benchStreams returns the JetStream streams whose name starts with
+// prefix, dead letters' included.
+func benchStreams(t *testing.T, natsURL, prefix string) []string {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	l := js.StreamNames(context.Background())
+	for name := range l.Name() {
+		if strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	if err := l.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+		t.Fatal(err)
+	}
+	return names
 }
 
 // checkBenchClaim checks out has the figures of a run that claimed all of

@@ -34,9 +34,7 @@ type benchProd struct {
 	Workers int
 	Bin     string
 	Floor   bool
-	FreshDB bool
-
-	db string // the database isolate created
+	freshDB
 }
 
 // floorConns is how many connections the floor inserts on: the issue's
@@ -47,7 +45,7 @@ func (p *benchProd) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.Workers, "workers", 0, "with a nats:// bus: start this many `quan worker --runner=false` processes, which apply chunks next to this one, and stop them at the end")
 	fs.StringVar(&p.Bin, "quan-bin", "", "the quan binary --workers run (default: this executable)")
 	fs.BoolVar(&p.Floor, "floor", false, fmt.Sprintf("with a mysql:// store: in the same run, before the distribution, time the raw-ingest floor: plain multi-row INSERTs of the coupons it will issue (one per valid user of the file), %d rows each on %d connections, into a scratch table coupons_floor LIKE coupons (same indexes; dropped after); then print distribution/floor", mysql.ChunkSize, floorConns))
-	fs.BoolVar(&p.FreshDB, "fresh-db", false, "with a mysql:// store: run in a new database quan_bench_RANDOM on the server --store names (its own database only serves to connect), a redis cache under a new key prefix, a nats bus on a new stream and namespace; all dropped at the end. Without it, give an empty database: the coupons of earlier runs slow the inserts")
+	p.registerFreshDB(fs, "bench distribute", "Without it, give an empty database: the coupons of earlier runs slow the inserts")
 }
 
 func (p *benchProd) validate(l localFlags) error {
@@ -59,10 +57,8 @@ func (p *benchProd) validate(l localFlags) error {
 		return errors.New("bench distribute: --workers share a task's chunks over the bus: use --bus nats://")
 	case p.Floor && !mysqlStore:
 		return errors.New("bench distribute: --floor measures MySQL's raw ingest: use --store mysql://")
-	case p.FreshDB && !mysqlStore:
-		return errors.New("bench distribute: --fresh-db makes a MySQL database: use --store mysql://")
 	}
-	return nil
+	return p.checkFreshDB(l.StoreURL)
 }
 
 // setup names the backends and processes of the run.
@@ -76,31 +72,66 @@ func (p *benchProd) setup(l localFlags) string {
 		}
 	}
 	bus, _, _ := strings.Cut(cmp.Or(l.BusURL, "embedded:"), ":")
-	db := ""
-	if p.db != "" {
-		db = " (database " + p.db + ")"
-	}
 	return fmt.Sprintf("store %s%s, cache %s, bus %s, %d worker processes besides this one, %d cores",
-		store, db, cache, bus, p.Workers, runtime.NumCPU())
+		store, p.database(), cache, bus, p.Workers, runtime.NumCPU())
+}
+
+// freshDB is --fresh-db, which `quan bench distribute`, `bench claim` and
+// `bench wallet` share, and what it made up for the run: a new database on
+// the MySQL server --store names, and for a redis cache and a nats bus a
+// new key prefix, stream and namespace. Runs then share nothing, neither
+// with each other nor with a `quan serve` on the same servers: on a fresh
+// database task and template ids start again at 1, and the cache's keys
+// and the bus's message ids follow them, so that two runs on one prefix
+// or stream would take each other's keys, duplicates and claim messages.
+type freshDB struct {
+	FreshDB bool
+
+	cmd string // the bench, to name in messages (default "bench")
+	db  string // the database isolate created
+}
+
+// registerFreshDB registers --fresh-db for the bench cmd; without says
+// what the bench suffers or leaves behind without it.
+func (f *freshDB) registerFreshDB(fs *flag.FlagSet, cmd, without string) {
+	f.cmd = cmd
+	fs.BoolVar(&f.FreshDB, "fresh-db", false, "with a mysql:// store: run in a new database quan_bench_RANDOM on the server --store names (its own database only serves to connect), a redis cache under a new key prefix, a nats bus on a new stream and namespace; all dropped at the end, also when the run fails. "+without)
+}
+
+func (f *freshDB) name() string { return cmp.Or(f.cmd, "bench") }
+
+// checkFreshDB refuses --fresh-db on a store other than MySQL.
+func (f *freshDB) checkFreshDB(storeURL string) error {
+	if f.FreshDB && !strings.HasPrefix(storeURL, "mysql:") {
+		return fmt.Errorf("%s: --fresh-db makes a MySQL database: use --store mysql://", f.name())
+	}
+	return nil
+}
+
+// database names the database isolate created, for a setup line: "" if
+// none.
+func (f *freshDB) database() string {
+	if f.db == "" {
+		return ""
+	}
+	return " (database " + f.db + ")"
 }
 
 // isolate points l at a new database, and a redis cache and a nats bus at
-// a new key prefix and stream, so that runs share nothing: on a fresh
-// database task and template ids start again at 1, and the cache's keys
-// and the bus's message ids follow them. It returns the function that
-// drops the database; dropShared removes the rest.
-func (p *benchProd) isolate(ctx context.Context, m *Main, l *localFlags) (func(), error) {
+// a new key prefix and stream. It returns the function that drops the
+// database; dropShared removes the rest.
+func (f *freshDB) isolate(ctx context.Context, m *Main, l *localFlags) (func(), error) {
 	var b [4]byte
 	rand.Read(b[:])
 	suffix := hex.EncodeToString(b[:])
-	p.db = "quan_bench_" + suffix
-	store, err := mysql.CreateDatabase(ctx, l.StoreURL, p.db)
+	f.db = "quan_bench_" + suffix
+	store, err := mysql.CreateDatabase(ctx, l.StoreURL, f.db)
 	if err != nil {
-		return nil, fmt.Errorf("bench distribute: --fresh-db: %w", err)
+		return nil, fmt.Errorf("%s: --fresh-db: %w", f.name(), err)
 	}
 	drop := func() {
 		if err := mysql.DropDatabase(context.WithoutCancel(ctx), store); err != nil {
-			fmt.Fprintf(m.Stderr, "bench distribute: %v\n", err)
+			fmt.Fprintf(m.Stderr, "%s: %v\n", f.name(), err)
 		}
 	}
 	l.StoreURL = store
@@ -108,7 +139,7 @@ func (p *benchProd) isolate(ctx context.Context, m *Main, l *localFlags) (func()
 		u, err := url.Parse(l.CacheURL)
 		if err != nil {
 			drop()
-			return nil, fmt.Errorf("bench distribute: --cache: %w", err)
+			return nil, fmt.Errorf("%s: --cache: %w", f.name(), err)
 		}
 		q := u.Query()
 		q.Set("prefix", cmp.Or(q.Get("prefix"), "quan:")+"bench_"+suffix+":")
@@ -119,7 +150,7 @@ func (p *benchProd) isolate(ctx context.Context, m *Main, l *localFlags) (func()
 		u, err := url.Parse(l.BusURL)
 		if err != nil {
 			drop()
-			return nil, fmt.Errorf("bench distribute: --bus: %w", err)
+			return nil, fmt.Errorf("%s: --bus: %w", f.name(), err)
 		}
 		// A stream of its own, so that message ids of an earlier run (the
 		// same task and chunk numbers) are not dropped as duplicates, on
@@ -137,20 +168,52 @@ func (p *benchProd) isolate(ctx context.Context, m *Main, l *localFlags) (func()
 	return drop, nil
 }
 
-// dropShared deletes the redis keys and nats streams isolate made up.
-func (p *benchProd) dropShared(m *Main, b *backends) {
+// dropShared deletes the redis keys and nats streams isolate made up,
+// through b, backends open on the URLs isolate set. Whatever used them
+// must be done.
+func (f *freshDB) dropShared(m *Main, b *backends) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if c, ok := b.cache.(*redis.Cache); ok {
 		if err := c.Drop(ctx); err != nil {
-			fmt.Fprintf(m.Stderr, "bench distribute: drop the cache's keys: %v\n", err)
+			fmt.Fprintf(m.Stderr, "%s: drop the cache's keys: %v\n", f.name(), err)
 		}
 	}
 	if bus, ok := b.bus.(*natsbus.Bus); ok {
 		if err := bus.Drop(ctx); err != nil {
-			fmt.Fprintf(m.Stderr, "bench distribute: drop the bus's streams: %v\n", err)
+			fmt.Fprintf(m.Stderr, "%s: drop the bus's streams: %v\n", f.name(), err)
 		}
 	}
+}
+
+// isolateAll is isolate for a bench whose backends are opened and closed
+// out of its reach, as bench claim's server's are: the function it returns
+// drops everything isolate made up, on backends it opens for that, so
+// call it once the bench's are closed (a consumer still running would see
+// its stream vanish). It drops the database last, also when the redis keys
+// or nats streams cannot be, and reports what failed on m.Stderr.
+func (f *freshDB) isolateAll(ctx context.Context, m *Main, l *localFlags) (func(), error) {
+	given := *l
+	dropDB, err := f.isolate(ctx, m, l)
+	if err != nil {
+		return nil, err
+	}
+	fresh := *l
+	return func() {
+		defer dropDB()
+		if fresh.CacheURL == given.CacheURL && fresh.BusURL == given.BusURL {
+			return // no redis cache, no nats bus: nothing shared
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		b, closeBackends, err := openBackends(ctx, fresh.StoreURL, fresh.CacheURL, fresh.BusURL, fresh.DataDir, nil)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "%s: drop the cache's keys and the bus's streams: %v\n", f.name(), err)
+			return
+		}
+		defer closeBackends()
+		f.dropShared(m, b)
+	}, nil
 }
 
 // measureFloor times the raw-ingest floor of a distribution of file from
