@@ -139,7 +139,8 @@ type execer interface {
 func swapCoupon(ctx context.Context, db execer, user int64, was, c *quan.Coupon) (bool, error) {
 	order, until := couponLock(c)
 	wasOrder, wasUntil := couponLock(was)
-	res, err := db.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ?
+	// By the primary key: MariaDB would go through (user_id, …) first.
+	res, err := db.ExecContext(ctx, `UPDATE coupons FORCE INDEX (PRIMARY) SET status = ?, order_id = ?, locked_until = ?, updated_at = ?
 		WHERE id = ? AND user_id = ? AND status = ? AND order_id <=> ? AND locked_until <=> ? AND updated_at = ?`,
 		string(c.Status), order, until, utc(c.UpdatedAt),
 		c.ID, user, string(was.Status), wasOrder, wasUntil, utc(was.UpdatedAt))
