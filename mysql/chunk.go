@@ -69,9 +69,13 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 	work, n, err := s.applyChunk(ctx, c, false)
 	// Deadlocks the retries did not get past (chunks and claims of one
 	// template in a stampede) end, like a plan that did not hold, in the
-	// locked way, where writers of a template take turns.
-	if errors.Is(err, errContended) || retryable(err) {
-		s.db.logger.Debug("chunk met a concurrent change; applying it under the locks", "task", c.TaskID, "chunk", c.Seq, "err", err)
+	// locked way, where writers of a template take turns. Even there a
+	// LOAD DATA waits for the table's AUTO-INC lock, which a chunk loading
+	// before its locks may hold while it waits for a row this one wrote:
+	// InnoDB breaks such a deadlock by rolling back one, and in a stampede
+	// the same chunk lost five times running once (CI). It goes again.
+	for round := 0; round < lockedRounds && (errors.Is(err, errContended) || retryable(err)); round++ {
+		s.db.logger.Debug("chunk met a concurrent change; applying it under the locks", "task", c.TaskID, "chunk", c.Seq, "round", round, "err", err)
 		work, n, err = s.applyChunk(ctx, c, true)
 	}
 	if err != nil {
@@ -80,6 +84,10 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 	copy(c.Rows, work.Rows)
 	return n, nil
 }
+
+// lockedRounds is how many times a chunk is applied the locked way, each
+// with the retries of inTx, before its deadlock is returned.
+const lockedRounds = 3
 
 // errContended says that what a chunk planned without the locks did not
 // hold once it took them: a coupon another writer inserted for a user of
