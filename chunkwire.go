@@ -84,7 +84,7 @@ func EncodeChunk(c *Chunk) ([]byte, error) {
 // DecodeChunk decodes what EncodeChunk encoded. Anything else is an
 // invalid error that says where it went wrong.
 func DecodeChunk(b []byte) (*Chunk, error) {
-	d := chunkDecoder{b: b}
+	d := wireDecoder{of: "chunk", b: b}
 	if len(b) < len(chunkMagic) || string(b[:len(chunkMagic)]) != chunkMagic {
 		return nil, Errorf(EINVALID, "decode chunk: not a chunk of this version (want %q first)", chunkMagic)
 	}
@@ -132,20 +132,22 @@ func DecodeChunk(b []byte) (*Chunk, error) {
 	return c, nil
 }
 
-// chunkDecoder reads varints and texts, remembering the first error.
-type chunkDecoder struct {
+// wireDecoder reads the bytes, varints and texts of a bus message
+// (chunks, claims), remembering the first error.
+type wireDecoder struct {
+	of  string // what the message holds, for errors: "chunk", "claims"
 	b   []byte
 	off int
 	err error
 }
 
-func (d *chunkDecoder) fail(format string, args ...any) {
+func (d *wireDecoder) fail(format string, args ...any) {
 	if d.err == nil {
-		d.err = Errorf(EINVALID, "decode chunk at byte %d: %s", d.off, fmt.Sprintf(format, args...))
+		d.err = Errorf(EINVALID, "decode %s at byte %d: %s", d.of, d.off, fmt.Sprintf(format, args...))
 	}
 }
 
-func (d *chunkDecoder) varint(what string) int64 {
+func (d *wireDecoder) varint(what string) int64 {
 	if d.err != nil {
 		return 0
 	}
@@ -158,7 +160,7 @@ func (d *chunkDecoder) varint(what string) int64 {
 	return v
 }
 
-func (d *chunkDecoder) uvarint(what string) uint64 {
+func (d *wireDecoder) uvarint(what string) uint64 {
 	if d.err != nil {
 		return 0
 	}
@@ -171,7 +173,7 @@ func (d *chunkDecoder) uvarint(what string) uint64 {
 	return v
 }
 
-func (d *chunkDecoder) byte(what string) byte {
+func (d *wireDecoder) byte(what string) byte {
 	if d.err != nil {
 		return 0
 	}
@@ -183,7 +185,7 @@ func (d *chunkDecoder) byte(what string) byte {
 	return d.b[d.off-1]
 }
 
-func (d *chunkDecoder) text(what string) string {
+func (d *wireDecoder) text(what string) string {
 	n := d.uvarint(what + " length")
 	if d.err != nil {
 		return ""

@@ -177,7 +177,7 @@ func DecodeClaims(b []byte) ([]*Claim, error) {
 	if len(b) < len(claimsMagic) || string(b[:len(claimsMagic)]) != claimsMagic {
 		return nil, Errorf(EINVALID, "decode claims: not a batch of claims of this version (want %q first)", claimsMagic)
 	}
-	d := claimDecoder{b: b, off: len(claimsMagic)}
+	d := wireDecoder{of: "claims", b: b, off: len(claimsMagic)}
 	n := d.uvarint("claim count")
 	if d.err == nil && n > uint64(len(b)-d.off)/claimMinWireSize {
 		d.fail("claim count %d exceeds the message", n)
@@ -226,69 +226,4 @@ func DecodeClaims(b []byte) ([]*Claim, error) {
 		return nil, Errorf(EINVALID, "decode claims: %d bytes after the last claim", len(b)-d.off)
 	}
 	return cs, nil
-}
-
-// claimDecoder reads varints and texts, remembering the first error.
-type claimDecoder struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (d *claimDecoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = Errorf(EINVALID, "decode claims at byte %d: %s", d.off, fmt.Sprintf(format, args...))
-	}
-}
-
-func (d *claimDecoder) varint(what string) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b[d.off:])
-	if n <= 0 {
-		d.fail("bad %s", what)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-func (d *claimDecoder) uvarint(what string) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.fail("bad %s", what)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-func (d *claimDecoder) byte(what string) byte {
-	if d.err != nil {
-		return 0
-	}
-	if d.off >= len(d.b) {
-		d.fail("missing %s", what)
-		return 0
-	}
-	d.off++
-	return d.b[d.off-1]
-}
-
-func (d *claimDecoder) text(what string) string {
-	n := d.uvarint(what + " length")
-	if d.err != nil {
-		return ""
-	}
-	if n > uint64(len(d.b)-d.off) {
-		d.fail("%s of %d bytes exceeds the message", what, n)
-		return ""
-	}
-	s := string(d.b[d.off : d.off+int(n)])
-	d.off += int(n)
-	return s
 }
