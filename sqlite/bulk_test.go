@@ -30,7 +30,7 @@ import (
 //	QUAN_BENCH_PAGE_SIZE page size of the new file (Open's default)
 //	QUAN_BENCH_PRAGMAS   writer pragmas after Open's, ";"-separated
 //	QUAN_BENCH_SQL       statements to run first, ";"-separated (to try
-//	                     another schema: DROP INDEX coupons_status_valid_end)
+//	                     another schema: DROP INDEX coupons_available_valid_end)
 //	QUAN_BENCH_DIR       where the database goes (a temporary directory)
 //	QUAN_BENCH_SINGLES   then apply this many one-row chunks, one after
 //	                     another, as single writes such as claims come (0)

@@ -33,6 +33,12 @@ func TestQueryPlans(t *testing.T) {
 			"SEARCH coupons USING INDEX coupons_user_template_seq (user_id=? AND template_id=?)"}},
 		// No index by template: the pass reads the whole user index.
 		{"CouponStats", statsSQL, []string{"SCAN coupons USING COVERING INDEX coupons_user_template_seq"}},
+		{"LapseCoupons available", lapseAvailableSQL, []string{
+			"SEARCH coupons USING COVERING INDEX coupons_available_valid_end (status=? AND valid_end<?)"}},
+		{"LapseCoupons locked", lapseLockedSQL, []string{
+			"SEARCH coupons USING COVERING INDEX coupons_status_locked_until (status=? AND locked_until<?)"}},
+		{"OrderCoupons", `SELECT ` + couponColumns + ` FROM coupons WHERE user_id = ? AND (order_id = ? OR id IN (?, ?)) ORDER BY id`, []string{
+			"SEARCH coupons USING INDEX coupons_user_template_seq (user_id=?)"}},
 		{"Failures", `SELECT line, raw, cause FROM task_failures WHERE task_id = ? AND line > ? ORDER BY line LIMIT ?`, []string{
 			"SEARCH task_failures USING PRIMARY KEY (task_id=? AND line>?)"}},
 		{"Tasks", `SELECT ` + taskColumns + ` FROM tasks WHERE shop_no = ? AND status = ? ORDER BY id DESC LIMIT ? OFFSET ?`, []string{

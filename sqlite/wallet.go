@@ -129,6 +129,20 @@ func nullString(s string) sql.NullString {
 	return sql.NullString{String: s, Valid: s != ""}
 }
 
+// The statements of LapseCoupons: ?1 now, ?2 the most coupons. Each walks
+// a partial index of its status (coupons_available_valid_end,
+// coupons_status_locked_until) from the oldest due entry.
+const (
+	lapseAvailableSQL = `UPDATE coupons SET status = 'expired', updated_at = ?1
+		WHERE id IN (SELECT id FROM coupons WHERE status = 'available' AND valid_end <= ?1 ORDER BY valid_end LIMIT ?2)
+		RETURNING id, template_id, shop_no, user_id`
+	lapseLockedSQL = `UPDATE coupons
+		SET status = CASE WHEN valid_end <= ?1 THEN 'expired' ELSE 'available' END,
+			order_id = NULL, locked_until = NULL, updated_at = ?1
+		WHERE id IN (SELECT id FROM coupons WHERE status = 'locked' AND locked_until <= ?1 LIMIT ?2)
+		RETURNING id, template_id, shop_no, user_id, status`
+)
+
 // LapseCoupons implements quan.WalletStore: one UPDATE … RETURNING per
 // kind, each walking its index from the oldest due entry. The coupons it
 // returns carry what the sweeper's events name, the coupon, its template,
@@ -166,17 +180,11 @@ func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*
 		return rows.Err()
 	}
 	at := micros(now)
-	if err := run(`UPDATE coupons SET status = 'expired', updated_at = ?1
-		WHERE id IN (SELECT id FROM coupons WHERE status = 'available' AND valid_end <= ?1 ORDER BY valid_end LIMIT ?2)
-		RETURNING id, template_id, shop_no, user_id`, quan.CouponAvailable, at, limit); err != nil {
+	if err := run(lapseAvailableSQL, quan.CouponAvailable, at, limit); err != nil {
 		return nil, nil, err
 	}
 	if left := limit - len(cs); left > 0 {
-		if err := run(`UPDATE coupons
-			SET status = CASE WHEN valid_end <= ?1 THEN 'expired' ELSE 'available' END,
-				order_id = NULL, locked_until = NULL, updated_at = ?1
-			WHERE id IN (SELECT id FROM coupons WHERE status = 'locked' AND locked_until <= ?1 LIMIT ?2)
-			RETURNING id, template_id, shop_no, user_id, status`, quan.CouponLocked, at, left); err != nil {
+		if err := run(lapseLockedSQL, quan.CouponLocked, at, left); err != nil {
 			return nil, nil, err
 		}
 	}
