@@ -52,7 +52,7 @@ func (s *Store) OrderCoupons(ctx context.Context, user int64, order string, ids 
 
 // queryCoupons returns the coupons query selects (couponColumns).
 func (s *Store) queryCoupons(ctx context.Context, query string, args ...any) ([]*quan.Coupon, error) {
-	rows, err := s.db.read.QueryContext(ctx, query, args...)
+	rows, err := s.db.readStmts.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -94,6 +94,9 @@ type DB struct {
 	read   *sql.DB // query-only connections
 	logger *slog.Logger
 
+	// Hot statements, prepared once per connection.
+	readStmts, writeStmts stmtCache
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -159,6 +162,12 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	db.readStmts.db, db.writeStmts.db = db.read, db.write
+	if err := db.writeStmts.prepare(ctx, swapCouponSQL); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	db.writeStmts.fixed = true
 	return db, nil
 }
 
@@ -177,7 +186,7 @@ func dsn(abs string, params url.Values) string {
 // return the first call's result.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
-		var errs []error
+		errs := []error{db.readStmts.close(), db.writeStmts.close()}
 		// Readers first, so that the writer is the last connection to
 		// close: it checkpoints the WAL into the database file.
 		if db.read != nil {

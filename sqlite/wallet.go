@@ -90,6 +90,10 @@ func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
 	return nil
 }
 
+// swapCouponSQL writes a coupon if it is as it was read.
+const swapCouponSQL = `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ?
+	WHERE id = ? AND user_id = ? AND status = ? AND order_id IS ? AND locked_until IS ? AND updated_at = ?`
+
 // SwapCoupons implements quan.WalletStore in one write transaction.
 func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*quan.Coupon) (bool, error) {
 	if len(before) != len(after) {
@@ -105,8 +109,7 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 		if c.ID != was.ID {
 			return false, fmt.Errorf("swap coupons of user %d: coupon %d after, %d before", user, c.ID, was.ID)
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ?
-			WHERE id = ? AND user_id = ? AND status = ? AND order_id IS ? AND locked_until IS ? AND updated_at = ?`,
+		res, err := s.db.writeStmts.exec(ctx, tx, swapCouponSQL,
 			c.Status, nullString(c.OrderID), nullMicros(c.LockedUntil), micros(c.UpdatedAt),
 			c.ID, user, was.Status, nullString(was.OrderID), nullMicros(was.LockedUntil), micros(was.UpdatedAt))
 		if err != nil {
