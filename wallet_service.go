@@ -246,8 +246,13 @@ func (s *WalletService) change(ctx context.Context, user int64, seen []*Coupon, 
 	if err := fn(after); err != nil {
 		return nil, err
 	}
-	if len(after) == 0 {
-		return after, nil
+	changed := false
+	for i, c := range after {
+		b := before[i]
+		changed = changed || c.Status != b.Status || c.OrderID != b.OrderID || !c.LockedUntil.Equal(b.LockedUntil)
+	}
+	if !changed {
+		return after, nil // nothing to write: a change made before, asked again
 	}
 	ok, err := s.Coupons.SwapCoupons(ctx, user, before, after)
 	if err != nil {
