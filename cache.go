@@ -97,3 +97,22 @@ type Cache interface {
 	State(ctx context.Context, template int64) (TemplateState, error)
 	Held(ctx context.Context, template, user int64) (int64, error)
 }
+
+// LimitedReserver is a Cache that also takes rate-limit tokens in the same
+// atomic step as a reservation: one round trip for a claim instead of two.
+// It is optional: ClaimService uses it when its Cache has it and its
+// Limiter is that very cache; otherwise it calls Allow, then Reserve.
+type LimitedReserver interface {
+	// ReserveLimited is RateLimiter.Allow(buckets...) followed by
+	// Reserve(template, key, users, now), both or neither:
+	//   - ErrCacheCold if the template is not loaded, with no token taken
+	//     (the caller loads it and calls again);
+	//   - a bucket without a token: refused is its index in buckets (as
+	//     Allow answers), retryAfter its wait, and nothing is reserved or
+	//     taken from any bucket;
+	//   - else refused is -1, a token is taken from every bucket, and out
+	//     is what Reserve answers, refusals included (a sold-out claim
+	//     still costs a token, as it does with Allow then Reserve). A key
+	//     seen before also costs tokens: each call is a request.
+	ReserveLimited(ctx context.Context, template int64, key string, users []int64, now time.Time, buckets []Bucket) (refused int, retryAfter time.Duration, out []Refusal, err error)
+}

@@ -43,6 +43,7 @@ const (
 type ClaimCounters struct {
 	Accepted      atomic.Int64 // reserved and handed off: 202
 	Refused       atomic.Int64 // refused by the cache: 409
+	RateLimited   atomic.Int64 // refused by a rate limit: 429
 	UnknownIDs    atomic.Int64 // answered 404 without the store
 	Issued        atomic.Int64 // persisted with a coupon
 	Failed        atomic.Int64 // decided by the store without a coupon
@@ -61,12 +62,18 @@ type ClaimCounters struct {
 // MaxClaimsPerMessage, encoded by EncodeClaims. A bus message costs the
 // bus and both ends tens of microseconds of CPU whatever it carries, so
 // under load that cost is shared by hundreds of claims.
+//
+// Limiter, if set, limits claims by the buckets of Limits. When Cache is
+// a LimitedReserver and Limiter is that same cache (Redis serving both),
+// a claim takes its tokens and its reservation in one call.
 type ClaimService struct {
 	Templates TemplateStore
 	Coupons   CouponStore // the holdings a cold cache is loaded with
 	Claims    ClaimStore
 	Cache     Cache
 	Bus       Bus
+	Limiter   RateLimiter // nil limits nothing
+	Limits    ClaimLimits
 	Now       Clock
 	Logger    *slog.Logger
 	Counters  ClaimCounters
@@ -142,12 +149,15 @@ func (s *ClaimService) logger() *slog.Logger {
 }
 
 // Claim reserves one coupon of template for the user who, hands the claim
-// to the bus and returns it pending. A refusal is a 409 with a code that
-// says why (sold_out, limit_reached, not_started, ended, paused); a
-// template that does not exist (or is a draft) is ErrNotFound, answered
-// without the store for ids above the highest template id. Once the
-// reservation is made, the client going away does not abandon it or its
-// hand-off.
+// to the bus and returns it pending. A claim over a rate limit (Limits) is
+// ERATELIMITED, naming the user's or the template's bucket, with the
+// bucket's wait in RetryAfter (the longest, if both refused); it takes no
+// token and reserves nothing. Otherwise a token is taken from each bucket,
+// and a refusal is a 409 with a code that says why (sold_out,
+// limit_reached, not_started, ended, paused); a template that does not
+// exist (or is a draft) is ErrNotFound, answered without the store for ids
+// above the highest template id. Once the reservation is made, the client
+// going away does not abandon it or its hand-off.
 func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) (*Claim, error) {
 	if who.Role != RoleUser {
 		return nil, Errorf(EFORBIDDEN, "only users claim coupons")
@@ -161,6 +171,10 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 	refusals, err := s.reserve(ctx, template, c.ID, who.UserID, now)
 	if errors.Is(err, ErrNotFound) {
 		s.Counters.UnknownIDs.Add(1)
+		return nil, err
+	}
+	if ErrorCode(err) == ERATELIMITED {
+		s.Counters.RateLimited.Add(1)
 		return nil, err
 	}
 	if err != nil {
@@ -181,13 +195,61 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 	return c, nil
 }
 
-// reserve reserves user's coupon under key. A template the cache lacks
-// is loaded from the store first (once, however many claims wait for it),
-// unless its id is above the highest the store has handed out: then it is
-// ErrNotFound, and the store is spared.
+// reserve takes user's rate-limit tokens and reserves the coupon under
+// key. A template the cache lacks is loaded from the store first (once,
+// however many claims wait for it), unless its id is above the highest
+// the store has handed out: then it is ErrNotFound, and the store is
+// spared.
+//
+// With a LimitedReserver serving as the Limiter too, tokens and
+// reservation are one call, and a cold cache takes no token: a claim of a
+// template that does not exist costs none. Otherwise Allow goes first,
+// and its tokens are taken whatever Reserve answers.
 func (s *ClaimService) reserve(ctx context.Context, template int64, key string, user int64, now time.Time) ([]Refusal, error) {
+	var (
+		cb      claimBuckets
+		buckets []Bucket
+		lr      LimitedReserver
+	)
+	if s.Limiter != nil {
+		cb = s.Limits.buckets(user, template)
+		buckets = cb.list()
+	}
+	if len(buckets) > 0 {
+		var ok bool
+		// Only the same object holds the buckets where Allow keeps them.
+		// (A LimitedReserver of a type that is not comparable would panic
+		// here; the caches are pointers.)
+		if lr, ok = s.Cache.(LimitedReserver); !ok || any(lr) != any(s.Limiter) {
+			refused, wait, err := s.Limiter.Allow(ctx, buckets...)
+			if err != nil {
+				return nil, fmt.Errorf("rate limit: %w", err)
+			}
+			if err := cb.refusal(template, refused, wait); err != nil {
+				return nil, err
+			}
+			lr = nil
+		}
+	}
 	for attempt := 0; ; attempt++ {
-		refusals, err := s.Cache.Reserve(ctx, template, key, []int64{user}, now)
+		var (
+			refusals []Refusal
+			err      error
+		)
+		if lr != nil {
+			var (
+				refused int
+				wait    time.Duration
+			)
+			refused, wait, refusals, err = lr.ReserveLimited(ctx, template, key, []int64{user}, now, buckets)
+			if err == nil {
+				if err := cb.refusal(template, refused, wait); err != nil {
+					return nil, err
+				}
+			}
+		} else {
+			refusals, err = s.Cache.Reserve(ctx, template, key, []int64{user}, now)
+		}
 		if !errors.Is(err, ErrCacheCold) || attempt == 2 {
 			return refusals, err
 		}

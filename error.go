@@ -3,6 +3,7 @@ package quan
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes are stable, machine-readable strings that clients may switch
@@ -30,11 +31,15 @@ const (
 )
 
 // Error is quan's one error type: a machine code, a message a person
-// understands, and for EINVALID the problem of each field.
+// understands, for EINVALID the problem of each field and for
+// ERATELIMITED how long to wait.
 type Error struct {
 	Code    string
 	Message string
 	Fields  []FieldError
+	// RetryAfter is the earliest the same request could succeed (0 if
+	// unknown): http answers it as Retry-After.
+	RetryAfter time.Duration
 }
 
 // FieldError names one invalid field and what is wrong with it.
@@ -110,6 +115,16 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "internal error"
+}
+
+// ErrorRetryAfter returns the RetryAfter of the *Error in err's chain, 0
+// for none.
+func ErrorRetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }
 
 // ErrorFields returns the field errors of the *Error in err's chain.

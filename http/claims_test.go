@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
-	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/nats"
 )
 
@@ -38,7 +38,7 @@ func newClaimServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	ts := newServer(t, func(ts *testServer) {
 		ts.claims = &quan.ClaimService{
 			Templates: ts.store, Coupons: ts.store, Claims: ts.store, Cache: ts.cache, Bus: bus, Now: ts.clock,
-			MaxDeliver: 3, Backoff: []time.Duration{10 * time.Millisecond},
+			Limiter: inmem.NewRateLimiter(), MaxDeliver: 3, Backoff: []time.Duration{10 * time.Millisecond},
 		}
 		if setup != nil {
 			setup(ts)
@@ -447,7 +447,7 @@ func TestClaimIdempotencyKey(t *testing.T) {
 
 func TestClaimRateLimits(t *testing.T) {
 	ts := newClaimServer(t, func(ts *testServer) {
-		ts.api.ClaimLimits = qhttp.ClaimLimits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.01, TemplateBurst: 3}
+		ts.claims.Limits = quan.ClaimLimits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.01, TemplateBurst: 3}
 	})
 	m := ts.merchant(t, 1)
 	tpl := ts.activeTemplate(t, m, 100, 5)

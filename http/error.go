@@ -3,7 +3,9 @@ package http
 import (
 	"encoding/json"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/quanhq/quan"
 )
@@ -55,8 +57,9 @@ type Problem struct {
 	Errors   []quan.FieldError `json:"errors,omitempty"`
 }
 
-// writeError answers with err as application/problem+json. Internal errors
-// are logged and their detail is not shown to the client.
+// writeError answers with err as application/problem+json, with
+// Retry-After on a 429. Internal errors are logged and their detail is not
+// shown to the client.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := quan.ErrorCode(err)
 	status := statusOf(code)
@@ -65,6 +68,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="quan"`)
+	}
+	if status == http.StatusTooManyRequests {
+		// Whole seconds, rounded up: a client retrying on the dot is not
+		// refused again. At least 1, as 0 would invite a retry at once.
+		secs := int64(math.Ceil(quan.ErrorRetryAfter(err).Seconds()))
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
 	}
 	p := Problem{
 		Type:     "urn:quan:problem:" + code,

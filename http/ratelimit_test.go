@@ -1,20 +1,56 @@
 package http_test
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/quanhq/quan"
-	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/redis"
 )
 
 // TestClaimRateLimitsAllOrNothing: a claim the template's bucket refuses
-// takes nothing from the user's, and the 429 says which bucket and when.
+// takes nothing from the user's, and the 429 says which bucket and when;
+// on the in-process cache and limiter, and on Redis (with
+// QUAN_TEST_REDIS), where the cache takes the tokens with the reservation.
 func TestClaimRateLimitsAllOrNothing(t *testing.T) {
+	t.Run("InProcess", func(t *testing.T) { testClaimRateLimitsAllOrNothing(t, nil) })
+	t.Run("Redis", func(t *testing.T) {
+		url := os.Getenv("QUAN_TEST_REDIS")
+		if url == "" {
+			t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to limit claims on Redis")
+		}
+		var b [6]byte
+		rand.Read(b[:])
+		c, err := redis.Open(t.Context(), url, "quantest:"+hex.EncodeToString(b[:])+":")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := c.Drop(context.Background()); err != nil {
+				t.Errorf("delete test keys: %v", err)
+			}
+			c.Close()
+		})
+		// The claims' cache is cold: each template loads from the store
+		// on its first claim.
+		testClaimRateLimitsAllOrNothing(t, c)
+	})
+}
+
+// testClaimRateLimitsAllOrNothing runs TestClaimRateLimitsAllOrNothing
+// with cache (nil: the test server's) as the claims' cache and limiter.
+func testClaimRateLimitsAllOrNothing(t *testing.T, cache *redis.Cache) {
 	ts := newClaimServer(t, func(ts *testServer) {
-		ts.api.ClaimLimits = qhttp.ClaimLimits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.1, TemplateBurst: 1}
+		ts.claims.Limits = quan.ClaimLimits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.1, TemplateBurst: 1}
+		if cache != nil {
+			ts.claims.Cache, ts.claims.Limiter = cache, cache
+		}
 	})
 	m := ts.merchant(t, 1)
 	a, b, c := ts.activeTemplate(t, m, 100, 5), ts.activeTemplate(t, m, 100, 5), ts.activeTemplate(t, m, 100, 5)

@@ -25,9 +25,6 @@ type Server struct {
 	// Idempotency keeps responses by Idempotency-Key for every POST; nil
 	// ignores the header.
 	Idempotency quan.Idempotency
-	// Limiter and ClaimLimits limit claims per user and per template.
-	Limiter     quan.RateLimiter
-	ClaimLimits ClaimLimits
 	Tokens      *Tokens
 	Now         func() time.Time // nil means time.Now
 	Logger      *slog.Logger     // nil discards
@@ -38,15 +35,6 @@ type Server struct {
 	ln     net.Listener
 	srv    *http.Server
 	routes []string
-}
-
-// ClaimLimits are the token buckets of claims: Rate a second, up to Burst
-// at once, per user and per template. A zero Rate sets no limit.
-type ClaimLimits struct {
-	UserRate      float64
-	UserBurst     int
-	TemplateRate  float64
-	TemplateBurst int
 }
 
 func (s *Server) now() time.Time {

@@ -105,7 +105,6 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Wallet:      &quan.WalletService{Coupons: store, Templates: store, Now: clock},
 		Codes:       &quan.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
 		Idempotency: inmem.NewIdempotency(),
-		Limiter:     inmem.NewRateLimiter(),
 	}
 	if setup != nil {
 		setup(ts)

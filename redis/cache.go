@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"iter"
 	"strconv"
@@ -39,12 +40,7 @@ var outcome = map[byte]quan.Refusal{
 // reserved anew against the new state.
 func (c *Cache) Reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]quan.Refusal, error) {
 	k := c.keys(template)
-	args := make([]string, 0, 3+len(users))
-	args = append(args, strconv.FormatInt(now.Unix(), 10), strconv.Itoa(now.Nanosecond()),
-		strconv.FormatInt(int64(KeyTTL/time.Second), 10))
-	for _, u := range users {
-		args = append(args, strconv.FormatInt(u, 10))
-	}
+	args := reserveArgs(make([]string, 0, 3+len(users)), users, now)
 	o, err := reserveScript.Exec(ctx, c.client, []string{k.state(), k.users(), k.record(key)}, args).ToString()
 	if rueidis.IsRedisNil(err) {
 		return nil, quan.ErrCacheCold
@@ -52,11 +48,91 @@ func (c *Cache) Reserve(ctx context.Context, template int64, key string, users [
 	if err != nil {
 		return nil, fmt.Errorf("redis reserve: %w", err)
 	}
+	out, err := outcomes(o)
+	if err != nil {
+		return nil, fmt.Errorf("redis reserve: %w", err)
+	}
+	return out, nil
+}
+
+// ReserveLimited implements quan.LimitedReserver with one call of
+// reserveLimitedScript, a claim's rate limit and reservation at once. In
+// a cluster the buckets are on other slots than the template's keys (see
+// allowScript), and a script may touch one slot only: there it is Allow,
+// then Reserve, and the tokens go back if the template is cold.
+func (c *Cache) ReserveLimited(ctx context.Context, template int64, key string, users []int64, now time.Time, buckets []quan.Bucket) (int, time.Duration, []quan.Refusal, error) {
+	if len(buckets) == 0 || c.client.Mode() == rueidis.ClientModeCluster {
+		return c.allowThenReserve(ctx, template, key, users, now, buckets)
+	}
+	k := c.keys(template)
+	keys := make([]string, 0, 3+len(buckets))
+	keys = append(keys, k.state(), k.users(), k.record(key))
+	args := make([]string, 0, 2*len(buckets)+3+len(users))
+	for _, b := range buckets {
+		keys = append(keys, c.rateKey(b.Key))
+		rate, burst := bucketArgs(b)
+		args = append(args, rate, burst)
+	}
+	args = reserveArgs(args, users, now)
+	v, err := reserveLimitedScript.Exec(ctx, c.client, keys, args).ToArray()
+	if rueidis.IsRedisNil(err) {
+		return -1, 0, nil, quan.ErrCacheCold
+	}
+	if err == nil && len(v) != 2 && len(v) != 3 {
+		err = fmt.Errorf("script answered %d values, want 2 or 3", len(v))
+	}
+	if err != nil {
+		return -1, 0, nil, fmt.Errorf("redis reserve limited: %w", err)
+	}
+	refused, wait, err := takeResult(v)
+	if err != nil || refused >= 0 {
+		return refused, wait, nil, err
+	}
+	if len(v) != 3 {
+		return -1, 0, nil, fmt.Errorf("redis reserve limited: no outcomes")
+	}
+	o, err := v[2].ToString()
+	if err == nil {
+		var out []quan.Refusal
+		if out, err = outcomes(o); err == nil {
+			return -1, 0, out, nil
+		}
+	}
+	return -1, 0, nil, fmt.Errorf("redis reserve limited: %w", err)
+}
+
+// allowThenReserve is ReserveLimited in two round trips, for a cluster.
+// The tokens of a cold template go back (what refund cannot give back
+// stays taken: the limit errs on the strict side).
+func (c *Cache) allowThenReserve(ctx context.Context, template int64, key string, users []int64, now time.Time, buckets []quan.Bucket) (int, time.Duration, []quan.Refusal, error) {
+	refused, wait, err := c.Allow(ctx, buckets...)
+	if err != nil || refused >= 0 {
+		return refused, wait, nil, err
+	}
+	out, err := c.Reserve(ctx, template, key, users, now)
+	if errors.Is(err, quan.ErrCacheCold) && len(buckets) > 0 {
+		err = errors.Join(append([]error{err}, c.refund(ctx, c.bucketCalls(buckets))...)...)
+	}
+	return -1, 0, out, err
+}
+
+// reserveArgs appends reserveScript's ARGV to args.
+func reserveArgs(args []string, users []int64, now time.Time) []string {
+	args = append(args, strconv.FormatInt(now.Unix(), 10), strconv.Itoa(now.Nanosecond()),
+		strconv.FormatInt(int64(KeyTTL/time.Second), 10))
+	for _, u := range users {
+		args = append(args, strconv.FormatInt(u, 10))
+	}
+	return args
+}
+
+// outcomes reads the outcome characters reserveScript answers.
+func outcomes(o string) ([]quan.Refusal, error) {
 	out := make([]quan.Refusal, len(o))
 	for i := range len(o) {
 		r, ok := outcome[o[i]]
 		if !ok {
-			return nil, fmt.Errorf("redis reserve: unknown outcome %q", o[i])
+			return nil, fmt.Errorf("unknown outcome %q", o[i])
 		}
 		out[i] = r
 	}

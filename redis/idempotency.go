@@ -16,8 +16,9 @@ import (
 )
 
 var (
-	_ quan.Idempotency = (*Cache)(nil)
-	_ quan.RateLimiter = (*Cache)(nil)
+	_ quan.Idempotency     = (*Cache)(nil)
+	_ quan.RateLimiter     = (*Cache)(nil)
+	_ quan.LimitedReserver = (*Cache)(nil)
 )
 
 // runningMark is the value of a key whose request runs.
@@ -106,34 +107,46 @@ return 0
 // some 10-20% cheaper than the pair, so it is used wherever the slots
 // allow it.
 
-// allowScript takes a token from each bucket of KEYS, all or none. ARGV
-// holds rate (tokens a second) and burst for each key in turn. Returns
-// {0, 0} when it took them, else {i, wait}: KEYS[i] is the bucket
-// without a token that waits longest, wait microseconds. A refusal writes
-// nothing.
-var allowScript, allowSHA = luaScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local tokens, refused, wait = {}, 0, 0
-for i, key in ipairs(KEYS) do
-  local rate, burst = tonumber(ARGV[2*i-1]), tonumber(ARGV[2*i])
-  local b = redis.call('HMGET', key, 'tokens', 'at')
-  local n, at = tonumber(b[1]), tonumber(b[2])
-  if not n then n, at = burst, now end
-  n = math.min(burst, n + math.max(0, now - at) * rate)
-  tokens[i] = n
-  if n < 1 then
-    local w = math.ceil((1 - n) / rate * 1e6)
-    if w > wait then refused, wait = i, w end
+// takeLua defines take(kb, ab), the rate limit of allowScript and
+// reserveLimitedScript: it takes a token from each bucket of KEYS[kb+1],
+// KEYS[kb+2] ... to the last key, all or none; ARGV[ab+2i-1] and
+// ARGV[ab+2i] are the rate (tokens a second) and burst of the i-th.
+// Returns 0, 0 when it took them, else i, wait: the i-th bucket is the
+// one without a token that waits longest, wait microseconds. A refusal
+// writes nothing.
+const takeLua = `
+local function take(kb, ab)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+  local tokens, refused, wait = {}, 0, 0
+  for i = 1, #KEYS - kb do
+    local rate, burst = tonumber(ARGV[ab + 2*i - 1]), tonumber(ARGV[ab + 2*i])
+    local b = redis.call('HMGET', KEYS[kb + i], 'tokens', 'at')
+    local n, at = tonumber(b[1]), tonumber(b[2])
+    if not n then n, at = burst, now end
+    n = math.min(burst, n + math.max(0, now - at) * rate)
+    tokens[i] = n
+    if n < 1 then
+      local w = math.ceil((1 - n) / rate * 1e6)
+      if w > wait then refused, wait = i, w end
+    end
   end
+  if refused > 0 then return refused, wait end
+  for i = 1, #KEYS - kb do
+    local rate, burst = tonumber(ARGV[ab + 2*i - 1]), tonumber(ARGV[ab + 2*i])
+    redis.call('HSET', KEYS[kb + i], 'tokens', tostring(tokens[i] - 1), 'at', tostring(now))
+    redis.call('PEXPIRE', KEYS[kb + i], math.ceil(burst / rate * 1000) + 1000)
+  end
+  return 0, 0
 end
-if refused > 0 then return {refused, wait} end
-for i, key in ipairs(KEYS) do
-  local rate, burst = tonumber(ARGV[2*i-1]), tonumber(ARGV[2*i])
-  redis.call('HSET', key, 'tokens', tostring(tokens[i] - 1), 'at', tostring(now))
-  redis.call('PEXPIRE', key, math.ceil(burst / rate * 1000) + 1000)
-end
-return {0, 0}
+`
+
+// allowScript takes a token from each bucket of KEYS (takeLua), ARGV
+// holding rate and burst for each key in turn. Returns {0, 0} when it
+// took them, else {i, wait}.
+var allowScript, allowSHA = luaScript(takeLua + `
+local refused, wait = take(0, 0)
+return {refused, wait}
 `)
 
 // refundScript gives back the token allowScript took from KEYS[1], up to
@@ -212,6 +225,11 @@ func allowResult(r rueidis.RedisResult) (int, time.Duration, error) {
 	if len(v) != 2 {
 		return -1, 0, fmt.Errorf("rate limit script answered %d values, want 2", len(v))
 	}
+	return takeResult(v)
+}
+
+// takeResult reads take's answer in the first two values of v.
+func takeResult(v []rueidis.RedisMessage) (int, time.Duration, error) {
 	i, err := v[0].AsInt64()
 	if err != nil {
 		return -1, 0, err
@@ -227,11 +245,7 @@ func allowResult(r rueidis.RedisResult) (int, time.Duration, error) {
 // allowScript call a bucket in one pipeline, then the tokens taken given
 // back if a bucket refused or a call failed.
 func (c *Cache) allowEach(ctx context.Context, buckets []quan.Bucket) (int, time.Duration, error) {
-	calls := make([]rueidis.LuaExec, len(buckets))
-	for i, b := range buckets {
-		rate, burst := bucketArgs(b)
-		calls[i] = rueidis.LuaExec{Keys: []string{c.rateKey(b.Key)}, Args: []string{rate, burst}}
-	}
+	calls := c.bucketCalls(buckets)
 	refused, wait := -1, time.Duration(0)
 	var errs []error
 	var back []rueidis.LuaExec
@@ -252,13 +266,32 @@ func (c *Cache) allowEach(ctx context.Context, buckets []quan.Bucket) (int, time
 	if refused < 0 && errs == nil {
 		return -1, 0, nil
 	}
+	errs = append(errs, c.refund(ctx, back)...)
+	if errs != nil {
+		return -1, 0, fmt.Errorf("redis rate limit: %w", errors.Join(errs...))
+	}
+	return refused, wait, nil
+}
+
+// bucketCalls are the calls of allowScript, or of refundScript, one a
+// bucket.
+func (c *Cache) bucketCalls(buckets []quan.Bucket) []rueidis.LuaExec {
+	calls := make([]rueidis.LuaExec, len(buckets))
+	for i, b := range buckets {
+		rate, burst := bucketArgs(b)
+		calls[i] = rueidis.LuaExec{Keys: []string{c.rateKey(b.Key)}, Args: []string{rate, burst}}
+	}
+	return calls
+}
+
+// refund gives back the tokens that the calls of allowScript in back
+// took, in one pipeline, even if ctx is cancelled.
+func (c *Cache) refund(ctx context.Context, back []rueidis.LuaExec) []error {
+	var errs []error
 	for _, r := range c.execEach(context.WithoutCancel(ctx), refundScript, refundSHA, back) {
 		if err := r.Error(); err != nil {
 			errs = append(errs, fmt.Errorf("give a token back: %w", err))
 		}
 	}
-	if errs != nil {
-		return -1, 0, fmt.Errorf("redis rate limit: %w", errors.Join(errs...))
-	}
-	return refused, wait, nil
+	return errs
 }

@@ -5,7 +5,8 @@ import "github.com/redis/rueidis"
 // The scripts keep each operation atomic on the server: one call per
 // Reserve batch, per Release, per Update and per Prime swap. Every key a
 // script touches carries the template's hash tag, so in a cluster they
-// share a slot.
+// share a slot; reserveLimitedScript alone also touches rate buckets, and
+// so runs only off a cluster.
 //
 // The state hash holds: gen (set by Prime), shop, status, ss/sn and es/en
 // (issue start and end as Unix seconds and nanoseconds: Lua numbers are
@@ -14,47 +15,78 @@ import "github.com/redis/rueidis"
 // outcome character per user) and r (the users it reserved, comma
 // separated; emptied by Release).
 
+// reserveLua defines the reservation of reserveScript and
+// reserveLimitedScript: state() reads the state hash KEYS[1] (its gen is
+// nil when the template is cold), and reserve(st, ab) reserves for the
+// users of ARGV against st, KEYS[2] holding the user counts and KEYS[3]
+// the key record. ARGV[ab+1], ARGV[ab+2] are now in seconds and nanos,
+// ARGV[ab+3] the record TTL in seconds, the rest the users. It returns
+// the outcomes: those recorded under the key if the record is of st's
+// generation.
+const reserveLua = `
+local function state()
+  return redis.call('HMGET', KEYS[1], 'gen', 'status', 'ss', 'sn', 'es', 'en', 'limit', 'stock')
+end
+local function reserve(st, ab)
+  local gen = st[1]
+  local rec = redis.call('HMGET', KEYS[3], 'g', 'o')
+  if rec[1] == gen then return rec[2] end
+  local s, ns = tonumber(ARGV[ab + 1]), tonumber(ARGV[ab + 2])
+  local ss, sn, es, en = tonumber(st[3]), tonumber(st[4]), tonumber(st[5]), tonumber(st[6])
+  local all = false
+  if st[2] ~= 'active' then all = 'i'
+  elseif s < ss or (s == ss and ns < sn) then all = 'n'
+  elseif s > es or (s == es and ns >= en) then all = 'e'
+  end
+  local limit, stock = tonumber(st[7]), tonumber(st[8])
+  local out, got = {}, {}
+  for i = ab + 4, #ARGV do
+    local u = ARGV[i]
+    if all then
+      out[#out + 1] = all
+    else
+      local held = tonumber(redis.call('HGET', KEYS[2], u) or '0')
+      if held >= limit then
+        out[#out + 1] = 'l'
+      elseif stock <= 0 then
+        out[#out + 1] = 's'
+      else
+        stock = stock - 1
+        redis.call('HINCRBY', KEYS[2], u, 1)
+        out[#out + 1] = '-'
+        got[#got + 1] = u
+      end
+    end
+  end
+  if #got > 0 then redis.call('HINCRBY', KEYS[1], 'stock', -#got) end
+  local o = table.concat(out)
+  redis.call('HSET', KEYS[3], 'g', gen, 'o', o, 'r', table.concat(got, ','))
+  redis.call('EXPIRE', KEYS[3], ARGV[ab + 3])
+  return o
+end
+`
+
 // reserveScript: KEYS state, users, record; ARGV now seconds, now nanos,
 // record TTL in seconds, then the users. Returns nil when the state is
 // missing (cold), else the outcomes.
-var reserveScript = rueidis.NewLuaScript(`
-local st = redis.call('HMGET', KEYS[1], 'gen', 'status', 'ss', 'sn', 'es', 'en', 'limit', 'stock')
-local gen = st[1]
-if not gen then return false end
-local rec = redis.call('HMGET', KEYS[3], 'g', 'o')
-if rec[1] == gen then return rec[2] end
-local s, ns = tonumber(ARGV[1]), tonumber(ARGV[2])
-local ss, sn, es, en = tonumber(st[3]), tonumber(st[4]), tonumber(st[5]), tonumber(st[6])
-local all = false
-if st[2] ~= 'active' then all = 'i'
-elseif s < ss or (s == ss and ns < sn) then all = 'n'
-elseif s > es or (s == es and ns >= en) then all = 'e'
-end
-local limit, stock = tonumber(st[7]), tonumber(st[8])
-local out, got = {}, {}
-for i = 4, #ARGV do
-  local u = ARGV[i]
-  if all then
-    out[#out + 1] = all
-  else
-    local held = tonumber(redis.call('HGET', KEYS[2], u) or '0')
-    if held >= limit then
-      out[#out + 1] = 'l'
-    elseif stock <= 0 then
-      out[#out + 1] = 's'
-    else
-      stock = stock - 1
-      redis.call('HINCRBY', KEYS[2], u, 1)
-      out[#out + 1] = '-'
-      got[#got + 1] = u
-    end
-  end
-end
-if #got > 0 then redis.call('HINCRBY', KEYS[1], 'stock', -#got) end
-local o = table.concat(out)
-redis.call('HSET', KEYS[3], 'g', gen, 'o', o, 'r', table.concat(got, ','))
-redis.call('EXPIRE', KEYS[3], ARGV[3])
-return o
+var reserveScript = rueidis.NewLuaScript(reserveLua + `
+local st = state()
+if not st[1] then return false end
+return reserve(st, 0)
+`)
+
+// reserveLimitedScript is allowScript and reserveScript in one: KEYS
+// state, users, record, then the rate buckets; ARGV rate and burst of
+// each bucket, then reserveScript's. Returns nil when cold (no token
+// taken), {i, wait} when the i-th bucket refused (see takeLua; nothing
+// written), else {0, 0, outcomes}: the tokens are taken whatever the
+// outcomes, as each claim costs one, and a key seen before too.
+var reserveLimitedScript = rueidis.NewLuaScript(takeLua + reserveLua + `
+local st = state()
+if not st[1] then return false end
+local refused, wait = take(3, 0)
+if refused > 0 then return {refused, wait} end
+return {0, 0, reserve(st, 2 * (#KEYS - 3))}
 `)
 
 // releaseScript: KEYS state, users, record. A record made under another

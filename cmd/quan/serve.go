@@ -39,7 +39,7 @@ type ServeCommand struct {
 
 	Files  FileFlags
 	Runner RunnerFlags
-	Limits qhttp.ClaimLimits
+	Limits quan.ClaimLimits
 	// SweepEvery is how often expired coupons and locks that ran out are
 	// written down; ArchiveAfter, if set, how old spent coupons of ended
 	// templates are when the sweep moves them to the history table.
@@ -125,17 +125,12 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 			"cache", redact(c.CacheURL), "bus", c.BusURL, "runner", c.Runner.Run)
 		return nil
 	}
-	// Idempotency keys and rate limits live where the cache does: in
-	// Redis when it is configured, so that every process shares them.
-	var (
-		idem    quan.Idempotency = inmem.NewIdempotency()
-		limiter quan.RateLimiter = inmem.NewRateLimiter()
-	)
+	// Idempotency keys live where the cache does: in Redis when it is
+	// configured, so that every process shares them (the claim rate
+	// limits too: see startClaims).
+	var idem quan.Idempotency = inmem.NewIdempotency()
 	if i, ok := store.cache.(quan.Idempotency); ok {
 		idem = i
-	}
-	if l, ok := store.cache.(quan.RateLimiter); ok {
-		limiter = l
 	}
 	c.server = &qhttp.Server{
 		Templates:   app.templates,
@@ -144,8 +139,6 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 		Wallet:      app.wallet,
 		Codes:       app.codes,
 		Idempotency: idem,
-		Limiter:     limiter,
-		ClaimLimits: c.Limits,
 		Tokens:      tokens,
 		Logger:      logger,
 		Ready:       store.Ping,
@@ -198,7 +191,15 @@ func (c *ServeCommand) startClaims(ctx context.Context, b *backends, a *app, log
 		cache = inmem.NewCache()
 	}
 	st := b.openedStore.store
-	a.claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: cache, Bus: bus, Now: c.Main.Now, Logger: logger}
+	// The rate limits live where the cache does, so that every process
+	// shares them. A Redis cache is the limiter too, and then a claim
+	// takes its tokens and its reservation in one call.
+	var limiter quan.RateLimiter = inmem.NewRateLimiter()
+	if l, ok := cache.(quan.RateLimiter); ok {
+		limiter = l
+	}
+	a.claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: cache, Bus: bus,
+		Limiter: limiter, Limits: c.Limits, Now: c.Main.Now, Logger: logger}
 	a.wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: bus, Now: c.Main.Now, Logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.codes = &quan.CodeService{Codes: st, Templates: st, Cache: cache, Now: c.Main.Now, Logger: logger, Background: ctx}
