@@ -15,6 +15,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/nats"
+	"github.com/quanhq/quan/quantest"
 	"github.com/quanhq/quan/sqlite"
 )
 
@@ -81,18 +82,7 @@ func newClaimRig(t *testing.T, stock int64) *claimRig {
 
 // serve runs the claim consumers until the test ends.
 func (r *claimRig) serve(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := r.s.ServeClaims(ctx); err != nil {
-			t.Errorf("ServeClaims: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	quantest.ServeClaims(t, r.s)
 }
 
 // reserve reserves a coupon for each user in the cache, as Claim does, and

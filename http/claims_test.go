@@ -18,6 +18,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/nats"
+	"github.com/quanhq/quan/quantest"
 )
 
 // newClaimServer is a test server that takes claims, handing them over an
@@ -45,18 +46,7 @@ func newClaimServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		}
 		ts.api.Claims = ts.claims
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := ts.claims.ServeClaims(ctx); err != nil {
-			t.Errorf("ServeClaims: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	quantest.ServeClaims(t, ts.claims)
 	return ts
 }
 

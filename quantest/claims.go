@@ -29,20 +29,27 @@ func TestClaims(t *testing.T, newBackends func(t *testing.T) ClaimBackends) {
 	t.Run("Stampede", func(t *testing.T) { testClaimStampede(t, newBackends(t)) })
 }
 
+// ServeClaims runs s.ServeClaims until the test ends, and fails the test
+// if it returns an error.
+func ServeClaims(t testing.TB, s *quan.ClaimService) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.ServeClaims(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("ServeClaims: %v", err)
+		}
+	})
+}
+
 func testClaimStampede(t *testing.T, b ClaimBackends) {
 	const stock, claims, concurrency = 1000, 10_000, 500
 	tpl := activeTemplate(t, b.TaskStores, "flash", stock, 1)
 	s := &quan.ClaimService{Templates: b.Templates, Coupons: b.Coupons, Claims: b.Claims, Cache: b.Cache, Bus: b.Bus,
 		Now: func() time.Time { return claimAt }}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.ServeClaims(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("ServeClaims: %v", err)
-		}
-	}()
+	ServeClaims(t, s)
 
 	var (
 		wg       sync.WaitGroup
