@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quanhq/quan/internal/batch"
 )
 
 // ClaimBatchSubject is the bus subject claims are handed to the store on,
@@ -83,8 +85,8 @@ type ClaimService struct {
 	Backoff    []time.Duration // nil means DefaultBackoff
 
 	once    sync.Once
-	handoff *batcher[*Claim, struct{}]
-	persist *batcher[*Claim, *Claim]
+	handoff *batch.Batcher[*Claim, struct{}]
+	persist *batch.Batcher[*Claim, *Claim]
 	prime   flight
 	known   knownIDs
 }
@@ -112,8 +114,8 @@ const (
 
 func (s *ClaimService) init() {
 	s.once.Do(func() {
-		s.handoff = newBatcher(MaxClaimsPerMessage, s.publish)
-		s.persist = newBatcher(MaxClaimsPerMessage, func(ctx context.Context, cs []*Claim) ([]*Claim, error) {
+		s.handoff = batch.New(MaxClaimsPerMessage, s.publish)
+		s.persist = batch.New(MaxClaimsPerMessage, func(ctx context.Context, cs []*Claim) ([]*Claim, error) {
 			return s.Claims.IssueClaims(ctx, cs, s.now())
 		})
 	})
@@ -184,7 +186,7 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 		s.Counters.Refused.Add(1)
 		return nil, s.refusal(ctx, template, refusals[0])
 	}
-	if _, err := s.handoff.do(ctx, c); err != nil {
+	if _, err := s.handoff.Do(ctx, c); err != nil {
 		s.Counters.HandoffFailed.Add(1)
 		if rerr := s.Cache.Release(ctx, template, c.ID); rerr != nil {
 			s.logger().Error("give back the reservation of a claim not handed off", "claim", c.ID, "err", rerr)
@@ -204,32 +206,32 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 // With a LimitedReserver serving as the Limiter too, tokens and
 // reservation are one call, and a cold cache takes no token: a claim of a
 // template that does not exist costs none. Otherwise Allow goes first,
-// and its tokens are taken whatever Reserve answers.
+// and its tokens are taken whatever the reservation answers. A
+// LimitedReserver reserves by ReserveLimited even without buckets: the
+// Redis cache gathers the claims of concurrent calls into one script
+// call.
 func (s *ClaimService) reserve(ctx context.Context, template int64, key string, user int64, now time.Time) ([]Refusal, error) {
 	var (
 		cb      claimBuckets
 		buckets []Bucket
-		lr      LimitedReserver
 	)
 	if s.Limiter != nil {
 		cb = s.Limits.buckets(user, template)
 		buckets = cb.list()
 	}
-	if len(buckets) > 0 {
-		var ok bool
-		// Only the same object holds the buckets where Allow keeps them.
-		// (A LimitedReserver of a type that is not comparable would panic
-		// here; the caches are pointers.)
-		if lr, ok = s.Cache.(LimitedReserver); !ok || any(lr) != any(s.Limiter) {
-			refused, wait, err := s.Limiter.Allow(ctx, buckets...)
-			if err != nil {
-				return nil, fmt.Errorf("rate limit: %w", err)
-			}
-			if err := cb.refusal(template, refused, wait); err != nil {
-				return nil, err
-			}
-			lr = nil
+	lr, _ := s.Cache.(LimitedReserver)
+	// Only the same object holds the buckets where Allow keeps them. (A
+	// LimitedReserver of a type that is not comparable would panic here;
+	// the caches are pointers.)
+	if len(buckets) > 0 && (lr == nil || any(lr) != any(s.Limiter)) {
+		refused, wait, err := s.Limiter.Allow(ctx, buckets...)
+		if err != nil {
+			return nil, fmt.Errorf("rate limit: %w", err)
 		}
+		if err := cb.refusal(template, refused, wait); err != nil {
+			return nil, err
+		}
+		buckets = nil
 	}
 	for attempt := 0; ; attempt++ {
 		var (
@@ -419,7 +421,7 @@ func (s *ClaimService) handleClaims(ctx context.Context, m Message) error {
 	if err != nil {
 		return err
 	}
-	recs, err := s.persist.doMany(ctx, cs)
+	recs, err := s.persist.DoMany(ctx, cs)
 	if err != nil {
 		s.Counters.Retried.Add(int64(len(cs)))
 		s.logger().Warn("persist claims", "message", m.ID, "claims", len(cs), "attempt", m.Attempt, "err", err)
@@ -533,120 +535,4 @@ func (f *flight) do(key int64, fn func() error) error {
 	f.mu.Unlock()
 	close(c.done)
 	return c.err
-}
-
-// batcher gathers the items of concurrent callers and runs them through
-// fn together: while one batch runs, the items that arrive queue up and go
-// as the next batch, up to max, so batches grow with the load and a lone
-// item goes at once. No goroutine outlives the queue: the caller that
-// finds it idle drains it.
-type batcher[In, Out any] struct {
-	max     int
-	fn      func(context.Context, []In) ([]Out, error)
-	mu      sync.Mutex
-	queue   []batchItem[In, Out]
-	running bool
-}
-
-type batchItem[In, Out any] struct {
-	in   In
-	i    int // where the result goes among the caller's
-	done chan batchResult[Out]
-}
-
-type batchResult[Out any] struct {
-	i   int
-	out Out
-	err error
-}
-
-func newBatcher[In, Out any](max int, fn func(context.Context, []In) ([]Out, error)) *batcher[In, Out] {
-	return &batcher[In, Out]{max: max, fn: fn}
-}
-
-func (b *batcher[In, Out]) do(ctx context.Context, in In) (Out, error) {
-	it := batchItem[In, Out]{in: in, done: make(chan batchResult[Out], 1)}
-	b.mu.Lock()
-	b.queue = append(b.queue, it)
-	start := !b.running
-	b.running = true
-	b.mu.Unlock()
-	if start {
-		go b.drain()
-	}
-	select {
-	case r := <-it.done:
-		return r.out, r.err
-	case <-ctx.Done():
-		var zero Out
-		return zero, ctx.Err()
-	}
-}
-
-// doMany runs ins through the batcher and returns their outs in order, or
-// the first error of the batches they went in. They queue together, so
-// they share a batch unless it fills up: then the rest go in the next.
-func (b *batcher[In, Out]) doMany(ctx context.Context, ins []In) ([]Out, error) {
-	done := make(chan batchResult[Out], len(ins))
-	b.mu.Lock()
-	for i, in := range ins {
-		b.queue = append(b.queue, batchItem[In, Out]{in: in, i: i, done: done})
-	}
-	start := !b.running && len(ins) > 0
-	b.running = b.running || start
-	b.mu.Unlock()
-	if start {
-		go b.drain()
-	}
-	outs := make([]Out, len(ins))
-	var err error
-	for range ins {
-		select {
-		case r := <-done:
-			outs[r.i] = r.out
-			if err == nil {
-				err = r.err
-			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return outs, nil
-}
-
-// drain runs batches until the queue is empty.
-func (b *batcher[In, Out]) drain() {
-	for {
-		b.mu.Lock()
-		n := min(len(b.queue), b.max)
-		if n == 0 {
-			b.running = false
-			b.mu.Unlock()
-			return
-		}
-		items := b.queue[:n:n]
-		b.queue = b.queue[n:]
-		b.mu.Unlock()
-
-		ins := make([]In, n)
-		for i, it := range items {
-			ins[i] = it.in
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		outs, err := b.fn(ctx, ins)
-		cancel()
-		if err == nil && len(outs) != n {
-			err = fmt.Errorf("batch of %d gave %d results", n, len(outs))
-		}
-		for i, it := range items {
-			if err != nil {
-				it.done <- batchResult[Out]{i: it.i, err: err}
-			} else {
-				it.done <- batchResult[Out]{i: it.i, out: outs[i]}
-			}
-		}
-	}
 }

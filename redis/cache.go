@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -53,52 +54,6 @@ func (c *Cache) Reserve(ctx context.Context, template int64, key string, users [
 		return nil, fmt.Errorf("redis reserve: %w", err)
 	}
 	return out, nil
-}
-
-// ReserveLimited implements quan.LimitedReserver with one call of
-// reserveLimitedScript, a claim's rate limit and reservation at once. In
-// a cluster the buckets are on other slots than the template's keys (see
-// allowScript), and a script may touch one slot only: there it is Allow,
-// then Reserve, and the tokens go back if the template is cold.
-func (c *Cache) ReserveLimited(ctx context.Context, template int64, key string, users []int64, now time.Time, buckets []quan.Bucket) (int, time.Duration, []quan.Refusal, error) {
-	if len(buckets) == 0 || c.client.Mode() == rueidis.ClientModeCluster {
-		return c.allowThenReserve(ctx, template, key, users, now, buckets)
-	}
-	k := c.keys(template)
-	keys := make([]string, 0, 3+len(buckets))
-	keys = append(keys, k.state(), k.users(), k.record(key))
-	args := make([]string, 0, 2*len(buckets)+3+len(users))
-	for _, b := range buckets {
-		keys = append(keys, c.rateKey(b.Key))
-		rate, burst := bucketArgs(b)
-		args = append(args, rate, burst)
-	}
-	args = reserveArgs(args, users, now)
-	v, err := reserveLimitedScript.Exec(ctx, c.client, keys, args).ToArray()
-	if rueidis.IsRedisNil(err) {
-		return -1, 0, nil, quan.ErrCacheCold
-	}
-	if err == nil && len(v) != 2 && len(v) != 3 {
-		err = fmt.Errorf("script answered %d values, want 2 or 3", len(v))
-	}
-	if err != nil {
-		return -1, 0, nil, fmt.Errorf("redis reserve limited: %w", err)
-	}
-	refused, wait, err := takeResult(v)
-	if err != nil || refused >= 0 {
-		return refused, wait, nil, err
-	}
-	if len(v) != 3 {
-		return -1, 0, nil, fmt.Errorf("redis reserve limited: no outcomes")
-	}
-	o, err := v[2].ToString()
-	if err == nil {
-		var out []quan.Refusal
-		if out, err = outcomes(o); err == nil {
-			return -1, 0, out, nil
-		}
-	}
-	return -1, 0, nil, fmt.Errorf("redis reserve limited: %w", err)
 }
 
 // allowThenReserve is ReserveLimited in two round trips, for a cluster.
@@ -312,7 +267,7 @@ func (c *Cache) Reservation(ctx context.Context, template int64, key string) ([]
 	k := c.keys(template)
 	res := c.client.DoMulti(ctx,
 		c.client.B().Hget().Key(k.state()).Field("gen").Build(),
-		c.client.B().Hmget().Key(k.record(key)).Field("g", "o").Build())
+		c.client.B().Get().Key(k.record(key)).Build())
 	gen, err := res[0].ToString()
 	if rueidis.IsRedisNil(err) {
 		return nil, quan.Errorf(quan.ENOTFOUND, "no reservation %q of template %d", key, template)
@@ -320,22 +275,44 @@ func (c *Cache) Reservation(ctx context.Context, template int64, key string) ([]
 	if err != nil {
 		return nil, fmt.Errorf("redis reservation: %w", err)
 	}
-	rec, err := res[1].ToArray()
+	g, o, err := c.record(ctx, k.record(key), res[1])
 	if err != nil {
 		return nil, fmt.Errorf("redis reservation: %w", err)
 	}
-	g, gerr := rec[0].ToString()
-	o, oerr := rec[1].ToString()
-	if gerr != nil || oerr != nil || g != gen {
+	if g != gen {
 		return nil, quan.Errorf(quan.ENOTFOUND, "no reservation %q of template %d", key, template)
 	}
-	out := make([]quan.Refusal, len(o))
-	for i := range len(o) {
-		r, ok := outcome[o[i]]
-		if !ok {
-			return nil, fmt.Errorf("redis reservation: unknown outcome %q", o[i])
-		}
-		out[i] = r
+	out, err := outcomes(o)
+	if err != nil {
+		return nil, fmt.Errorf("redis reservation: %w", err)
 	}
 	return out, nil
+}
+
+// record reads the key record at k that a GET answered r: its generation
+// and outcomes, empty if there is none. A record of a version before is a
+// hash, read again with HMGET (see reserveLua).
+func (c *Cache) record(ctx context.Context, k string, r rueidis.RedisResult) (gen, outcomes string, err error) {
+	v, err := r.ToString()
+	if rueidis.IsRedisNil(err) {
+		return "", "", nil
+	}
+	if e, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(e.Error(), "WRONGTYPE") {
+		h, err := c.client.Do(ctx, c.client.B().Hmget().Key(k).Field("g", "o").Build()).ToArray()
+		if err != nil {
+			return "", "", err
+		}
+		gen, _ = h[0].ToString()
+		outcomes, _ = h[1].ToString()
+		return gen, outcomes, nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	gen, rest, ok1 := strings.Cut(v, "|")
+	outcomes, _, ok2 := strings.Cut(rest, "|")
+	if !ok1 || !ok2 {
+		return "", "", fmt.Errorf("key record %q is not gen|outcomes|users", v)
+	}
+	return gen, outcomes, nil
 }

@@ -83,7 +83,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `)
 
-// Rate limits: a bucket is a hash {tokens, at} at PREFIX rate:KEY, on the
+// Rate limits: a bucket is the string "tokens at" at PREFIX rate:KEY, on the
 // server's clock, expiring once it would be full again (a missing bucket
 // is a full one).
 //
@@ -107,59 +107,90 @@ return 0
 // some 10-20% cheaper than the pair, so it is used wherever the slots
 // allow it.
 
-// takeLua defines take(kb, ab), the rate limit of allowScript and
-// reserveLimitedScript: it takes a token from each bucket of KEYS[kb+1],
-// KEYS[kb+2] ... to the last key, all or none; ARGV[ab+2i-1] and
-// ARGV[ab+2i] are the rate (tokens a second) and burst of the i-th.
-// Returns 0, 0 when it took them, else i, wait: the i-th bucket is the
-// one without a token that waits longest, wait microseconds. A refusal
-// writes nothing.
-const takeLua = `
-local function take(kb, ab)
+// bucketLua defines the rate limit of allowScript, refundScript and
+// claimsScript:
+//
+//   - now(): the server's clock in seconds.
+//   - bucket(k, burst, t): the bucket at k as a table {n, at}, read once a
+//     script; a missing bucket is a full one. A bucket is the string
+//     "tokens at" (one GET, one SET with its expiry); versions before
+//     kept a hash {tokens, at}, which is read as well.
+//   - take(list, t): takes a token from each bucket of list, entries {key,
+//     rate, burst}, all or none, at t. Returns 0, 0 when it took them,
+//     else i, wait: the i-th bucket is the one without a token that
+//     waits longest, wait microseconds. A refusal takes nothing.
+//   - flushBuckets(): writes the buckets taken from, once each, at the
+//     end of the script.
+const bucketLua = `
+local function now()
   local t = redis.call('TIME')
-  local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-  local tokens, refused, wait = {}, 0, 0
-  for i = 1, #KEYS - kb do
-    local rate, burst = tonumber(ARGV[ab + 2*i - 1]), tonumber(ARGV[ab + 2*i])
-    local b = redis.call('HMGET', KEYS[kb + i], 'tokens', 'at')
-    local n, at = tonumber(b[1]), tonumber(b[2])
-    if not n then n, at = burst, now end
-    n = math.min(burst, n + math.max(0, now - at) * rate)
-    tokens[i] = n
+  return tonumber(t[1]) + tonumber(t[2]) / 1e6
+end
+local buckets = {}
+local function bucket(k, burst, t)
+  local b = buckets[k]
+  if b then return b end
+  local v, n, at = redis.pcall('GET', k), nil, nil
+  if type(v) == 'table' then
+    local h = redis.call('HMGET', k, 'tokens', 'at')
+    n, at = tonumber(h[1]), tonumber(h[2])
+  elseif v then
+    local i = string.find(v, ' ', 1, true)
+    n, at = tonumber(string.sub(v, 1, i - 1)), tonumber(string.sub(v, i + 1))
+  end
+  if not n then n, at = burst, t end
+  b = {n = n, at = at}
+  buckets[k] = b
+  return b
+end
+local function take(list, t)
+  local refused, wait, got = 0, 0, {}
+  for i, e in ipairs(list) do
+    local rate, burst = e[2], e[3]
+    local b = bucket(e[1], burst, t)
+    local n = math.min(burst, b.n + math.max(0, t - b.at) * rate)
+    got[i] = n
     if n < 1 then
       local w = math.ceil((1 - n) / rate * 1e6)
       if w > wait then refused, wait = i, w end
     end
   end
   if refused > 0 then return refused, wait end
-  for i = 1, #KEYS - kb do
-    local rate, burst = tonumber(ARGV[ab + 2*i - 1]), tonumber(ARGV[ab + 2*i])
-    redis.call('HSET', KEYS[kb + i], 'tokens', tostring(tokens[i] - 1), 'at', tostring(now))
-    redis.call('PEXPIRE', KEYS[kb + i], math.ceil(burst / rate * 1000) + 1000)
+  for i, e in ipairs(list) do
+    local b = buckets[e[1]]
+    b.n, b.at, b.rate, b.burst, b.dirty = got[i] - 1, t, e[2], e[3], true
   end
   return 0, 0
 end
+local function flushBuckets()
+  for k, b in pairs(buckets) do
+    if b.dirty then
+      redis.call('SET', k, string.format('%.17g %.6f', b.n, b.at), 'PX', math.ceil(b.burst / b.rate * 1000) + 1000)
+    end
+  end
+end
 `
 
-// allowScript takes a token from each bucket of KEYS (takeLua), ARGV
+// allowScript takes a token from each bucket of KEYS (bucketLua), ARGV
 // holding rate and burst for each key in turn. Returns {0, 0} when it
 // took them, else {i, wait}.
-var allowScript, allowSHA = luaScript(takeLua + `
-local refused, wait = take(0, 0)
+var allowScript, allowSHA = luaScript(bucketLua + `
+local list = {}
+for i = 1, #KEYS do list[i] = {KEYS[i], tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])} end
+local refused, wait = take(list, now())
+flushBuckets()
 return {refused, wait}
 `)
 
 // refundScript gives back the token allowScript took from KEYS[1], up to
 // the burst. ARGV rate, burst.
-var refundScript, refundSHA = luaScript(`
+var refundScript, refundSHA = luaScript(bucketLua + `
 local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
-local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local n, at = tonumber(b[1]), tonumber(b[2])
-if not n then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-n = math.min(burst, n + math.max(0, now - at) * rate + 1)
-redis.call('HSET', KEYS[1], 'tokens', tostring(n), 'at', tostring(now))
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local t = now()
+local b = bucket(KEYS[1], burst, t)
+b.n, b.at, b.rate, b.burst, b.dirty = math.min(burst, b.n + math.max(0, t - b.at) * rate + 1), t, rate, burst, true
+flushBuckets()
 return 1
 `)
 

@@ -44,7 +44,7 @@ var limitedNow = time.Date(2030, 3, 14, 9, 0, 0, 0, time.UTC)
 
 // loadTemplate primes template id, active at limitedNow, with stock and a
 // per-user limit of 5.
-func loadTemplate(t *testing.T, c *Cache, id, stock int64) {
+func loadTemplate(t testing.TB, c *Cache, id, stock int64) {
 	t.Helper()
 	st := quan.TemplateState{ID: id, ShopNo: 1, Status: quan.TemplateActive, IssueStart: limitedNow.Add(-time.Hour),
 		IssueEnd: limitedNow.Add(time.Hour), PerUserLimit: 5, Stock: stock}

@@ -5,8 +5,9 @@
 //
 //	{t:ID}:s        hash: the state snapshot, stock and the generation Prime set
 //	{t:ID}:u        hash: user ID → coupons held
-//	{t:ID}:k:KEY    hash: what Reserve under KEY did (outcomes, users reserved,
-//	                generation); expires after KeyTTL
+//	{t:ID}:k:KEY    string "gen|outcomes|users": what Reserve under KEY did (the
+//	                generation, an outcome a user, the users reserved, comma
+//	                separated); expires after KeyTTL
 //	{t:ID}:p:GEN    hash: counts Prime is writing, renamed to {t:ID}:u when whole
 //
 // The {t:ID} hash tag keeps a template's keys on one cluster slot, so each
@@ -24,6 +25,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/batch"
 )
 
 // KeyTTL is how long Redis keeps a Reserve key record.
@@ -37,6 +39,9 @@ type Cache struct {
 	client rueidis.Client
 	prefix string
 	once   sync.Once
+	// claims gathers concurrent ReserveLimited calls (see there).
+	claims     *batch.Batcher[claimReq, claimRes]
+	claimsOnce sync.Once
 }
 
 // Open connects to the Redis at url (redis://[user:pass@]host:port/db,

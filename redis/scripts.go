@@ -15,53 +15,85 @@ import "github.com/redis/rueidis"
 // outcome character per user) and r (the users it reserved, comma
 // separated; emptied by Release).
 
-// reserveLua defines the reservation of reserveScript and
-// reserveLimitedScript: state() reads the state hash KEYS[1] (its gen is
-// nil when the template is cold), and reserve(st, ab) reserves for the
-// users of ARGV against st, KEYS[2] holding the user counts and KEYS[3]
-// the key record. ARGV[ab+1], ARGV[ab+2] are now in seconds and nanos,
-// ARGV[ab+3] the record TTL in seconds, the rest the users. It returns
-// the outcomes: those recorded under the key if the record is of st's
-// generation.
+// reserveLua defines, for the scripts that reserve and release:
+//
+//   - recGet(k): the key record at k as gen, outcomes, users (comma
+//     separated), nil if there is none. A record is the string
+//     "gen|outcomes|users"; versions before kept it in a hash {g, o, r},
+//     which is read as well, so that a batch recorded by one of them is
+//     not reserved twice after an upgrade.
+//   - state(k): the state hash at k read once a script, as a table with
+//     the stock counted down by the reservations of the script; false
+//     when cold. flushStates() writes the stock taken, one HINCRBY a
+//     template, at the end of the script.
+//   - reserve(st, uk, rk, s, ns, ttl, users): reserves one coupon for each
+//     of users (strings) against st, the user counts in hash uk and the
+//     record at rk, at s seconds and ns nanoseconds; returns the outcome
+//     characters. A record of st's generation is returned as it is: the
+//     key was reserved before. A user's count is incremented and, above
+//     the limit, decremented back: one call for a reservation, two for a
+//     refusal.
+//
+// Writes come after the reads that can fail (a key of the wrong type), so
+// a failing call of a script made of one template's reservations fails
+// before it has written anything.
 const reserveLua = `
-local function state()
-  return redis.call('HMGET', KEYS[1], 'gen', 'status', 'ss', 'sn', 'es', 'en', 'limit', 'stock')
-end
-local function reserve(st, ab)
-  local gen = st[1]
-  local rec = redis.call('HMGET', KEYS[3], 'g', 'o')
-  if rec[1] == gen then return rec[2] end
-  local s, ns = tonumber(ARGV[ab + 1]), tonumber(ARGV[ab + 2])
-  local ss, sn, es, en = tonumber(st[3]), tonumber(st[4]), tonumber(st[5]), tonumber(st[6])
-  local all = false
-  if st[2] ~= 'active' then all = 'i'
-  elseif s < ss or (s == ss and ns < sn) then all = 'n'
-  elseif s > es or (s == es and ns >= en) then all = 'e'
+local function recGet(k)
+  local v = redis.pcall('GET', k)
+  if type(v) == 'table' then
+    local h = redis.call('HMGET', k, 'g', 'o', 'r')
+    return h[1], h[2], h[3]
   end
-  local limit, stock = tonumber(st[7]), tonumber(st[8])
+  if not v then return nil end
+  local a = string.find(v, '|', 1, true)
+  local b = string.find(v, '|', a + 1, true)
+  return string.sub(v, 1, a - 1), string.sub(v, a + 1, b - 1), string.sub(v, b + 1)
+end
+local states = {}
+local function state(k)
+  local st = states[k]
+  if st == nil then
+    local v = redis.call('HMGET', k, 'gen', 'status', 'ss', 'sn', 'es', 'en', 'limit', 'stock')
+    st = false
+    if v[1] then
+      st = {gen = v[1], status = v[2], ss = tonumber(v[3]), sn = tonumber(v[4]), es = tonumber(v[5]),
+        en = tonumber(v[6]), limit = tonumber(v[7]), stock = tonumber(v[8]), took = 0}
+    end
+    states[k] = st
+  end
+  return st
+end
+local function flushStates()
+  for k, st in pairs(states) do
+    if st and st.took > 0 then redis.call('HINCRBY', k, 'stock', -st.took) end
+  end
+end
+local function reserve(st, uk, rk, s, ns, ttl, users)
+  local g, o = recGet(rk)
+  if g == st.gen then return o end
+  local all = false
+  if st.status ~= 'active' then all = 'i'
+  elseif s < st.ss or (s == st.ss and ns < st.sn) then all = 'n'
+  elseif s > st.es or (s == st.es and ns >= st.en) then all = 'e'
+  end
   local out, got = {}, {}
-  for i = ab + 4, #ARGV do
-    local u = ARGV[i]
+  for i = 1, #users do
+    local u = users[i]
     if all then
-      out[#out + 1] = all
+      out[i] = all
+    elseif st.stock <= 0 then
+      if tonumber(redis.call('HGET', uk, u) or '0') >= st.limit then out[i] = 'l' else out[i] = 's' end
+    elseif redis.call('HINCRBY', uk, u, 1) > st.limit then
+      redis.call('HINCRBY', uk, u, -1)
+      out[i] = 'l'
     else
-      local held = tonumber(redis.call('HGET', KEYS[2], u) or '0')
-      if held >= limit then
-        out[#out + 1] = 'l'
-      elseif stock <= 0 then
-        out[#out + 1] = 's'
-      else
-        stock = stock - 1
-        redis.call('HINCRBY', KEYS[2], u, 1)
-        out[#out + 1] = '-'
-        got[#got + 1] = u
-      end
+      st.stock, st.took = st.stock - 1, st.took + 1
+      out[i] = '-'
+      got[#got + 1] = u
     end
   end
-  if #got > 0 then redis.call('HINCRBY', KEYS[1], 'stock', -#got) end
-  local o = table.concat(out)
-  redis.call('HSET', KEYS[3], 'g', gen, 'o', o, 'r', table.concat(got, ','))
-  redis.call('EXPIRE', KEYS[3], ARGV[ab + 3])
+  o = table.concat(out)
+  redis.call('SET', rk, st.gen .. '|' .. o .. '|' .. table.concat(got, ','), 'EX', ttl)
   return o
 end
 `
@@ -70,39 +102,76 @@ end
 // record TTL in seconds, then the users. Returns nil when the state is
 // missing (cold), else the outcomes.
 var reserveScript = rueidis.NewLuaScript(reserveLua + `
-local st = state()
-if not st[1] then return false end
-return reserve(st, 0)
+local st = state(KEYS[1])
+if not st then return false end
+local users = {}
+for i = 4, #ARGV do users[#users + 1] = ARGV[i] end
+local o = reserve(st, KEYS[2], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], users)
+flushStates()
+return o
 `)
 
-// reserveLimitedScript is allowScript and reserveScript in one: KEYS
-// state, users, record, then the rate buckets; ARGV rate and burst of
-// each bucket, then reserveScript's. Returns nil when cold (no token
-// taken), {i, wait} when the i-th bucket refused (see takeLua; nothing
-// written), else {0, 0, outcomes}: the tokens are taken whatever the
-// outcomes, as each claim costs one, and a key seen before too.
-var reserveLimitedScript = rueidis.NewLuaScript(takeLua + reserveLua + `
-local st = state()
-if not st[1] then return false end
-local refused, wait = take(3, 0)
-if refused > 0 then return {refused, wait} end
-return {0, 0, reserve(st, 2 * (#KEYS - 3))}
+// claimsScript is ReserveLimited for a batch of claims of one template:
+// for each in turn the tokens of its rate buckets (bucketLua), all or
+// none, then its reservation (reserveLua). KEYS for each claim: state,
+// users, record, then its buckets; ARGV: the record TTL in seconds, then
+// for each claim its number of buckets, of users, now in seconds and
+// nanos, rate and burst of each bucket, and the users. Answers one string
+// a claim: "c" when the template is cold (no token taken), "rI:W" when
+// its I-th bucket refused with a wait of W microseconds (nothing taken or
+// reserved), else "o" and the outcomes: the tokens are taken whatever the
+// outcomes, as each claim costs one, and a key seen before too. The
+// buckets shared by the claims (the template's) are read and written
+// once a call.
+var claimsScript, claimsSHA = luaScript(bucketLua + reserveLua + `
+local ttl, t = ARGV[1], nil
+local res = {}
+local ki, ai = 1, 2
+while ki <= #KEYS do
+  local nb, nu = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1])
+  local st = state(KEYS[ki])
+  if not st then
+    res[#res + 1] = 'c'
+  else
+    local refused, wait = 0, 0
+    if nb > 0 then
+      t = t or now()
+      local list = {}
+      for i = 1, nb do
+        list[i] = {KEYS[ki + 2 + i], tonumber(ARGV[ai + 2 + 2 * i]), tonumber(ARGV[ai + 3 + 2 * i])}
+      end
+      refused, wait = take(list, t)
+    end
+    if refused > 0 then
+      res[#res + 1] = string.format('r%d:%d', refused, wait)
+    else
+      local users, ui = {}, ai + 3 + 2 * nb
+      for i = 1, nu do users[i] = ARGV[ui + i] end
+      res[#res + 1] = 'o' .. reserve(st, KEYS[ki + 1], KEYS[ki + 2], tonumber(ARGV[ai + 2]), tonumber(ARGV[ai + 3]), ttl, users)
+    end
+  end
+  ki = ki + 3 + nb
+  ai = ai + 4 + 2 * nb + nu
+end
+flushBuckets()
+flushStates()
+return res
 `)
 
 // releaseScript: KEYS state, users, record. A record made under another
 // generation is not trusted: the state it reserved from was replaced.
-var releaseScript = rueidis.NewLuaScript(`
+var releaseScript = rueidis.NewLuaScript(reserveLua + `
 local gen = redis.call('HGET', KEYS[1], 'gen')
 if not gen then return 0 end
-local rec = redis.call('HMGET', KEYS[3], 'g', 'r')
-if rec[1] ~= gen or not rec[2] or rec[2] == '' then return 0 end
+local g, o, r = recGet(KEYS[3])
+if g ~= gen or not r or r == '' then return 0 end
 local n = 0
-for u in string.gmatch(rec[2], '[^,]+') do
+for u in string.gmatch(r, '[^,]+') do
   if redis.call('HINCRBY', KEYS[2], u, -1) <= 0 then redis.call('HDEL', KEYS[2], u) end
   n = n + 1
 end
 redis.call('HINCRBY', KEYS[1], 'stock', n)
-redis.call('HSET', KEYS[3], 'r', '')
+redis.call('SET', KEYS[3], g .. '|' .. o .. '|', 'KEEPTTL')
 return n
 `)
 

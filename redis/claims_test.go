@@ -1,0 +1,155 @@
+package redis
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// TestReserveLimitedTogether: concurrent claims share script calls, and
+// each gets what it would have got alone: of a template loaded with 50,
+// exactly 50 are reserved and the rest are sold out; of a template with
+// room for all, all are; of a cold one, each is ErrCacheCold; of one whose
+// state is broken (a key of the wrong type), each fails with Redis's error
+// and nothing is written for them.
+func TestReserveLimitedTogether(t *testing.T) {
+	c := newTestCache(t)
+	cc := &countingClient{Client: c.client}
+	counted := &Cache{client: cc, prefix: c.prefix}
+	loadTemplate(t, c, 1, 50)
+	loadTemplate(t, c, 2, 1000)
+	broken := c.keys(4)
+	if err := c.client.Do(t.Context(), c.client.B().Set().Key(broken.state()).Value("not a hash").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	const perTemplate = 100
+	type result struct {
+		refused int
+		out     []quan.Refusal
+		err     error
+	}
+	results := make([][]result, 5)
+	for tpl := 1; tpl <= 4; tpl++ {
+		results[tpl] = make([]result, perTemplate)
+	}
+	var wg sync.WaitGroup
+	for i := range perTemplate {
+		for tpl := int64(1); tpl <= 4; tpl++ {
+			wg.Go(func() {
+				u := int64(i + 1)
+				refused, _, out, err := counted.ReserveLimited(t.Context(), tpl, "claim"+strconv.Itoa(i), []int64{u}, limitedNow,
+					[]quan.Bucket{{Key: "claim:user:" + strconv.FormatInt(u, 10), Rate: 1, Burst: 10}, {Key: "claim:template:" + strconv.FormatInt(tpl, 10), Rate: 1e-3, Burst: 1000}})
+				results[tpl][i] = result{refused, out, err}
+			})
+		}
+	}
+	wg.Wait()
+	count := func(tpl int, want quan.Refusal) int {
+		n := 0
+		for _, r := range results[tpl] {
+			if r.err == nil && r.refused == -1 && slices.Equal(r.out, []quan.Refusal{want}) {
+				n++
+			}
+		}
+		return n
+	}
+	if ok, sold := count(1, ""), count(1, quan.RefusedSoldOut); ok != 50 || sold != 50 {
+		t.Errorf("template 1 (stock 50): %d reserved, %d sold out; want 50 and 50", ok, sold)
+	}
+	if ok := count(2, ""); ok != perTemplate {
+		t.Errorf("template 2: %d reserved, want %d", ok, perTemplate)
+	}
+	for i, r := range results[3] {
+		if !errors.Is(r.err, quan.ErrCacheCold) {
+			t.Fatalf("claim %d of the cold template: %+v, want ErrCacheCold", i, r)
+		}
+	}
+	for i, r := range results[4] {
+		if r.err == nil || errors.Is(r.err, quan.ErrCacheCold) {
+			t.Fatalf("claim %d of the broken template: %+v, want Redis's error", i, r)
+		}
+	}
+	if n := cc.trips.Load(); n >= 4*perTemplate {
+		t.Errorf("%d round trips for %d claims: the claims did not go together", n, 4*perTemplate)
+	}
+	for tpl, want := range map[int64]int64{1: 0, 2: 1000 - perTemplate} {
+		if st, err := c.State(t.Context(), tpl); err != nil || st.Stock != want {
+			t.Errorf("template %d: stock %d, %v; want %d", tpl, st.Stock, err, want)
+		}
+	}
+	// Each user took a token from its bucket for templates 1 and 2 (10 -
+	// 2 = 8 left), none for the cold and the broken one.
+	if n := tokensLeft(t, c, quan.Bucket{Key: "claim:user:7", Rate: 1, Burst: 10}); n != 8 {
+		t.Errorf("user 7's bucket holds %d, want 8", n)
+	}
+	if n := tokensLeft(t, c, quan.Bucket{Key: "claim:template:4", Rate: 1e-3, Burst: 1000}); n != 1000 {
+		t.Errorf("the broken template's bucket holds %d, want 1000", n)
+	}
+	if n, err := c.client.Do(t.Context(), c.client.B().Exists().Key(broken.users(), broken.record("claim1")).Build()).AsInt64(); err != nil || n != 0 {
+		t.Errorf("%d keys written for the broken template (%v), want none", n, err)
+	}
+}
+
+// TestRecordsOfOlderVersions: key records and rate buckets that versions
+// before wrote as hashes are read as such: a batch reserved by one of
+// them is not reserved again, its reservation is found and given back,
+// and a bucket's tokens count.
+func TestRecordsOfOlderVersions(t *testing.T) {
+	c := newTestCache(t)
+	ctx := t.Context()
+	loadTemplate(t, c, 1, 10)
+	k := c.keys(1)
+	gen, err := c.client.Do(ctx, c.client.B().Hget().Key(k.state()).Field("gen").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What an older version's Reserve of users 1 and 2 under "old" left:
+	// the counts, the stock, the record as a hash.
+	for _, cmd := range [][]string{
+		{"HSET", k.users(), "1", "1", "2", "1"},
+		{"HINCRBY", k.state(), "stock", "-2"},
+		{"HSET", k.record("old"), "g", gen, "o", "--", "r", "1,2"},
+		{"EXPIRE", k.record("old"), "3600"},
+		{"HSET", c.rateKey("claim:user:9"), "tokens", "0.5", "at", strconv.FormatInt(time.Now().Unix()+5, 10)},
+		{"PEXPIRE", c.rateKey("claim:user:9"), "60000"},
+	} {
+		if err := c.client.Do(ctx, c.client.B().Arbitrary(cmd[0]).Keys(cmd[1]).Args(cmd[2:]...).Build()).Error(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	out, err := c.Reserve(ctx, 1, "old", []int64{1, 2}, limitedNow)
+	if err != nil || !slices.Equal(out, []quan.Refusal{"", ""}) {
+		t.Fatalf("Reserve under the old key: %v, %v; want its recorded outcomes", out, err)
+	}
+	if st, _ := c.State(ctx, 1); st.Stock != 8 {
+		t.Fatalf("stock %d after the old key again, want 8: reserved once", st.Stock)
+	}
+	if r, err := c.Reservation(ctx, 1, "old"); err != nil || !slices.Equal(r, []quan.Refusal{"", ""}) {
+		t.Errorf("Reservation of the old key: %v, %v", r, err)
+	}
+	if err := c.Release(ctx, 1, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := c.State(ctx, 1); st.Stock != 10 {
+		t.Errorf("stock %d after releasing the old key, want 10", st.Stock)
+	}
+	if n, _ := c.Held(ctx, 1, 2); n != 0 {
+		t.Errorf("user 2 holds %d after the release, want 0", n)
+	}
+	if err := c.Release(ctx, 1, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := c.State(ctx, 1); st.Stock != 10 {
+		t.Errorf("stock %d after releasing the old key twice, want 10", st.Stock)
+	}
+	// Half a token, last taken in the future: refused until it refills.
+	refused, wait, _, err := c.ReserveLimited(ctx, 1, "new", []int64{9}, limitedNow, []quan.Bucket{{Key: "claim:user:9", Rate: 1, Burst: 5}})
+	if err != nil || refused != 0 || wait < 400*time.Millisecond {
+		t.Errorf("ReserveLimited with an old bucket of half a token: refused %d after %s, %v; want the bucket, 0.5s or more", refused, wait, err)
+	}
+}
