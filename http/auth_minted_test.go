@@ -38,7 +38,7 @@ func TestVerifyMintedAgreesWithTheLibrary(t *testing.T) {
 		if !strings.HasPrefix(tok, mintedHeader+".") {
 			t.Fatalf("Mint wrote another header: %s", tok)
 		}
-		fast, _, _, ok, err := tk.verifyMinted(tok)
+		fast, ok, err := tk.verifyMinted(tok)
 		if !ok || err != nil {
 			t.Fatalf("verifyMinted(%+v) = %v, %v; want the short way", who, ok, err)
 		}
@@ -133,5 +133,47 @@ func TestVerifySignatureCanonical(t *testing.T) {
 	wantUnauthorized(t, tk, twin, "a signature in a non-canonical encoding")
 	if _, err := tk.Verify(tok); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestVerifyMACReused: the pooled HMAC starts afresh whatever the last
+// verification did, a refusal, a long token or a good one.
+func TestVerifyMACReused(t *testing.T) {
+	clock := newTestClock()
+	tk := newCachingTokens(t, clock, 1)
+	tk.cache = nil
+	good := mint(t, tk, user(9), time.Hour)
+	long := mint(t, tk, quan.Identity{Role: quan.RoleAdmin, Subject: strings.Repeat("x", 2*maxPooledToken)}, time.Hour)
+	for i := range 20 {
+		wantUnauthorized(t, tk, good[:len(good)-1]+"A", "a bad signature")
+		wantUnauthorized(t, tk, good+"A", "a long signature")
+		if i%3 == 0 {
+			if id, err := tk.Verify(long); err != nil || id.Role != quan.RoleAdmin {
+				t.Fatalf("long token: %+v, %v", id, err)
+			}
+		}
+		if id, err := tk.Verify(good); err != nil || id.UserID != 9 {
+			t.Fatalf("round %d: %+v, %v", i, id, err)
+		}
+	}
+}
+
+// TestVerifyAllocs: a verification on the short way allocates only the
+// identity's subject: no hmac.New, no encoding/json.
+func TestVerifyAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	clock := newTestClock()
+	tk := newCachingTokens(t, clock, 1)
+	tk.cache = nil
+	tok := mint(t, tk, user(9), time.Hour)
+	tk.Verify(tok) // fills the pool
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := tk.Verify(tok); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 1 {
+		t.Fatalf("Verify allocates %.0f times; want 1, the subject", n)
 	}
 }
