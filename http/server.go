@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -49,15 +51,27 @@ const maxBody = 1 << 20
 
 // Handler returns the API's handler, for tests and embedding.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+	mux, routes := s.muxes()
+	return s.recoverer(s.authenticate(s.idempotent(s.unmatchedAsProblem(mux, routes))))
+}
+
+// muxes returns two muxes of the API's routes: routes has only them, and
+// mux has them and "/" for whatever they do not match, which it hands to
+// s.unmatched(routes). So a request is matched once on its way to its
+// route, and routes, which has no "/", still tells 404 from 405 (see
+// unmatchedAsProblem).
+func (s *Server) muxes() (mux, routes *http.ServeMux) {
+	mux, routes = http.NewServeMux(), http.NewServeMux()
 	s.routes = nil
 	handle := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 		s.routes = append(s.routes, pattern)
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		f := func(w http.ResponseWriter, r *http.Request) {
 			if err := h(w, r); err != nil {
 				s.writeError(w, r, err)
 			}
-		})
+		}
+		mux.HandleFunc(pattern, f)
+		routes.HandleFunc(pattern, f)
 	}
 	handle("GET /healthz", s.healthz)
 	handle("GET /readyz", s.readyz)
@@ -103,8 +117,8 @@ func (s *Server) Handler() http.Handler {
 		handle("GET /api/v1/code-batches/{id}/codes.xlsx", s.exportCodes(true))
 		handle("POST /api/v1/codes/redeem", s.redeemCode)
 	}
-
-	return s.recoverer(s.authenticate(s.idempotent(s.unmatchedAsProblem(mux))))
+	mux.Handle("/", s.unmatched(routes))
+	return mux, routes
 }
 
 // Routes returns the patterns Handler registered ("METHOD /path"), for the
@@ -195,14 +209,35 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // unmatchedAsProblem answers requests no route matches with a problem
 // document instead of the mux's plain text: 405 with its Allow header when
 // the path exists under another method, 404 otherwise.
-func (s *Server) unmatchedAsProblem(mux *http.ServeMux) http.Handler {
+//
+// A request with a clean path is matched once, by mux: it finds the route,
+// or hands it to s.unmatched if none matches. One with a path to clean
+// (//a, /a/../b) goes to s.unmatched at once: mux would redirect it
+// whether a route matches its clean path or not, where s.unmatched
+// redirects an unmatched one without a body, as ever.
+func (s *Server) unmatchedAsProblem(mux, routes *http.ServeMux) http.Handler {
+	unmatched := s.unmatched(routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern != "" {
+		if p := r.URL.EscapedPath(); r.Method == http.MethodConnect || cleanPath(p) == p {
 			mux.ServeHTTP(w, r)
 			return
 		}
+		unmatched.ServeHTTP(w, r)
+	})
+}
+
+// unmatched serves a request by routes if a route matches it (or it is
+// to be redirected to one); else it answers 405 with the Allow header
+// when the path exists under another method, 404 when it does not, or
+// with the redirect routes gives, without its body.
+func (s *Server) unmatched(routes *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := routes.Handler(r); pattern != "" {
+			routes.ServeHTTP(w, r)
+			return
+		}
 		probe := &allowRecorder{header: http.Header{}}
-		mux.ServeHTTP(probe, r)
+		routes.ServeHTTP(probe, r)
 		switch probe.status {
 		case http.StatusMethodNotAllowed:
 			w.Header().Set("Allow", probe.header.Get("Allow"))
@@ -216,6 +251,29 @@ func (s *Server) unmatchedAsProblem(mux *http.ServeMux) http.Handler {
 			w.WriteHeader(probe.status)
 		}
 	})
+}
+
+// cleanPath is net/http's: the path ServeMux routes p by, which it
+// redirects to if it is not p.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	// path.Clean removes trailing slash except for root;
+	// put the trailing slash back if necessary.
+	if p[len(p)-1] == '/' && np != "/" {
+		// Fast path for common case of p being the string we want:
+		if len(p) == len(np)+1 && strings.HasPrefix(p, np) {
+			np = p
+		} else {
+			np += "/"
+		}
+	}
+	return np
 }
 
 // allowRecorder captures only the status and headers of a response.
