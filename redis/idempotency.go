@@ -113,18 +113,28 @@ return 0
 //   - now(): the server's clock in seconds.
 //   - bucket(k, burst, t): the bucket at k as a table {n, at}, read once a
 //     script; a missing bucket is a full one. A bucket is the string
-//     "tokens at" (one GET, one SET with its expiry); versions before
+//     "tokens at", expiring once it would be full again; versions before
 //     kept a hash {tokens, at}, which is read as well.
 //   - take(list, t): takes a token from each bucket of list, entries {key,
 //     rate, burst}, all or none, at t. Returns 0, 0 when it took them,
 //     else i, wait: the i-th bucket is the one without a token that
-//     waits longest, wait microseconds. A refusal takes nothing.
-//   - flushBuckets(): writes the buckets taken from, once each, at the
-//     end of the script.
+//     waits longest, wait microseconds. A refusal takes nothing. A bucket
+//     the script has not seen yet is first created full less the token
+//     (SET NX), which for a new user is the one write it needs; if it was
+//     there, it is read, and if the take is refused, the bucket created is
+//     deleted again.
+//   - flushBuckets(): writes the buckets taken from since they were
+//     read, once each, at the end of the script.
 const bucketLua = `
 local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) + tonumber(t[2]) / 1e6
+end
+local function bucketValue(n, at)
+  return string.format('%.17g %.6f', n, at)
+end
+local function bucketTTL(rate, burst)
+  return math.ceil(burst / rate * 1000) + 1000
 end
 local buckets = {}
 local function bucket(k, burst, t)
@@ -144,10 +154,16 @@ local function bucket(k, burst, t)
   return b
 end
 local function take(list, t)
-  local refused, wait, got = 0, 0, {}
+  local refused, wait, got, made = 0, 0, {}, {}
   for i, e in ipairs(list) do
-    local rate, burst = e[2], e[3]
-    local b = bucket(e[1], burst, t)
+    local k, rate, burst = e[1], e[2], e[3]
+    local b = buckets[k]
+    if not b and redis.call('SET', k, bucketValue(burst - 1, t), 'PX', bucketTTL(rate, burst), 'NX') then
+      b = {n = burst, at = t, made = true}
+      buckets[k] = b
+      made[#made + 1] = k
+    end
+    b = b or bucket(k, burst, t)
     local n = math.min(burst, b.n + math.max(0, t - b.at) * rate)
     got[i] = n
     if n < 1 then
@@ -155,17 +171,25 @@ local function take(list, t)
       if w > wait then refused, wait = i, w end
     end
   end
-  if refused > 0 then return refused, wait end
+  if refused > 0 then
+    for _, k in ipairs(made) do
+      redis.call('DEL', k)
+      buckets[k] = nil
+    end
+    return refused, wait
+  end
   for i, e in ipairs(list) do
     local b = buckets[e[1]]
-    b.n, b.at, b.rate, b.burst, b.dirty = got[i] - 1, t, e[2], e[3], true
+    b.n, b.at, b.rate, b.burst = got[i] - 1, t, e[2], e[3]
+    -- A bucket just made holds this very take already.
+    if b.made then b.made = nil else b.dirty = true end
   end
   return 0, 0
 end
 local function flushBuckets()
   for k, b in pairs(buckets) do
     if b.dirty then
-      redis.call('SET', k, string.format('%.17g %.6f', b.n, b.at), 'PX', math.ceil(b.burst / b.rate * 1000) + 1000)
+      redis.call('SET', k, bucketValue(b.n, b.at), 'PX', bucketTTL(b.rate, b.burst))
     end
   end
 end

@@ -26,17 +26,20 @@ import "github.com/redis/rueidis"
 //     the stock counted down by the reservations of the script; false
 //     when cold. flushStates() writes the stock taken, one HINCRBY a
 //     template, at the end of the script.
-//   - reserve(st, uk, rk, s, ns, ttl, users): reserves one coupon for each
-//     of users (strings) against st, the user counts in hash uk and the
-//     record at rk, at s seconds and ns nanoseconds; returns the outcome
-//     characters. A record of st's generation is returned as it is: the
-//     key was reserved before. A user's count is incremented and, above
-//     the limit, decremented back: one call for a reservation, two for a
-//     refusal.
+//   - reserve(st, uk, rk, s, ns, ttl, users, fresh): reserves one coupon
+//     for each of users (strings) against st, the user counts in hash uk
+//     and the record at rk, at s seconds and ns nanoseconds; returns the
+//     outcome characters. A record of st's generation is returned as it
+//     is: the key was reserved before. A user's count is incremented and,
+//     above the limit, decremented back: one call for a reservation, two
+//     for a refusal. With fresh (a key expected to be new: a claim's) the
+//     record is not read first: it is written if absent (SET NX), and only
+//     if it was there already is it read, and the reservation just made
+//     undone when the record is of st's generation.
 //
-// Writes come after the reads that can fail (a key of the wrong type), so
-// a failing call of a script made of one template's reservations fails
-// before it has written anything.
+// A script call holds the reservations of one template, and reads its
+// state before it writes anything: a state key of the wrong type fails the
+// call before any write.
 const reserveLua = `
 local function recGet(k)
   local v = redis.pcall('GET', k)
@@ -68,9 +71,11 @@ local function flushStates()
     if st and st.took > 0 then redis.call('HINCRBY', k, 'stock', -st.took) end
   end
 end
-local function reserve(st, uk, rk, s, ns, ttl, users)
-  local g, o = recGet(rk)
-  if g == st.gen then return o end
+local function reserve(st, uk, rk, s, ns, ttl, users, fresh)
+  if not fresh then
+    local g, o = recGet(rk)
+    if g == st.gen then return o end
+  end
   local all = false
   if st.status ~= 'active' then all = 'i'
   elseif s < st.ss or (s == st.ss and ns < st.sn) then all = 'n'
@@ -92,8 +97,20 @@ local function reserve(st, uk, rk, s, ns, ttl, users)
       got[#got + 1] = u
     end
   end
-  o = table.concat(out)
-  redis.call('SET', rk, st.gen .. '|' .. o .. '|' .. table.concat(got, ','), 'EX', ttl)
+  local o = table.concat(out)
+  local rec = st.gen .. '|' .. o .. '|' .. table.concat(got, ',')
+  if fresh then
+    if redis.call('SET', rk, rec, 'EX', ttl, 'NX') then return o end
+    local g, was = recGet(rk)
+    if g == st.gen then
+      for _, u in ipairs(got) do
+        if redis.call('HINCRBY', uk, u, -1) <= 0 then redis.call('HDEL', uk, u) end
+      end
+      st.stock, st.took = st.stock + #got, st.took - #got
+      return was
+    end
+  end
+  redis.call('SET', rk, rec, 'EX', ttl)
   return o
 end
 `
@@ -106,7 +123,7 @@ local st = state(KEYS[1])
 if not st then return false end
 local users = {}
 for i = 4, #ARGV do users[#users + 1] = ARGV[i] end
-local o = reserve(st, KEYS[2], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], users)
+local o = reserve(st, KEYS[2], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], users, false)
 flushStates()
 return o
 `)
@@ -147,7 +164,7 @@ while ki <= #KEYS do
     else
       local users, ui = {}, ai + 3 + 2 * nb
       for i = 1, nu do users[i] = ARGV[ui + i] end
-      res[#res + 1] = 'o' .. reserve(st, KEYS[ki + 1], KEYS[ki + 2], tonumber(ARGV[ai + 2]), tonumber(ARGV[ai + 3]), ttl, users)
+      res[#res + 1] = 'o' .. reserve(st, KEYS[ki + 1], KEYS[ki + 2], tonumber(ARGV[ai + 2]), tonumber(ARGV[ai + 3]), ttl, users, true)
     end
   end
   ki = ki + 3 + nb
