@@ -147,6 +147,31 @@ func TestReserveLimited(t *testing.T) {
 				}
 			})
 
+			t.Run("NewUserRefusedByTemplate", func(t *testing.T) {
+				t.Parallel()
+				c := newTestCache(t)
+				lr := way.lr(c)
+				loadTemplate(t, c, 1, 10)
+				newUser := func(id int) quan.Bucket {
+					return quan.Bucket{Key: "claim:user:new" + strconv.Itoa(id), Rate: 0.01, Burst: 3}
+				}
+				if refused, _, _, err := lr.ReserveLimited(t.Context(), 1, "k1", []int64{1}, limitedNow, []quan.Bucket{newUser(1), tpl(1)}); err != nil || refused != -1 {
+					t.Fatalf("first: refused %d, %v", refused, err)
+				}
+				// The template's bucket is empty: a user never seen is
+				// refused, and its bucket stays as it was, full.
+				refused, _, _, err := lr.ReserveLimited(t.Context(), 1, "k2", []int64{2}, limitedNow, []quan.Bucket{newUser(2), tpl(1)})
+				if err != nil || refused != 1 {
+					t.Fatalf("second: refused %d, %v; want the template's bucket", refused, err)
+				}
+				if n := tokensLeft(t, c, newUser(2)); n != 3 {
+					t.Errorf("the refused user's bucket holds %d, want 3", n)
+				}
+				if n := tokensLeft(t, c, newUser(1)); n != 2 {
+					t.Errorf("the first user's bucket holds %d, want 2", n)
+				}
+			})
+
 			t.Run("ErrCacheCold", func(t *testing.T) {
 				t.Parallel()
 				c := newTestCache(t)
