@@ -165,9 +165,10 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 		return nil, Errorf(EFORBIDDEN, "only users claim coupons")
 	}
 	s.init()
-	// From here on the work must finish whatever the client does.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
+	// From here on the work must finish whatever the client does. The
+	// batches a claim waits for run on contexts of their own, with a
+	// deadline (batch.Timeout); loading a cold template has one too.
+	ctx = context.WithoutCancel(ctx)
 	now := s.now()
 	c := &Claim{ID: NewClaimID(template, who.UserID), TemplateID: template, UserID: who.UserID, Status: ClaimPending, At: now}
 	refusals, err := s.reserve(ctx, template, c.ID, who.UserID, now)
@@ -255,17 +256,26 @@ func (s *ClaimService) reserve(ctx context.Context, template int64, key string, 
 		if !errors.Is(err, ErrCacheCold) || attempt == 2 {
 			return refusals, err
 		}
-		exists, err := s.known.exists(ctx, s.Templates, template)
-		if err != nil {
-			return nil, err
-		}
-		if !exists {
-			return nil, Errorf(ENOTFOUND, "template %d not found", template)
-		}
-		if err := s.prime.do(template, func() error { return s.load(ctx, template) }); err != nil {
+		if err := s.loadCold(ctx, template); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// loadCold loads template into the cache (once, however many claims
+// wait for it), unless its id is above the highest the store has handed
+// out: then it is ErrNotFound.
+func (s *ClaimService) loadCold(ctx context.Context, template int64) error {
+	ctx, cancel := context.WithTimeout(ctx, batch.Timeout)
+	defer cancel()
+	exists, err := s.known.exists(ctx, s.Templates, template)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return Errorf(ENOTFOUND, "template %d not found", template)
+	}
+	return s.prime.do(template, func() error { return s.load(ctx, template) })
 }
 
 // load primes the cache with template from the store.
