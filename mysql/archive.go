@@ -37,6 +37,12 @@ func (s *Store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit
 			return err
 		}
 		in := "?" + strings.Repeat(", ?", len(ids)-1)
+		// A coupon records the claim that issued it: the claim gets its
+		// row in claims before the coupon goes.
+		if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO claims (`+claimColumns+`)
+			SELECT `+issuedColumns+` FROM coupons WHERE id IN (`+in+`) AND claim_id IS NOT NULL`, ids...); err != nil {
+			return fmt.Errorf("record their claims: %w", translate(err))
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO coupons_archive (`+couponColumns+`, archived_at)
 			SELECT `+couponColumns+`, ? FROM coupons WHERE id IN (`+in+`)`, append([]any{utc(now)}, ids...)...); err != nil {
 			return fmt.Errorf("copy: %w", translate(err))

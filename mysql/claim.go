@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,38 +20,29 @@ const claimColumns = `id, template_id, user_id, status, coupon_id, reason, at, d
 // claimBatch bounds the rows of one claims or coupons statement.
 const claimBatch = 500
 
-// IssueClaims implements quan.ClaimStore in one transaction: claims
-// recorded before are returned as recorded; the rest are planned per
-// template, under the template's row lock, with quan.PlanClaims against
-// the stock and the holdings, and their coupons, the stock taken and
-// their records written together.
+// IssueClaims implements quan.ClaimStore in one transaction. Template by
+// template, in id order (two batches lock them in the same order), under
+// the template's row lock: claims decided before are returned as
+// recorded; the rest are planned with quan.PlanClaims against the stock
+// and the holdings, and their coupons (which record the claims that
+// issued them), the stock taken and the records of the claims that failed
+// written together. FailClaim takes the same lock, so a claim is decided
+// once.
 func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.Time) ([]*quan.Claim, error) {
 	var out []*quan.Claim
 	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
 		out = make([]*quan.Claim, len(claims))
-		recorded, err := claimsByID(ctx, tx, claims)
-		if err != nil {
-			return err
-		}
-		byTemplate := map[int64][]*quan.Claim{}
+		byTemplate := map[int64][]int{} // indexes into claims
 		for i, c := range claims {
-			if r := recorded[c.ID]; r != nil {
-				out[i] = r
-				continue
-			}
-			d := *c
-			out[i] = &d
-			byTemplate[c.TemplateID] = append(byTemplate[c.TemplateID], &d)
-			recorded[c.ID] = &d // a claim twice in one batch is decided once
+			byTemplate[c.TemplateID] = append(byTemplate[c.TemplateID], i)
 		}
-		// Templates in id order: two batches lock them in the same order.
 		ids := make([]int64, 0, len(byTemplate))
 		for id := range byTemplate {
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
 		for _, id := range ids {
-			if err := issueClaims(ctx, tx, id, byTemplate[id], now); err != nil {
+			if err := issueTemplateClaims(ctx, tx, id, claims, byTemplate[id], out, now); err != nil {
 				return fmt.Errorf("template %d: %w", id, err)
 			}
 		}
@@ -62,33 +54,115 @@ func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.
 	return out, nil
 }
 
-// issueClaims decides the new claims cs of one template in tx.
-func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Claim, now time.Time) error {
+// issueTemplateClaims decides the claims[i] of one template, i in idx,
+// into out[i].
+func issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int64, claims []*quan.Claim, idx []int, out []*quan.Claim, now time.Time) error {
 	t, err := queryTemplate(ctx, tx, quan.AnyShop, template, "FOR UPDATE")
-	if errors.Is(err, quan.ErrNotFound) {
-		for _, c := range cs {
-			c.Status, c.Reason, c.DecidedAt = quan.ClaimFailed, string(quan.CauseTemplateInactive), now
-		}
-		return insertClaims(ctx, tx, cs)
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, quan.ErrNotFound) {
 		return err
 	}
-	users := make([]int64, 0, len(cs))
-	for _, c := range cs {
-		users = append(users, c.UserID)
+	cs := make([]*quan.Claim, len(idx))
+	users := make([]int64, 0, len(idx))
+	for k, i := range idx {
+		cs[k] = claims[i]
+		users = append(users, claims[i].UserID)
+	}
+	recorded, err := failedByID(ctx, tx, cs)
+	if err != nil {
+		return err
 	}
 	slices.Sort(users)
 	users = slices.Compact(users)
 	held := map[int64]int64{}
-	if err := heldCounts(ctx, tx, template, users, held); err != nil {
-		return err
+	if t != nil {
+		if err := holdings(ctx, tx, template, users, held, recorded); err != nil {
+			return err
+		}
 	}
+	var fresh []*quan.Claim
+	for _, i := range idx {
+		c := claims[i]
+		if r := recorded[c.ID]; r != nil {
+			out[i] = r
+			continue
+		}
+		d := *c
+		out[i] = &d
+		fresh = append(fresh, &d)
+		recorded[c.ID] = &d // a claim twice in one batch is decided once
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if t == nil {
+		for _, c := range fresh {
+			c.Status, c.Reason, c.DecidedAt = quan.ClaimFailed, string(quan.CauseTemplateInactive), now
+		}
+		return insertClaims(ctx, tx, fresh)
+	}
+	return issueClaims(ctx, tx, t, fresh, held, now)
+}
+
+// holdings reads the coupons of template that users hold, in one search
+// of the (user, template, seq) index a user as heldCounts does: it counts
+// them into held, and adds the claims that issued them to found. It is a
+// plain read, which in a transaction that read before may miss a coupon
+// issued since: the unique (user, template, seq) index then refuses the
+// coupon planned again, and the batch goes again.
+func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim) error {
+	for part := range slices.Chunk(users, heldBatch) {
+		b := append([]byte(nil), `SELECT claim_id, template_id, user_id, id, claimed_at, created_at FROM coupons FORCE INDEX (coupons_user_template_seq) WHERE template_id = `...)
+		b = strconv.AppendInt(b, template, 10)
+		b = append(b, ` AND user_id IN (`...)
+		for i, u := range part {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, u, 10)
+		}
+		b = append(b, ')')
+		if err := func() error {
+			rows, err := tx.QueryContext(ctx, string(b))
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var (
+					id      sql.NullString
+					at      sql.NullTime
+					c       quan.Claim
+					created time.Time
+				)
+				if err := rows.Scan(&id, &c.TemplateID, &c.UserID, &c.CouponID, &at, &created); err != nil {
+					return err
+				}
+				held[c.UserID]++
+				if id.Valid {
+					c.ID, c.Status, c.At, c.DecidedAt = id.String, quan.ClaimIssued, at.Time.UTC(), created.UTC()
+					found[c.ID] = &c
+				}
+			}
+			return rows.Err()
+		}(); err != nil {
+			return fmt.Errorf("read the users' coupons: %w", err)
+		}
+	}
+	return nil
+}
+
+// issueClaims decides the new claims cs of template t, locked, in tx,
+// given the coupons each user holds.
+func issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, held map[int64]int64, now time.Time) error {
+	template := t.ID
 	seqs := quan.PlanClaims(cs, t, held, t.Stock, now)
 	var issued []int // indexes into cs
+	var failed []*quan.Claim
 	for i, c := range cs {
 		if c.Status == quan.ClaimIssued {
 			issued = append(issued, i)
+		} else {
+			failed = append(failed, c)
 		}
 	}
 	if len(issued) > 0 {
@@ -103,8 +177,8 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 	for part := range slices.Chunk(issued, claimBatch) {
 		var b strings.Builder
 		b.WriteString(`INSERT INTO coupons (template_id, shop_no, user_id, seq, status, valid_start, valid_end,
-			source, task_id, order_id, created_at, updated_at, code) VALUES `)
-		args := make([]any, 0, 11*len(part))
+			source, task_id, order_id, created_at, updated_at, code, claim_id, claimed_at) VALUES `)
+		args := make([]any, 0, 13*len(part))
 		codes, err := quan.NewCodes(len(part), t.CodePrefix)
 		if err != nil {
 			return err
@@ -113,11 +187,11 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 			if k > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)`)
+			b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?)`)
 			cp := quan.NewCoupon(t, cs[i].UserID, seqs[i], 0, cs[i].At)
 			cp.Source = quan.FromClaim
 			args = append(args, cp.TemplateID, cp.ShopNo, cp.UserID, cp.Seq, string(cp.Status),
-				utc(cp.ValidStart), utc(cp.ValidEnd), string(cp.Source), utc(now), utc(now), codes[k])
+				utc(cp.ValidStart), utc(cp.ValidEnd), string(cp.Source), utc(now), utc(now), codes[k], cs[i].ID, utc(cs[i].At))
 		}
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("insert %d coupons: %w", len(part), translate(err))
@@ -126,7 +200,7 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 			return err
 		}
 	}
-	return insertClaims(ctx, tx, cs)
+	return insertClaims(ctx, tx, failed)
 }
 
 // couponIDs sets the CouponID of the claims cs[part] from the coupons
@@ -191,48 +265,114 @@ func insertClaims(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) error {
 	return nil
 }
 
-// claimsByID returns the records of the claims of cs that exist, locked
-// (FOR UPDATE) so that a claim decided alongside waits for this one.
-func claimsByID(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) (map[string]*quan.Claim, error) {
+// issuedColumns read the record of the claim that issued a coupon, as
+// claimColumns read one from claims.
+const issuedColumns = `claim_id, template_id, user_id, 'issued', id, '', claimed_at, created_at`
+
+// claimsByID returns the records of the claims cs of template that exist, by
+// locking reads (FOR UPDATE), which see what committed before, whatever
+// the transaction read earlier: the failed ones (and those issued before
+// coupons recorded their claims) in claims, the issued ones on their
+// coupons, along the user index.
+func claimsByID(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Claim) (map[string]*quan.Claim, error) {
 	found := map[string]*quan.Claim{}
 	for part := range slices.Chunk(cs, claimBatch) {
-		args := make([]any, len(part))
+		ids := make([]any, len(part))
+		users := make([]any, 0, 2*len(part)+1)
 		for i, c := range part {
-			args[i] = c.ID
+			ids[i] = c.ID
+			users = append(users, c.UserID)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id IN (?`+strings.Repeat(`, ?`, len(part)-1)+`) FOR UPDATE`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("look up claims: %w", err)
+		users = append(users, template)
+		in := `?` + strings.Repeat(`, ?`, len(part)-1)
+		if err := scanClaims(ctx, tx, found, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+in+`) FOR UPDATE`, ids...); err != nil {
+			return nil, err
 		}
-		for rows.Next() {
-			c, err := scanClaim(rows)
-			if err != nil {
-				rows.Close()
-				return nil, err
-			}
-			found[c.ID] = c
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("look up claims: %w", err)
+		if err := scanClaims(ctx, tx, found, `SELECT `+issuedColumns+` FROM coupons FORCE INDEX (coupons_user_template_seq)
+			WHERE user_id IN (`+in+`) AND template_id = ? AND claim_id IN (`+in+`) FOR UPDATE`, append(users, ids...)...); err != nil {
+			return nil, err
 		}
 	}
 	return found, nil
 }
 
-// FailClaim implements quan.ClaimStore.
-func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now time.Time) (*quan.Claim, error) {
-	if _, err := s.db.db.ExecContext(ctx, `INSERT IGNORE INTO claims (`+claimColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.TemplateID, c.UserID, string(quan.ClaimFailed), 0, reason, utc(c.At), utc(now)); err != nil {
-		return nil, fmt.Errorf("fail claim %s: %w", c.ID, translate(err))
+// failedByID returns the records of the claims of cs in claims (the
+// failed ones, and those issued before coupons recorded their claims), by
+// a locking read, which sees what committed before whatever the
+// transaction read earlier.
+func failedByID(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) (map[string]*quan.Claim, error) {
+	found := map[string]*quan.Claim{}
+	for part := range slices.Chunk(cs, claimBatch) {
+		ids := make([]any, len(part))
+		for i, c := range part {
+			ids[i] = c.ID
+		}
+		if err := scanClaims(ctx, tx, found, `SELECT `+claimColumns+` FROM claims WHERE id IN (?`+strings.Repeat(`, ?`, len(part)-1)+`) FOR UPDATE`, ids...); err != nil {
+			return nil, err
+		}
 	}
-	return s.Claim(ctx, c.ID)
+	return found, nil
 }
 
-// Claim implements quan.ClaimStore.
+// scanClaims adds the claims query finds to found.
+func scanClaims(ctx context.Context, tx *sql.Tx, found map[string]*quan.Claim, query string, args ...any) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("look up claims: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		c, err := scanClaim(rows)
+		if err != nil {
+			return fmt.Errorf("look up claims: %w", err)
+		}
+		found[c.ID] = c
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("look up claims: %w", err)
+	}
+	return nil
+}
+
+// FailClaim implements quan.ClaimStore in one transaction, under the row
+// lock of the claim's template as IssueClaims takes it: a claim issued
+// meanwhile keeps its coupon.
+func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now time.Time) (*quan.Claim, error) {
+	var rec *quan.Claim
+	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := queryTemplate(ctx, tx, quan.AnyShop, c.TemplateID, "FOR UPDATE"); err != nil && !errors.Is(err, quan.ErrNotFound) {
+			return err
+		}
+		found, err := claimsByID(ctx, tx, c.TemplateID, []*quan.Claim{c})
+		if err != nil {
+			return err
+		}
+		if rec = found[c.ID]; rec != nil {
+			return nil
+		}
+		f := *c
+		f.Status, f.Reason, f.CouponID, f.DecidedAt = quan.ClaimFailed, reason, 0, now
+		rec = &f
+		return insertClaims(ctx, tx, []*quan.Claim{rec})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fail claim %s: %w", c.ID, err)
+	}
+	return rec, nil
+}
+
+// Claim implements quan.ClaimStore: the record in claims, or the coupon
+// the claim issued, found by the template and user its id names.
 func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
 	c, err := scanClaim(s.db.db.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		template, user, perr := quan.ParseClaimID(id)
+		if perr != nil {
+			return nil, perr
+		}
+		c, err = scanClaim(s.db.db.QueryRowContext(ctx, `SELECT `+issuedColumns+` FROM coupons
+			WHERE user_id = ? AND template_id = ? AND claim_id = ?`, user, template, id))
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)
 	}

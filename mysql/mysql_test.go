@@ -3,6 +3,7 @@ package mysql_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -129,7 +130,11 @@ func TestOpenTwiceAtOnce(t *testing.T) {
 		"SELECT count(*), count(DISTINCT version) FROM "+cfg.DBName+".schema_migrations").Scan(&n, &versions); err != nil {
 		t.Fatal(err)
 	}
-	if want := 9; n != want || versions != want {
+	files, err := os.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(files); n != want || versions != want || want < 10 {
 		t.Errorf("schema_migrations holds %d rows of %d versions, want %d of %d (one per migration)", n, versions, want, want)
 	}
 }

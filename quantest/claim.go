@@ -30,6 +30,7 @@ func TestClaimStore(t *testing.T, newStores func(t *testing.T) ClaimStores) {
 	run("IssueClaims/OnceEach", testIssueClaimsOnce)
 	run("IssueClaims/TemplateInactive", testIssueClaimsInactive)
 	run("FailClaim/KeepsTheFirstRecord", testFailClaim)
+	run("FailClaim/RacesIssueClaims", testFailClaimRace)
 	run("IssueClaims/Stampede", testIssueClaimsStampede)
 }
 
@@ -158,6 +159,45 @@ func testFailClaim(t *testing.T, s ClaimStores) {
 		t.Fatal(err)
 	}
 	assertClaim(t, rec, quan.ClaimIssued, "")
+}
+
+// testFailClaimRace fails claims while they are issued, as a dead letter
+// may be handled while a late delivery of the same claim persists: each
+// claim ends decided once, issued with its coupon or failed without one,
+// and both calls return that decision.
+func testFailClaimRace(t *testing.T, s ClaimStores) {
+	const claims = 40
+	tpl := activeTemplate(t, s.TaskStores, "race", claims, 1)
+	for i := range claims {
+		c := newClaim(tpl.ID, int64(100+i))
+		var (
+			issued, failed *quan.Claim
+			err1, err2     error
+			wg             sync.WaitGroup
+		)
+		wg.Go(func() {
+			var got []*quan.Claim
+			if got, err1 = s.Claims.IssueClaims(t.Context(), []*quan.Claim{c}, claimAt); err1 == nil {
+				issued = got[0]
+			}
+		})
+		wg.Go(func() { failed, err2 = s.Claims.FailClaim(t.Context(), c, "dead", claimAt) })
+		wg.Wait()
+		if err1 != nil || err2 != nil {
+			t.Fatalf("claim %d: IssueClaims %v, FailClaim %v", i, err1, err2)
+		}
+		rec, err := s.Claims.Claim(t.Context(), c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := coupons(t, s.TaskStores, c.UserID, tpl.ID)
+		if issued.Status != rec.Status || failed.Status != rec.Status || issued.CouponID != rec.CouponID || failed.CouponID != rec.CouponID {
+			t.Fatalf("claim %d: IssueClaims gave %+v, FailClaim %+v, the record is %+v", i, issued, failed, rec)
+		}
+		if want := map[quan.ClaimStatus]int{quan.ClaimIssued: 1, quan.ClaimFailed: 0}[rec.Status]; len(held) != want {
+			t.Fatalf("claim %d is %s and its user holds %d coupons", i, rec.Status, len(held))
+		}
+	}
 }
 
 // testIssueClaimsStampede has 50 goroutines issue 10,000 claims in

@@ -390,4 +390,39 @@ func TestArchiver(t *testing.T, newStores func(t *testing.T) WalletStores, archi
 			t.Fatalf("a second run: %d, %v; want nothing more", n, err)
 		}
 	})
+	// A store may record an issued claim on its coupon: the claim must
+	// still be found, as it was, once the coupon is archived.
+	t.Run("KeepsTheClaimsOfWhatItMoves", func(t *testing.T) {
+		s := newStores(t)
+		a := archiver(s)
+		tpl := activeTemplate(t, s.TaskStores, "archived claims", 10, 1)
+		// Two: a store may keep the newest coupon back (SQLite does, so
+		// that its id is not handed out again).
+		cs := issueClaims(t, s.ClaimStores, newClaim(tpl.ID, 7), newClaim(tpl.ID, 8))
+		c := cs[0]
+		assertClaim(t, c, quan.ClaimIssued, "")
+		at := claimAt.Add(time.Minute)
+		if _, err := s.Wallet.UpdateCoupons(t.Context(), 7, []int64{c.CouponID}, func(cs []*quan.Coupon) error {
+			if err := cs[0].Lock("o", at, at.Add(time.Minute)); err != nil {
+				return err
+			}
+			return cs[0].Redeem(at)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Templates.UpdateTemplate(t.Context(), 1, tpl.ID, "test", "terminate", (*quan.Template).Terminate); err != nil {
+			t.Fatal(err)
+		}
+		cutoff := at.Add(24 * time.Hour)
+		if n, err := a.ArchiveCoupons(t.Context(), cutoff, cutoff, 10); err != nil || n != 1 {
+			t.Fatalf("ArchiveCoupons = %d, %v; want 1", n, err)
+		}
+		rec, err := s.Claims.Claim(t.Context(), c.ID)
+		if err != nil || rec.Status != quan.ClaimIssued || rec.CouponID != c.CouponID || !rec.At.Equal(c.At) || !rec.DecidedAt.Equal(c.DecidedAt) {
+			t.Fatalf("Claim(%s) after archiving its coupon = %+v, %v; want %+v", c.ID, rec, err, c)
+		}
+		if rec, err := s.Claims.FailClaim(t.Context(), c, "late", cutoff); err != nil || rec.Status != quan.ClaimIssued {
+			t.Errorf("FailClaim after archiving = %+v, %v; want it issued", rec, err)
+		}
+	})
 }

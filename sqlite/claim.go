@@ -17,9 +17,10 @@ var _ quan.ClaimStore = (*Store)(nil)
 const claimColumns = `id, template_id, user_id, status, coupon_id, reason, at, decided_at`
 
 // IssueClaims implements quan.ClaimStore in one write transaction: claims
-// recorded before are returned as recorded; the rest are planned per
+// decided before are returned as recorded; the rest are planned per
 // template with quan.PlanClaims against the stock and the holdings, and
-// their coupons, the stock taken and their records written together.
+// their coupons (which record the claims that issued them), the stock
+// taken and the records of the claims that failed written together.
 func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.Time) ([]*quan.Claim, error) {
 	out := make([]*quan.Claim, len(claims))
 	tx, err := s.db.write.BeginTx(ctx, nil)
@@ -83,8 +84,8 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 	seqs := quan.PlanClaims(cs, t, held, t.Stock, now)
 	issued := int64(0)
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO coupons (template_id, shop_no, user_id, seq, status,
-		valid_start, valid_end, source, task_id, order_id, created_at, updated_at, code)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?) RETURNING id`)
+		valid_start, valid_end, source, task_id, order_id, created_at, updated_at, code, claim_id, claimed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?) RETURNING id`)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 			return err
 		}
 		if err := ins.QueryRowContext(ctx, cp.TemplateID, cp.ShopNo, cp.UserID, cp.Seq, cp.Status,
-			micros(cp.ValidStart), micros(cp.ValidEnd), cp.Source, micros(now), micros(now), code).Scan(&c.CouponID); err != nil {
+			micros(cp.ValidStart), micros(cp.ValidEnd), cp.Source, micros(now), micros(now), code, c.ID, micros(c.At)).Scan(&c.CouponID); err != nil {
 			return fmt.Errorf("insert the coupon of claim %s: %w", c.ID, translate(err))
 		}
 		issued++
@@ -114,7 +115,19 @@ func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Cla
 			return fmt.Errorf("take %d of the stock: the stock changed under the write lock (%d rows, %v)", issued, n, err)
 		}
 	}
-	return insertClaims(ctx, tx, cs)
+	return insertClaims(ctx, tx, failedOnly(cs))
+}
+
+// failedOnly returns the claims of cs that failed: an issued claim is
+// recorded on its coupon.
+func failedOnly(cs []*quan.Claim) []*quan.Claim {
+	var failed []*quan.Claim
+	for _, c := range cs {
+		if c.Status != quan.ClaimIssued {
+			failed = append(failed, c)
+		}
+	}
+	return failed
 }
 
 // insertClaims records decided claims.
@@ -139,47 +152,91 @@ func insertClaims(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) error {
 	return nil
 }
 
-// claimsByID returns the records of the claims of cs that exist.
+// claimsByID returns the records of the claims of cs that exist: the
+// failed ones (and those issued before coupons recorded their claims) in
+// claims, the issued ones on their coupons.
 func claimsByID(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }, cs []*quan.Claim) (map[string]*quan.Claim, error) {
 	found := map[string]*quan.Claim{}
-	for start := 0; start < len(cs); start += batchRows {
-		part := cs[start:min(len(cs), start+batchRows)]
-		args := make([]any, len(part))
+	for start := 0; start < len(cs); start += batchRows / 2 {
+		part := cs[start:min(len(cs), start+batchRows/2)]
+		ids := make([]any, len(part))
+		users := make([]any, 0, 2*len(part))
 		for i, c := range part {
-			args[i] = c.ID
+			ids[i] = c.ID
+			users = append(users, c.UserID)
 		}
-		rows, err := q.QueryContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+params(len(part))+`)`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("look up claims: %w", err)
+		if err := scanClaims(ctx, q, found, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+params(len(part))+`)`, ids...); err != nil {
+			return nil, err
 		}
-		for rows.Next() {
-			c, err := scanClaim(rows)
-			if err != nil {
-				rows.Close()
-				return nil, err
-			}
-			found[c.ID] = c
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("look up claims: %w", err)
+		if err := scanClaims(ctx, q, found, issuedSQL(len(part)), append(users, ids...)...); err != nil {
+			return nil, err
 		}
 	}
 	return found, nil
 }
 
-// FailClaim implements quan.ClaimStore.
+// issuedColumns read the record of the claim that issued a coupon, as
+// claimColumns read one from claims.
+const issuedColumns = `claim_id, template_id, user_id, 'issued', id, '', claimed_at, created_at`
+
+// issuedSQL finds the coupons of n claims, given their users and then
+// their ids, along the user index.
+func issuedSQL(n int) string {
+	return `SELECT ` + issuedColumns + ` FROM coupons WHERE user_id IN (` + params(n) + `) AND claim_id IN (` + params(n) + `)`
+}
+
+// issuedOneSQL finds the coupon of one claim: user, template, claim id.
+const issuedOneSQL = `SELECT ` + issuedColumns + ` FROM coupons WHERE user_id = ? AND template_id = ? AND claim_id = ?`
+
+// scanClaims adds the claims query finds to found.
+func scanClaims(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, found map[string]*quan.Claim, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("look up claims: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		c, err := scanClaim(rows)
+		if err != nil {
+			return fmt.Errorf("look up claims: %w", err)
+		}
+		found[c.ID] = c
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("look up claims: %w", err)
+	}
+	return nil
+}
+
+// FailClaim implements quan.ClaimStore, in one write transaction: a claim
+// that issued a coupon in between keeps it.
 func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now time.Time) (*quan.Claim, error) {
 	f := *c
 	f.Status, f.Reason, f.CouponID, f.DecidedAt = quan.ClaimFailed, reason, 0, now
-	if _, err := s.db.write.ExecContext(ctx, `INSERT OR IGNORE INTO claims (`+claimColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		f.ID, f.TemplateID, f.UserID, f.Status, f.CouponID, f.Reason, micros(f.At), micros(f.DecidedAt)); err != nil {
-		return nil, fmt.Errorf("fail claim %s: %w", c.ID, translate(err))
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("fail claim %s: %w", c.ID, err)
 	}
-	return s.claim(ctx, s.db.write, c.ID)
+	defer tx.Rollback()
+	rec, err := s.claim(ctx, tx, c.ID)
+	if errors.Is(err, quan.ErrNotFound) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO claims (`+claimColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			f.ID, f.TemplateID, f.UserID, f.Status, f.CouponID, f.Reason, micros(f.At), micros(f.DecidedAt)); err != nil {
+			return nil, fmt.Errorf("fail claim %s: %w", c.ID, translate(err))
+		}
+		rec, err = &f, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("fail claim %s: commit: %w", c.ID, translate(err))
+	}
+	return rec, nil
 }
 
 // Claim implements quan.ClaimStore.
@@ -187,8 +244,17 @@ func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
 	return s.claim(ctx, s.db.read, id)
 }
 
+// claim reads the record of claim id from claims, or from the coupon it
+// issued, found by the template and user its id names.
 func (s *Store) claim(ctx context.Context, q rowQueryer, id string) (*quan.Claim, error) {
 	c, err := scanClaim(q.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		template, user, perr := quan.ParseClaimID(id)
+		if perr != nil {
+			return nil, perr
+		}
+		c, err = scanClaim(q.QueryRowContext(ctx, issuedOneSQL, user, template, id))
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)
 	}

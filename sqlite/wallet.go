@@ -226,6 +226,12 @@ func (s *Store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit
 	if err != nil || n == 0 {
 		return 0, err
 	}
+	// A coupon records the claim that issued it: the claim gets its row
+	// in claims before the coupon goes.
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO claims (`+claimColumns+`)
+		SELECT `+issuedColumns+` FROM coupons WHERE id IN (SELECT id FROM archiving) AND claim_id IS NOT NULL`); err != nil {
+		return 0, fmt.Errorf("archive coupons: record their claims: %w", translate(err))
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO coupons_archive (`+couponColumns+`, archived_at)
 		SELECT `+couponColumns+`, ? FROM coupons WHERE id IN (SELECT id FROM archiving)`, micros(now)); err != nil {
 		return 0, fmt.Errorf("archive coupons: copy: %w", translate(err))
