@@ -361,17 +361,20 @@ func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now
 	return rec, nil
 }
 
-// Claim implements quan.ClaimStore: the record in claims, or the coupon
-// the claim issued, found by the template and user its id names.
+// Claim implements quan.ClaimStore: the coupon the claim issued, found by
+// the template and user its id names, or else its record in claims. A
+// coupon that records the claim wins over a row in claims: a version
+// before coupons recorded claims, handed a claim issued by a later one
+// again, may have recorded it failed beside.
 func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
-	c, err := scanClaim(s.db.db.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
+	template, user, err := quan.ParseClaimID(id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := scanClaim(s.db.db.QueryRowContext(ctx, `SELECT `+issuedColumns+` FROM coupons
+		WHERE user_id = ? AND template_id = ? AND claim_id = ?`, user, template, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		template, user, perr := quan.ParseClaimID(id)
-		if perr != nil {
-			return nil, perr
-		}
-		c, err = scanClaim(s.db.db.QueryRowContext(ctx, `SELECT `+issuedColumns+` FROM coupons
-			WHERE user_id = ? AND template_id = ? AND claim_id = ?`, user, template, id))
+		c, err = scanClaim(s.db.db.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)

@@ -244,16 +244,19 @@ func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
 	return s.claim(ctx, s.db.read, id)
 }
 
-// claim reads the record of claim id from claims, or from the coupon it
-// issued, found by the template and user its id names.
+// claim reads the record of claim id from the coupon it issued, found by
+// the template and user its id names, or else from claims. A coupon that
+// records the claim wins over a row in claims: a version before coupons
+// recorded claims, handed a claim issued by a later one again, may have
+// recorded it failed beside.
 func (s *Store) claim(ctx context.Context, q rowQueryer, id string) (*quan.Claim, error) {
-	c, err := scanClaim(q.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
+	template, user, err := quan.ParseClaimID(id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := scanClaim(q.QueryRowContext(ctx, issuedOneSQL, user, template, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		template, user, perr := quan.ParseClaimID(id)
-		if perr != nil {
-			return nil, perr
-		}
-		c, err = scanClaim(q.QueryRowContext(ctx, issuedOneSQL, user, template, id))
+		c, err = scanClaim(q.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)
