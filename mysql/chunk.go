@@ -558,16 +558,8 @@ func heldCounts(ctx context.Context, tx *sql.Tx, template int64, users []int64, 
 	for len(users) > 0 {
 		batch := users[:min(len(users), heldBatch)]
 		users = users[len(batch):]
-		b = append(b[:0], `SELECT user_id, count(*) FROM coupons FORCE INDEX (coupons_user_template_seq) WHERE template_id = `...)
-		b = strconv.AppendInt(b, template, 10)
-		b = append(b, ` AND user_id IN (`...)
-		for i, u := range batch {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, u, 10)
-		}
-		b = append(b, `) GROUP BY user_id`...)
+		b = usersOfTemplate(append(b[:0], `SELECT user_id, count(*) FROM coupons`...), template, batch)
+		b = append(b, ` GROUP BY user_id`...)
 		rows, err := tx.QueryContext(ctx, string(b))
 		if err != nil {
 			return fmt.Errorf("count the users' coupons: %w", err)
@@ -587,6 +579,22 @@ func heldCounts(ctx context.Context, tx *sql.Tx, template int64, users []int64, 
 		}
 	}
 	return nil
+}
+
+// usersOfTemplate appends to a query of coupons the index and the
+// condition that read the coupons of template that users hold (see
+// heldCounts), the ids as literals.
+func usersOfTemplate(b []byte, template int64, users []int64) []byte {
+	b = append(b, ` FORCE INDEX (coupons_user_template_seq) WHERE template_id = `...)
+	b = strconv.AppendInt(b, template, 10)
+	b = append(b, ` AND user_id IN (`...)
+	for i, u := range users {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, u, 10)
+	}
+	return append(b, ')')
 }
 
 // insertFailures records every failed row of c, with the user id as

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -111,16 +110,7 @@ func issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int64, claims
 // coupon planned again, and the batch goes again.
 func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim) error {
 	for part := range slices.Chunk(users, heldBatch) {
-		b := append([]byte(nil), `SELECT claim_id, template_id, user_id, id, claimed_at, created_at FROM coupons FORCE INDEX (coupons_user_template_seq) WHERE template_id = `...)
-		b = strconv.AppendInt(b, template, 10)
-		b = append(b, ` AND user_id IN (`...)
-		for i, u := range part {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, u, 10)
-		}
-		b = append(b, ')')
+		b := usersOfTemplate([]byte(`SELECT claim_id, template_id, user_id, id, claimed_at, created_at FROM coupons`), template, part)
 		if err := func() error {
 			rows, err := tx.QueryContext(ctx, string(b))
 			if err != nil {
