@@ -183,6 +183,9 @@ func (c *BenchCommand) claim(ctx context.Context, args []string) error {
 	ended := res.Start.Add(res.Wall)
 	persistedAtEnd := persisted(svc)
 	fmt.Fprintf(out, "bench claim: %s (%d cores)\n", res.summary(), runtime.NumCPU())
+	if line := cpuLine(res.CPU, res.Sent, res.Wall, runtime.NumCPU()); line != "" {
+		fmt.Fprintf(out, "bench claim: CPU during the load: %s\n", line)
+	}
 	fmt.Fprintf(out, "bench claim: 202 accepted %s (%s claims/s), 409 sold_out %s, 409 limit_reached %s, other 409 %s, 429 %s, other status %s, no response %s%s\n",
 		thousands(res.Accepted), thousands(perSecond(res.Accepted, res.Wall)), thousands(res.SoldOut),
 		thousands(res.Limit), thousands(res.Conflict), thousands(res.RateLimited), thousands(res.Other),
@@ -222,6 +225,9 @@ func (c *BenchCommand) claim(ctx context.Context, args []string) error {
 		return fmt.Errorf("bench claim: ceiling: %w", err)
 	}
 	fmt.Fprintf(out, "bench claim: ceiling: bare handler, one Redis script call per request (rueidis), same load: %s (%d cores)\n", ceil.summary(), runtime.NumCPU())
+	if line := cpuLine(ceil.CPU, ceil.Sent, ceil.Wall, runtime.NumCPU()); line != "" {
+		fmt.Fprintf(out, "bench claim: CPU during the ceiling's load: %s\n", line)
+	}
 	if ceil.Accepted != ceil.Sent {
 		return fmt.Errorf("bench claim: ceiling: %s of %s requests failed%s", thousands(ceil.Sent-ceil.Accepted), thousands(ceil.Sent), ceil.firstProblem())
 	}
@@ -449,6 +455,7 @@ type loadResult struct {
 	Errors      int64 // no response
 	Problem     string
 	Lat         latencies
+	CPU         []procUse // what this process and the servers beside it used (sampleCPU)
 }
 
 func (g *loadGen) run(ctx context.Context) (*loadResult, error) {
@@ -501,6 +508,7 @@ func (g *loadGen) run(ctx context.Context) (*loadResult, error) {
 		}()
 	}
 	ready.Wait()
+	cpu := sampleCPU()
 	res.Start = time.Now()
 	if g.Duration > 0 {
 		deadline = res.Start.Add(g.Duration)
@@ -508,6 +516,7 @@ func (g *loadGen) run(ctx context.Context) (*loadResult, error) {
 	close(start)
 	done.Wait()
 	res.Wall = time.Since(res.Start)
+	res.CPU = sampleCPU().since(cpu)
 	if werr != nil {
 		return nil, fmt.Errorf("warm up the connections: %w", werr)
 	}
