@@ -29,27 +29,16 @@ func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.
 	}
 	defer tx.Rollback()
 
-	recorded, err := claimsByID(ctx, tx, claims)
-	if err != nil {
-		return nil, fmt.Errorf("issue claims: %w", err)
-	}
-	byTemplate := map[int64][]*quan.Claim{}
+	byTemplate := map[int64][]int{} // indexes into claims
 	var order []int64
 	for i, c := range claims {
-		if r := recorded[c.ID]; r != nil {
-			out[i] = r
-			continue
-		}
-		d := *c
-		out[i] = &d
 		if _, ok := byTemplate[c.TemplateID]; !ok {
 			order = append(order, c.TemplateID)
 		}
-		byTemplate[c.TemplateID] = append(byTemplate[c.TemplateID], &d)
-		recorded[c.ID] = &d // a claim twice in one batch is decided once
+		byTemplate[c.TemplateID] = append(byTemplate[c.TemplateID], i)
 	}
 	for _, id := range order {
-		if err := issueClaims(ctx, tx, id, byTemplate[id], now); err != nil {
+		if err := issueTemplateClaims(ctx, tx, id, claims, byTemplate[id], out, now); err != nil {
 			return nil, fmt.Errorf("issue claims of template %d: %w", id, err)
 		}
 	}
@@ -59,28 +48,60 @@ func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.
 	return out, nil
 }
 
-// issueClaims decides the new claims cs of one template in tx.
-func issueClaims(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Claim, now time.Time) error {
+// issueTemplateClaims decides the claims[i] of one template, i in idx,
+// into out[i]: those decided before as recorded (failed in claims, issued
+// on the users' coupons, read with their holdings), the rest anew.
+func issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int64, claims []*quan.Claim, idx []int, out []*quan.Claim, now time.Time) error {
 	t, err := queryTemplate(ctx, tx, quan.AnyShop, template)
-	if errors.Is(err, quan.ErrNotFound) {
-		for _, c := range cs {
-			c.Status, c.Reason, c.DecidedAt = quan.ClaimFailed, string(quan.CauseTemplateInactive), now
-		}
-		return insertClaims(ctx, tx, cs)
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, quan.ErrNotFound) {
 		return err
 	}
-	users := make([]int64, 0, len(cs))
-	for _, c := range cs {
-		users = append(users, c.UserID)
+	cs := make([]*quan.Claim, len(idx))
+	users := make([]int64, 0, len(idx))
+	for k, i := range idx {
+		cs[k] = claims[i]
+		users = append(users, claims[i].UserID)
+	}
+	recorded, err := failedByID(ctx, tx, cs)
+	if err != nil {
+		return err
 	}
 	slices.Sort(users)
 	users = slices.Compact(users)
 	held := map[int64]int64{}
-	if err := heldCounts(ctx, tx, template, users, held); err != nil {
-		return err
+	if t != nil {
+		if err := holdings(ctx, tx, template, users, held, recorded); err != nil {
+			return err
+		}
 	}
+	var fresh []*quan.Claim
+	for _, i := range idx {
+		c := claims[i]
+		if r := recorded[c.ID]; r != nil {
+			out[i] = r
+			continue
+		}
+		d := *c
+		out[i] = &d
+		fresh = append(fresh, &d)
+		recorded[c.ID] = &d // a claim twice in one batch is decided once
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if t == nil {
+		for _, c := range fresh {
+			c.Status, c.Reason, c.DecidedAt = quan.ClaimFailed, string(quan.CauseTemplateInactive), now
+		}
+		return insertClaims(ctx, tx, fresh)
+	}
+	return issueClaims(ctx, tx, t, fresh, held, now)
+}
+
+// issueClaims decides the new claims cs of template t in tx, given the
+// coupons each user holds.
+func issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, held map[int64]int64, now time.Time) error {
+	template := t.ID
 	seqs := quan.PlanClaims(cs, t, held, t.Stock, now)
 	issued := int64(0)
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO coupons (template_id, shop_no, user_id, seq, status,
@@ -152,40 +173,76 @@ func insertClaims(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) error {
 	return nil
 }
 
-// claimsByID returns the records of the claims of cs that exist: the
-// failed ones (and those issued before coupons recorded their claims) in
-// claims, the issued ones on their coupons.
-func claimsByID(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, cs []*quan.Claim) (map[string]*quan.Claim, error) {
+// failedByID returns the records of the claims of cs in claims: the
+// failed ones, and those issued before coupons recorded their claims.
+func failedByID(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) (map[string]*quan.Claim, error) {
 	found := map[string]*quan.Claim{}
-	for start := 0; start < len(cs); start += batchRows / 2 {
-		part := cs[start:min(len(cs), start+batchRows/2)]
+	for start := 0; start < len(cs); start += batchRows {
+		part := cs[start:min(len(cs), start+batchRows)]
 		ids := make([]any, len(part))
-		users := make([]any, 0, 2*len(part))
 		for i, c := range part {
 			ids[i] = c.ID
-			users = append(users, c.UserID)
 		}
-		if err := scanClaims(ctx, q, found, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+params(len(part))+`)`, ids...); err != nil {
-			return nil, err
-		}
-		if err := scanClaims(ctx, q, found, issuedSQL(len(part)), append(users, ids...)...); err != nil {
+		if err := scanClaims(ctx, tx, found, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+params(len(part))+`)`, ids...); err != nil {
 			return nil, err
 		}
 	}
 	return found, nil
 }
 
+// holdingsSQL reads the coupons of template ?1 that n users hold, and the
+// claims that issued them, along the user index, as heldCountsSQL counts
+// them.
+func holdingsSQL(n int) string {
+	return `SELECT ` + issuedColumns + ` FROM coupons WHERE template_id = ?1 AND user_id IN (` + params(n) + `)`
+}
+
+// holdings reads the coupons of template that users hold: it counts them
+// into held, and adds the claims that issued them to found.
+func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim) error {
+	for len(users) > 0 {
+		n := min(len(users), batchRows)
+		args := make([]any, 0, 1+n)
+		args = append(args, template)
+		for _, u := range users[:n] {
+			args = append(args, u)
+		}
+		users = users[n:]
+		if err := func() error {
+			rows, err := tx.QueryContext(ctx, holdingsSQL(n), args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var (
+					id        sql.NullString
+					at        sql.NullInt64
+					c         quan.Claim
+					status    string
+					reason    string
+					createdAt int64
+				)
+				if err := rows.Scan(&id, &c.TemplateID, &c.UserID, &status, &c.CouponID, &reason, &at, &createdAt); err != nil {
+					return err
+				}
+				held[c.UserID]++
+				if id.Valid {
+					c.ID, c.Status, c.At, c.DecidedAt = id.String, quan.ClaimIssued, fromMicros(at.Int64), fromMicros(createdAt)
+					found[c.ID] = &c
+				}
+			}
+			return rows.Err()
+		}(); err != nil {
+			return fmt.Errorf("read the users' coupons: %w", err)
+		}
+	}
+	return nil
+}
+
 // issuedColumns read the record of the claim that issued a coupon, as
 // claimColumns read one from claims.
 const issuedColumns = `claim_id, template_id, user_id, 'issued', id, '', claimed_at, created_at`
-
-// issuedSQL finds the coupons of n claims, given their users and then
-// their ids, along the user index.
-func issuedSQL(n int) string {
-	return `SELECT ` + issuedColumns + ` FROM coupons WHERE user_id IN (` + params(n) + `) AND claim_id IN (` + params(n) + `)`
-}
 
 // issuedOneSQL finds the coupon of one claim: user, template, claim id.
 const issuedOneSQL = `SELECT ` + issuedColumns + ` FROM coupons WHERE user_id = ? AND template_id = ? AND claim_id = ?`

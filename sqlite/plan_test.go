@@ -28,8 +28,8 @@ func TestQueryPlans(t *testing.T) {
 			"SEARCH coupons USING COVERING INDEX coupons_user_template_seq (user_id=? AND template_id=?)"}},
 		{"coupons just inserted", insertedSQL, []string{
 			"SEARCH coupons USING INTEGER PRIMARY KEY (rowid>?)"}},
-		{"claims issued, by users and ids", issuedSQL(3), []string{
-			"SEARCH coupons USING INDEX coupons_user_template_seq (user_id=?)"}},
+		{"holdings and the claims they record", holdingsSQL(3), []string{
+			"SEARCH coupons USING INDEX coupons_user_template_seq (user_id=? AND template_id=?)"}},
 		{"claim issued", issuedOneSQL, []string{
 			"SEARCH coupons USING INDEX coupons_user_template_seq (user_id=? AND template_id=?)"}},
 		{"last coupon id", `SELECT coalesce(max(id), 0) FROM coupons`, []string{"SEARCH coupons"}},
