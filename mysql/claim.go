@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -41,7 +42,7 @@ func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.
 		}
 		slices.Sort(ids)
 		for _, id := range ids {
-			if err := issueTemplateClaims(ctx, tx, id, claims, byTemplate[id], out, now); err != nil {
+			if err := issueTemplateClaims(ctx, tx, id, claims, byTemplate[id], out, now, s.db.consecutiveIDs.Load()); err != nil {
 				return fmt.Errorf("template %d: %w", id, err)
 			}
 		}
@@ -55,7 +56,7 @@ func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.
 
 // issueTemplateClaims decides the claims[i] of one template, i in idx,
 // into out[i].
-func issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int64, claims []*quan.Claim, idx []int, out []*quan.Claim, now time.Time) error {
+func issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int64, claims []*quan.Claim, idx []int, out []*quan.Claim, now time.Time, consecutive bool) error {
 	t, err := queryTemplate(ctx, tx, quan.AnyShop, template, "FOR UPDATE")
 	if err != nil && !errors.Is(err, quan.ErrNotFound) {
 		return err
@@ -99,7 +100,7 @@ func issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int64, claims
 		}
 		return insertClaims(ctx, tx, fresh)
 	}
-	return issueClaims(ctx, tx, t, fresh, held, now)
+	return issueClaims(ctx, tx, t, fresh, held, now, consecutive)
 }
 
 // holdings reads the coupons of template that users hold, in one search
@@ -142,8 +143,10 @@ func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, he
 }
 
 // issueClaims decides the new claims cs of template t, locked, in tx,
-// given the coupons each user holds.
-func issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, held map[int64]int64, now time.Time) error {
+// given the coupons each user holds. With consecutive, the ids of the
+// coupons an INSERT wrote follow from the first (consecutiveIDs); else
+// they are read back.
+func issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, held map[int64]int64, now time.Time, consecutive bool) error {
 	template := t.ID
 	seqs := quan.PlanClaims(cs, t, held, t.Stock, now)
 	var issued []int // indexes into cs
@@ -183,8 +186,20 @@ func issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.C
 			args = append(args, cp.TemplateID, cp.ShopNo, cp.UserID, cp.Seq, string(cp.Status),
 				utc(cp.ValidStart), utc(cp.ValidEnd), string(cp.Source), utc(now), utc(now), codes[k], cs[i].ID, utc(cs[i].At))
 		}
-		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+		res, err := tx.ExecContext(ctx, b.String(), args...)
+		if err != nil {
 			return fmt.Errorf("insert %d coupons: %w", len(part), translate(err))
+		}
+		if consecutive {
+			first, err1 := res.LastInsertId()
+			n, err2 := res.RowsAffected()
+			if err := cmp.Or(err1, err2); err != nil || n != int64(len(part)) || first <= 0 {
+				return fmt.Errorf("insert %d coupons: %d rows from id %d (%v)", len(part), n, first, err)
+			}
+			for k, i := range part {
+				cs[i].CouponID = first + int64(k)
+			}
+			continue
 		}
 		if err := couponIDs(ctx, tx, template, cs, seqs, part); err != nil {
 			return err

@@ -66,6 +66,9 @@ type DB struct {
 
 	noLoad atomic.Bool  // the server refused LOAD DATA LOCAL INFILE
 	loads  atomic.Int64 // names the readers of LOAD DATA statements
+	// consecutiveIDs: a multi-row INSERT gets consecutive AUTO_INCREMENT
+	// ids, from the one LAST_INSERT_ID reports (see consecutiveIDs).
+	consecutiveIDs atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -105,7 +108,28 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
+	ok, err := consecutiveIDs(ctx, db.db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
+	db.consecutiveIDs.Store(ok)
 	return db, nil
+}
+
+// consecutiveIDs reports whether the server hands a multi-row INSERT of
+// known length (a "simple insert") consecutive AUTO_INCREMENT ids: InnoDB
+// does in its traditional (0) and consecutive (1) lock modes, MariaDB's
+// default, not in the interleaved mode (2, MySQL 8's default, and
+// Galera's), and only with an increment of 1. Then the ids of the rows an
+// INSERT wrote follow from LAST_INSERT_ID, the first of them, and need not
+// be read back.
+func consecutiveIDs(ctx context.Context, db *sql.DB) (bool, error) {
+	var mode, increment int64
+	if err := db.QueryRowContext(ctx, `SELECT @@innodb_autoinc_lock_mode, @@auto_increment_increment`).Scan(&mode, &increment); err != nil {
+		return false, fmt.Errorf("read the auto-increment settings: %w", err)
+	}
+	return (mode == 0 || mode == 1) && increment == 1, nil
 }
 
 // ParseDSN parses dsn as Open does, in the driver's form or as a

@@ -29,6 +29,7 @@ func TestClaimStore(t *testing.T, newStores func(t *testing.T) ClaimStores) {
 	run("IssueClaims/DecidesInOrder", testIssueClaimsInOrder)
 	run("IssueClaims/OnceEach", testIssueClaimsOnce)
 	run("IssueClaims/TemplateInactive", testIssueClaimsInactive)
+	run("IssueClaims/CouponIDs", testIssueClaimsCouponIDs)
 	run("FailClaim/KeepsTheFirstRecord", testFailClaim)
 	run("FailClaim/RacesIssueClaims", testFailClaimRace)
 	run("IssueClaims/Stampede", testIssueClaimsStampede)
@@ -114,6 +115,35 @@ func testIssueClaimsOnce(t *testing.T, s ClaimStores) {
 	}
 	if left := get(t, s.Templates, tpl.ID).Stock; left != 8 {
 		t.Errorf("stock %d left, want 8", left)
+	}
+}
+
+// testIssueClaimsCouponIDs: in a batch larger than one statement's rows,
+// every issued claim names the coupon its user got.
+func testIssueClaimsCouponIDs(t *testing.T, s ClaimStores) {
+	const n = 1200
+	tpl := activeTemplate(t, s.TaskStores, "ids", n, 1)
+	cs := make([]*quan.Claim, n)
+	for i := range cs {
+		cs[i] = newClaim(tpl.ID, int64(1000+i))
+	}
+	got := issueClaims(t, s, cs...)
+	seen := map[int64]bool{}
+	for i, c := range got {
+		assertClaim(t, c, quan.ClaimIssued, "")
+		if seen[c.CouponID] {
+			t.Fatalf("claim %d names coupon %d, named before", i, c.CouponID)
+		}
+		seen[c.CouponID] = true
+	}
+	for _, i := range []int{0, 1, 499, 500, 501, 999, n - 1} {
+		cps := coupons(t, s.TaskStores, cs[i].UserID, tpl.ID)
+		if len(cps) != 1 || cps[0].ID != got[i].CouponID {
+			t.Errorf("claim %d of user %d names coupon %d; the user holds %+v", i, cs[i].UserID, got[i].CouponID, cps)
+		}
+		if rec, err := s.Claims.Claim(t.Context(), cs[i].ID); err != nil || rec.CouponID != got[i].CouponID {
+			t.Errorf("Claim(%s) = %+v, %v; want coupon %d", cs[i].ID, rec, err, got[i].CouponID)
+		}
 	}
 }
 
