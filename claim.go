@@ -81,6 +81,33 @@ type ClaimStore interface {
 	Claim(ctx context.Context, id string) (*Claim, error)
 }
 
+// UndecidedClaims sorts the claims[i], i in idx, of one batch for a store:
+// out[i] becomes the record in recorded of a claim decided before, or a
+// copy of the claim to decide, and the copies are returned in order, for
+// PlanClaims. A claim twice among them is decided once: both places get
+// the same copy. Every store calls it so a redelivered claim is treated
+// alike.
+func UndecidedClaims(claims []*Claim, idx []int, recorded map[string]*Claim, out []*Claim) []*Claim {
+	var fresh []*Claim
+	seen := map[string]*Claim{}
+	for _, i := range idx {
+		c := claims[i]
+		if r := recorded[c.ID]; r != nil {
+			out[i] = r
+			continue
+		}
+		if d := seen[c.ID]; d != nil {
+			out[i] = d
+			continue
+		}
+		d := *c
+		out[i] = &d
+		seen[c.ID] = &d
+		fresh = append(fresh, &d)
+	}
+	return fresh
+}
+
 // PlanClaims decides pending claims of template t in order, given held,
 // the coupons each user holds (updated as claims issue), the stock, and
 // now: it sets Status, Reason and DecidedAt, and returns for each issued

@@ -50,3 +50,19 @@ func TestDecodeClaimMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestUndecidedClaims: claims recorded before get their record, the rest
+// a copy each to decide, a claim twice in the batch one copy for both.
+func TestUndecidedClaims(t *testing.T) {
+	a, b, c := &Claim{ID: "a"}, &Claim{ID: "b"}, &Claim{ID: "c"}
+	recB := &Claim{ID: "b", Status: ClaimIssued}
+	claims := []*Claim{a, b, a, c, &Claim{ID: "other template"}}
+	out := make([]*Claim, len(claims))
+	fresh := UndecidedClaims(claims, []int{0, 1, 2, 3}, map[string]*Claim{"b": recB}, out)
+	if len(fresh) != 2 || fresh[0].ID != "a" || fresh[1].ID != "c" || fresh[0] == a || fresh[1] == c {
+		t.Fatalf("fresh %+v; want copies of a and c", fresh)
+	}
+	if out[0] != fresh[0] || out[2] != fresh[0] || out[1] != recB || out[3] != fresh[1] || out[4] != nil {
+		t.Errorf("out %+v; want a's copy twice, b's record, c's copy, and nothing for the claim not in idx", out)
+	}
+}

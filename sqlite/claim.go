@@ -74,18 +74,7 @@ func issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int64, claims
 			return err
 		}
 	}
-	var fresh []*quan.Claim
-	for _, i := range idx {
-		c := claims[i]
-		if r := recorded[c.ID]; r != nil {
-			out[i] = r
-			continue
-		}
-		d := *c
-		out[i] = &d
-		fresh = append(fresh, &d)
-		recorded[c.ID] = &d // a claim twice in one batch is decided once
-	}
+	fresh := quan.UndecidedClaims(claims, idx, recorded, out)
 	if len(fresh) == 0 {
 		return nil
 	}
