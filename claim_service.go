@@ -83,10 +83,17 @@ type ClaimService struct {
 	// is dead-lettered and fails; 0 means DefaultMaxDeliver.
 	MaxDeliver int
 	Backoff    []time.Duration // nil means DefaultBackoff
+	// PersistRate, if set, is how many claims a second this process
+	// writes to the store at most while it accepts claims (at least
+	// MinPersistRate): the rest wait on the bus until the claims stop
+	// for a second, and are then written at full speed. 0 writes claims
+	// as fast as the store takes them.
+	PersistRate float64
 
 	once    sync.Once
 	handoff *batch.Batcher[*Claim, struct{}]
 	persist *batch.Batcher[*Claim, *Claim]
+	pace    *pace
 	prime   flight
 	known   knownIDs
 }
@@ -115,7 +122,11 @@ const (
 func (s *ClaimService) init() {
 	s.once.Do(func() {
 		s.handoff = batch.New(MaxClaimsPerMessage, s.publish)
+		s.pace = newPace(s.PersistRate)
 		s.persist = batch.New(MaxClaimsPerMessage, func(ctx context.Context, cs []*Claim) ([]*Claim, error) {
+			if _, err := s.pace.wait(ctx, len(cs)); err != nil {
+				return nil, err
+			}
 			return s.Claims.IssueClaims(ctx, cs, s.now())
 		})
 	})
@@ -195,6 +206,7 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 		return nil, Errorf(EUNAVAILABLE, "the claim could not be stored; nothing was taken, try again: %v", err)
 	}
 	s.Counters.Accepted.Add(1)
+	s.pace.accepted()
 	return c, nil
 }
 
@@ -363,6 +375,9 @@ func (s *ClaimService) Get(ctx context.Context, who Identity, id string, wait ti
 // older versions publish, so their claims persist during and after an
 // upgrade.
 func (s *ClaimService) ServeClaims(ctx context.Context) error {
+	if s.PersistRate != 0 && !(s.PersistRate >= MinPersistRate) {
+		return Errorf(EINVALID, "serve claims: persist rate %v a second: want 0 (no limit) or at least %d", s.PersistRate, MinPersistRate)
+	}
 	s.init()
 	type consumer struct {
 		subject, durable string

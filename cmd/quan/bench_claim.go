@@ -17,6 +17,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,7 @@ type claimBench struct {
 	CeilingRedis string
 	CPUProfile   string
 	RateLimits   bool
+	PersistRate  float64
 	freshDB
 }
 
@@ -56,6 +58,7 @@ func (b *claimBench) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.Ceiling, "ceiling", false, "in the same run, after the claims, drive a bare HTTP handler making one Redis script call per request with the same load: the ceiling the claims are compared with")
 	fs.StringVar(&b.CeilingRedis, "ceiling-redis", "redis://127.0.0.1:6379", "the Redis --ceiling calls; it writes one key, quanbench:ceiling:RANDOM:stock, deleted at the end")
 	fs.BoolVar(&b.RateLimits, "rate-limits", true, "serve with the claim rate limits of `quan serve` (false: --claim-rate-user 0 --claim-rate-template 0, to see what they cost)")
+	fs.Float64Var(&b.PersistRate, "claim-persist-rate", 0, "serve with this --claim-persist-rate: while claims arrive, write at most this many a second to the store, the rest after (0: as fast as the store goes)")
 	fs.StringVar(&b.CPUProfile, "cpuprofile", "", "write a CPU profile of the claims' load and drain (server and load generator: one process) to this file")
 	b.registerFreshDB(fs, "bench claim", "Without it, the run's template and coupons stay in the database and its cache keys under the prefix (claim records for 24 h), and its claims go on the stream --bus names, where another bench or quan serve on it takes them")
 }
@@ -139,6 +142,9 @@ func (c *BenchCommand) claim(ctx context.Context, args []string) error {
 		"--cache", b.CacheURL, "--bus", b.BusURL, "--log-level", b.LogLevel, "--runner=false"}
 	if !b.RateLimits {
 		serveArgs = append(serveArgs, "--claim-rate-user", "0", "--claim-rate-template", "0")
+	}
+	if b.PersistRate != 0 {
+		serveArgs = append(serveArgs, "--claim-persist-rate", strconv.FormatFloat(b.PersistRate, 'f', -1, 64))
 	}
 	if err := srv.ParseFlags(serveArgs); err != nil {
 		return err

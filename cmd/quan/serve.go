@@ -40,6 +40,9 @@ type ServeCommand struct {
 	Files  FileFlags
 	Runner RunnerFlags
 	Limits quan.ClaimLimits
+	// PersistRate paces the claims written to the store while claims
+	// arrive (quan.ClaimService.PersistRate).
+	PersistRate float64
 	// SweepEvery is how often expired coupons and locks that ran out are
 	// written down; ArchiveAfter, if set, how old spent coupons of ended
 	// templates are when the sweep moves them to the history table.
@@ -78,7 +81,14 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 		fs.Float64Var(&c.Limits.TemplateRate, "claim-rate-template", 50_000, "claims a second of one template (0: no limit)")
 		fs.IntVar(&c.Limits.TemplateBurst, "claim-burst-template", 50_000, "claims of one template at once")
 	}
-	return c.Main.parseFlags(fs, args)
+	fs.Float64Var(&c.PersistRate, "claim-persist-rate", 0, fmt.Sprintf("while this process takes claims, write at most this many a second to the store; the rest wait on the bus until claims stop for a second (0: no limit; else at least %d)", quan.MinPersistRate))
+	if err := c.Main.parseFlags(fs, args); err != nil {
+		return err
+	}
+	if c.PersistRate != 0 && !(c.PersistRate >= quan.MinPersistRate) {
+		return fmt.Errorf("%s: --claim-persist-rate %v: want 0 (no limit) or at least %d claims a second", name, c.PersistRate, quan.MinPersistRate)
+	}
+	return nil
 }
 
 // Open opens the store and starts serving. Close undoes it.
@@ -199,7 +209,7 @@ func (c *ServeCommand) startClaims(ctx context.Context, b *backends, a *app, log
 		limiter = l
 	}
 	a.claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: cache, Bus: bus,
-		Limiter: limiter, Limits: c.Limits, Now: c.Main.Now, Logger: logger}
+		Limiter: limiter, Limits: c.Limits, PersistRate: c.PersistRate, Now: c.Main.Now, Logger: logger}
 	a.wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: bus, Now: c.Main.Now, Logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.codes = &quan.CodeService{Codes: st, Templates: st, Cache: cache, Now: c.Main.Now, Logger: logger, Background: ctx}
