@@ -396,3 +396,77 @@ func TestClaimMixedVersions(t *testing.T) {
 	}
 	r.assertStock(t, 1)
 }
+
+// TestClaimPersistPaced: with a PersistRate, claims accepted within the
+// last second are written to the store at that rate, and a backlog of
+// claims accepted longer ago at once. The pace's clock stands still, so
+// each batch waits as long as the claims before it take at the rate.
+func TestClaimPersistPaced(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after time.Duration // how long after the claims the consumer starts
+		paced bool
+	}{
+		{"WhileClaimsArrive", 0, true},
+		{"Backlog", 2 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const claims, rate = 300, 1000
+			r := newClaimRig(t, claims)
+			r.s.PersistRate = rate
+			var (
+				now   atomic.Int64
+				mu    sync.Mutex
+				waits []time.Duration
+			)
+			now.Store(time.Date(2030, 3, 14, 9, 0, 0, 0, time.UTC).UnixNano())
+			quan.SetPaceClock(r.s, func() time.Time { return time.Unix(0, now.Load()) }, func(ctx context.Context, d time.Duration) error {
+				mu.Lock()
+				defer mu.Unlock()
+				waits = append(waits, d)
+				return nil
+			})
+			var wg sync.WaitGroup
+			for u := range int64(claims) {
+				wg.Go(func() {
+					if _, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1 + u}, r.tpl.ID); err != nil {
+						t.Errorf("claim of user %d: %v", 1+u, err)
+					}
+				})
+			}
+			wg.Wait()
+			now.Add(int64(tc.after))
+			r.serve(t)
+			waitFor(t, "every claim issued", func() bool { return r.s.Counters.Issued.Load() == claims })
+			r.assertStock(t, 0)
+
+			mu.Lock()
+			defer mu.Unlock()
+			if !tc.paced {
+				if len(waits) != 0 {
+					t.Errorf("a backlog of claims accepted %s before waited %v", tc.after, waits)
+				}
+				return
+			}
+			if len(waits) == 0 {
+				t.Fatal("no batch of claims waited while claims arrived")
+			}
+			for i, d := range waits {
+				if d <= 0 || d >= claims*time.Second/rate || d%(time.Second/rate) != 0 || (i > 0 && d <= waits[i-1]) {
+					t.Fatalf("waits %v: want each batch later than the one before, by 1 ms a claim, all under %s", waits, claims*time.Second/rate)
+				}
+			}
+		})
+	}
+}
+
+// TestClaimPersistRateInvalid: a rate under MinPersistRate is refused
+// before anything is consumed.
+func TestClaimPersistRateInvalid(t *testing.T) {
+	r := newClaimRig(t, 1)
+	r.s.PersistRate = quan.MinPersistRate - 1
+	err := r.s.ServeClaims(t.Context())
+	if quan.ErrorCode(err) != quan.EINVALID || !strings.Contains(err.Error(), "persist rate 999") {
+		t.Fatalf("ServeClaims with persist rate 999: %v", err)
+	}
+}
