@@ -24,7 +24,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/claims/"+c.ID)
-	s.writeJSON(w, http.StatusAccepted, c)
+	s.writeClaim(w, http.StatusAccepted, c)
 	return nil
 }
 
@@ -47,6 +47,6 @@ func (s *Server) getClaim(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, c)
+	s.writeClaim(w, http.StatusOK, c)
 	return nil
 }
