@@ -159,6 +159,8 @@ func TestFlagsAndEnv(t *testing.T) {
 		{"UnknownStore", []string{"serve", "--store", "oracle://x"}, nil, `unknown scheme "oracle"`},
 		{"BadLogLevelFromEnv", []string{"serve"}, map[string]string{"QUAN_LOG_LEVEL": "loud"}, `log level "loud"`},
 		{"BadDurationFromEnv", []string{"serve"}, map[string]string{"QUAN_SHUTDOWN_TIMEOUT": "soon"}, "QUAN_SHUTDOWN_TIMEOUT"},
+		{"PersistRateTooLow", []string{"serve", "--claim-persist-rate", "10"}, nil, "--claim-persist-rate 10: want 0 (no limit) or at least 1000"},
+		{"PersistRateFromEnv", []string{"serve"}, map[string]string{"QUAN_CLAIM_PERSIST_RATE": "-5"}, "--claim-persist-rate -5"},
 		{"ShortSecret", []string{"serve", "--jwt-secret", "short"}, nil, "at least 32"},
 		{"TokenMerchantWithoutShop", []string{"token", "--role", "merchant"}, nil, "shop number"},
 		{"TokenUnknownRole", []string{"token", "--role", "root"}, nil, "unknown role"},
@@ -191,6 +193,11 @@ func TestFlagsAndEnv(t *testing.T) {
 		}
 		if cmd.LogLevel != "error" || cmd.DataDir != env["QUAN_DATA"] {
 			t.Fatalf("log level %q data %q", cmd.LogLevel, cmd.DataDir)
+		}
+		env["QUAN_CLAIM_PERSIST_RATE"] = "5000"
+		cmd = &ServeCommand{Main: m}
+		if err := cmd.ParseFlags(nil); err != nil || cmd.PersistRate != 5000 {
+			t.Fatalf("QUAN_CLAIM_PERSIST_RATE=5000: persist rate %v, %v", cmd.PersistRate, err)
 		}
 	})
 	t.Run("ServeReturnsOnCancel", func(t *testing.T) {
