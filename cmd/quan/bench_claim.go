@@ -9,7 +9,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/bits"
 	mrand "math/rand/v2"
 	"net"
@@ -435,8 +434,9 @@ func runCeiling(ctx context.Context, redisURL, key string, gen *loadGen) (_ *loa
 
 // loadGen sends Order's requests at URL on Conns keep-alive connections,
 // each with one request in flight, as fast as they are answered. Each
-// connection's goroutine reuses one request and one read buffer, so that
-// net/http makes the only allocations.
+// connection has a goroutine of its own, with its own request and
+// response buffers (loadConn), so that the load allocates nothing and
+// takes as little as it can of the CPU it shares with the server.
 type loadGen struct {
 	URL      string
 	WarmURL  string // fetched once on each connection before the clock starts
@@ -445,6 +445,7 @@ type loadGen struct {
 	Order    []int32    // the user of each request
 	Conns    int
 	Duration time.Duration // stop after this long; 0: when Order is sent
+	Timeout  time.Duration // how long a response may take; 0: a minute
 }
 
 // loadResult is what one run of a loadGen counted and timed.
@@ -465,16 +466,13 @@ type loadResult struct {
 }
 
 func (g *loadGen) run(ctx context.Context) (*loadResult, error) {
-	tr := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          g.Conns,
-		MaxIdleConnsPerHost:   g.Conns,
-		MaxConnsPerHost:       g.Conns,
-		IdleConnTimeout:       time.Minute,
-		ResponseHeaderTimeout: time.Minute,
-		DisableCompression:    true,
+	target, err := newLoadTarget(g.Method, g.URL, g.WarmURL, g.Timeout)
+	if err != nil {
+		return nil, err
 	}
-	defer tr.CloseIdleConnections()
+	if err := checkAuth(g.Auth); err != nil {
+		return nil, err
+	}
 	res := &loadResult{}
 	var (
 		next  atomic.Int64
@@ -490,17 +488,16 @@ func (g *loadGen) run(ctx context.Context) (*loadResult, error) {
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			w := loadWorker{g: g, tr: tr, res: res, buf: make([]byte, 4096)}
-			// Each worker holds its warm-up response unread until all
-			// have one, so that every connection is open before the clock
-			// starts.
-			warm, err := w.warm(ctx)
+			w := loadWorker{g: g, t: target, c: newLoadConn(target), res: res}
+			defer w.c.drop()
+			// When ctx ends, the connection closes, so that a read
+			// blocked on it returns.
+			defer context.AfterFunc(ctx, w.c.abort)()
+			// Every connection is open and answered once before the
+			// clock starts.
+			err := w.c.warm(ctx)
 			ready.Done()
 			<-start
-			if warm != nil {
-				io.Copy(io.Discard, warm.Body)
-				warm.Body.Close()
-			}
 			if err != nil {
 				mu.Lock()
 				werr = cmp.Or(werr, err)
@@ -532,33 +529,16 @@ func (g *loadGen) run(ctx context.Context) (*loadResult, error) {
 // loadWorker is one connection's goroutine, counting on its own.
 type loadWorker struct {
 	g   *loadGen
-	tr  *http.Transport
+	t   *loadTarget
+	c   *loadConn
 	res *loadResult
-	buf []byte
+	req []byte // the request being sent, rebuilt in place for each
 
 	sent, accepted, soldOut, limit, conflict, rateLimited, other, errors int64
 	problem                                                              string
 }
 
-func (w *loadWorker) warm(ctx context.Context) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.g.WarmURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := w.tr.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
 func (w *loadWorker) loop(ctx context.Context, next *atomic.Int64, deadline time.Time) {
-	req, err := http.NewRequestWithContext(ctx, w.g.Method, w.g.URL, nil)
-	if err != nil {
-		w.errors++
-		w.problem = err.Error()
-		return
-	}
 	for {
 		k := next.Add(1) - 1
 		if k >= int64(len(w.g.Order)) {
@@ -569,37 +549,44 @@ func (w *loadWorker) loop(ctx context.Context, next *atomic.Int64, deadline time
 			return
 		}
 		w.sent++
-		req.Header["Authorization"] = w.g.Auth[w.g.Order[k]]
-		resp, err := w.tr.RoundTrip(req)
+		w.req = w.t.appendRequest(w.req[:0], w.g.Auth[w.g.Order[k]])
+		resp, err := w.c.roundTrip(ctx, w.req, t)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			w.errors++
-			w.note(err.Error())
+			if w.problem == "" {
+				w.note(fmt.Sprintf("%s: %v", w.t.what, err))
+			}
 			continue
 		}
-		n := readInto(resp.Body, w.buf)
-		resp.Body.Close()
 		w.res.Lat.record(time.Since(t))
-		body := w.buf[:n]
 		switch {
-		case resp.StatusCode == http.StatusAccepted:
+		case resp.Code == http.StatusAccepted:
 			w.accepted++
-		case resp.StatusCode == http.StatusTooManyRequests:
+		case resp.Code == http.StatusTooManyRequests:
 			w.rateLimited++
-			w.note(fmt.Sprintf("%s: %s", resp.Status, body))
-		case resp.StatusCode != http.StatusConflict:
+			w.noteResponse(resp)
+		case resp.Code != http.StatusConflict:
 			w.other++
-			w.note(fmt.Sprintf("%s: %s", resp.Status, body))
-		case bytes.Contains(body, soldOutCode):
+			w.noteResponse(resp)
+		case bytes.Contains(resp.Body, soldOutCode):
 			w.soldOut++
-		case bytes.Contains(body, limitCode):
+		case bytes.Contains(resp.Body, limitCode):
 			w.limit++
 		default:
 			w.conflict++
-			w.note(fmt.Sprintf("%s: %s", resp.Status, body))
+			w.noteResponse(resp)
 		}
+	}
+}
+
+// noteResponse notes resp as the problem, if it is the first; it formats
+// it only then, so that the many refusals of a run cost no allocation.
+func (w *loadWorker) noteResponse(resp loadResponse) {
+	if w.problem == "" {
+		w.note(fmt.Sprintf("%s: %s", resp.Status, resp.Body))
 	}
 }
 
@@ -622,24 +609,6 @@ func (w *loadWorker) merge() {
 	r.Other += w.other
 	r.Errors += w.errors
 	r.Problem = cmp.Or(r.Problem, w.problem)
-}
-
-// readInto reads r to its end, keeping the first len(buf) bytes in buf,
-// and returns how many it kept.
-func readInto(r io.Reader, buf []byte) int {
-	n := 0
-	for {
-		dst := buf[min(n, len(buf)):]
-		if len(dst) == 0 {
-			io.Copy(io.Discard, r)
-			return n
-		}
-		m, err := r.Read(dst)
-		n += m
-		if err != nil {
-			return n
-		}
-	}
 }
 
 // The refusal codes a 409's problem document names.
