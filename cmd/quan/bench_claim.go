@@ -95,7 +95,11 @@ func (b *claimBench) setup() string {
 	if bus == "embedded" {
 		bus = "embedded nats"
 	}
-	return fmt.Sprintf("store %s%s, cache %s, bus %s", store, b.database(), cache, bus)
+	paced := ""
+	if b.PersistRate > 0 {
+		paced = fmt.Sprintf(", store writes paced at %s claims/s while claims arrive", thousands(int64(b.PersistRate)))
+	}
+	return fmt.Sprintf("store %s%s, cache %s, bus %s%s", store, b.database(), cache, bus, paced)
 }
 
 // claim measures the claim API of a real server in this process: accepted

@@ -33,6 +33,25 @@ func TestBenchClaimEmbedded(t *testing.T) {
 	checkBenchClaim(t, out, 500)
 }
 
+// TestBenchClaimPaced runs the bench with the store writes paced while
+// claims arrive: every accepted claim is still persisted, once the load
+// is over.
+func TestBenchClaimPaced(t *testing.T) {
+	t.Parallel()
+	out, stderr, err := runBench(t, "bench", "claim", "-c", "50", "-n", "2000", "--stock", "500", "--claim-persist-rate", "1000")
+	if err != nil {
+		t.Fatalf("bench claim: %v\n%s%s", err, out, stderr)
+	}
+	checkBenchClaim(t, out, 500)
+	if want := "store writes paced at 1,000 claims/s while claims arrive"; !strings.Contains(out, want) {
+		t.Errorf("no %q in:\n%s", want, out)
+	}
+	_, _, err = runBench(t, "bench", "claim", "-n", "10", "--claim-persist-rate", "999")
+	if err == nil || !strings.Contains(err.Error(), "--claim-persist-rate 999: want 0 (no limit) or at least 1000") {
+		t.Errorf("--claim-persist-rate 999: %v", err)
+	}
+}
+
 // TestBenchClaimProduction does the same on MySQL, Redis and NATS, on a
 // database, key prefix and stream of the test's own, with the ceiling.
 func TestBenchClaimProduction(t *testing.T) {
