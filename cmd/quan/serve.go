@@ -210,6 +210,9 @@ func (c *ServeCommand) startClaims(ctx context.Context, b *backends, a *app, log
 	}
 	a.claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: cache, Bus: bus,
 		Limiter: limiter, Limits: c.Limits, PersistRate: c.PersistRate, Now: c.Main.Now, Logger: logger}
+	if c.PersistRate > 0 {
+		logger.Info("claims are written to the store at most at this rate while claims arrive, the rest once they stop for a second", "claims_per_second", c.PersistRate)
+	}
 	a.wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: bus, Now: c.Main.Now, Logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.codes = &quan.CodeService{Codes: st, Templates: st, Cache: cache, Now: c.Main.Now, Logger: logger, Background: ctx}
