@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -49,7 +50,9 @@ type FailureReport interface {
 // reserves nothing twice), then the store applies it. The store decides
 // every row again and is the arbiter: where it decides otherwise than the
 // cache, the cache was wrong (it lost its state, or missed a change made
-// while it was loaded) and is loaded again from the store.
+// while it was loaded) and is loaded again from the store. A chunk whose
+// task has ended gives its reservation back only if the store never
+// applied it.
 type Distributor struct {
 	Store TaskStore
 	// Templates and Coupons load a template and its holdings into the
@@ -425,7 +428,7 @@ func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, err
 	}
 	key := fmt.Sprintf("task:%d:chunk:%d", c.TaskID, c.Seq)
 	if t.Status != TaskRunning {
-		return TaskCounts{}, d.release(ctx, t.TemplateID, key,
+		return TaskCounts{}, d.release(ctx, c, t.TemplateID, key,
 			Errorf(ELEASELOST, "task %d is %s, not running", t.ID, t.Status))
 	}
 	if t.DryRun {
@@ -453,7 +456,7 @@ func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, err
 	case errors.Is(err, ErrChunkApplied):
 		return n, err // its reservation is the one made the first time
 	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalid):
-		return n, d.release(ctx, t.TemplateID, key, err)
+		return n, d.release(ctx, c, t.TemplateID, key, err)
 	case err != nil:
 		// Kept: the chunk is applied again later, and reserves again under
 		// the same key without taking anything twice.
@@ -471,12 +474,48 @@ func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, err
 		if err := d.prime(ctx, t.TemplateID); err != nil {
 			d.logger().Error("reload the cache", "template", t.TemplateID, "err", err)
 		}
+		d.reconcileIfEnded(ctx, c.TaskID)
 	}
 	return n, nil
 }
 
-// release gives back the reservation of key and returns cause.
-func (d *Distributor) release(ctx context.Context, template int64, key string, cause error) error {
+// reconcileIfEnded reconciles the cache with the store if task has ended.
+// A reload reads the stock from the store before it replaces the cache,
+// and other chunks of the task apply meanwhile, in other workers: if the
+// last of them was applied and the runner finished the task and
+// reconciled before this reload replaced the cache, the reload put back
+// stock those chunks issued, and nothing would correct it. A task that
+// ended before the reload was done is reconciled again, after it; one
+// still running then will be reconciled by its runner later.
+func (d *Distributor) reconcileIfEnded(ctx context.Context, task int64) {
+	cur, err := d.Store.Task(ctx, AnyShop, task)
+	if err != nil {
+		d.logger().Warn("reconcile the cache", "task", task, "err", err)
+		return
+	}
+	if cur.Status != TaskRunning {
+		d.reconcile(ctx, cur)
+	}
+}
+
+// release gives back the reservation of c under key, unless the store
+// applied c, and returns cause. It is called once the store will never
+// apply c: its task is not running (an ended task applies no more
+// chunks), is gone, or c is invalid; the ledger then says for good whether
+// c's coupons were issued. A chunk applied before its task ended and
+// delivered again after (its acknowledgement lost with a killed worker or
+// a restarted bus, or published again by a stalled runner) keeps its
+// reservation: the store's stock holds its coupons. If the ledger cannot
+// be read, the reservation stays: the cache then holds less stock than
+// the store until it is reconciled, never more.
+func (d *Distributor) release(ctx context.Context, c *Chunk, template int64, key string, cause error) error {
+	applied, err := d.Store.AppliedChunks(ctx, c.TaskID)
+	if err != nil {
+		return fmt.Errorf("%w (and its reservation stays: reading whether the chunk was applied failed: %v)", cause, err)
+	}
+	if _, ok := slices.BinarySearch(applied, c.Seq); ok {
+		return cause
+	}
 	if err := d.Cache.Release(ctx, template, key); err != nil {
 		return fmt.Errorf("%w (and releasing its reservation failed: %v)", cause, err)
 	}

@@ -33,6 +33,9 @@ func TestDistribution(t *testing.T, newBackends func(t *testing.T) Backends) {
 	t.Helper()
 	t.Run("TwoWorkersShareATask", func(t *testing.T) { testTwoWorkers(t, newBackends(t)) })
 	t.Run("RedeliveredAndHalfDoneChunks", func(t *testing.T) { testHalfDoneChunks(t, newBackends(t)) })
+	t.Run("ChunkAfterSuccessKeepsItsReservation", func(t *testing.T) { testChunkAfterSuccess(t, newBackends(t)) })
+	t.Run("ChunksAfterCancelReleaseOnlyUnapplied", func(t *testing.T) { testChunksAfterCancel(t, newBackends(t)) })
+	t.Run("LateReloadAfterTheEnd", func(t *testing.T) { testLateReload(t, newBackends(t)) })
 }
 
 // distNow is inside the issue window of activeTemplate's templates.
