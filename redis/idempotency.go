@@ -130,11 +130,31 @@ local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) + tonumber(t[2]) / 1e6
 end
+local fmtN, fmtAt, ttls = {}, {}, {}
 local function bucketValue(n, at)
-  return string.format('%.17g %.6f', n, at)
+  local sn, sa = fmtN[n], fmtAt[at]
+  if not sn then
+    sn = string.format('%.17g', n)
+    fmtN[n] = sn
+  end
+  if not sa then
+    sa = string.format('%.6f', at)
+    fmtAt[at] = sa
+  end
+  return sn .. ' ' .. sa
 end
 local function bucketTTL(rate, burst)
-  return math.ceil(burst / rate * 1000) + 1000
+  local r = ttls[rate]
+  if not r then
+    r = {}
+    ttls[rate] = r
+  end
+  local v = r[burst]
+  if not v then
+    v = tostring(math.ceil(burst / rate * 1000) + 1000)
+    r[burst] = v
+  end
+  return v
 end
 local buckets = {}
 local function bucket(k, burst, t)
@@ -149,19 +169,25 @@ local function bucket(k, burst, t)
     n, at = tonumber(string.sub(v, 1, i - 1)), tonumber(string.sub(v, i + 1))
   end
   if not n then n, at = burst, t end
-  b = {n = n, at = at}
+  -- Every field a bucket gets, from the start: a Lua table that gains
+  -- fields later is rebuilt.
+  b = {n = n, at = at, rate = false, burst = false, made = false, dirty = false}
   buckets[k] = b
   return b
 end
+-- take's scratch tables, reused by each call.
+local takeGot, takeMade = {}, {}
 local function take(list, t)
-  local refused, wait, got, made = 0, 0, {}, {}
-  for i, e in ipairs(list) do
+  local refused, wait, got, made, nmade = 0, 0, takeGot, takeMade, 0
+  for i = 1, #list do
+    local e = list[i]
     local k, rate, burst = e[1], e[2], e[3]
     local b = buckets[k]
     if not b and redis.call('SET', k, bucketValue(burst - 1, t), 'PX', bucketTTL(rate, burst), 'NX') then
-      b = {n = burst, at = t, made = true}
+      b = {n = burst, at = t, rate = false, burst = false, made = true, dirty = false}
       buckets[k] = b
-      made[#made + 1] = k
+      nmade = nmade + 1
+      made[nmade] = k
     end
     b = b or bucket(k, burst, t)
     local n = math.min(burst, b.n + math.max(0, t - b.at) * rate)
@@ -172,17 +198,19 @@ local function take(list, t)
     end
   end
   if refused > 0 then
-    for _, k in ipairs(made) do
+    for j = 1, nmade do
+      local k = made[j]
       redis.call('DEL', k)
       buckets[k] = nil
     end
     return refused, wait
   end
-  for i, e in ipairs(list) do
+  for i = 1, #list do
+    local e = list[i]
     local b = buckets[e[1]]
     b.n, b.at, b.rate, b.burst = got[i] - 1, t, e[2], e[3]
     -- A bucket just made holds this very take already.
-    if b.made then b.made = nil else b.dirty = true end
+    if b.made then b.made = false else b.dirty = true end
   end
   return 0, 0
 end

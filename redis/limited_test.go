@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"strconv"
@@ -199,6 +200,37 @@ func TestReserveLimited(t *testing.T) {
 				}
 				if n := tokensLeft(t, c, user(2)); n != 1 {
 					t.Errorf("the user's bucket holds %d, want 1: a sold-out claim costs a token", n)
+				}
+			})
+
+			t.Run("Window", func(t *testing.T) {
+				t.Parallel()
+				// To the nanosecond, in the seconds the window starts and
+				// ends in, whose nanoseconds the script reads.
+				c := newTestCache(t)
+				lr := way.lr(c)
+				start := limitedNow.Add(-time.Hour + 123456789*time.Nanosecond)
+				end := limitedNow.Add(time.Hour + 987654321*time.Nanosecond)
+				st := quan.TemplateState{ID: 1, ShopNo: 1, Status: quan.TemplateActive, IssueStart: start, IssueEnd: end, PerUserLimit: 5, Stock: 10}
+				var none iter.Seq2[quan.Holding, error] = func(func(quan.Holding, error) bool) {}
+				if err := c.Prime(t.Context(), st, none); err != nil {
+					t.Fatal(err)
+				}
+				for i, tc := range []struct {
+					at   time.Time
+					want quan.Refusal
+				}{
+					{start.Add(-time.Nanosecond), quan.RefusedNotStarted},
+					{start.Add(-time.Second), quan.RefusedNotStarted},
+					{start, ""},
+					{end.Add(-time.Nanosecond), ""},
+					{end, quan.RefusedEnded},
+					{end.Add(time.Second), quan.RefusedEnded},
+				} {
+					_, _, out, err := lr.ReserveLimited(t.Context(), 1, fmt.Sprint("w", i), []int64{int64(1 + i)}, tc.at, []quan.Bucket{user(10)})
+					if err != nil || !slices.Equal(out, []quan.Refusal{tc.want}) {
+						t.Errorf("at %s: %v, %v; want %q", tc.at.Format(time.RFC3339Nano), out, err, tc.want)
+					}
 				}
 			})
 

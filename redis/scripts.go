@@ -28,14 +28,21 @@ import "github.com/redis/rueidis"
 //     template, at the end of the script.
 //   - reserve(st, uk, rk, s, ns, ttl, users, fresh): reserves one coupon
 //     for each of users (strings) against st, the user counts in hash uk
-//     and the record at rk, at s seconds and ns nanoseconds; returns the
-//     outcome characters. A record of st's generation is returned as it
-//     is: the key was reserved before. A user's count is incremented and,
-//     above the limit, decremented back: one call for a reservation, two
-//     for a refusal. With fresh (a key expected to be new: a claim's) the
-//     record is not read first: it is written if absent (SET NX), and only
-//     if it was there already is it read, and the reservation just made
-//     undone when the record is of st's generation.
+//     and the record at rk, at s seconds and ns nanoseconds (a number or
+//     its string, read only in the second the window starts or ends);
+//     returns the outcome characters. A record of st's generation is
+//     returned as it is: the key was reserved before. A user's count is
+//     incremented and, above the limit, decremented back: one call for a
+//     reservation, two for a refusal. With fresh (a key expected to be
+//     new: a claim's) the record is not read first: it is written if
+//     absent (SET NX), and only if it was there already is it read, and
+//     the reservation just made undone when the record is of st's
+//     generation. A claim's one user makes no table.
+//
+// The scripts keep what a claim costs in Lua small: the numbers and
+// strings every claim of a call shares are parsed and formatted once (a
+// number handed to redis.call is formatted with sprintf each time),
+// scratch tables are reused, tables get all their fields at once.
 //
 // A script call holds the reservations of one template, and reads its
 // state before it writes anything: a state key of the wrong type fails the
@@ -71,6 +78,19 @@ local function flushStates()
     if st and st.took > 0 then redis.call('HINCRBY', k, 'stock', -st.took) end
   end
 end
+local function outcome(st, uk, u, all)
+  if all then return all end
+  if st.stock <= 0 then
+    if tonumber(redis.call('HGET', uk, u) or '0') >= st.limit then return 'l' end
+    return 's'
+  end
+  if redis.call('HINCRBY', uk, u, '1') > st.limit then
+    redis.call('HINCRBY', uk, u, '-1')
+    return 'l'
+  end
+  st.stock, st.took = st.stock - 1, st.took + 1
+  return '-'
+end
 local function reserve(st, uk, rk, s, ns, ttl, users, fresh)
   if not fresh then
     local g, o = recGet(rk)
@@ -78,35 +98,33 @@ local function reserve(st, uk, rk, s, ns, ttl, users, fresh)
   end
   local all = false
   if st.status ~= 'active' then all = 'i'
-  elseif s < st.ss or (s == st.ss and ns < st.sn) then all = 'n'
-  elseif s > st.es or (s == st.es and ns >= st.en) then all = 'e'
+  elseif s < st.ss or (s == st.ss and tonumber(ns) < st.sn) then all = 'n'
+  elseif s > st.es or (s == st.es and tonumber(ns) >= st.en) then all = 'e'
   end
-  local out, got = {}, {}
-  for i = 1, #users do
-    local u = users[i]
-    if all then
-      out[i] = all
-    elseif st.stock <= 0 then
-      if tonumber(redis.call('HGET', uk, u) or '0') >= st.limit then out[i] = 'l' else out[i] = 's' end
-    elseif redis.call('HINCRBY', uk, u, 1) > st.limit then
-      redis.call('HINCRBY', uk, u, -1)
-      out[i] = 'l'
-    else
-      st.stock, st.took = st.stock - 1, st.took + 1
-      out[i] = '-'
-      got[#got + 1] = u
+  -- o: the outcomes; got: the users reserved for, comma separated; n:
+  -- how many. A claim has one user: no tables.
+  local o, got, n
+  if #users == 1 then
+    local u = users[1]
+    o = outcome(st, uk, u, all)
+    if o == '-' then got, n = u, 1 else got, n = '', 0 end
+  else
+    local out, list = {}, {}
+    for i = 1, #users do
+      out[i] = outcome(st, uk, users[i], all)
+      if out[i] == '-' then list[#list + 1] = users[i] end
     end
+    o, got, n = table.concat(out), table.concat(list, ','), #list
   end
-  local o = table.concat(out)
-  local rec = st.gen .. '|' .. o .. '|' .. table.concat(got, ',')
+  local rec = st.gen .. '|' .. o .. '|' .. got
   if fresh then
     if redis.call('SET', rk, rec, 'EX', ttl, 'NX') then return o end
     local g, was = recGet(rk)
     if g == st.gen then
-      for _, u in ipairs(got) do
-        if redis.call('HINCRBY', uk, u, -1) <= 0 then redis.call('HDEL', uk, u) end
+      for u in string.gmatch(got, '[^,]+') do
+        if redis.call('HINCRBY', uk, u, '-1') <= 0 then redis.call('HDEL', uk, u) end
       end
-      st.stock, st.took = st.stock + #got, st.took - #got
+      st.stock, st.took = st.stock + n, st.took - n
       return was
     end
   end
@@ -143,9 +161,20 @@ return o
 var claimsScript, claimsSHA = luaScript(bucketLua + reserveLua + `
 local ttl, t = ARGV[1], nil
 local res = {}
+-- Numbers the claims share (counts, seconds, rates, bursts) are read once.
+local nums = {}
+local function num(v)
+  local n = nums[v]
+  if not n then
+    n = tonumber(v)
+    nums[v] = n
+  end
+  return n
+end
+local list, entries, users = {}, {}, {}
 local ki, ai = 1, 2
 while ki <= #KEYS do
-  local nb, nu = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1])
+  local nb, nu = num(ARGV[ai]), num(ARGV[ai + 1])
   local st = state(KEYS[ki])
   if not st then
     res[#res + 1] = 'c'
@@ -153,18 +182,26 @@ while ki <= #KEYS do
     local refused, wait = 0, 0
     if nb > 0 then
       t = t or now()
-      local list = {}
+      -- One list and its entries serve every claim: take keeps none.
       for i = 1, nb do
-        list[i] = {KEYS[ki + 2 + i], tonumber(ARGV[ai + 2 + 2 * i]), tonumber(ARGV[ai + 3 + 2 * i])}
+        local e = entries[i]
+        if not e then
+          e = {}
+          entries[i] = e
+        end
+        e[1], e[2], e[3] = KEYS[ki + 2 + i], num(ARGV[ai + 2 + 2 * i]), num(ARGV[ai + 3 + 2 * i])
+        list[i] = e
       end
+      for i = nb + 1, #list do list[i] = nil end
       refused, wait = take(list, t)
     end
     if refused > 0 then
       res[#res + 1] = string.format('r%d:%d', refused, wait)
     else
-      local users, ui = {}, ai + 3 + 2 * nb
+      local ui = ai + 3 + 2 * nb
       for i = 1, nu do users[i] = ARGV[ui + i] end
-      res[#res + 1] = 'o' .. reserve(st, KEYS[ki + 1], KEYS[ki + 2], tonumber(ARGV[ai + 2]), tonumber(ARGV[ai + 3]), ttl, users, true)
+      for i = nu + 1, #users do users[i] = nil end
+      res[#res + 1] = 'o' .. reserve(st, KEYS[ki + 1], KEYS[ki + 2], num(ARGV[ai + 2]), ARGV[ai + 3], ttl, users, true)
     end
   end
   ki = ki + 3 + nb
