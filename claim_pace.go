@@ -10,9 +10,9 @@ import (
 
 // MinPersistRate is the lowest ClaimService.PersistRate other than 0. A
 // process holds up to batchConcurrency+batchPrefetch claim messages of
-// MaxClaimsPerMessage claims from the bus (10,000 claims); paced below
-// this rate, the last of them would wait near their AckWait (30 s) and be
-// delivered again, or dead-lettered.
+// MaxClaimsPerMessage claims from the bus (10,000 claims): at this rate
+// the last of them waits 10 s, a third of their AckWait (30 s); much
+// slower, they would outwait it and be delivered again, or dead-lettered.
 const MinPersistRate = 1000
 
 // persistQuiet is how long after the last claim it accepted a process
