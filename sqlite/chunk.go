@@ -422,17 +422,24 @@ func heldCountsSQL(n int) string {
 		GROUP BY user_id`
 }
 
+// templateUsers is the arguments of a statement about template and
+// users: the template, then each user.
+func templateUsers(template int64, users []int64) []any {
+	args := make([]any, 0, 1+len(users))
+	args = append(args, template)
+	for _, u := range users {
+		args = append(args, u)
+	}
+	return args
+}
+
 // heldCounts adds to held how many coupons of template each of users holds,
 // leaving out the users who hold none. It searches the unique index once
 // per user, batchRows users a statement.
 func heldCounts(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64) error {
 	for len(users) > 0 {
 		n := min(len(users), batchRows)
-		args := make([]any, 0, 1+n)
-		args = append(args, template)
-		for _, u := range users[:n] {
-			args = append(args, u)
-		}
+		args := templateUsers(template, users[:n])
 		users = users[n:]
 		rows, err := tx.QueryContext(ctx, heldCountsSQL(n), args...)
 		if err != nil {

@@ -191,11 +191,7 @@ func holdingsSQL(n int) string {
 func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim) error {
 	for len(users) > 0 {
 		n := min(len(users), batchRows)
-		args := make([]any, 0, 1+n)
-		args = append(args, template)
-		for _, u := range users[:n] {
-			args = append(args, u)
-		}
+		args := templateUsers(template, users[:n])
 		users = users[n:]
 		if err := func() error {
 			rows, err := tx.QueryContext(ctx, holdingsSQL(n), args...)
