@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -122,10 +123,17 @@ return 0
 //     the script has not seen yet is first created full less the token
 //     (SET NX), which for a new user is the one write it needs; if it was
 //     there, it is read, and if the take is refused, the bucket created is
-//     deleted again.
+//     deleted again. A bucket made so is held as MADE, no table, until the
+//     script meets it again (a claim's new user costs no table).
 //   - flushBuckets(): writes the buckets taken from since they were
 //     read, once each, at the end of the script.
+//
+// A bucket so slow that it would be full again only after 31 years
+// expires then; a wait is at most 9e15 microseconds (285 years), about
+// the longest time.Duration.
 const bucketLua = `
+local rcall, rpcall, min, max, ceil = redis.call, redis.pcall, math.min, math.max, math.ceil
+local MADE = true
 local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) + tonumber(t[2]) / 1e6
@@ -151,7 +159,7 @@ local function bucketTTL(rate, burst)
   end
   local v = r[burst]
   if not v then
-    v = tostring(math.ceil(burst / rate * 1000) + 1000)
+    v = string.format('%d', min(ceil(burst / rate * 1000) + 1000, 1e12))
     r[burst] = v
   end
   return v
@@ -159,10 +167,10 @@ end
 local buckets = {}
 local function bucket(k, burst, t)
   local b = buckets[k]
-  if b then return b end
-  local v, n, at = redis.pcall('GET', k), nil, nil
+  if b and b ~= MADE then return b end
+  local v, n, at = rpcall('GET', k), nil, nil
   if type(v) == 'table' then
-    local h = redis.call('HMGET', k, 'tokens', 'at')
+    local h = rcall('HMGET', k, 'tokens', 'at')
     n, at = tonumber(h[1]), tonumber(h[2])
   elseif v then
     local i = string.find(v, ' ', 1, true)
@@ -171,7 +179,7 @@ local function bucket(k, burst, t)
   if not n then n, at = burst, t end
   -- Every field a bucket gets, from the start: a Lua table that gains
   -- fields later is rebuilt.
-  b = {n = n, at = at, rate = false, burst = false, made = false, dirty = false}
+  b = {n = n, at = at, rate = false, burst = false, dirty = false}
   buckets[k] = b
   return b
 end
@@ -183,24 +191,31 @@ local function take(list, t)
     local e = list[i]
     local k, rate, burst = e[1], e[2], e[3]
     local b = buckets[k]
-    if not b and redis.call('SET', k, bucketValue(burst - 1, t), 'PX', bucketTTL(rate, burst), 'NX') then
-      b = {n = burst, at = t, rate = false, burst = false, made = true, dirty = false}
-      buckets[k] = b
+    local n
+    if b == nil and rcall('SET', k, bucketValue(burst - 1, t), 'PX', bucketTTL(rate, burst), 'NX') then
+      -- Made full less this take: MADE until the script meets it again.
+      buckets[k] = MADE
       nmade = nmade + 1
       made[nmade] = k
+      n = burst
+    else
+      if b == MADE then
+        b = {n = burst - 1, at = t, rate = rate, burst = burst, dirty = false}
+        buckets[k] = b
+      end
+      b = b or bucket(k, burst, t)
+      n = min(burst, b.n + max(0, t - b.at) * rate)
     end
-    b = b or bucket(k, burst, t)
-    local n = math.min(burst, b.n + math.max(0, t - b.at) * rate)
     got[i] = n
     if n < 1 then
-      local w = math.ceil((1 - n) / rate * 1e6)
+      local w = min(ceil((1 - n) / rate * 1e6), 9e15)
       if w > wait then refused, wait = i, w end
     end
   end
   if refused > 0 then
     for j = 1, nmade do
       local k = made[j]
-      redis.call('DEL', k)
+      rcall('DEL', k)
       buckets[k] = nil
     end
     return refused, wait
@@ -208,16 +223,17 @@ local function take(list, t)
   for i = 1, #list do
     local e = list[i]
     local b = buckets[e[1]]
-    b.n, b.at, b.rate, b.burst = got[i] - 1, t, e[2], e[3]
     -- A bucket just made holds this very take already.
-    if b.made then b.made = false else b.dirty = true end
+    if b ~= MADE then
+      b.n, b.at, b.rate, b.burst, b.dirty = got[i] - 1, t, e[2], e[3], true
+    end
   end
   return 0, 0
 end
 local function flushBuckets()
   for k, b in pairs(buckets) do
-    if b.dirty then
-      redis.call('SET', k, bucketValue(b.n, b.at), 'PX', bucketTTL(b.rate, b.burst))
+    if b ~= MADE and b.dirty then
+      rcall('SET', k, bucketValue(b.n, b.at), 'PX', bucketTTL(b.rate, b.burst))
     end
   end
 end
@@ -321,7 +337,16 @@ func takeResult(v []rueidis.RedisMessage) (int, time.Duration, error) {
 	if err != nil {
 		return -1, 0, err
 	}
-	return int(i) - 1, time.Duration(wait) * time.Microsecond, nil
+	return int(i) - 1, micros(wait), nil
+}
+
+// micros is a wait of n microseconds, the longest Duration if it is
+// longer (a bucket refilled at a rate below one token in 290 years).
+func micros(n int64) time.Duration {
+	if n > int64(math.MaxInt64/time.Microsecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * time.Microsecond
 }
 
 // allowEach is Allow for buckets on different cluster slots: one

@@ -48,10 +48,11 @@ import "github.com/redis/rueidis"
 // state before it writes anything: a state key of the wrong type fails the
 // call before any write.
 const reserveLua = `
+local rcall, rpcall = redis.call, redis.pcall
 local function recGet(k)
-  local v = redis.pcall('GET', k)
+  local v = rpcall('GET', k)
   if type(v) == 'table' then
-    local h = redis.call('HMGET', k, 'g', 'o', 'r')
+    local h = rcall('HMGET', k, 'g', 'o', 'r')
     return h[1], h[2], h[3]
   end
   if not v then return nil end
@@ -63,7 +64,7 @@ local states = {}
 local function state(k)
   local st = states[k]
   if st == nil then
-    local v = redis.call('HMGET', k, 'gen', 'status', 'ss', 'sn', 'es', 'en', 'limit', 'stock')
+    local v = rcall('HMGET', k, 'gen', 'status', 'ss', 'sn', 'es', 'en', 'limit', 'stock')
     st = false
     if v[1] then
       st = {gen = v[1], status = v[2], ss = tonumber(v[3]), sn = tonumber(v[4]), es = tonumber(v[5]),
@@ -75,17 +76,17 @@ local function state(k)
 end
 local function flushStates()
   for k, st in pairs(states) do
-    if st and st.took > 0 then redis.call('HINCRBY', k, 'stock', -st.took) end
+    if st and st.took > 0 then rcall('HINCRBY', k, 'stock', -st.took) end
   end
 end
 local function outcome(st, uk, u, all)
   if all then return all end
   if st.stock <= 0 then
-    if tonumber(redis.call('HGET', uk, u) or '0') >= st.limit then return 'l' end
+    if tonumber(rcall('HGET', uk, u) or '0') >= st.limit then return 'l' end
     return 's'
   end
-  if redis.call('HINCRBY', uk, u, '1') > st.limit then
-    redis.call('HINCRBY', uk, u, '-1')
+  if rcall('HINCRBY', uk, u, '1') > st.limit then
+    rcall('HINCRBY', uk, u, '-1')
     return 'l'
   end
   st.stock, st.took = st.stock - 1, st.took + 1
@@ -118,17 +119,17 @@ local function reserve(st, uk, rk, s, ns, ttl, users, fresh)
   end
   local rec = st.gen .. '|' .. o .. '|' .. got
   if fresh then
-    if redis.call('SET', rk, rec, 'EX', ttl, 'NX') then return o end
+    if rcall('SET', rk, rec, 'EX', ttl, 'NX') then return o end
     local g, was = recGet(rk)
     if g == st.gen then
       for u in string.gmatch(got, '[^,]+') do
-        if redis.call('HINCRBY', uk, u, '-1') <= 0 then redis.call('HDEL', uk, u) end
+        if rcall('HINCRBY', uk, u, '-1') <= 0 then rcall('HDEL', uk, u) end
       end
       st.stock, st.took = st.stock + n, st.took - n
       return was
     end
   end
-  redis.call('SET', rk, rec, 'EX', ttl)
+  rcall('SET', rk, rec, 'EX', ttl)
   return o
 end
 `
@@ -146,66 +147,65 @@ flushStates()
 return o
 `)
 
-// claimsScript is ReserveLimited for a batch of claims of one template:
-// for each in turn the tokens of its rate buckets (bucketLua), all or
-// none, then its reservation (reserveLua). KEYS for each claim: state,
-// users, record, then its buckets; ARGV: the record TTL in seconds, then
-// for each claim its number of buckets, of users, now in seconds and
-// nanos, rate and burst of each bucket, and the users. Answers one string
-// a claim: "c" when the template is cold (no token taken), "rI:W" when
-// its I-th bucket refused with a wait of W microseconds (nothing taken or
-// reserved), else "o" and the outcomes: the tokens are taken whatever the
-// outcomes, as each claim costs one, and a key seen before too. The
-// buckets shared by the claims (the template's) are read and written
+// claimsScript is ReserveLimited for a batch of claims of one template
+// that share their second, their number of users and their buckets'
+// rates and bursts: for each in turn the tokens of its rate buckets
+// (bucketLua), all or none, then its reservation (reserveLua). What the
+// claims share goes once:
+//
+//   - KEYS: state, users, the shared buckets (those whose key is the same
+//     for every claim: the template's), then for each claim its record
+//     and its own buckets;
+//   - ARGV: the record TTL in seconds, now in seconds, the number of users
+//     a claim and of buckets, for each bucket its rate, burst and "1" if
+//     it is shared ("0" if each claim has its own), then for each claim
+//     now's nanoseconds and its users.
+//
+// Answers one string a claim: "c" when the template is cold (no token
+// taken), "rI:W" when its I-th bucket refused with a wait of W
+// microseconds (nothing taken or reserved), else "o" and the outcomes:
+// the tokens are taken whatever the outcomes, as each claim costs one,
+// and a key seen before too. The shared buckets are read and written
 // once a call.
 var claimsScript, claimsSHA = luaScript(bucketLua + reserveLua + `
-local ttl, t = ARGV[1], nil
-local res = {}
--- Numbers the claims share (counts, seconds, rates, bursts) are read once.
-local nums = {}
-local function num(v)
-  local n = nums[v]
-  if not n then
-    n = tonumber(v)
-    nums[v] = n
-  end
-  return n
-end
-local list, entries, users = {}, {}, {}
-local ki, ai = 1, 2
-while ki <= #KEYS do
-  local nb, nu = num(ARGV[ai]), num(ARGV[ai + 1])
-  local st = state(KEYS[ki])
-  if not st then
-    res[#res + 1] = 'c'
+local ttl, s, nu, nb = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+-- list: an entry {key, rate, burst} a bucket, in order, for take; own:
+-- the entries whose key changes with each claim.
+local list, own, ki = {}, {}, 3
+for i = 1, nb do
+  local a = 2 + 3 * i
+  local e = {false, tonumber(ARGV[a]), tonumber(ARGV[a + 1])}
+  if ARGV[a + 2] == '1' then
+    e[1] = KEYS[ki]
+    ki = ki + 1
   else
-    local refused, wait = 0, 0
-    if nb > 0 then
-      t = t or now()
-      -- One list and its entries serve every claim: take keeps none.
-      for i = 1, nb do
-        local e = entries[i]
-        if not e then
-          e = {}
-          entries[i] = e
-        end
-        e[1], e[2], e[3] = KEYS[ki + 2 + i], num(ARGV[ai + 2 + 2 * i]), num(ARGV[ai + 3 + 2 * i])
-        list[i] = e
-      end
-      for i = nb + 1, #list do list[i] = nil end
-      refused, wait = take(list, t)
-    end
-    if refused > 0 then
-      res[#res + 1] = string.format('r%d:%d', refused, wait)
-    else
-      local ui = ai + 3 + 2 * nb
-      for i = 1, nu do users[i] = ARGV[ui + i] end
-      for i = nu + 1, #users do users[i] = nil end
-      res[#res + 1] = 'o' .. reserve(st, KEYS[ki + 1], KEYS[ki + 2], num(ARGV[ai + 2]), ARGV[ai + 3], ttl, users, true)
-    end
+    own[#own + 1] = e
   end
-  ki = ki + 3 + nb
-  ai = ai + 4 + 2 * nb + nu
+  list[i] = e
+end
+local nown = #own
+local claims = (#KEYS - ki + 1) / (1 + nown)
+local res = {}
+local st = state(KEYS[1])
+if not st then
+  for i = 1, claims do res[i] = 'c' end
+  return res
+end
+local uk, t, ai, users = KEYS[2], nil, 5 + 3 * nb, {}
+if nb > 0 then t = now() end
+for c = 1, claims do
+  local rk = KEYS[ki]
+  for j = 1, nown do own[j][1] = KEYS[ki + j] end
+  ki = ki + 1 + nown
+  local refused, wait = 0, 0
+  if nb > 0 then refused, wait = take(list, t) end
+  if refused > 0 then
+    res[c] = string.format('r%d:%d', refused, wait)
+  else
+    for i = 1, nu do users[i] = ARGV[ai + i] end
+    res[c] = 'o' .. reserve(st, uk, rk, s, ARGV[ai], ttl, users, true)
+  end
+  ai = ai + 1 + nu
 end
 flushBuckets()
 flushStates()
