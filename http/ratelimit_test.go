@@ -21,26 +21,61 @@ import (
 func TestClaimRateLimitsAllOrNothing(t *testing.T) {
 	t.Run("InProcess", func(t *testing.T) { testClaimRateLimitsAllOrNothing(t, nil) })
 	t.Run("Redis", func(t *testing.T) {
-		url := os.Getenv("QUAN_TEST_REDIS")
-		if url == "" {
-			t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to limit claims on Redis")
-		}
-		var b [6]byte
-		rand.Read(b[:])
-		c, err := redis.Open(t.Context(), url, "quantest:"+hex.EncodeToString(b[:])+":")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := c.Drop(context.Background()); err != nil {
-				t.Errorf("delete test keys: %v", err)
-			}
-			c.Close()
-		})
 		// The claims' cache is cold: each template loads from the store
 		// on its first claim.
-		testClaimRateLimitsAllOrNothing(t, c)
+		testClaimRateLimitsAllOrNothing(t, redisCache(t))
 	})
+}
+
+// redisCache opens a Cache on QUAN_TEST_REDIS under a prefix of its own,
+// or skips t.
+func redisCache(t *testing.T) *redis.Cache {
+	url := os.Getenv("QUAN_TEST_REDIS")
+	if url == "" {
+		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to limit claims on Redis")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	c, err := redis.Open(t.Context(), url, "quantest:"+hex.EncodeToString(b[:])+":")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Drop(context.Background()); err != nil {
+			t.Errorf("delete test keys: %v", err)
+		}
+		c.Close()
+	})
+	return c
+}
+
+// TestClaimRateLimitSlow: a user allowed one claim in 30,000 years (a
+// rate limit set to 1e-12 a second) gets it, then a 429 whose Retry-After
+// is in range and some 290 years or more away, not an error.
+func TestClaimRateLimitSlow(t *testing.T) {
+	for name, cache := range map[string]func(t *testing.T) *redis.Cache{
+		"InProcess": func(*testing.T) *redis.Cache { return nil },
+		"Redis":     redisCache,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := cache(t)
+			ts := newClaimServer(t, func(ts *testServer) {
+				ts.claims.Limits = quan.ClaimLimits{UserRate: 1e-12, UserBurst: 1}
+				if c != nil {
+					ts.claims.Cache, ts.claims.Limiter = c, c
+				}
+			})
+			m := ts.merchant(t, 1)
+			a := ts.activeTemplate(t, m, 100, 5)
+			u := ts.user(t, 1)
+			ts.claim(t, u, a.ID).want(t, http.StatusAccepted, "")
+			r := ts.claim(t, u, a.ID)
+			r.want(t, http.StatusTooManyRequests, quan.ERATELIMITED)
+			if n, err := strconv.ParseInt(r.Header.Get("Retry-After"), 10, 64); err != nil || n < 9_000_000_000 {
+				t.Fatalf("Retry-After %q (%v); want some 9e9 seconds", r.Header.Get("Retry-After"), err)
+			}
+		})
+	}
 }
 
 // testClaimRateLimitsAllOrNothing runs TestClaimRateLimitsAllOrNothing

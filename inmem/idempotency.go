@@ -137,7 +137,7 @@ func (l *RateLimiter) Allow(ctx context.Context, buckets ...quan.Bucket) (int, t
 		b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.at).Seconds()*b.rate)
 		b.at = now
 		if b.tokens < 1 {
-			if w := time.Duration((1 - b.tokens) / b.rate * float64(time.Second)); refused < 0 || w > wait {
+			if w := waitFor(1-b.tokens, b.rate); refused < 0 || w > wait {
 				refused, wait = i, w
 			}
 		}
@@ -150,4 +150,14 @@ func (l *RateLimiter) Allow(ctx context.Context, buckets ...quan.Bucket) (int, t
 		b.tokens--
 	}
 	return -1, 0, nil
+}
+
+// waitFor is how long a bucket refilling at rate a second takes to gain
+// tokens, the longest Duration if it is longer.
+func waitFor(tokens, rate float64) time.Duration {
+	ns := tokens / rate * float64(time.Second)
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
 }

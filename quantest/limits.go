@@ -2,6 +2,7 @@ package quantest
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -127,6 +128,18 @@ func TestRateLimiter(t *testing.T, newLimiter func(t *testing.T) quan.RateLimite
 	t.Run("NoBuckets", func(t *testing.T) {
 		t.Parallel()
 		take(t, newLimiter(t), "no buckets")
+	})
+	t.Run("SlowBuckets", func(t *testing.T) {
+		// A bucket that refills once in 31 years, or never in any time
+		// a Duration holds: refused with a long wait, not an error or a
+		// wait that overflowed.
+		t.Parallel()
+		l := newLimiter(t)
+		for _, rate := range []float64{1e-9, 1e-12, 1e-30} {
+			b := bucket(rate, 1)
+			take(t, l, fmt.Sprintf("rate %g: first take", rate), b)
+			refuse(t, l, fmt.Sprintf("rate %g: second take", rate), 0, 100*24*time.Hour, math.MaxInt64, b)
+		}
 	})
 	t.Run("SeveralTakeFromEach", func(t *testing.T) {
 		t.Parallel()
