@@ -498,7 +498,7 @@ func couponTail(proto *quan.Coupon, load bool) ([]byte, error) {
 		for _, t := range ts {
 			b = append(b, sep)
 			if load {
-				b = t.UTC().AppendFormat(b, "2006-01-02 15:04:05.000000")
+				b = appendLoadTime(b, t)
 			} else {
 				b = appendTime(b, t)
 			}

@@ -50,22 +50,29 @@ func (db *DB) loadCoupons(ctx context.Context, tx *sql.Tx, cs []userSeq, proto q
 		b = append(b, codes[i]...)
 		b = append(b, tail...)
 	}
+	return db.loadRows(ctx, tx, b, len(cs), `user_id, seq, code, template_id, shop_no, status, valid_start, valid_end, source, task_id, order_id, created_at, updated_at`)
+}
+
+// loadRows loads rows, n lines of tab-separated columns, into coupons by
+// one LOAD DATA LOCAL INFILE from memory. With LOCAL the server skips a
+// row that clashes with a coupon there already, with a warning: fewer
+// rows loaded than n is errClash.
+func (db *DB) loadRows(ctx context.Context, tx *sql.Tx, rows []byte, n int, columns string) error {
 	name := fmt.Sprintf("quan-coupons-%p-%d", db, db.loads.Add(1))
-	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(b) })
+	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(rows) })
 	defer mysql.DeregisterReaderHandler(name)
 	res, err := tx.ExecContext(ctx, `LOAD DATA LOCAL INFILE 'Reader::`+name+`' INTO TABLE coupons
-		CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\t' ESCAPED BY '\\' LINES TERMINATED BY '\n'
-		(user_id, seq, code, template_id, shop_no, status, valid_start, valid_end, source, task_id, order_id, created_at, updated_at)`)
+		CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\t' ESCAPED BY '\\' LINES TERMINATED BY '\n' (`+columns+`)`)
 	if err != nil {
-		return fmt.Errorf("load %d coupons: %w", len(cs), translate(err))
+		return fmt.Errorf("load %d coupons: %w", n, translate(err))
 	}
-	n, err := res.RowsAffected()
+	loaded, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("load %d coupons: %w", len(cs), err)
+		return fmt.Errorf("load %d coupons: %w", n, err)
 	}
-	if n != int64(len(cs)) {
+	if loaded != int64(n) {
 		// The rows left out clashed with coupons there already.
-		return fmt.Errorf("load %d coupons: %d loaded: %w", len(cs), n, errClash)
+		return fmt.Errorf("load %d coupons: %d loaded: %w", n, loaded, errClash)
 	}
 	return nil
 }

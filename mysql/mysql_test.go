@@ -202,13 +202,14 @@ func TestDataSurvivesReopen(t *testing.T) {
 }
 
 // TestClaimStore runs the claim conformance suite both ways coupon ids
-// are had: from LAST_INSERT_ID (this server's settings must allow it:
-// MariaDB's default) and read back.
+// are had, from LAST_INSERT_ID (this server's settings must allow it:
+// MariaDB's default) and read back, and both ways coupons are written,
+// by LOAD DATA and by INSERT (as on a server with local_infile off).
 func TestClaimStore(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		readBack bool
-	}{{"ConsecutiveIDs", false}, {"ReadBackIDs", true}} {
+		name             string
+		readBack, insert bool
+	}{{"ConsecutiveIDs", false, false}, {"ReadBackIDs", true, false}, {"ByInsert", false, true}, {"ByInsertReadBackIDs", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			quantest.TestClaimStore(t, func(t *testing.T) quantest.ClaimStores {
 				db := openDB(t)
@@ -217,6 +218,9 @@ func TestClaimStore(t *testing.T) {
 				}
 				if tc.readBack {
 					mysql.ReadBackIDs(db)
+				}
+				if tc.insert {
+					mysql.RefuseLoad(db)
 				}
 				s := mysql.NewStore(db)
 				return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}

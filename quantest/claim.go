@@ -126,6 +126,7 @@ func testIssueClaimsCouponIDs(t *testing.T, s ClaimStores) {
 	cs := make([]*quan.Claim, n)
 	for i := range cs {
 		cs[i] = newClaim(tpl.ID, int64(1000+i))
+		cs[i].At = claimAt.Add(time.Duration(i) * time.Microsecond) // each its own, read back
 	}
 	got := issueClaims(t, s, cs...)
 	seen := map[int64]bool{}
@@ -141,9 +142,13 @@ func testIssueClaimsCouponIDs(t *testing.T, s ClaimStores) {
 		if len(cps) != 1 || cps[0].ID != got[i].CouponID {
 			t.Errorf("claim %d of user %d names coupon %d; the user holds %+v", i, cs[i].UserID, got[i].CouponID, cps)
 		}
-		if rec, err := s.Claims.Claim(t.Context(), cs[i].ID); err != nil || rec.CouponID != got[i].CouponID {
-			t.Errorf("Claim(%s) = %+v, %v; want coupon %d", cs[i].ID, rec, err, got[i].CouponID)
+		if rec, err := s.Claims.Claim(t.Context(), cs[i].ID); err != nil || rec.CouponID != got[i].CouponID || !rec.At.Equal(cs[i].At) {
+			t.Errorf("Claim(%s) = %+v, %v; want coupon %d, at %v", cs[i].ID, rec, err, got[i].CouponID, cs[i].At)
 		}
+		// The coupon itself: what quan.NewCoupon makes of the claim.
+		want := quan.NewCoupon(tpl, cs[i].UserID, 1, 0, cs[i].At)
+		want.Source, want.CreatedAt, want.UpdatedAt = quan.FromClaim, claimAt.Add(time.Second), claimAt.Add(time.Second)
+		assertCoupons(t, s.TaskStores, cs[i].UserID, tpl.ID, want)
 	}
 }
 
