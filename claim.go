@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,9 +42,16 @@ var claimIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").Wit
 // (so that a poll finds the cache's record without the store) and 80
 // random bits: "c<template>-<user>-<random>".
 func NewClaimID(template, user int64) string {
-	var b [10]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("c%d-%d-%s", template, user, claimIDEncoding.EncodeToString(b[:]))
+	var r [10]byte
+	rand.Read(r[:])
+	b := make([]byte, 0, 2*20+3+16)
+	b = append(b, 'c')
+	b = strconv.AppendInt(b, template, 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, user, 10)
+	b = append(b, '-')
+	b = claimIDEncoding.AppendEncode(b, r[:])
+	return string(b)
 }
 
 // ParseClaimID returns the template and user a claim id names, or

@@ -2,6 +2,7 @@ package quan
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,25 @@ func TestUndecidedClaims(t *testing.T) {
 	}
 	if out[0] != fresh[0] || out[2] != fresh[0] || out[1] != recB || out[3] != fresh[1] || out[4] != nil {
 		t.Errorf("out %+v; want a's copy twice, b's record, c's copy, and nothing for the claim not in idx", out)
+	}
+}
+
+// TestClaimID: a claim id names its template and user and 80 random bits,
+// ParseClaimID reads them back, and anything else is ErrNotFound.
+func TestClaimID(t *testing.T) {
+	id := NewClaimID(7, 9_000_000_000)
+	if !regexp.MustCompile(`^c7-9000000000-[a-z2-7]{16}$`).MatchString(id) {
+		t.Fatalf("NewClaimID(7, 9000000000) = %q", id)
+	}
+	if tpl, user, err := ParseClaimID(id); err != nil || tpl != 7 || user != 9_000_000_000 {
+		t.Errorf("ParseClaimID(%q) = %d, %d, %v", id, tpl, user, err)
+	}
+	if other := NewClaimID(7, 9_000_000_000); other == id {
+		t.Errorf("two claims got the id %q", id)
+	}
+	for _, bad := range []string{"", "c", "7-9-aaaaaaaaaaaaaaaa", "c7-9-aaaa", "c0-9-aaaaaaaaaaaaaaaa", "c7-x-aaaaaaaaaaaaaaaa", "c7-9-AAAAAAAAAAAAAAAA", "c7-9-aaaaaaaaaaaaaaaa-1"} {
+		if _, _, err := ParseClaimID(bad); !errors.Is(err, ErrNotFound) {
+			t.Errorf("ParseClaimID(%q): %v, want ErrNotFound", bad, err)
+		}
 	}
 }
