@@ -765,11 +765,16 @@ func (d *Distributor) fail(ctx context.Context, t *Task, cause error) error {
 }
 
 // finish writes the failure report and marks the task succeeded, after
-// checking that every row has exactly one outcome.
+// checking that every row has exactly one outcome. The cache is
+// reconciled before (every chunk is applied: a task shown succeeded has
+// the cache agree with the store, unless a worker's reload of it is still
+// under way) and after (such a reload done before the task was marked is
+// undone; one done after reconciles itself, see reconcileIfEnded).
 func (d *Distributor) finish(ctx context.Context, t *Task, total int64) error {
 	if err := d.writeReport(ctx, t.ID); err != nil {
 		return err
 	}
+	d.reconcile(ctx, t)
 	now := d.now()
 	done, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
 		if cur.Owner != d.Owner {

@@ -36,6 +36,7 @@ func TestDistribution(t *testing.T, newBackends func(t *testing.T) Backends) {
 	t.Run("ChunkAfterSuccessKeepsItsReservation", func(t *testing.T) { testChunkAfterSuccess(t, newBackends(t)) })
 	t.Run("ChunksAfterCancelReleaseOnlyUnapplied", func(t *testing.T) { testChunksAfterCancel(t, newBackends(t)) })
 	t.Run("LateReloadAfterTheEnd", func(t *testing.T) { testLateReload(t, newBackends(t)) })
+	t.Run("SucceededWithTheCacheInLine", func(t *testing.T) { testSucceededInLine(t, newBackends(t)) })
 }
 
 // distNow is inside the issue window of activeTemplate's templates.

@@ -2,6 +2,7 @@ package quantest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strconv"
@@ -227,5 +228,65 @@ func testLateReload(t *testing.T, b Backends) {
 
 	close(gate.open)
 	bus.wait(t, fmt.Sprintf("task-%d-chunk-%d", task.ID, seq))
+	checkDistribution(t, b, tpl, task.ID, rows, quan.FailedCounts{})
+}
+
+// succeededWatch is a TaskStore that, when it marks a task succeeded,
+// reads the stock of the cache and of the store at once, before the
+// runner goes on. (The runner's heartbeat updates the task meanwhile.)
+type succeededWatch struct {
+	quan.TaskStore
+	b Backends
+
+	mu             sync.Mutex
+	seen           bool
+	cached, stored int64
+	err            error
+}
+
+func (s *succeededWatch) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Task) error) (*quan.Task, error) {
+	t, err := s.TaskStore.UpdateTask(ctx, shop, id, fn)
+	if err != nil || t.Status != quan.TaskSucceeded {
+		return t, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.seen {
+		s.seen = true
+		st, cerr := s.b.Cache.State(ctx, t.TemplateID)
+		tpl, terr := s.b.Templates.Template(ctx, quan.AnyShop, t.TemplateID)
+		s.err = errors.Join(cerr, terr)
+		if s.err == nil {
+			s.cached, s.stored = st.Stock, tpl.Stock
+		}
+	}
+	return t, nil
+}
+
+// testSucceededInLine runs a task on a cache that holds more stock than
+// the store (as a reload that read the store before other chunks were
+// applied leaves it): the task is marked succeeded only once the cache
+// agrees with the store.
+func testSucceededInLine(t *testing.T, b Backends) {
+	const rows, size, stock = 4, 2, 1_000
+	tpl := activeTemplate(t, b.TaskStores, "in line", stock, 1)
+	file := users(6_000_000, rows)
+	task := distTask(t, b, tpl, size)
+	st := quan.StateOf(tpl)
+	st.Stock = stock + 7
+	if err := b.Cache.Prime(t.Context(), st, Holdings(nil)); err != nil {
+		t.Fatal(err)
+	}
+	w := worker(b, "worker", file)
+	serve(t, w)
+	r := worker(b, "runner", file)
+	watch := &succeededWatch{TaskStore: b.Tasks, b: b}
+	r.Store = watch
+	runTask(t, r)
+	watch.mu.Lock()
+	defer watch.mu.Unlock()
+	if !watch.seen || watch.err != nil || watch.cached != watch.stored {
+		t.Fatalf("when the task was marked succeeded (%v), the cache held %d, the store %d (%v)", watch.seen, watch.cached, watch.stored, watch.err)
+	}
 	checkDistribution(t, b, tpl, task.ID, rows, quan.FailedCounts{})
 }
