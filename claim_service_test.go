@@ -411,7 +411,10 @@ func TestClaimPersistPaced(t *testing.T) {
 		{"Backlog", 2 * time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			const claims, rate = 300, 1000
+			// More claims than two store transactions take
+			// (MaxClaimsPerMessage): however the bus and the persist
+			// batcher group them, they go in three or more batches.
+			const claims, rate = 2*quan.MaxClaimsPerMessage + 200, 1000
 			r := newClaimRig(t, claims)
 			r.s.PersistRate = rate
 			var (
