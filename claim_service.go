@@ -99,9 +99,12 @@ type ClaimService struct {
 }
 
 // MaxClaimsPerMessage bounds the claims one bus message carries (about
-// 45 bytes each, far below a bus message's limit), and the claims the
-// store decides in one transaction.
+// 45 bytes each, far below a bus message's limit).
 const MaxClaimsPerMessage = 500
+
+// MaxClaimsPerTransaction bounds the claims the store decides in one
+// transaction: the claims of the messages handled at once share it.
+const MaxClaimsPerTransaction = 2000
 
 // How many claim messages a process handles at once. The claims of all
 // meet in one store transaction at a time (the persist batcher), so this
@@ -123,7 +126,7 @@ func (s *ClaimService) init() {
 	s.once.Do(func() {
 		s.handoff = batch.New(MaxClaimsPerMessage, s.publish)
 		s.pace = newPace(s.PersistRate)
-		s.persist = batch.New(MaxClaimsPerMessage, func(ctx context.Context, cs []*Claim) ([]*Claim, error) {
+		s.persist = batch.New(MaxClaimsPerTransaction, func(ctx context.Context, cs []*Claim) ([]*Claim, error) {
 			if _, err := s.pace.wait(ctx, len(cs)); err != nil {
 				return nil, err
 			}

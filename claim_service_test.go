@@ -6,6 +6,7 @@ import (
 	"errors"
 	"iter"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -412,9 +413,9 @@ func TestClaimPersistPaced(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// More claims than two store transactions take
-			// (MaxClaimsPerMessage): however the bus and the persist
+			// (MaxClaimsPerTransaction): however the bus and the persist
 			// batcher group them, they go in three or more batches.
-			const claims, rate = 2*quan.MaxClaimsPerMessage + 200, 1000
+			const claims, rate = 2*quan.MaxClaimsPerTransaction + 200, 1000
 			r := newClaimRig(t, claims)
 			r.s.PersistRate = rate
 			var (
@@ -461,6 +462,72 @@ func TestClaimPersistPaced(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClaimTransactionsShareMessages: the claims of the messages handled
+// at once meet in one store transaction, up to MaxClaimsPerTransaction:
+// while the first transaction is held, the messages handled meanwhile
+// queue up together.
+func TestClaimTransactionsShareMessages(t *testing.T) {
+	const messages, claims = 6, 6 * quan.MaxClaimsPerMessage
+	r := newClaimRig(t, claims)
+	users := make([]int64, claims)
+	for i := range users {
+		users[i] = int64(1 + i)
+	}
+	for part := range slices.Chunk(r.reserve(t, users...), quan.MaxClaimsPerMessage) {
+		r.publishBatch(t, part)
+	}
+	rec := &txSizes{ClaimStore: r.s.Claims, release: make(chan struct{})}
+	r.s.Claims = rec
+	handled := &handlersEntered{Bus: r.s.Bus}
+	r.s.Bus = handled
+	r.serve(t)
+	waitFor(t, "every message handed to a handler", func() bool { return handled.n.Load() == messages })
+	time.Sleep(50 * time.Millisecond) // for the last of them to queue its claims
+	close(rec.release)
+	waitFor(t, "every claim issued", func() bool { return r.s.Counters.Issued.Load() == claims })
+	r.assertStock(t, 0)
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if m := slices.Max(rec.sizes); m <= quan.MaxClaimsPerMessage || m > quan.MaxClaimsPerTransaction {
+		t.Errorf("transactions of %v claims; want one of more than a message's %d, none of more than %d", rec.sizes, quan.MaxClaimsPerMessage, quan.MaxClaimsPerTransaction)
+	}
+}
+
+// txSizes is a ClaimStore that records how many claims each IssueClaims
+// decides, and holds the first until release is closed.
+type txSizes struct {
+	quan.ClaimStore
+	release chan struct{}
+	mu      sync.Mutex
+	sizes   []int
+}
+
+func (s *txSizes) IssueClaims(ctx context.Context, cs []*quan.Claim, now time.Time) ([]*quan.Claim, error) {
+	s.mu.Lock()
+	first := len(s.sizes) == 0
+	s.sizes = append(s.sizes, len(cs))
+	s.mu.Unlock()
+	if first {
+		<-s.release
+	}
+	return s.ClaimStore.IssueClaims(ctx, cs, now)
+}
+
+// handlersEntered is a Bus that counts the messages handed to its
+// consumers' handlers.
+type handlersEntered struct {
+	quan.Bus
+	n atomic.Int64
+}
+
+func (b *handlersEntered) Consume(ctx context.Context, subject, durable string, opt quan.ConsumeOptions, handle func(context.Context, quan.Message) error) error {
+	return b.Bus.Consume(ctx, subject, durable, opt, func(ctx context.Context, m quan.Message) error {
+		b.n.Add(1)
+		return handle(ctx, m)
+	})
 }
 
 // TestClaimPersistRateInvalid: a rate under MinPersistRate is refused

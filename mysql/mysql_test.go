@@ -17,14 +17,14 @@ import (
 
 // newDatabase creates an empty database for t (see mysqltest) and returns
 // its DSN in the driver's form.
-func newDatabase(t *testing.T) string {
+func newDatabase(t testing.TB) string {
 	t.Helper()
 	return mysqltest.DSN(t)
 }
 
 // openDB opens a fresh database and closes it when t ends, before the
 // database is dropped.
-func openDB(t *testing.T) *mysql.DB {
+func openDB(t testing.TB) *mysql.DB {
 	t.Helper()
 	dsn := newDatabase(t)
 	db, err := mysql.Open(t.Context(), dsn, nil)
@@ -277,4 +277,11 @@ func TestArchiver(t *testing.T) {
 			Wallet:      s,
 		}
 	}, func(s quantest.WalletStores) quan.Archiver { return s.Wallet.(quan.Archiver) })
+}
+
+func BenchmarkIssueClaims(b *testing.B) {
+	quantest.BenchmarkIssueClaims(b, func(b *testing.B) quantest.ClaimStores {
+		s := mysql.NewStore(openDB(b))
+		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}
+	})
 }

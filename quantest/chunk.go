@@ -23,7 +23,7 @@ const runner = "runner-a"
 
 // activeTemplate stores an active template of shop 1 with stock and
 // per-user limit.
-func activeTemplate(t *testing.T, s TaskStores, name string, stock, limit int64) *quan.Template {
+func activeTemplate(t testing.TB, s TaskStores, name string, stock, limit int64) *quan.Template {
 	t.Helper()
 	tpl := newTemplate(t, 1, name)
 	tpl.Status = quan.TemplateActive

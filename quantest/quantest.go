@@ -38,7 +38,7 @@ var base = time.Date(2030, 3, 14, 9, 26, 53, 589793000, time.UTC)
 
 // newTemplate returns a valid draft threshold template of shop: goods
 // scope, fixed validity, stock 100.
-func newTemplate(t *testing.T, shop int64, name string) *quan.Template {
+func newTemplate(t testing.TB, shop int64, name string) *quan.Template {
 	t.Helper()
 	tpl := &quan.Template{
 		ShopNo: shop,
@@ -93,7 +93,7 @@ func withKind(t *testing.T, tpl *quan.Template, k quan.Kind) *quan.Template {
 	return tpl
 }
 
-func mustValid(t *testing.T, tpl *quan.Template) {
+func mustValid(t testing.TB, tpl *quan.Template) {
 	t.Helper()
 	if err := tpl.Validate(); err != nil {
 		t.Fatalf("the suite built an invalid template: %v", err)
@@ -101,7 +101,7 @@ func mustValid(t *testing.T, tpl *quan.Template) {
 }
 
 // create stores tpl, by its creator, and returns it with its ID set.
-func create(t *testing.T, s quan.TemplateStore, tpl *quan.Template) *quan.Template {
+func create(t testing.TB, s quan.TemplateStore, tpl *quan.Template) *quan.Template {
 	t.Helper()
 	if err := s.CreateTemplate(t.Context(), tpl, tpl.CreatedBy); err != nil {
 		t.Fatalf("CreateTemplate(%q): %v", tpl.Name, err)

@@ -18,7 +18,7 @@ func TestTemplateStore(t *testing.T) {
 }
 
 // openDB opens the database at path and closes it when the test ends.
-func openDB(t *testing.T, path string) *sqlite.DB {
+func openDB(t testing.TB, path string) *sqlite.DB {
 	t.Helper()
 	db, err := sqlite.Open(t.Context(), path, nil)
 	if err != nil {
@@ -145,4 +145,11 @@ func TestArchiver(t *testing.T) {
 			Wallet:      s,
 		}
 	}, func(s quantest.WalletStores) quan.Archiver { return s.Wallet.(quan.Archiver) })
+}
+
+func BenchmarkIssueClaims(b *testing.B) {
+	quantest.BenchmarkIssueClaims(b, func(b *testing.B) quantest.ClaimStores {
+		s := sqlite.NewStore(openDB(b, filepath.Join(b.TempDir(), "quan.db")))
+		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}
+	})
 }
