@@ -85,6 +85,19 @@ func (c *stmtCache) exec(ctx context.Context, tx *sql.Tx, query string, args ...
 	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 }
 
+// queryTx runs query in tx, of the cache's pool, prepared if the cache
+// has room.
+func (c *stmtCache) queryTx(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	st, err := c.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return tx.QueryContext(ctx, query, args...)
+	}
+	return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+}
+
 // close closes the statements kept.
 func (c *stmtCache) close() error {
 	c.mu.Lock()
