@@ -64,6 +64,23 @@ func TestPace(t *testing.T) {
 	}
 }
 
+// TestPaceRounds: batch sizes whose time at the rate a float64 does not
+// hold exactly (1,057 claims at 1,000 a second: 1.057 s) still go whole
+// milliseconds apart, not a nanosecond short.
+func TestPaceRounds(t *testing.T) {
+	p, _ := newFakePace(1000)
+	p.accepted()
+	for i, tc := range []struct {
+		n    int
+		want time.Duration
+	}{{1057, 0}, {1, 1057 * time.Millisecond}, {3, time.Millisecond}, {1, 3 * time.Millisecond}} {
+		p.accepted()
+		if got, err := p.wait(t.Context(), tc.n); err != nil || got != tc.want {
+			t.Fatalf("batch %d of %d claims waited %s, %v; want %s", i, tc.n, got, err, tc.want)
+		}
+	}
+}
+
 // TestPaceOff: without a rate nothing waits, however busy.
 func TestPaceOff(t *testing.T) {
 	p, c := newFakePace(0)
