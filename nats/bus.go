@@ -216,11 +216,40 @@ func (b *Bus) ensureStreams(ctx context.Context) error {
 		sc.Retention = jetstream.LimitsPolicy // every durable reads every message
 		sc.Discard = jetstream.DiscardOld
 		sc.Duplicates = b.cfg.Duplicates
-		if _, err := b.js.CreateOrUpdateStream(ctx, sc); err != nil {
+		if err := b.ensureStream(ctx, sc); err != nil {
 			return fmt.Errorf("stream %s: %w", sc.Name, err)
 		}
 	}
 	return nil
+}
+
+// streamTries is how often ensureStream asks the server, streamRetryWait
+// how long it waits after the first failure (doubled after each).
+const (
+	streamTries     = 4
+	streamRetryWait = 100 * time.Millisecond
+)
+
+// ensureStream creates or updates one stream. The server's own failures
+// (500: it could not create the stream's store, a cluster that is
+// electing a leader) are asked again a few times, 0.7 s in all; its
+// refusals of the config and other errors are final.
+func (b *Bus) ensureStream(ctx context.Context, sc jetstream.StreamConfig) error {
+	wait := streamRetryWait
+	for try := 1; ; try++ {
+		_, err := b.js.CreateOrUpdateStream(ctx, sc)
+		var apiErr *jetstream.APIError
+		if err == nil || try == streamTries || !errors.As(err, &apiErr) || apiErr.Code < 500 {
+			return err
+		}
+		b.logger.Warn("nats: create or update stream: retrying", "stream", sc.Name, "try", try, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 }
 
 func (b *Bus) deadStream() string { return b.cfg.Stream + "_DEAD" }

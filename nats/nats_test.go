@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -48,9 +50,12 @@ func TestBus(t *testing.T) {
 	})
 }
 
+// startTestServer starts an embedded server on dir until t ends. Its
+// warnings and errors go to t's log, shown when t fails.
 func startTestServer(t testing.TB, dir string) *Server {
 	t.Helper()
-	srv, err := StartEmbedded(t.Context(), dir, nil)
+	logger := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := StartEmbedded(t.Context(), dir, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,5 +503,80 @@ func TestPublishInvalid(t *testing.T) {
 	err := b.Consume(t.Context(), "quan.x", "bad.name", quan.ConsumeOptions{}, func(context.Context, quan.Message) error { return nil })
 	if quan.ErrorCode(err) != quan.EINVALID {
 		t.Errorf("Consume with durable bad.name: %v, want invalid", err)
+	}
+}
+
+// testLog writes to a test's log.
+type testLog struct{ t testing.TB }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log("nats server: " + strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// onRecord is a slog.Handler that calls fn with each record's message.
+type onRecord struct{ fn func(msg string) }
+
+func (h onRecord) Enabled(context.Context, slog.Level) bool      { return true }
+func (h onRecord) Handle(_ context.Context, r slog.Record) error { h.fn(r.Message); return nil }
+func (h onRecord) WithAttrs([]slog.Attr) slog.Handler            { return h }
+func (h onRecord) WithGroup(string) slog.Handler                 { return h }
+
+// TestOpenRetriesStreamStore: when the server fails to create a stream's
+// store (here a file lies where the stream's directory goes: a 500
+// "error creating store for stream", which CI once met with nothing in
+// the way), opening the bus asks again, and succeeds once the store can
+// be made; if it never can, the open fails with the server's error after
+// a few tries.
+func TestOpenRetriesStreamStore(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		clear bool // the obstacle goes at the first retry
+	}{{"Transient", true}, {"Lasting", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			srv := startTestServer(t, dir)
+			// The server makes its account's directories on the first
+			// stream: open a bus once to have them.
+			openTestBus(t, func(cfg Config) (*Bus, error) { return srv.Bus(t.Context(), cfg) })
+			streams := filepath.Join(dir, "jetstream", "$G", "streams")
+			blocker := filepath.Join(streams, "BLOCKED")
+			if err := os.WriteFile(blocker, []byte("not a directory"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The server deletes what lies in the way of a store it
+			// failed to make: a lasting obstacle is put back for each try.
+			var retries atomic.Int64
+			logger := slog.New(onRecord{func(msg string) {
+				if !strings.Contains(msg, "create or update stream: retrying") {
+					return
+				}
+				retries.Add(1)
+				if !tc.clear {
+					if err := os.WriteFile(blocker, []byte("not a directory"), 0o644); err != nil {
+						t.Error(err)
+					}
+				} else if err := os.Remove(blocker); err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Error(err)
+				}
+			}})
+			b, err := srv.Bus(t.Context(), Config{Stream: "BLOCKED", Namespace: "blocked", Logger: logger})
+			if !tc.clear {
+				if err == nil || !strings.Contains(err.Error(), "error creating store for stream") || retries.Load() != streamTries-1 {
+					t.Fatalf("open with the store blocked: %v after %d retries; want the server's error after %d", err, retries.Load(), streamTries-1)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("open after one failed try: %v", err)
+			}
+			t.Cleanup(func() { b.Drop(context.Background()); b.Close() })
+			if retries.Load() != 1 {
+				t.Errorf("%d retries, want 1", retries.Load())
+			}
+			if err := b.Publish(t.Context(), quan.Message{Subject: quan.ClaimBatchSubject, ID: "m1", Data: []byte("x")}); err != nil {
+				t.Errorf("publish on the bus opened at the second try: %v", err)
+			}
+		})
 	}
 }
