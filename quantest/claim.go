@@ -118,14 +118,14 @@ func testIssueClaimsOnce(t *testing.T, s ClaimStores) {
 	}
 }
 
-// testIssueClaimsCouponIDs: in a batch larger than one statement's rows,
-// every issued claim names the coupon its user got.
+// testIssueClaimsCouponIDs: in a batch as large as a transaction takes,
+// of users in no order, every issued claim names the coupon its user got.
 func testIssueClaimsCouponIDs(t *testing.T, s ClaimStores) {
-	const n = 1200
+	const n = quan.MaxClaimsPerTransaction
 	tpl := activeTemplate(t, s.TaskStores, "ids", n, 1)
 	cs := make([]*quan.Claim, n)
 	for i := range cs {
-		cs[i] = newClaim(tpl.ID, int64(1000+i))
+		cs[i] = newClaim(tpl.ID, int64(1000+i*7919%n)) // 7919, a prime, permutes 0 … n-1
 		cs[i].At = claimAt.Add(time.Duration(i) * time.Microsecond) // each its own, read back
 	}
 	got := issueClaims(t, s, cs...)
