@@ -484,7 +484,7 @@ func TestClaimTransactionsShareMessages(t *testing.T) {
 	r.s.Bus = handled
 	r.serve(t)
 	waitFor(t, "every message handed to a handler", func() bool { return handled.n.Load() == messages })
-	time.Sleep(50 * time.Millisecond) // for the last of them to queue its claims
+	time.Sleep(200 * time.Millisecond) // for the last of them to queue its claims
 	close(rec.release)
 	waitFor(t, "every claim issued", func() bool { return r.s.Counters.Issued.Load() == claims })
 	r.assertStock(t, 0)
