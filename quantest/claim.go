@@ -125,7 +125,8 @@ func testIssueClaimsCouponIDs(t *testing.T, s ClaimStores) {
 	tpl := activeTemplate(t, s.TaskStores, "ids", n, 1)
 	cs := make([]*quan.Claim, n)
 	for i := range cs {
-		cs[i] = newClaim(tpl.ID, int64(1000+i*7919%n)) // 7919, a prime, permutes 0 … n-1
+		// 7919, a prime, permutes 0 … n-1.
+		cs[i] = newClaim(tpl.ID, int64(1000+i*7919%n))
 		cs[i].At = claimAt.Add(time.Duration(i) * time.Microsecond) // each its own, read back
 	}
 	got := issueClaims(t, s, cs...)
