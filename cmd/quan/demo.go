@@ -4,12 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/app"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/sheet"
 )
 
@@ -22,74 +24,68 @@ type DemoCommand struct {
 // Run parses args and runs the demo.
 func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	local := localFlags{}
-	local.register(fs)
+	var cfg app.Config
+	cfg.Register(fs, app.Local)
 	n := fs.Int("n", 1_000_000, "target users in the generated file")
-	if err := c.Main.parseFlags(fs, args); err != nil {
+	var out outputFlags
+	out.register(fs)
+	if _, err := c.Main.parse(fs, args); err != nil {
 		return err
 	}
 	if *n < 1 {
-		return fmt.Errorf("demo: -n must be at least 1")
+		return cli.Usagef("demo: -n %d: want at least 1", *n)
 	}
-	a, closeStore, err := local.open(ctx, c.Main)
+	if err := cli.CheckOutput(out.Format); err != nil {
+		return err
+	}
+	cfg.Now = c.Main.Now
+	logger, err := cfg.NewLogger(c.Main.Stderr)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	out := c.Main.Stdout
+	a, err := app.Open(ctx, cfg, app.Local, logger)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	// With --output json, stdout carries the summary alone.
+	info := c.Main.Stdout
+	if out.Format == cli.OutputJSON {
+		info = io.Discard
+	}
 
 	// 1% duplicate and 0.5% invalid rows, and stock for 98% of the rows,
 	// so the summary shows each way a row can fail.
 	stock := max(1, int64(*n)-int64(*n)/50)
-	tpl, err := createDemoTemplate(ctx, c.Main, a, stock)
+	tpl, err := a.CreateDemoTemplate(ctx, stock)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: %w", err)
 	}
-	fmt.Fprintf(out, "template %d: %s, stock %s, one per user\n", tpl.ID, tpl.Name, thousands(tpl.Stock))
+	fmt.Fprintf(info, "template %d: %s, stock %s, one per user\n", tpl.ID, tpl.Name, cli.Thousands(tpl.Stock))
 
-	file := filepath.Join(local.DataDir, fmt.Sprintf("demo-users-%d.xlsx", *n))
+	file := filepath.Join(a.Config.DataDir, fmt.Sprintf("demo-users-%d.xlsx", *n))
 	start := time.Now()
 	st, err := sheet.GenerateFile(file, sheet.GenOptions{Rows: *n, Seed: uint64(time.Now().UnixNano()), DupRate: 0.01, InvalidRate: 0.005})
 	if err != nil {
 		return fmt.Errorf("demo: generate users: %w", err)
 	}
-	info, _ := os.Stat(file)
-	fmt.Fprintf(out, "generated %s: %s rows (%s duplicates, %s invalid), %.1f MB, in %s\n",
-		file, thousands(int64(st.Rows)), thousands(int64(st.Duplicates)), thousands(int64(st.Invalid)),
-		float64(info.Size())/1e6, time.Since(start).Round(time.Millisecond))
+	size := int64(0)
+	if fi, err := os.Stat(file); err == nil {
+		size = fi.Size()
+	}
+	fmt.Fprintf(info, "generated %s: %s rows (%s duplicates, %s invalid), %.1f MB, in %s\n",
+		file, cli.Thousands(int64(st.Rows)), cli.Thousands(int64(st.Duplicates)), cli.Thousands(int64(st.Invalid)),
+		float64(size)/1e6, time.Since(start).Round(time.Millisecond))
 
-	t, wall, err := runLocalTask(ctx, c.Main, a, file, quan.NewTask{Name: "demo", TemplateID: tpl.ID, FileName: filepath.Base(file)})
+	p := out.progress(c.Main.Stderr)
+	t, wall, err := a.RunTask(ctx, file, quan.NewTask{Name: "demo", TemplateID: tpl.ID, FileName: filepath.Base(file)}, p.Update)
 	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	p.Done(t, wall)
+	sum := cli.Summary{Task: t, Wall: wall, Report: t.ReportPath, TemplateID: tpl.ID, PeakRSS: cli.PeakRSS()}
+	if err := sum.Write(c.Main.Stdout, out.Format); err != nil {
 		return err
 	}
-	printSummary(out, t, wall, t.ReportPath)
-	fmt.Fprintf(out, "  peak memory %.0f MB (%d cores)\n", float64(peakRSS())/(1<<20), runtime.NumCPU())
 	return taskExit(t)
-}
-
-// createDemoTemplate makes an active 满100减10 template for shop 1.
-func createDemoTemplate(ctx context.Context, m *Main, a *app, stock int64) (*quan.Template, error) {
-	now := time.Now()
-	if m.Now != nil {
-		now = m.Now()
-	}
-	tpl, err := a.templates.Create(ctx, cliIdentity, quan.NewTemplate{
-		ShopNo: 1,
-		Stock:  stock,
-		TemplateSpec: quan.TemplateSpec{
-			Name:         "满100减10 demo",
-			Kind:         quan.KindThreshold,
-			Rule:         quan.Rule{Amount: 1000, Threshold: 10000},
-			Source:       quan.SourceShop,
-			Scope:        quan.Scope{Kind: quan.ScopeAll},
-			IssueStart:   now.Add(-time.Hour),
-			IssueEnd:     now.Add(30 * 24 * time.Hour),
-			Validity:     quan.Validity{Kind: quan.ValidRelative, Hours: 72},
-			PerUserLimit: 1,
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("demo: create template: %w", err)
-	}
-	return a.templates.Activate(ctx, cliIdentity, tpl.ID)
 }

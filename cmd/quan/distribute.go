@@ -13,10 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/app"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	qhttp "github.com/quanhq/quan/http"
 )
 
@@ -26,15 +27,11 @@ type DistributeCommand struct {
 	Main *Main
 }
 
-// cliIdentity is who local commands act as: they have the data folder, so
-// they may do anything.
-var cliIdentity = quan.Identity{Role: quan.RoleAdmin, Subject: "cli"}
-
 // Run parses args, runs the task and prints its summary.
 func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("distribute", flag.ContinueOnError)
-	local := localFlags{}
-	local.register(fs)
+	var cfg app.Config
+	cfg.Register(fs, app.Local)
 	template := fs.Int64("template", 0, "template id (required)")
 	name := fs.String("name", "", "task name (default: the file name)")
 	dry := fs.Bool("dry-run", false, "check the file and count, issue nothing")
@@ -42,39 +39,69 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 	notify := fs.String("notify", "", "comma-separated: inbox, popup, email, sms")
 	server := fs.String("server", "", "URL of a quan server to run the task on, e.g. http://localhost:8080 (default: the local data folder)")
 	token := fs.String("token", "", "bearer token for --server (a merchant's)")
+	var out outputFlags
+	out.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: quan distribute --template ID [flags] FILE")
+		fmt.Fprintln(fs.Output(), "usage: quan distribute FILE --template ID [flags]")
 		fs.PrintDefaults()
 	}
-	file, err := c.Main.parseFlagsArg(fs, args, "FILE")
+	pos, err := c.Main.parse(fs, args, "FILE")
 	if err != nil {
 		return err
 	}
+	file := pos[0]
 	if *template <= 0 {
-		return errors.New("distribute: --template is required")
+		return cli.Usagef("distribute: --template is required")
+	}
+	if err := cli.CheckOutput(out.Format); err != nil {
+		return err
 	}
 	if *name == "" {
 		*name = filepath.Base(file)
 	}
 	notifyTypes, err := quan.ParseNotifyTypes(*notify)
 	if err != nil {
-		return fmt.Errorf("distribute: --notify: %w", err)
+		return cli.Usagef("distribute: --notify: %v", err)
 	}
 	in := quan.NewTask{Name: *name, TemplateID: *template, Notify: notifyTypes, DryRun: *dry, Sheet: *sheetName, FileName: filepath.Base(file)}
 	if *server != "" {
-		return c.remote(ctx, *server, *token, file, in)
+		return c.remote(ctx, *server, *token, file, in, out)
 	}
-	a, closeStore, err := local.open(ctx, c.Main)
+	cfg.Now = c.Main.Now
+	logger, err := cfg.NewLogger(c.Main.Stderr)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	t, wall, err := runLocalTask(ctx, c.Main, a, file, in)
+	a, err := app.Open(ctx, cfg, app.Local, logger)
 	if err != nil {
 		return err
 	}
-	printSummary(c.Main.Stdout, t, wall, t.ReportPath)
+	defer a.Close()
+	p := out.progress(c.Main.Stderr)
+	t, wall, err := a.RunTask(ctx, file, in, p.Update)
+	if err != nil {
+		return fmt.Errorf("distribute %s: %w", file, err)
+	}
+	p.Done(t, wall)
+	if err := (cli.Summary{Task: t, Wall: wall, Report: t.ReportPath}).Write(c.Main.Stdout, out.Format); err != nil {
+		return err
+	}
 	return taskExit(t)
+}
+
+// outputFlags are --quiet and --output, of the commands that run a task.
+type outputFlags struct {
+	Quiet  bool
+	Format string
+}
+
+func (o *outputFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&o.Quiet, "quiet", false, "show no progress (the summary is still printed)")
+	fs.StringVar(&o.Format, "output", cli.OutputText, "the summary's form: text or json")
+}
+
+func (o outputFlags) progress(w io.Writer) *cli.Progress {
+	return cli.NewProgress(w, o.Quiet)
 }
 
 // taskExit turns a task that did not succeed into the command's error.
@@ -85,92 +112,8 @@ func taskExit(t *quan.Task) error {
 	return nil
 }
 
-// runLocalTask uploads file into the data folder, creates the task and runs
-// it in this process, drawing progress on stderr. It returns the finished
-// task and the wall time from creation to its end.
-func runLocalTask(ctx context.Context, m *Main, a *app, file string, in quan.NewTask) (*quan.Task, time.Duration, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, 0, fmt.Errorf("distribute: %w", err)
-	}
-	start := time.Now()
-	stored, err := a.tasks.Upload(ctx, f)
-	f.Close()
-	if err != nil {
-		return nil, 0, fmt.Errorf("distribute: %w", err)
-	}
-	in.File = stored
-	t, err := a.tasks.Create(ctx, cliIdentity, in)
-	if err != nil {
-		return nil, 0, fmt.Errorf("distribute: %w", err)
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait() // after stop: nothing may use the backends once they close
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	if a.distributor.Bus != nil {
-		// Chunks travel over the bus: this process applies them too, with
-		// any worker running.
-		wg.Go(func() {
-			if err := a.distributor.ServeChunks(runCtx); err != nil {
-				fmt.Fprintf(m.Stderr, "chunk consumer: %v\n", err)
-			}
-		})
-	}
-	runErr := make(chan error, 1)
-	quit, runnerDone := make(chan struct{}), make(chan struct{})
-	wg.Go(func() {
-		defer close(runnerDone)
-		for {
-			ran, err := a.distributor.RunOne(runCtx)
-			if err != nil || runCtx.Err() != nil {
-				runErr <- err
-				return
-			}
-			if !ran {
-				select {
-				case <-runCtx.Done():
-				case <-quit:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		}
-	})
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, 0, ctx.Err()
-		case err := <-runErr:
-			if err != nil {
-				return nil, 0, err
-			}
-		case <-tick.C:
-		}
-		cur, err := a.tasks.Get(ctx, cliIdentity, t.ID)
-		if err != nil {
-			return nil, 0, err
-		}
-		fmt.Fprintf(m.Stderr, "\r%s", progressLine(cur, time.Since(start)))
-		if cur.Status.Done() && (cur.ReportPath != "" || cur.Counts.FailedTotal() == 0 || cur.Status == quan.TaskFailed) {
-			fmt.Fprintln(m.Stderr)
-			wall := time.Since(start)
-			// Let the runner finish what follows the task's end (bringing
-			// the cache in line with the store) rather than cancel it.
-			close(quit)
-			select {
-			case <-runnerDone:
-			case <-time.After(10 * time.Second):
-			}
-			return cur, wall, nil
-		}
-	}
-}
-
 // remote uploads the file to a server, then follows the task's progress.
-func (c *DistributeCommand) remote(ctx context.Context, server, token, file string, in quan.NewTask) error {
+func (c *DistributeCommand) remote(ctx context.Context, server, token, file string, in quan.NewTask, out outputFlags) error {
 	server = strings.TrimSuffix(server, "/")
 	f, err := os.Open(file)
 	if err != nil {
@@ -207,6 +150,7 @@ func (c *DistributeCommand) remote(ctx context.Context, server, token, file stri
 	if err := apiCall(req, token, http.StatusCreated, &t); err != nil {
 		return fmt.Errorf("distribute: create task: %w", err)
 	}
+	p := out.progress(c.Main.Stderr)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -220,16 +164,19 @@ func (c *DistributeCommand) remote(ctx context.Context, server, token, file stri
 		if err := apiCall(req, token, http.StatusOK, &t); err != nil {
 			return fmt.Errorf("distribute: follow task: %w", err)
 		}
-		fmt.Fprintf(c.Main.Stderr, "\r%s", progressLine(t.Task, time.Since(start)))
 		if t.Status.Done() && (t.Report != "" || t.Failed == 0 || t.Status == quan.TaskFailed) {
-			fmt.Fprintln(c.Main.Stderr)
+			wall := time.Since(start)
+			p.Done(t.Task, wall)
 			report := ""
 			if t.Report != "" {
 				report = server + t.Report
 			}
-			printSummary(c.Main.Stdout, t.Task, time.Since(start), report)
+			if err := (cli.Summary{Task: t.Task, Wall: wall, Report: report}).Write(c.Main.Stdout, out.Format); err != nil {
+				return err
+			}
 			return taskExit(t.Task)
 		}
+		p.Update(t.Task, time.Since(start))
 	}
 }
 

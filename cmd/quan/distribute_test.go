@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/mysql/mysqltest"
 	"github.com/quanhq/quan/sheet"
 	"github.com/xuri/excelize/v2"
@@ -36,14 +37,12 @@ func run(t *testing.T, env map[string]string, now func() time.Time, args ...stri
 // localTemplate creates an active template in env's data folder.
 func localTemplate(t *testing.T, env map[string]string, stock, limit int64) *quan.Template {
 	t.Helper()
-	m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }}
-	l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), LogLevel: "warn"}
-	a, closeStore, err := l.open(context.Background(), m)
+	a, err := app.Open(context.Background(), app.Config{DataDir: env["QUAN_DATA"], StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), LogLevel: "warn"}, app.Local, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeStore()
-	tpl, err := createDemoTemplate(context.Background(), m, a, stock)
+	defer a.Close()
+	tpl, err := a.CreateDemoTemplate(context.Background(), stock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +133,12 @@ func testDistributeCLI(t *testing.T, env map[string]string) {
 	}
 
 	t.Run("PausedTemplate", func(t *testing.T) {
-		m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }}
-		l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), LogLevel: "warn"}
-		a, closeStore, err := l.open(context.Background(), m)
+		a, err := app.Open(context.Background(), app.Config{DataDir: env["QUAN_DATA"], StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), LogLevel: "warn"}, app.Local, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = a.templates.Pause(context.Background(), cliIdentity, tpl.ID)
-		closeStore()
+		_, err = a.Templates.Pause(context.Background(), app.CLI, tpl.ID)
+		a.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,15 +263,13 @@ func TestScheduledTaskStartsAfterRestart(t *testing.T) {
 		return cmd
 	}
 	srv := serve()
-	m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }, Now: clk.Now}
 	tok := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1 --ttl 1000h"))
-	l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: "sqlite:", LogLevel: "warn"}
-	a, closeStore, err := l.open(context.Background(), m)
+	a, err := app.Open(context.Background(), app.Config{DataDir: env["QUAN_DATA"], StoreURL: "sqlite:", LogLevel: "warn", Now: clk.Now}, app.Local, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl, err := createDemoTemplate(context.Background(), m, a, 10)
-	closeStore()
+	tpl, err := a.CreateDemoTemplate(context.Background(), 10)
+	a.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,18 +367,16 @@ func TestDistributeBrokenFilesCLI(t *testing.T) {
 func TestWorker(t *testing.T) {
 	env := testEnv(t)
 	tpl := localTemplate(t, env, 10, 1)
-	m := &Main{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(k string) string { return env[k] }}
-	l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: "sqlite:", LogLevel: "warn"}
-	a, closeStore, err := l.open(context.Background(), m)
+	a, err := app.Open(context.Background(), app.Config{DataDir: env["QUAN_DATA"], StoreURL: "sqlite:", LogLevel: "warn"}, app.Local, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeStore()
-	f, err := a.tasks.Upload(context.Background(), strings.NewReader("userId\n1\n2\n2\n"))
+	defer a.Close()
+	f, err := a.Tasks.Upload(context.Background(), strings.NewReader("userId\n1\n2\n2\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := a.tasks.Create(context.Background(), cliIdentity, quan.NewTask{Name: "w", TemplateID: tpl.ID, FileName: "u.csv", File: f})
+	task, err := a.Tasks.Create(context.Background(), app.CLI, quan.NewTask{Name: "w", TemplateID: tpl.ID, FileName: "u.csv", File: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +390,7 @@ func TestWorker(t *testing.T) {
 	}()
 	var got *quan.Task
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if got, err = a.tasks.Get(context.Background(), cliIdentity, task.ID); err == nil && got.Status.Done() {
+		if got, err = a.Tasks.Get(context.Background(), app.CLI, task.ID); err == nil && got.Status.Done() {
 			break
 		}
 	}
@@ -424,7 +417,7 @@ func TestRedact(t *testing.T) {
 		"mysql://root@db:3306/quan":        "mysql://root@db:3306/quan",
 		"sqlite:":                          "sqlite:",
 	} {
-		if got := redact(in); got != want {
+		if got := app.Redact(in); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/sheet"
 )
 
@@ -27,7 +28,7 @@ func (c *GenUsersCommand) Run(ctx context.Context, args []string) error {
 	dup := fs.Float64("dup", 0, "share of rows repeating an earlier user (0..1)")
 	invalid := fs.Float64("invalid", 0, "share of rows with an invalid user id (0..1)")
 	seed := fs.Uint64("seed", 1, "random seed: the same seed writes the same file")
-	if err := c.Main.parseFlags(fs, args); err != nil {
+	if _, err := c.Main.parse(fs, args); err != nil {
 		return err
 	}
 	opt := sheet.GenOptions{Rows: *n, Seed: *seed, DupRate: *dup, InvalidRate: *invalid, ChineseHeader: *chinese}
@@ -41,10 +42,10 @@ func (c *GenUsersCommand) Run(ctx context.Context, args []string) error {
 	case ext == ".xlsx":
 		opt.Format = sheet.GenXLSXInline
 	default:
-		return fmt.Errorf("gen-users: -o %q: the file name must end in .xlsx or .csv", *out)
+		return cli.Usagef("gen-users: -o %q: the file name must end in .xlsx or .csv", *out)
 	}
 	if *n < 0 || *dup < 0 || *dup >= 1 || *invalid < 0 || *invalid >= 1 || *dup+*invalid >= 1 {
-		return fmt.Errorf("gen-users: -n must be ≥ 0 and -dup, -invalid shares in [0, 1) summing below 1")
+		return cli.Usagef("gen-users: -n must be ≥ 0 and -dup, -invalid shares in [0, 1) summing below 1")
 	}
 	start := time.Now()
 	st, err := sheet.GenerateFile(*out, opt)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/mysql/mysqltest"
 	"github.com/quanhq/quan/sheet"
 )
@@ -25,7 +26,9 @@ import (
 func buildQuan(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "quan")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	// -buildvcs=true: the revision stamped in, whatever GOFLAGS says, so
+	// that `quan version` shows it.
+	out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -170,15 +173,13 @@ func checkExactlyOnce(t *testing.T, env map[string]string, id int64, tpl *quan.T
 	t.Helper()
 	data := env["QUAN_DATA"]
 	// Check the invariants on the store itself.
-	m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}
-	l := localFlags{DataDir: data, StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), CacheURL: env["QUAN_CACHE"], BusURL: env["QUAN_BUS"], LogLevel: "warn"}
-	a, closeStore, err := l.open(context.Background(), m)
+	a, err := app.Open(context.Background(), app.Config{DataDir: data, StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), CacheURL: env["QUAN_CACHE"], BusURL: env["QUAN_BUS"], LogLevel: "warn"}, app.Local, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeStore()
+	defer a.Close()
 	ctx := context.Background()
-	task, err := a.tasks.Get(ctx, cliIdentity, id)
+	task, err := a.Tasks.Get(ctx, app.CLI, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +192,11 @@ func checkExactlyOnce(t *testing.T, env map[string]string, id int64, tpl *quan.T
 		cnt.Failed.Duplicate != int64(gen.Duplicates) || cnt.Failed.InvalidID != int64(gen.Invalid) {
 		t.Fatalf("counts %+v for a file of %+v", cnt, gen)
 	}
-	got, err := a.templates.Get(ctx, cliIdentity, tpl.ID)
+	got, err := a.Templates.Get(ctx, app.CLI, tpl.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats, err := a.tasks.Tasks.(quan.CouponStore).CouponStats(ctx, tpl.ID, 0)
+	stats, err := a.Tasks.Tasks.(quan.CouponStore).CouponStats(ctx, tpl.ID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func checkExactlyOnce(t *testing.T, env map[string]string, id int64, tpl *quan.T
 	}
 	var n, last int64
 	for {
-		page, err := a.tasks.Tasks.Failures(ctx, id, last, 5000)
+		page, err := a.Tasks.Tasks.Failures(ctx, id, last, 5000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +223,7 @@ func checkExactlyOnce(t *testing.T, env map[string]string, id int64, tpl *quan.T
 	if n != cnt.FailedTotal() {
 		t.Fatalf("%d failure rows recorded, %d counted", n, cnt.FailedTotal())
 	}
-	if c := a.distributor.Cache; c != nil && strings.HasPrefix(env["QUAN_CACHE"], "redis") { // a shared cache, not this process's own
+	if c := a.Distributor.Cache; c != nil && strings.HasPrefix(env["QUAN_CACHE"], "redis") { // a shared cache, not this process's own
 		// The runner reconciles the cache with the store as the task ends,
 		// and a worker whose reload of the cache was under way then does
 		// once it is done: the two agree within a few seconds, not at once.

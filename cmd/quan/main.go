@@ -1,32 +1,40 @@
 // Command quan is the coupon platform's one binary: the API server and the
-// operator's tools, chosen by subcommand.
+// operator's tools, chosen by subcommand. Package app wires it; this
+// package parses command lines and prints.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
+
+	"github.com/quanhq/quan/cmd/quan/internal/bench"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
-	if err := m.Run(ctx, os.Args[1:]); err != nil {
-		if err != errUsage {
-			fmt.Fprintln(os.Stderr, "quan:", err)
-		}
-		os.Exit(2)
+	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	err := m.Run(ctx, os.Args[1:])
+	stop()
+	var usage *cli.UsageError
+	if err != nil && !errors.Is(err, cli.ErrHelp) && !(errors.As(err, &usage) && usage.Printed) {
+		fmt.Fprintln(os.Stderr, "quan:", err)
 	}
+	os.Exit(cli.ExitCode(err))
 }
 
 // Main runs one subcommand. Tests drive it in-process with their own
 // streams and environment.
 type Main struct {
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Getenv reads QUAN_* settings; only Main reads the environment.
 	Getenv func(string) string
@@ -44,6 +52,7 @@ Usage:
   quan distribute [flags] FILE     distribute a template to the users in an .xlsx or .csv file
   quan gen-users  [flags]          write a file of fake target users
   quan token      [flags]          mint a bearer token for development
+  quan version                     print the version and the source revision
   quan bench distribute [flags]    measure a distribution end to end
   quan bench read [flags]          measure the spreadsheet reader against excelize
   quan bench claim [flags]         load the claim API over HTTP and verify no claim is lost
@@ -51,15 +60,17 @@ Usage:
 
 Run 'quan COMMAND -h' for a command's flags. Every flag can also be set
 with an environment variable: --data is QUAN_DATA, --jwt-secret is
-QUAN_JWT_SECRET, and so on.
+QUAN_JWT_SECRET, and so on. Exit status: 0 done (or help), 1 failed,
+2 a command line that cannot run.
 `
 
 // Run dispatches args[0] to its subcommand. It returns when the command
-// finishes or, for serve, when ctx ends and the server has drained.
+// finishes or, for serve and worker, when ctx ends and the process has
+// drained. A *cli.UsageError means the command line was wrong.
 func (m *Main) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, usage)
-		return errUsage
+		return &cli.UsageError{Printed: true}
 	}
 	switch args[0] {
 	case "serve", "worker":
@@ -82,11 +93,53 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	case "demo":
 		return (&DemoCommand{Main: m}).Run(ctx, args[1:])
 	case "bench":
-		return (&BenchCommand{Main: m}).Run(ctx, args[1:])
-	case "help", "-h", "--help":
+		b := &bench.Command{Stdout: m.Stdout, Stderr: m.Stderr, Getenv: m.Getenv, Now: m.Now}
+		return b.Run(ctx, args[1:])
+	case "version", "--version", "-version":
+		fmt.Fprintln(m.Stdout, version())
+		return nil
+	case "help", "-h", "--help", "-help":
 		fmt.Fprint(m.Stdout, usage)
 		return nil
 	}
 	fmt.Fprintf(m.Stderr, "quan: unknown command %q\n\n%s", args[0], usage)
-	return errUsage
+	return &cli.UsageError{Printed: true}
+}
+
+// parse parses a command's flags, falling back to QUAN_* variables, and
+// returns its positional arguments, one for each of argNames.
+func (m *Main) parse(fs *flag.FlagSet, args []string, argNames ...string) ([]string, error) {
+	return cli.Parse(fs, args, m.Getenv, m.Stderr, argNames...)
+}
+
+// version is the module's version and the VCS revision it was built from,
+// as the Go toolchain recorded them.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "quan (no build information)"
+	}
+	v := "quan " + info.Main.Version
+	var rev, when, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = " (modified)"
+			}
+		}
+	}
+	if rev != "" {
+		v += ", revision " + rev + dirty
+	} else {
+		v += ", revision unknown (built with -buildvcs=false or outside a checkout)"
+	}
+	if when != "" {
+		v += ", " + when
+	}
+	return v + ", " + info.GoVersion
 }

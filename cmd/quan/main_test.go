@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"io"
 	"net/http"
 	"os"
@@ -154,17 +155,21 @@ func TestFlagsAndEnv(t *testing.T) {
 		args []string
 		env  map[string]string
 		want string // error text
+		code int    // exit status
 	}{
-		{"UnknownCommand", []string{"frobnicate"}, nil, "usage"},
-		{"UnknownStore", []string{"serve", "--store", "oracle://x"}, nil, `unknown scheme "oracle"`},
-		{"BadLogLevelFromEnv", []string{"serve"}, map[string]string{"QUAN_LOG_LEVEL": "loud"}, `log level "loud"`},
-		{"BadDurationFromEnv", []string{"serve"}, map[string]string{"QUAN_SHUTDOWN_TIMEOUT": "soon"}, "QUAN_SHUTDOWN_TIMEOUT"},
-		{"PersistRateTooLow", []string{"serve", "--claim-persist-rate", "10"}, nil, "--claim-persist-rate 10: want 0 (no limit) or at least 1000"},
-		{"PersistRateFromEnv", []string{"serve"}, map[string]string{"QUAN_CLAIM_PERSIST_RATE": "-5"}, "--claim-persist-rate -5"},
-		{"ShortSecret", []string{"serve", "--jwt-secret", "short"}, nil, "at least 32"},
-		{"TokenMerchantWithoutShop", []string{"token", "--role", "merchant"}, nil, "shop number"},
-		{"TokenUnknownRole", []string{"token", "--role", "root"}, nil, "unknown role"},
-		{"TokenStrayArgument", []string{"token", "extra"}, nil, "unexpected arguments"},
+		{"UnknownCommand", []string{"frobnicate"}, nil, `unknown command "frobnicate"`, 2},
+		{"UnknownFlag", []string{"demo", "--frobnicate"}, nil, "flag provided but not defined: -frobnicate", 2},
+		{"UnknownStore", []string{"serve", "--store", "oracle://x"}, nil, `unknown scheme "oracle"`, 1},
+		{"BadLogLevelFromEnv", []string{"serve"}, map[string]string{"QUAN_LOG_LEVEL": "loud"}, `--log-level "loud": use debug, info, warn or error`, 2},
+		{"BadDurationFromEnv", []string{"serve"}, map[string]string{"QUAN_SHUTDOWN_TIMEOUT": "soon"}, "QUAN_SHUTDOWN_TIMEOUT", 2},
+		{"PersistRateTooLow", []string{"serve", "--claim-persist-rate", "10"}, nil, "--claim-persist-rate 10: want 0 (no limit) or at least 1000", 2},
+		{"PersistRateFromEnv", []string{"serve"}, map[string]string{"QUAN_CLAIM_PERSIST_RATE": "-5"}, "--claim-persist-rate -5", 2},
+		{"ShortSecret", []string{"serve", "--jwt-secret", "short"}, nil, "at least 32", 1},
+		{"TokenMerchantWithoutShop", []string{"token", "--role", "merchant"}, nil, "shop number", 1},
+		{"TokenUnknownRole", []string{"token", "--role", "root"}, nil, "unknown role", 1},
+		{"TokenStrayArgument", []string{"token", "extra"}, nil, "unexpected arguments", 2},
+		{"DemoOutput", []string{"demo", "-n", "5", "--output", "yaml"}, nil, `--output "yaml": use text or json`, 2},
+		{"DistributeNoTemplate", []string{"distribute", "users.csv"}, nil, "--template is required", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,6 +185,9 @@ func TestFlagsAndEnv(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error()+out.String(), tt.want) {
 				t.Fatalf("err %v, output %q; want %q", err, out.String(), tt.want)
 			}
+			if got := cli.ExitCode(err); got != tt.code {
+				t.Errorf("exit status %d for %v, want %d", got, err, tt.code)
+			}
 		})
 	}
 	t.Run("FlagBeatsEnv", func(t *testing.T) {
@@ -191,13 +199,13 @@ func TestFlagsAndEnv(t *testing.T) {
 		if err := cmd.ParseFlags([]string{"--log-level", "error"}); err != nil {
 			t.Fatal(err)
 		}
-		if cmd.LogLevel != "error" || cmd.DataDir != env["QUAN_DATA"] {
-			t.Fatalf("log level %q data %q", cmd.LogLevel, cmd.DataDir)
+		if cmd.Config.LogLevel != "error" || cmd.Config.DataDir != env["QUAN_DATA"] {
+			t.Fatalf("log level %q data %q", cmd.Config.LogLevel, cmd.Config.DataDir)
 		}
 		env["QUAN_CLAIM_PERSIST_RATE"] = "5000"
 		cmd = &ServeCommand{Main: m}
-		if err := cmd.ParseFlags(nil); err != nil || cmd.PersistRate != 5000 {
-			t.Fatalf("QUAN_CLAIM_PERSIST_RATE=5000: persist rate %v, %v", cmd.PersistRate, err)
+		if err := cmd.ParseFlags(nil); err != nil || cmd.Config.Claims.PersistRate != 5000 {
+			t.Fatalf("QUAN_CLAIM_PERSIST_RATE=5000: persist rate %v, %v", cmd.Config.Claims.PersistRate, err)
 		}
 	})
 	t.Run("ServeReturnsOnCancel", func(t *testing.T) {

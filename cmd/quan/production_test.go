@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/mysql/mysqltest"
 	natsbus "github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/redis"
@@ -195,14 +196,13 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 
 	// A second process's view of the same backends: it changes the stock
 	// as a merchant would, through the template use case.
-	m := &Main{Stdout: &syncBuffer{}, Stderr: &syncBuffer{}, Getenv: func(k string) string { return env[k] }}
-	l := localFlags{DataDir: env["QUAN_DATA"], StoreURL: env["QUAN_STORE"], CacheURL: env["QUAN_CACHE"], BusURL: env["QUAN_BUS"], LogLevel: "warn"}
-	l.Runner.ChunkSize = 1000
-	a, closeAll, err := l.open(t.Context(), m)
+	cfg := app.Config{DataDir: env["QUAN_DATA"], StoreURL: env["QUAN_STORE"], CacheURL: env["QUAN_CACHE"], BusURL: env["QUAN_BUS"], LogLevel: "warn"}
+	cfg.Runner.ChunkSize = 1000
+	a, err := app.Open(t.Context(), cfg, app.Local, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeAll()
+	defer a.Close()
 	ctx := context.Background()
 
 	done := make(chan error, 1)
@@ -224,7 +224,7 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no task applied a chunk in 30s: %+v", task)
 		}
-		ts, _, err := a.tasks.List(ctx, cliIdentity, quan.TaskFilter{ShopNo: 1})
+		ts, _, err := a.Tasks.List(ctx, app.CLI, quan.TaskFilter{ShopNo: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,12 +243,12 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 	for range bursts {
 		go func() {
 			time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
-			_, err := a.templates.IncreaseStock(ctx, cliIdentity, tpl.ID, add)
+			_, err := a.Templates.IncreaseStock(ctx, app.CLI, tpl.ID, add)
 			if err != nil {
 				burst <- increase{err: err}
 				return
 			}
-			cur, err := a.tasks.Get(ctx, cliIdentity, task.ID)
+			cur, err := a.Tasks.Get(ctx, app.CLI, task.ID)
 			if err != nil {
 				burst <- increase{err: err}
 				return
@@ -258,7 +258,7 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 	}
 	losses := 0
 	for losses < 3 {
-		cur, err := a.tasks.Get(ctx, cliIdentity, task.ID)
+		cur, err := a.Tasks.Get(ctx, app.CLI, task.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,15 +287,15 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 		t.Fatalf("the cache was lost only %d times before the task ended: make it longer", losses)
 	}
 	total := int64(stock + bursts*add)
-	final, err := a.tasks.Get(ctx, cliIdentity, task.ID)
+	final, err := a.Tasks.Get(ctx, app.CLI, task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.templates.Get(ctx, cliIdentity, tpl.ID)
+	got, err := a.Templates.Get(ctx, app.CLI, tpl.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats, err := a.tasks.Tasks.(quan.CouponStore).CouponStats(ctx, tpl.ID, 0)
+	stats, err := a.Tasks.Tasks.(quan.CouponStore).CouponStats(ctx, tpl.ID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 		t.Fatalf("issued %d coupons (%+v) from a stock of %d with %d left, for %d valid users; want every coupon the stock allows and no more",
 			cnt.Issued, stats, total, got.Stock, gen.Unique)
 	}
-	st, err := a.distributor.Cache.State(ctx, tpl.ID)
+	st, err := a.Distributor.Cache.State(ctx, tpl.ID)
 	if err != nil {
 		t.Fatalf("cache state after the task: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/app"
 	qhttp "github.com/quanhq/quan/http"
 )
 
@@ -25,10 +26,10 @@ func (c *TokenCommand) Run(ctx context.Context, args []string) error {
 	user := fs.Int64("user", 0, "user id (user)")
 	sub := fs.String("sub", "", "subject (default: role:shop or role:user)")
 	ttl := fs.Duration("ttl", 24*time.Hour, "lifetime")
-	if err := c.Main.parseFlags(fs, args); err != nil {
+	if _, err := c.Main.parse(fs, args); err != nil {
 		return err
 	}
-	key, err := loadSecret(*data, *secret)
+	key, err := app.LoadSecret(*data, *secret)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package sheet
+package bench
 
 import (
 	"os"

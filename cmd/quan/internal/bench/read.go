@@ -1,4 +1,4 @@
-package sheet
+package bench
 
 import (
 	"context"
@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/quanhq/quan/sheet"
 )
 
-// BenchOptions configures Bench. The zero value benchmarks a million rows
+// readOptions configures benchRead. The zero value benchmarks a million rows
 // of each file kind with both readers, re-executing the running binary
 // (os.Executable) with ChildArgs.
-type BenchOptions struct {
+type readOptions struct {
 	// Rows per generated file; 0 means 1,000,000.
 	Rows int
 	// Dir receives the generated files; "" means a temporary directory
@@ -28,22 +30,22 @@ type BenchOptions struct {
 	Dir string
 	// Readers to measure, among "quan" and "excelize"; nil means both.
 	Readers []string
-	// ChildArgs come before the measurement arguments when Bench re-runs
-	// the binary: the binary wires them to BenchChild. For example
-	// cmd/quan can run Bench for "quan bench read -n N" with ChildArgs
+	// ChildArgs come before the measurement arguments when benchRead re-runs
+	// the binary: the binary wires them to readChild. For example
+	// cmd/quan can run benchRead for "quan bench read -n N" with ChildArgs
 	// {"bench", "read-child"} and map "quan bench read-child ARGS..." to
-	// BenchChild(ctx, os.Stdout, ARGS).
+	// readChild(ctx, os.Stdout, ARGS).
 	ChildArgs []string
 	// Command, if set, builds the child command for the given measurement
 	// arguments instead (tests use it to run the test binary).
 	Command func(ctx context.Context, args []string) *exec.Cmd
 }
 
-// Bench generates an inline-string and a shared-string xlsx and, for each,
+// benchRead generates an inline-string and a shared-string xlsx and, for each,
 // measures every reader in a child process of its own, so that each
 // figure of peak RSS belongs to one reader and one file. It writes a
 // table to w: rows/s, wall time, CPU time and peak RSS per measurement.
-func Bench(ctx context.Context, w io.Writer, opt BenchOptions) error {
+func benchRead(ctx context.Context, w io.Writer, opt readOptions) error {
 	if opt.Rows <= 0 {
 		opt.Rows = 1_000_000
 	}
@@ -74,10 +76,10 @@ func Bench(ctx context.Context, w io.Writer, opt BenchOptions) error {
 	fmt.Fprintf(w, "%-7s %9s %-9s %9s %8s %8s %12s %10s\n", "file", "size", "reader", "rows", "wall", "cpu", "rows/s", "peak RSS")
 	for _, kind := range []struct {
 		name   string
-		format GenFormat
-	}{{"inline", GenXLSXInline}, {"shared", GenXLSXShared}} {
+		format sheet.GenFormat
+	}{{"inline", sheet.GenXLSXInline}, {"shared", sheet.GenXLSXShared}} {
 		path := filepath.Join(dir, kind.name+".xlsx")
-		if _, err := GenerateFile(path, GenOptions{Format: kind.format, Rows: opt.Rows, Seed: 1, DupRate: 0.01, InvalidRate: 0.01}); err != nil {
+		if _, err := sheet.GenerateFile(path, sheet.GenOptions{Format: kind.format, Rows: opt.Rows, Seed: 1, DupRate: 0.01, InvalidRate: 0.01}); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
 		fi, err := os.Stat(path)
@@ -136,11 +138,11 @@ func parseBenchLine(s string) (benchResult, error) {
 	return r, fmt.Errorf("child printed no result: %q", s)
 }
 
-// BenchChild runs one measurement of Bench in the current process and
+// readChild runs one measurement of benchRead in the current process and
 // prints one result line to w. args are flags: -reader quan|excelize and
-// -file PATH. A binary calls it from the subcommand that Bench's
+// -file PATH. A binary calls it from the subcommand that benchRead's
 // ChildArgs name.
-func BenchChild(ctx context.Context, w io.Writer, args []string) error {
+func readChild(ctx context.Context, w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("bench-child", flag.ContinueOnError)
 	reader := fs.String("reader", "quan", "reader to measure: quan or excelize")
 	path := fs.String("file", "", "xlsx file to read")
@@ -167,12 +169,12 @@ func BenchChild(ctx context.Context, w io.Writer, args []string) error {
 }
 
 func benchQuan(ctx context.Context, path string) (int64, error) {
-	r, err := Open(path, Options{})
+	r, err := sheet.Open(path, sheet.Options{})
 	if err != nil {
 		return 0, err
 	}
 	defer r.Close()
-	buf := make([]Row, 5000)
+	buf := make([]sheet.Row, 5000)
 	var n int64
 	for {
 		k, err := r.Read(buf)

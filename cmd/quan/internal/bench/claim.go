@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -16,7 +16,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,12 +24,14 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/app"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	qhttp "github.com/quanhq/quan/http"
 )
 
 // claimBench are the flags of `quan bench claim`.
 type claimBench struct {
-	DataDir, StoreURL, CacheURL, BusURL, LogLevel string
+	Config app.Config
 
 	Conns        int
 	Requests     int
@@ -46,9 +47,7 @@ type claimBench struct {
 }
 
 func (b *claimBench) register(fs *flag.FlagSet) {
-	fs.StringVar(&b.DataDir, "data", "", "data folder of the server (default: a fresh temporary one, removed after)")
-	registerBackends(fs, &b.StoreURL, &b.CacheURL, &b.BusURL)
-	fs.StringVar(&b.LogLevel, "log-level", "warn", "the server's log level: debug, info, warn or error")
+	b.Config.RegisterBackends(fs, app.Local) // --data defaults to a fresh temporary folder, removed after
 	fs.IntVar(&b.Conns, "c", 1000, "concurrent keep-alive connections, one request in flight on each")
 	fs.IntVar(&b.Requests, "n", 200_000, "claims to send (at most: --duration may stop sooner)")
 	fs.Int64Var(&b.Stock, "stock", 0, "stock of the template claimed, one per user (default: -n)")
@@ -71,33 +70,31 @@ func (b *claimBench) validate() error {
 	}
 	switch {
 	case b.Conns < 1:
-		return fmt.Errorf("bench claim: -c %d: want at least 1", b.Conns)
+		return cli.Usagef("bench claim: -c %d: want at least 1", b.Conns)
 	case b.Requests < 1:
-		return fmt.Errorf("bench claim: -n %d: want at least 1", b.Requests)
+		return cli.Usagef("bench claim: -n %d: want at least 1", b.Requests)
 	case b.Users < 1:
-		return fmt.Errorf("bench claim: --users %d: want at least 1", b.Users)
+		return cli.Usagef("bench claim: --users %d: want at least 1", b.Users)
 	case b.Stock < 1 || b.Stock > quan.MaxStock:
-		return fmt.Errorf("bench claim: --stock %d: want 1 to %d", b.Stock, quan.MaxStock)
+		return cli.Usagef("bench claim: --stock %d: want 1 to %d", b.Stock, quan.MaxStock)
 	case b.Duration < 0:
-		return fmt.Errorf("bench claim: --duration %s: want a positive duration", b.Duration)
+		return cli.Usagef("bench claim: --duration %s: want a positive duration", b.Duration)
 	}
-	return b.checkFreshDB(b.StoreURL)
+	return b.checkFreshDB(b.Config)
 }
 
 // setup names the backends of the run.
 func (b *claimBench) setup() string {
-	store, _, _ := strings.Cut(b.StoreURL, ":")
-	cache, _, _ := strings.Cut(b.CacheURL, ":")
-	if cache == "" || cache == "none" {
+	store, cache, bus := app.Kinds(b.Config)
+	if cache == "none" {
 		cache = "mem" // claims reserve in the process without a cache
 	}
-	bus, _, _ := strings.Cut(cmp.Or(b.BusURL, "embedded:"), ":")
 	if bus == "embedded" {
 		bus = "embedded nats"
 	}
 	paced := ""
 	if b.PersistRate > 0 {
-		paced = fmt.Sprintf(", store writes paced at %s claims/s while claims arrive", thousands(int64(b.PersistRate)))
+		paced = fmt.Sprintf(", store writes paced at %s claims/s while claims arrive", cli.Thousands(int64(b.PersistRate)))
 	}
 	return fmt.Sprintf("store %s%s, cache %s, bus %s%s", store, b.database(), cache, bus, paced)
 }
@@ -111,67 +108,57 @@ func (b *claimBench) setup() string {
 // It writes into whatever the backends name: with --fresh-db into a new
 // database, redis key prefix, nats stream and namespace of its own
 // (freshDB), all dropped when it returns, however it ends.
-func (c *BenchCommand) claim(ctx context.Context, args []string) error {
+func (c *Command) claim(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench claim", flag.ContinueOnError)
 	var b claimBench
 	b.register(fs)
-	if err := c.Main.parseFlags(fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if err := b.validate(); err != nil {
 		return err
 	}
-	out := c.Main.Stdout
-	if b.DataDir == "" {
+	out := c.Stdout
+	if !cli.IsSet(fs, "data") {
 		dir, err := os.MkdirTemp("", "quan-bench-claim-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		b.DataDir = dir
+		b.Config.DataDir = dir
 	}
-	if b.FreshDB {
-		// Dropped after the server below is closed: deferred before it.
-		l := localFlags{StoreURL: b.StoreURL, CacheURL: b.CacheURL, BusURL: b.BusURL, DataDir: b.DataDir}
-		drop, err := b.isolateAll(ctx, c.Main, &l)
-		if err != nil {
-			return err
-		}
-		defer drop()
-		b.StoreURL, b.CacheURL, b.BusURL = l.StoreURL, l.CacheURL, l.BusURL
-	}
-	srv := &ServeCommand{Main: c.Main}
-	serveArgs := []string{"--addr", "127.0.0.1:0", "--data", b.DataDir, "--store", b.StoreURL,
-		"--cache", b.CacheURL, "--bus", b.BusURL, "--log-level", b.LogLevel, "--runner=false"}
-	if !b.RateLimits {
-		serveArgs = append(serveArgs, "--claim-rate-user", "0", "--claim-rate-template", "0")
-	}
-	if b.PersistRate != 0 {
-		serveArgs = append(serveArgs, "--claim-persist-rate", strconv.FormatFloat(b.PersistRate, 'f', -1, 64))
-	}
-	if err := srv.ParseFlags(serveArgs); err != nil {
+	// Dropped after the server below is closed: deferred before it.
+	drop, err := b.isolate(ctx, c.Stderr, &b.Config)
+	if err != nil {
 		return err
 	}
-	if err := srv.Open(ctx); err != nil {
-		srv.Close()
+	defer drop()
+	cfg := b.Config
+	cfg.Runner.Off = true
+	cfg.Claims = app.Claims{Limits: app.DefaultClaimLimits, PersistRate: b.PersistRate}
+	if !b.RateLimits {
+		cfg.Claims.Limits = quan.ClaimLimits{}
+	}
+	srv, err := startServer(ctx, c, cfg)
+	if err != nil {
 		return fmt.Errorf("bench claim: start the server: %w", err)
 	}
 	defer srv.Close()
-	svc := srv.server.Claims
+	svc := srv.app.Claims
 
-	tpl, err := createDemoTemplate(ctx, c.Main, &app{templates: srv.server.Templates}, b.Stock)
+	tpl, err := srv.app.CreateDemoTemplate(ctx, b.Stock)
 	if err != nil {
 		return fmt.Errorf("bench claim: %w", err)
 	}
-	gen, err := claimLoad(b, srv.DataDir)
+	gen, err := claimLoad(b, srv.tokens)
 	if err != nil {
 		return err
 	}
-	gen.URL = fmt.Sprintf("%s/api/v1/templates/%d/claim", srv.URL(), tpl.ID)
-	gen.WarmURL = srv.URL() + "/healthz"
+	gen.URL = fmt.Sprintf("%s/api/v1/templates/%d/claim", srv.http.URL(), tpl.ID)
+	gen.WarmURL = srv.http.URL() + "/healthz"
 	fmt.Fprintf(out, "bench claim: %s; template %d, stock %s, %s users, %s requests on %s connections; client and server share the %d cores (GOMAXPROCS %d)\n",
-		b.setup(), tpl.ID, thousands(b.Stock), thousands(int64(len(gen.Auth))), thousands(int64(len(gen.Order))),
-		thousands(int64(b.Conns)), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+		b.setup(), tpl.ID, cli.Thousands(b.Stock), cli.Thousands(int64(len(gen.Auth))), cli.Thousands(int64(len(gen.Order))),
+		cli.Thousands(int64(b.Conns)), runtime.NumCPU(), runtime.GOMAXPROCS(0))
 
 	runtime.GC()
 	if b.CPUProfile != "" {
@@ -196,9 +183,9 @@ func (c *BenchCommand) claim(ctx context.Context, args []string) error {
 		fmt.Fprintf(out, "bench claim: CPU during the load: %s\n", line)
 	}
 	fmt.Fprintf(out, "bench claim: 202 accepted %s (%s claims/s), 409 sold_out %s, 409 limit_reached %s, other 409 %s, 429 %s, other status %s, no response %s%s\n",
-		thousands(res.Accepted), thousands(perSecond(res.Accepted, res.Wall)), thousands(res.SoldOut),
-		thousands(res.Limit), thousands(res.Conflict), thousands(res.RateLimited), thousands(res.Other),
-		thousands(res.Errors), res.firstProblem())
+		cli.Thousands(res.Accepted), cli.Thousands(perSecond(res.Accepted, res.Wall)), cli.Thousands(res.SoldOut),
+		cli.Thousands(res.Limit), cli.Thousands(res.Conflict), cli.Thousands(res.RateLimited), cli.Thousands(res.Other),
+		cli.Thousands(res.Errors), res.firstProblem())
 
 	if err := waitDrained(ctx, svc); err != nil {
 		return fmt.Errorf("bench claim: %w", err)
@@ -207,9 +194,9 @@ func (c *BenchCommand) claim(ctx context.Context, args []string) error {
 	pprof.StopCPUProfile()
 	issued := persisted(svc)
 	fmt.Fprintf(out, "bench claim: drain: %s persisted when the load ended, all %s %s after it began: %s coupons/s written to the store; the last %s in %s after the load, %s/s (%d cores)\n",
-		thousands(persistedAtEnd), thousands(issued), drained.Sub(res.Start).Round(time.Millisecond),
-		thousands(perSecond(issued, drained.Sub(res.Start))), thousands(issued-persistedAtEnd),
-		drained.Sub(ended).Round(time.Millisecond), thousands(perSecond(issued-persistedAtEnd, drained.Sub(ended))), runtime.NumCPU())
+		cli.Thousands(persistedAtEnd), cli.Thousands(issued), drained.Sub(res.Start).Round(time.Millisecond),
+		cli.Thousands(perSecond(issued, drained.Sub(res.Start))), cli.Thousands(issued-persistedAtEnd),
+		drained.Sub(ended).Round(time.Millisecond), cli.Thousands(perSecond(issued-persistedAtEnd, drained.Sub(ended))), runtime.NumCPU())
 
 	audit, err := auditClaims(ctx, srv, tpl, res)
 	if err != nil {
@@ -238,28 +225,20 @@ func (c *BenchCommand) claim(ctx context.Context, args []string) error {
 		fmt.Fprintf(out, "bench claim: CPU during the ceiling's load: %s\n", line)
 	}
 	if ceil.Accepted != ceil.Sent {
-		return fmt.Errorf("bench claim: ceiling: %s of %s requests failed%s", thousands(ceil.Sent-ceil.Accepted), thousands(ceil.Sent), ceil.firstProblem())
+		return fmt.Errorf("bench claim: ceiling: %s of %s requests failed%s", cli.Thousands(ceil.Sent-ceil.Accepted), cli.Thousands(ceil.Sent), ceil.firstProblem())
 	}
 	claims, ceiling := perSecondF(res.Accepted, res.Wall), perSecondF(ceil.Sent, ceil.Wall)
 	fmt.Fprintf(out, "bench claim: claims/ceiling %.2f× (%s accepted claims/s ÷ %s req/s); requests/ceiling %.2f× (%d cores)\n",
-		claims/ceiling, thousands(int64(claims)), thousands(int64(ceiling)),
+		claims/ceiling, cli.Thousands(int64(claims)), cli.Thousands(int64(ceiling)),
 		perSecondF(res.Sent, res.Wall)/ceiling, runtime.NumCPU())
 	return nil
 }
 
 // claimLoad mints a token for each of b.Users users (as many as the
-// requests can name) with the server's secret in dataDir, and orders the
+// requests can name) with the server's tokens, and orders the
 // requests: request k comes from user k mod Users, shuffled, so that
 // repeats are spread over the run.
-func claimLoad(b claimBench, dataDir string) (*loadGen, error) {
-	secret, err := loadSecret(dataDir, "")
-	if err != nil {
-		return nil, fmt.Errorf("bench claim: %w", err)
-	}
-	tokens, err := qhttp.NewTokens(secret, nil)
-	if err != nil {
-		return nil, fmt.Errorf("bench claim: %w", err)
-	}
+func claimLoad(b claimBench, tokens *qhttp.Tokens) (*loadGen, error) {
 	users := min(b.Users, b.Requests)
 	auth := make([][]string, users)
 	for i := range auth {
@@ -298,7 +277,7 @@ func waitDrained(ctx context.Context, svc *quan.ClaimService) error {
 			last, since = n, time.Now()
 		}
 		if time.Since(since) > time.Minute {
-			return fmt.Errorf("drain stalled: %s of %s accepted claims persisted, none for a minute", thousands(n), thousands(svc.Counters.Accepted.Load()))
+			return fmt.Errorf("drain stalled: %s of %s accepted claims persisted, none for a minute", cli.Thousands(n), cli.Thousands(svc.Counters.Accepted.Load()))
 		}
 		select {
 		case <-ctx.Done():
@@ -320,8 +299,8 @@ type claimAudit struct {
 	StoreStock     int64
 }
 
-func auditClaims(ctx context.Context, srv *ServeCommand, tpl *quan.Template, res *loadResult) (claimAudit, error) {
-	svc := srv.server.Claims
+func auditClaims(ctx context.Context, srv *server, tpl *quan.Template, res *loadResult) (claimAudit, error) {
+	svc := srv.app.Claims
 	a := claimAudit{Stock: tpl.Stock, Accepted: svc.Counters.Accepted.Load(), ClientAccepted: res.Accepted, ClientErrors: res.Errors}
 	var err error
 	if a.Coupons, err = svc.Coupons.CouponStats(ctx, tpl.ID, 0); err != nil {
@@ -331,7 +310,7 @@ func auditClaims(ctx context.Context, srv *ServeCommand, tpl *quan.Template, res
 	if err != nil {
 		return a, fmt.Errorf("the cache's state: %w", err)
 	}
-	t, err := srv.server.Templates.Get(ctx, cliIdentity, tpl.ID)
+	t, err := srv.app.Templates.Get(ctx, app.CLI, tpl.ID)
 	if err != nil {
 		return a, err
 	}
@@ -345,31 +324,31 @@ func auditClaims(ctx context.Context, srv *ServeCommand, tpl *quan.Template, res
 func (a claimAudit) check() error {
 	var errs []error
 	if a.Coupons.Coupons != a.Accepted {
-		errs = append(errs, fmt.Errorf("%s coupons issued for %s accepted claims", thousands(a.Coupons.Coupons), thousands(a.Accepted)))
+		errs = append(errs, fmt.Errorf("%s coupons issued for %s accepted claims", cli.Thousands(a.Coupons.Coupons), cli.Thousands(a.Accepted)))
 	}
 	// A request without a response may have been accepted all the same.
 	if a.ClientErrors == 0 && a.ClientAccepted != a.Accepted {
-		errs = append(errs, fmt.Errorf("the client read %s 202s, the server accepted %s claims", thousands(a.ClientAccepted), thousands(a.Accepted)))
+		errs = append(errs, fmt.Errorf("the client read %s 202s, the server accepted %s claims", cli.Thousands(a.ClientAccepted), cli.Thousands(a.Accepted)))
 	}
 	if a.Coupons.Coupons > a.Stock {
-		errs = append(errs, fmt.Errorf("oversold: %s coupons issued of a stock of %s", thousands(a.Coupons.Coupons), thousands(a.Stock)))
+		errs = append(errs, fmt.Errorf("oversold: %s coupons issued of a stock of %s", cli.Thousands(a.Coupons.Coupons), cli.Thousands(a.Stock)))
 	}
 	if a.Coupons.MaxPerUser > 1 {
 		errs = append(errs, fmt.Errorf("over the limit: a user holds %d coupons, one is the limit", a.Coupons.MaxPerUser))
 	}
 	if a.CacheStock != a.StoreStock {
-		errs = append(errs, fmt.Errorf("the cache's stock %s is not the store's %s", thousands(a.CacheStock), thousands(a.StoreStock)))
+		errs = append(errs, fmt.Errorf("the cache's stock %s is not the store's %s", cli.Thousands(a.CacheStock), cli.Thousands(a.StoreStock)))
 	}
 	if a.StoreStock != a.Stock-a.Coupons.Coupons {
-		errs = append(errs, fmt.Errorf("the store's stock %s is not %s less %s issued", thousands(a.StoreStock), thousands(a.Stock), thousands(a.Coupons.Coupons)))
+		errs = append(errs, fmt.Errorf("the store's stock %s is not %s less %s issued", cli.Thousands(a.StoreStock), cli.Thousands(a.Stock), cli.Thousands(a.Coupons.Coupons)))
 	}
 	return errors.Join(errs...)
 }
 
 func (a claimAudit) String() string {
 	return fmt.Sprintf("%s coupons issued == %s accepted claims (no claim lost), ≤ stock %s (no oversell), at most %d per user (no over-limit), cache stock %s == store stock %s",
-		thousands(a.Coupons.Coupons), thousands(a.Accepted), thousands(a.Stock), a.Coupons.MaxPerUser,
-		thousands(a.CacheStock), thousands(a.StoreStock))
+		cli.Thousands(a.Coupons.Coupons), cli.Thousands(a.Accepted), cli.Thousands(a.Stock), a.Coupons.MaxPerUser,
+		cli.Thousands(a.CacheStock), cli.Thousands(a.StoreStock))
 }
 
 // ceilingKey returns a key of the run's own for runCeiling, outside any
@@ -396,7 +375,7 @@ func runCeiling(ctx context.Context, redisURL, key string, gen *loadGen) (_ *loa
 	opt.DisableCache = true
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, fmt.Errorf("--ceiling-redis %s: %w", redact(redisURL), err)
+		return nil, fmt.Errorf("--ceiling-redis %s: %w", app.Redact(redisURL), err)
 	}
 	defer client.Close()
 	ttl := int64((time.Hour + gen.Duration).Seconds())
@@ -623,7 +602,7 @@ var (
 
 func (r *loadResult) summary() string {
 	return fmt.Sprintf("%s requests in %s: %s req/s, latency p50 %s p99 %s max %s",
-		thousands(r.Sent), r.Wall.Round(time.Millisecond), thousands(perSecond(r.Sent, r.Wall)),
+		cli.Thousands(r.Sent), r.Wall.Round(time.Millisecond), cli.Thousands(perSecond(r.Sent, r.Wall)),
 		fmtLatency(r.Lat.quantile(0.50)), fmtLatency(r.Lat.quantile(0.99)), fmtLatency(time.Duration(r.Lat.max.Load())))
 }
 
@@ -715,4 +694,53 @@ func (l *latencies) quantile(q float64) time.Duration {
 		}
 	}
 	return time.Duration(l.max.Load())
+}
+
+// server is quan serving the claim API in this process, as `quan serve
+// --runner=false` would, on 127.0.0.1 and a free port.
+type server struct {
+	app    *app.App
+	http   *qhttp.Server
+	tokens *qhttp.Tokens
+}
+
+// startServer opens quan on cfg as a Server and serves its API.
+func startServer(ctx context.Context, c *Command, cfg app.Config) (*server, error) {
+	a, err := c.openApp(ctx, cfg, app.Server)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{app: a}
+	secret, err := app.LoadSecret(a.Config.DataDir, "")
+	if err == nil {
+		s.tokens, err = qhttp.NewTokens(secret, c.Now)
+	}
+	if err == nil {
+		err = a.Start()
+	}
+	if err == nil {
+		s.http = a.HTTPServer(s.tokens)
+		if err = s.http.Open("127.0.0.1:0"); err != nil {
+			s.http = nil
+		}
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close drains the server's requests, stops its loops and closes its
+// backends. It is safe to call twice.
+func (s *server) Close() error {
+	var err error
+	if s.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = s.http.Close(ctx)
+		s.http = nil
+	}
+	s.app.Close()
+	return err
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"cmp"
@@ -25,16 +25,15 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" driver the raw connections use
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/app"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/mysql"
-	natsbus "github.com/quanhq/quan/nats"
 )
 
 // walletBench are the flags of `quan bench wallet lock` and `quan bench
 // wallet sweep`.
 type walletBench struct {
-	DataDir    string
-	StoreURL   string
-	LogLevel   string
+	Config     app.Config
 	FreshDB    bool
 	Conns      int
 	N          int
@@ -51,9 +50,9 @@ type walletBench struct {
 const storeConns = 16
 
 func (b *walletBench) register(fs *flag.FlagSet, verb string) {
-	fs.StringVar(&b.DataDir, "data", "", "data folder (default: a fresh temporary one, removed after)")
-	fs.StringVar(&b.StoreURL, "store", "sqlite:", storeHelp)
-	fs.StringVar(&b.LogLevel, "log-level", "warn", "debug, info, warn or error")
+	// --data defaults to a fresh temporary folder, removed after; the
+	// cache and the bus are not used.
+	b.Config.RegisterBackends(fs, app.Local)
 	fs.BoolVar(&b.FreshDB, "fresh-db", false, "with a mysql:// store: run in a new database quan_bench_RANDOM on the server --store names (its own database only serves to connect), dropped at the end")
 	fs.StringVar(&b.CPUProfile, "cpuprofile", "", "write a CPU profile to this file: of the service's orders (lock), of the sweep without a bus (sweep)")
 	switch verb {
@@ -72,25 +71,23 @@ func (b *walletBench) register(fs *flag.FlagSet, verb string) {
 func (b *walletBench) validate(verb string) error {
 	switch {
 	case b.N < 1:
-		return fmt.Errorf("bench wallet %s: -n %d: want at least 1", verb, b.N)
+		return cli.Usagef("bench wallet %s: -n %d: want at least 1", verb, b.N)
 	case verb == "lock" && b.Conns < 1:
-		return fmt.Errorf("bench wallet lock: -c %d: want at least 1", b.Conns)
+		return cli.Usagef("bench wallet lock: -c %d: want at least 1", b.Conns)
 	case verb == "lock" && b.RawConns < 1:
-		return fmt.Errorf("bench wallet lock: --raw-conns %d: want at least 1", b.RawConns)
+		return cli.Usagef("bench wallet lock: --raw-conns %d: want at least 1", b.RawConns)
 	case verb == "sweep" && b.Batch < 1:
-		return fmt.Errorf("bench wallet sweep: --batch %d: want at least 1", b.Batch)
+		return cli.Usagef("bench wallet sweep: --batch %d: want at least 1", b.Batch)
 	case verb == "sweep" && b.Sweepers < 1:
-		return fmt.Errorf("bench wallet sweep: --sweepers %d: want at least 1", b.Sweepers)
-	case b.FreshDB && !strings.HasPrefix(b.StoreURL, "mysql:"):
-		return fmt.Errorf("bench wallet %s: --fresh-db makes a MySQL database: use --store mysql://", verb)
+		return cli.Usagef("bench wallet sweep: --sweepers %d: want at least 1", b.Sweepers)
 	}
 	return nil
 }
 
 // wallet dispatches "bench wallet lock" and "bench wallet sweep".
-func (c *BenchCommand) wallet(ctx context.Context, args []string) error {
+func (c *Command) wallet(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("bench wallet: say what to measure: lock or sweep")
+		return cli.Usagef("bench wallet: say what to measure: lock or sweep")
 	}
 	switch args[0] {
 	case "lock":
@@ -98,14 +95,14 @@ func (c *BenchCommand) wallet(ctx context.Context, args []string) error {
 	case "sweep":
 		return c.walletSweep(ctx, args[1:])
 	}
-	return fmt.Errorf("bench wallet: unknown benchmark %q: use lock or sweep", args[0])
+	return cli.Usagef("bench wallet: unknown benchmark %q: use lock or sweep", args[0])
 }
 
 // walletEnv is what both wallet benchmarks run on: the store, the wallet
 // service over it without a bus, a template, and bare SQL on the same
 // database.
 type walletEnv struct {
-	m      *Main
+	app    *app.App
 	b      walletBench
 	setup  string
 	wallet *quan.WalletService
@@ -117,18 +114,18 @@ type walletEnv struct {
 // openWalletEnv opens the store --store names, in a database of its own
 // with --fresh-db, creates an active template (the demo's: 10 off 100, shop
 // coupons, 72 hours valid) and opens bare connections next to the store's.
-func (c *BenchCommand) openWalletEnv(ctx context.Context, verb string, args []string) (*walletEnv, error) {
+func (c *Command) openWalletEnv(ctx context.Context, verb string, args []string) (*walletEnv, error) {
 	fs := flag.NewFlagSet("bench wallet "+verb, flag.ContinueOnError)
 	var b walletBench
 	b.register(fs, verb)
-	if err := c.Main.parseFlags(fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return nil, err
 	}
 	if err := b.validate(verb); err != nil {
 		return nil, err
 	}
 	var closers []func()
-	e := &walletEnv{m: c.Main, close: func() {
+	e := &walletEnv{close: func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
@@ -137,55 +134,52 @@ func (c *BenchCommand) openWalletEnv(ctx context.Context, verb string, args []st
 		e.close()
 		return nil, fmt.Errorf("bench wallet %s: %w", verb, err)
 	}
-	if b.DataDir == "" {
+	if !cli.IsSet(fs, "data") {
 		dir, err := os.MkdirTemp("", "quan-bench-wallet-")
 		if err != nil {
 			return fail(err)
 		}
 		closers = append(closers, func() { os.RemoveAll(dir) })
-		b.DataDir = dir
+		b.Config.DataDir = dir
 	}
-	if err := os.MkdirAll(b.DataDir, 0o700); err != nil {
+	fresh := freshDB{FreshDB: b.FreshDB, cmd: "bench wallet " + verb}
+	if err := fresh.checkFreshDB(b.Config); err != nil {
 		return fail(err)
 	}
-	db := ""
-	if b.FreshDB {
-		l := localFlags{StoreURL: b.StoreURL}
-		var p benchProd
-		drop, err := p.isolate(ctx, c.Main, &l)
-		if err != nil {
-			return fail(err)
-		}
-		closers = append(closers, drop)
-		b.StoreURL, db = l.StoreURL, " (database "+p.db+")"
-	}
-	logger, err := newLogger(c.Main.Stderr, b.LogLevel, "text")
+	drop, err := fresh.isolate(ctx, c.Stderr, &b.Config)
 	if err != nil {
 		return fail(err)
 	}
-	st, closeStore, err := openStore(ctx, b.StoreURL, b.DataDir, logger)
+	closers = append(closers, drop)
+	// A Server's wiring: its wallet publishes the coupons' events on an
+	// embedded NATS bus, which the sweep with a bus uses. Nothing is
+	// started: the bench drives the services itself.
+	cfg := b.Config
+	cfg.CacheURL, cfg.BusURL = "none", "embedded:"
+	a, err := c.openApp(ctx, cfg, app.Server)
 	if err != nil {
 		return fail(err)
 	}
-	closers = append(closers, closeStore)
-	e.wallet = &quan.WalletService{Coupons: st.store, Templates: st.store, Now: c.Main.Now, Logger: logger}
-	e.tpl, err = createDemoTemplate(ctx, c.Main, &app{templates: &quan.TemplateService{Store: st.store, Now: c.Main.Now, Logger: logger}}, int64(b.N))
-	if err != nil {
+	closers = append(closers, a.Close)
+	e.app = a
+	st := a.Backends.Store
+	e.wallet = &quan.WalletService{Coupons: st, Templates: st, Now: c.Now, Logger: a.Logger}
+	if e.tpl, err = a.CreateDemoTemplate(ctx, int64(b.N)); err != nil {
 		return fail(err)
 	}
-	e.raw, err = openWalletSQL(ctx, b.StoreURL, b.DataDir, b.RawConns)
+	e.raw, err = openWalletSQL(ctx, a.Config.StoreURL, a.Config.DataDir, b.RawConns)
 	if err != nil {
 		return fail(err)
 	}
 	closers = append(closers, func() { e.raw.db.Close() })
-	engine, _, _ := strings.Cut(b.StoreURL, ":")
-	e.b, e.setup = b, engine+db
+	store, _, _ := app.Kinds(a.Config)
+	e.b, e.setup = b, store+fresh.database()
 	return e, nil
 }
 
 func (e *walletEnv) now() time.Time {
-	if e.m.Now != nil {
-		return e.m.Now().UTC()
+	if now := e.app.Config.Now; now != nil {
+		return now().UTC()
 	}
 	return time.Now().UTC()
 }
@@ -217,13 +211,13 @@ func (e *walletEnv) profile() (func(), error) {
 // transaction. Neither writes anything else per order: the service runs
 // without a bus, so it publishes no events. It fails unless every order
 // ended with its coupon used by it.
-func (c *BenchCommand) walletLock(ctx context.Context, args []string) error {
+func (c *Command) walletLock(ctx context.Context, args []string) error {
 	e, err := c.openWalletEnv(ctx, "lock", args)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	out, n := c.Main.Stdout, e.b.N
+	out, n := c.Stdout, e.b.N
 	now := e.now()
 	start, end := e.tpl.CouponWindow(now)
 	// Users 1…n order through the service, n+1…2n in the raw loop: a
@@ -249,8 +243,8 @@ func (c *BenchCommand) walletLock(ctx context.Context, args []string) error {
 		rawConns = 1
 	}
 	fmt.Fprintf(out, "bench wallet lock: store %s, no bus (no events published); %s users each holding one available coupon of template %d for the service and %s more for the raw loop, seeded in %s (not timed); orders of %s fen with %s off, on %d goroutines; %d cores (GOMAXPROCS %d)\n",
-		e.setup, thousands(int64(n)), e.tpl.ID, thousands(int64(n)), seeded.Round(time.Millisecond),
-		thousands(q.Total), thousands(discount), e.b.Conns, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+		e.setup, cli.Thousands(int64(n)), e.tpl.ID, cli.Thousands(int64(n)), seeded.Round(time.Millisecond),
+		cli.Thousands(q.Total), cli.Thousands(discount), e.b.Conns, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 
 	stop, err := e.profile()
 	if err != nil {
@@ -269,7 +263,7 @@ func (c *BenchCommand) walletLock(ctx context.Context, args []string) error {
 	stop()
 	fmt.Fprintf(out, "bench wallet lock: service (WalletService.Lock + Redeem, in process): %s (%d cores)\n", svc.summary(n), runtime.NumCPU())
 	if svc.err != nil {
-		return fmt.Errorf("bench wallet lock: service: %s of %s orders failed, the first: %w", thousands(svc.failed), thousands(int64(n)), svc.err)
+		return fmt.Errorf("bench wallet lock: service: %s of %s orders failed, the first: %w", cli.Thousands(svc.failed), cli.Thousands(int64(n)), svc.err)
 	}
 	lockTTL := cmp.Or(e.wallet.LockTTL, quan.DefaultLockTTL)
 	raw := runOrders(ctx, n, e.b.Conns, func(ctx context.Context, k int) error {
@@ -279,10 +273,10 @@ func (c *BenchCommand) walletLock(ctx context.Context, args []string) error {
 	fmt.Fprintf(out, "bench wallet lock: raw loop (per order: BEGIN, UPDATE to locked, COMMIT; BEGIN, UPDATE to used, COMMIT; %d connections): %s (%d cores)\n",
 		rawConns, raw.summary(n), runtime.NumCPU())
 	if raw.err != nil {
-		return fmt.Errorf("bench wallet lock: raw loop: %s of %s orders failed, the first: %w", thousands(raw.failed), thousands(int64(n)), raw.err)
+		return fmt.Errorf("bench wallet lock: raw loop: %s of %s orders failed, the first: %w", cli.Thousands(raw.failed), cli.Thousands(int64(n)), raw.err)
 	}
 	fmt.Fprintf(out, "bench wallet lock: service/raw %.2f× (%s ÷ %s orders/s; goal ≥ 5,000 orders/s and ≥ 0.70×) (%d cores)\n",
-		raw.wall.Seconds()/svc.wall.Seconds(), thousands(perSec(n, svc.wall)), thousands(perSec(n, raw.wall)), runtime.NumCPU())
+		raw.wall.Seconds()/svc.wall.Seconds(), cli.Thousands(perSec(n, svc.wall)), cli.Thousands(perSec(n, raw.wall)), runtime.NumCPU())
 
 	var audits []walletAudit
 	for _, set := range []struct {
@@ -304,15 +298,15 @@ func (c *BenchCommand) walletLock(ctx context.Context, args []string) error {
 // with an embedded NATS bus taking every coupon's event. With --sweepers,
 // that many sweep at once, as several `quan serve` would. It fails unless
 // every coupon ended expired and was reported once.
-func (c *BenchCommand) walletSweep(ctx context.Context, args []string) error {
+func (c *Command) walletSweep(ctx context.Context, args []string) error {
 	e, err := c.openWalletEnv(ctx, "sweep", args)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	out, n := c.Main.Stdout, e.b.N
+	out, n := c.Stdout, e.b.N
 	fmt.Fprintf(out, "bench wallet sweep: store %s, %s available coupons of template %d whose window has closed, batch %s, %d sweeping at once; %d cores (GOMAXPROCS %d)\n",
-		e.setup, thousands(int64(n)), e.tpl.ID, thousands(int64(e.b.Batch)), e.b.Sweepers, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+		e.setup, cli.Thousands(int64(n)), e.tpl.ID, cli.Thousands(int64(e.b.Batch)), e.b.Sweepers, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	var audits []walletAudit
 	sweep := func(what string, first int64, w *quan.WalletService, profile bool) error {
 		now := e.now()
@@ -354,7 +348,7 @@ func (c *BenchCommand) walletSweep(ctx context.Context, args []string) error {
 			return fmt.Errorf("sweep: %w", err)
 		}
 		fmt.Fprintf(out, "bench wallet sweep: %s: %s coupons expired in %s: %s coupons/s (seeded in %s, not timed) (%d cores)\n",
-			what, thousands(changed.Load()), wall.Round(time.Millisecond), thousands(perSec(int(changed.Load()), wall)),
+			what, cli.Thousands(changed.Load()), wall.Round(time.Millisecond), cli.Thousands(perSec(int(changed.Load()), wall)),
 			seeded.Round(time.Millisecond), runtime.NumCPU())
 		a, err := e.raw.audit(ctx, e.tpl.ID, first, n, quan.CouponExpired, "")
 		if err != nil {
@@ -368,18 +362,8 @@ func (c *BenchCommand) walletSweep(ctx context.Context, args []string) error {
 		return fmt.Errorf("bench wallet sweep: %w", err)
 	}
 	if e.b.WithBus {
-		srv, err := natsbus.StartEmbedded(ctx, filepath.Join(e.b.DataDir, "bench-wallet-nats"), nil)
-		if err != nil {
-			return fmt.Errorf("bench wallet sweep: %w", err)
-		}
-		defer srv.Close()
-		bus, err := srv.Bus(ctx, natsbus.Config{Stream: "QUAN_BENCH_WALLET"})
-		if err != nil {
-			return fmt.Errorf("bench wallet sweep: %w", err)
-		}
-		defer bus.Close()
-		w := &quan.WalletService{Coupons: e.wallet.Coupons, Templates: e.wallet.Templates, Bus: bus, Now: e.wallet.Now, Logger: e.wallet.Logger}
-		what := fmt.Sprintf("embedded NATS bus (every coupon's event, up to %s a message)", thousands(quan.MaxEventsPerMessage))
+		w := e.app.Wallet
+		what := fmt.Sprintf("embedded NATS bus (every coupon's event, up to %s a message)", cli.Thousands(quan.MaxEventsPerMessage))
 		if err := sweep(what, int64(n)+1, w, false); err != nil {
 			return fmt.Errorf("bench wallet sweep: %w", err)
 		}
@@ -436,7 +420,7 @@ func (r orderRun) summary(n int) string {
 	slices.Sort(lat)
 	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
 	return fmt.Sprintf("%s orders in %s: %s orders/s, per order p50 %s p99 %s",
-		thousands(int64(n)), r.wall.Round(time.Millisecond), thousands(perSec(n, r.wall)),
+		cli.Thousands(int64(n)), r.wall.Round(time.Millisecond), cli.Thousands(perSec(n, r.wall)),
 		q(0.50).Round(10*time.Microsecond), q(0.99).Round(10*time.Microsecond))
 }
 
@@ -471,26 +455,26 @@ func (a walletAudit) check() error {
 	var other []string
 	for _, s := range slices.Sorted(maps.Keys(a.Counts)) {
 		if s != a.Want && a.Counts[s] > 0 {
-			other = append(other, fmt.Sprintf("%s %s", thousands(a.Counts[s]), s))
+			other = append(other, fmt.Sprintf("%s %s", cli.Thousands(a.Counts[s]), s))
 		}
 	}
 	if got := a.Counts[a.Want]; got != a.Coupons || len(other) > 0 {
-		errs = append(errs, fmt.Errorf("%s: %s of %s coupons %s, %s", a.What, thousands(got), thousands(a.Coupons), a.Want,
+		errs = append(errs, fmt.Errorf("%s: %s of %s coupons %s, %s", a.What, cli.Thousands(got), cli.Thousands(a.Coupons), a.Want,
 			cmp.Or(strings.Join(other, ", "), "the rest missing")))
 	}
 	if a.OrderPrefix != "" && a.Own != a.Coupons {
-		errs = append(errs, fmt.Errorf("%s: %s of %s coupons used by their user's order %sUSER", a.What, thousands(a.Own), thousands(a.Coupons), a.OrderPrefix))
+		errs = append(errs, fmt.Errorf("%s: %s of %s coupons used by their user's order %sUSER", a.What, cli.Thousands(a.Own), cli.Thousands(a.Coupons), a.OrderPrefix))
 	}
 	if a.Reported >= 0 && a.Reported < a.Coupons {
-		errs = append(errs, fmt.Errorf("%s: the sweep reported %s coupons changed, fewer than the %s it expired", a.What, thousands(a.Reported), thousands(a.Coupons)))
+		errs = append(errs, fmt.Errorf("%s: the sweep reported %s coupons changed, fewer than the %s it expired", a.What, cli.Thousands(a.Reported), cli.Thousands(a.Coupons)))
 	}
 	return errors.Join(errs...)
 }
 
 func (a walletAudit) String() string {
-	s := fmt.Sprintf("%s: %s of %s coupons %s", a.What, thousands(a.Counts[a.Want]), thousands(a.Coupons), a.Want)
+	s := fmt.Sprintf("%s: %s of %s coupons %s", a.What, cli.Thousands(a.Counts[a.Want]), cli.Thousands(a.Coupons), a.Want)
 	if a.OrderPrefix != "" {
-		s += fmt.Sprintf(", each by its user's order (%s of %s)", thousands(a.Own), thousands(a.Coupons))
+		s += fmt.Sprintf(", each by its user's order (%s of %s)", cli.Thousands(a.Own), cli.Thousands(a.Coupons))
 	}
 	return s
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -62,8 +62,8 @@ func TestBenchClaimProduction(t *testing.T) {
 	suffix := fmt.Sprint(rand.Uint32())
 	stream, ns := "BENCHCLAIMTEST"+suffix, "benchclaimtest"+suffix
 	t.Cleanup(func() {
-		deleteRedisKeys(t, redisURL, prefix)
-		dropStreams(t, natsURL, stream, ns)
+		benchDropRedis(t, redisURL, prefix)
+		benchDropStreams(t, natsURL, stream)
 	})
 	out, stderr, err := runBench(t, "bench", "claim", "-c", "50", "-n", "2000", "--stock", "500",
 		"--store", store, "--cache", redisURL+"?prefix="+prefix,

@@ -1,29 +1,25 @@
-package main
+package bench
 
 import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/app"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/mysql"
-	natsbus "github.com/quanhq/quan/nats"
-	"github.com/quanhq/quan/redis"
 	"github.com/quanhq/quan/sheet"
 )
 
@@ -48,47 +44,35 @@ func (p *benchProd) register(fs *flag.FlagSet) {
 	p.registerFreshDB(fs, "bench distribute", "Without it, give an empty database: the coupons of earlier runs slow the inserts")
 }
 
-func (p *benchProd) validate(l localFlags) error {
-	mysqlStore := strings.HasPrefix(l.StoreURL, "mysql:")
+func (p *benchProd) validate(cfg app.Config) error {
+	store, _, bus := app.Kinds(cfg)
 	switch {
 	case p.Workers < 0:
-		return fmt.Errorf("bench distribute: --workers %d: want 0 or more", p.Workers)
-	case p.Workers > 0 && !strings.HasPrefix(l.BusURL, "nats:"):
-		return errors.New("bench distribute: --workers share a task's chunks over the bus: use --bus nats://")
-	case p.Floor && !mysqlStore:
-		return errors.New("bench distribute: --floor measures MySQL's raw ingest: use --store mysql://")
+		return cli.Usagef("bench distribute: --workers %d: want 0 or more", p.Workers)
+	case p.Workers > 0 && bus != "nats":
+		return cli.Usagef("bench distribute: --workers share a task's chunks over the bus: use --bus nats://")
+	case p.Floor && store != "mysql":
+		return cli.Usagef("bench distribute: --floor measures MySQL's raw ingest: use --store mysql://")
 	}
-	return p.checkFreshDB(l.StoreURL)
+	return p.checkFreshDB(cfg)
 }
 
 // setup names the backends and processes of the run.
-func (p *benchProd) setup(l localFlags) string {
-	store, _, _ := strings.Cut(l.StoreURL, ":")
-	cache, _, _ := strings.Cut(l.CacheURL, ":")
-	if cache == "" {
-		cache = "none"
-		if store == "sqlite" {
-			cache = "mem"
-		}
-	}
-	bus, _, _ := strings.Cut(cmp.Or(l.BusURL, "embedded:"), ":")
+func (p *benchProd) setup(cfg app.Config) string {
+	store, cache, bus := app.Kinds(cfg)
 	return fmt.Sprintf("store %s%s, cache %s, bus %s, %d worker processes besides this one, %d cores",
 		store, p.database(), cache, bus, p.Workers, runtime.NumCPU())
 }
 
 // freshDB is --fresh-db, which `quan bench distribute`, `bench claim` and
-// `bench wallet` share, and what it made up for the run: a new database on
-// the MySQL server --store names, and for a redis cache and a nats bus a
-// new key prefix, stream and namespace. Runs then share nothing, neither
-// with each other nor with a `quan serve` on the same servers: on a fresh
-// database task and template ids start again at 1, and the cache's keys
-// and the bus's message ids follow them, so that two runs on one prefix
-// or stream would take each other's keys, duplicates and claim messages.
+// `bench wallet` share: the run goes to a new database on the MySQL
+// server --store names, and for a redis cache and a nats bus to a new key
+// prefix, stream and namespace (app.Isolate), all dropped at its end.
 type freshDB struct {
 	FreshDB bool
 
 	cmd string // the bench, to name in messages (default "bench")
-	db  string // the database isolate created
+	db  string // the database made for the run
 }
 
 // registerFreshDB registers --fresh-db for the bench cmd; without says
@@ -101,14 +85,14 @@ func (f *freshDB) registerFreshDB(fs *flag.FlagSet, cmd, without string) {
 func (f *freshDB) name() string { return cmp.Or(f.cmd, "bench") }
 
 // checkFreshDB refuses --fresh-db on a store other than MySQL.
-func (f *freshDB) checkFreshDB(storeURL string) error {
-	if f.FreshDB && !strings.HasPrefix(storeURL, "mysql:") {
-		return fmt.Errorf("%s: --fresh-db makes a MySQL database: use --store mysql://", f.name())
+func (f *freshDB) checkFreshDB(cfg app.Config) error {
+	if store, _, _ := app.Kinds(cfg); f.FreshDB && store != "mysql" {
+		return cli.Usagef("%s: --fresh-db makes a MySQL database: use --store mysql://", f.name())
 	}
 	return nil
 }
 
-// database names the database isolate created, for a setup line: "" if
+// database names the database made for the run, for a setup line: "" if
 // none.
 func (f *freshDB) database() string {
 	if f.db == "" {
@@ -117,102 +101,22 @@ func (f *freshDB) database() string {
 	return " (database " + f.db + ")"
 }
 
-// isolate points l at a new database, and a redis cache and a nats bus at
-// a new key prefix and stream. It returns the function that drops the
-// database; dropShared removes the rest.
-func (f *freshDB) isolate(ctx context.Context, m *Main, l *localFlags) (func(), error) {
-	var b [4]byte
-	rand.Read(b[:])
-	suffix := hex.EncodeToString(b[:])
-	f.db = "quan_bench_" + suffix
-	store, err := mysql.CreateDatabase(ctx, l.StoreURL, f.db)
+// isolate moves cfg onto backends of the run's own, if --fresh-db asks for
+// it, and returns the function that drops them (reporting on stderr what
+// it could not drop): call it once whatever used them is closed.
+func (f *freshDB) isolate(ctx context.Context, stderr io.Writer, cfg *app.Config) (func(), error) {
+	if !f.FreshDB {
+		return func() {}, nil
+	}
+	iso, err := app.Isolate(ctx, *cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s: --fresh-db: %w", f.name(), err)
+		return nil, fmt.Errorf("%s: %w", f.name(), err)
 	}
-	drop := func() {
-		if err := mysql.DropDatabase(context.WithoutCancel(ctx), store); err != nil {
-			fmt.Fprintf(m.Stderr, "%s: %v\n", f.name(), err)
-		}
-	}
-	l.StoreURL = store
-	if scheme, _, _ := strings.Cut(l.CacheURL, ":"); scheme == "redis" || scheme == "rediss" {
-		u, err := url.Parse(l.CacheURL)
-		if err != nil {
-			drop()
-			return nil, fmt.Errorf("%s: --cache: %w", f.name(), err)
-		}
-		q := u.Query()
-		q.Set("prefix", cmp.Or(q.Get("prefix"), "quan:")+"bench_"+suffix+":")
-		u.RawQuery = q.Encode()
-		l.CacheURL = u.String()
-	}
-	if strings.HasPrefix(l.BusURL, "nats:") {
-		u, err := url.Parse(l.BusURL)
-		if err != nil {
-			drop()
-			return nil, fmt.Errorf("%s: --bus: %w", f.name(), err)
-		}
-		// A stream of its own, so that message ids of an earlier run (the
-		// same task and chunk numbers) are not dropped as duplicates, on
-		// subjects of its own, which streams may not share.
-		q := u.Query()
-		q.Set("stream", cmp.Or(q.Get("stream"), "QUAN")+"_BENCH_"+strings.ToUpper(suffix))
-		ns := "bench_" + suffix
-		if v := q.Get("namespace"); v != "" {
-			ns = v + "." + ns
-		}
-		q.Set("namespace", ns)
-		u.RawQuery = q.Encode()
-		l.BusURL = u.String()
-	}
-	return drop, nil
-}
-
-// dropShared deletes the redis keys and nats streams isolate made up,
-// through b, backends open on the URLs isolate set. Whatever used them
-// must be done.
-func (f *freshDB) dropShared(m *Main, b *backends) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if c, ok := b.cache.(*redis.Cache); ok {
-		if err := c.Drop(ctx); err != nil {
-			fmt.Fprintf(m.Stderr, "%s: drop the cache's keys: %v\n", f.name(), err)
-		}
-	}
-	if bus, ok := b.bus.(*natsbus.Bus); ok {
-		if err := bus.Drop(ctx); err != nil {
-			fmt.Fprintf(m.Stderr, "%s: drop the bus's streams: %v\n", f.name(), err)
-		}
-	}
-}
-
-// isolateAll is isolate for a bench whose backends are opened and closed
-// out of its reach, as bench claim's server's are: the function it returns
-// drops everything isolate made up, on backends it opens for that, so
-// call it once the bench's are closed (a consumer still running would see
-// its stream vanish). It drops the database last, also when the redis keys
-// or nats streams cannot be, and reports what failed on m.Stderr.
-func (f *freshDB) isolateAll(ctx context.Context, m *Main, l *localFlags) (func(), error) {
-	given := *l
-	dropDB, err := f.isolate(ctx, m, l)
-	if err != nil {
-		return nil, err
-	}
-	fresh := *l
+	*cfg, f.db = iso.Config, iso.Database
 	return func() {
-		defer dropDB()
-		if fresh.CacheURL == given.CacheURL && fresh.BusURL == given.BusURL {
-			return // no redis cache, no nats bus: nothing shared
+		if err := iso.Drop(ctx); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", f.name(), err)
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		b, closeBackends, err := openBackends(ctx, fresh.StoreURL, fresh.CacheURL, fresh.BusURL, fresh.DataDir, nil)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "%s: drop the cache's keys and the bus's streams: %v\n", f.name(), err)
-			return
-		}
-		defer closeBackends()
-		f.dropShared(m, b)
 	}, nil
 }
 
@@ -223,12 +127,12 @@ func (f *freshDB) isolateAll(ctx context.Context, m *Main, l *localFlags) (func(
 // buffer pool (128 MiB by default) and the floor's random index inserts
 // thrash it, 14–19 s instead of 7 s for a million rows on a 2-core
 // machine, which would flatter the distribution.
-func (p *benchProd) measureFloor(ctx context.Context, l localFlags, file string, tpl *quan.Template) (time.Duration, int, error) {
-	users, err := fileUsers(file, l.Files.limits().options(""))
+func (p *benchProd) measureFloor(ctx context.Context, a *app.App, file string, tpl *quan.Template) (time.Duration, int, error) {
+	users, err := fileUsers(file, a.SheetOptions(""))
 	if err != nil {
 		return 0, 0, fmt.Errorf("bench distribute: floor: %w", err)
 	}
-	db, err := mysql.Open(ctx, l.StoreURL, nil)
+	db, err := mysql.Open(ctx, a.Config.StoreURL, nil)
 	if err != nil {
 		return 0, 0, fmt.Errorf("bench distribute: floor: %w", err)
 	}
@@ -246,8 +150,8 @@ func (p *benchProd) measureFloor(ctx context.Context, l localFlags, file string,
 // it.
 func floorLine(rows int, floor, wall time.Duration) string {
 	return fmt.Sprintf("raw-ingest floor %s rows in %s, %s rows/s (INSERTs of %s rows on %d connections into a table like coupons, before the distribution), %d cores; distribution/floor %.2f×",
-		thousands(int64(rows)), floor.Round(time.Millisecond), thousands(int64(float64(rows)/floor.Seconds())),
-		thousands(mysql.ChunkSize), floorConns, runtime.NumCPU(), wall.Seconds()/floor.Seconds())
+		cli.Thousands(int64(rows)), floor.Round(time.Millisecond), cli.Thousands(int64(float64(rows)/floor.Seconds())),
+		cli.Thousands(mysql.ChunkSize), floorConns, runtime.NumCPU(), wall.Seconds()/floor.Seconds())
 }
 
 // fileUsers returns the valid users of file in file order, each the first
@@ -310,10 +214,10 @@ type workerProc struct {
 	err    error         // Wait's, once exited
 }
 
-// startBenchWorkers starts n workers on l's backends, from bin or this
+// startBenchWorkers starts n workers on cfg's backends, from bin or this
 // executable, and returns once each says it runs. Their log goes to
-// m.Stderr, each line marked with the worker's number.
-func startBenchWorkers(ctx context.Context, m *Main, bin string, n int, l localFlags) (*benchWorkers, error) {
+// stderr, each line marked with the worker's number.
+func startBenchWorkers(ctx context.Context, stderr io.Writer, bin string, n int, cfg app.Config) (*benchWorkers, error) {
 	w := &benchWorkers{}
 	if n == 0 {
 		return w, nil
@@ -325,17 +229,17 @@ func startBenchWorkers(ctx context.Context, m *Main, bin string, n int, l localF
 		}
 	}
 	level := "info" // the line saying the worker runs is at info
-	if l.LogLevel == "debug" {
+	if cfg.LogLevel == "debug" {
 		level = "debug"
 	}
-	args := []string{"worker", "--runner=false", "--data", l.DataDir, "--store", l.StoreURL,
-		"--bus", l.BusURL, "--log-level", level, "--chunk-ack-wait", l.Runner.AckWait.String()}
-	if l.CacheURL != "" {
-		args = append(args, "--cache", l.CacheURL)
+	args := []string{"worker", "--runner=false", "--data", cfg.DataDir, "--store", cfg.StoreURL,
+		"--bus", cfg.BusURL, "--log-level", level, "--chunk-ack-wait", cfg.Runner.AckWait.String()}
+	if cfg.CacheURL != "" {
+		args = append(args, "--cache", cfg.CacheURL)
 	}
 	for i := range n {
 		ready := make(chan struct{})
-		out := &workerLog{prefix: fmt.Sprintf("worker %d: ", i+1), w: m.Stderr, ready: ready}
+		out := &workerLog{prefix: fmt.Sprintf("worker %d: ", i+1), w: stderr, ready: ready}
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {

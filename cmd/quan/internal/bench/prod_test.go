@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -29,18 +29,6 @@ func benchProdEnv(t *testing.T) (redisURL, natsURL string) {
 		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 and QUAN_TEST_NATS=nats://127.0.0.1:4222 to bench on MySQL, Redis and NATS")
 	}
 	return redisURL, natsURL
-}
-
-// runBench runs quan with args and returns its stdout and stderr.
-func runBench(t *testing.T, args ...string) (string, string, error) {
-	t.Helper()
-	var stdout, stderr syncBuffer
-	m := &Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
-	err := m.Run(context.Background(), args)
-	if testing.Verbose() {
-		t.Logf("quan %s:\n%s%s", strings.Join(args, " "), stdout.String(), stderr.String())
-	}
-	return stdout.String(), stderr.String(), err
 }
 
 // TestBenchDistributeProduction measures a small distribution on MySQL,
@@ -144,10 +132,6 @@ func TestBenchDistributeFlags(t *testing.T) {
 		if _, _, err := runBench(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error saying %q", tc.args, err, tc.want)
 		}
-	}
-	_, _, err := runBench(t, "worker", "--runner=false", "--data", t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "nothing to do") {
-		t.Errorf("worker --runner=false without a bus: %v", err)
 	}
 }
 

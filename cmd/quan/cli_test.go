@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
+)
+
+// TestBinaryConventions runs the built binary as a user would and checks
+// its version and exit statuses: 0 for help and version, 2 for a command
+// line that cannot run, 1 for a failure.
+func TestBinaryConventions(t *testing.T) {
+	bin := buildQuan(t)
+	data := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout+stderr
+	}{
+		{"Version", []string{"version"}, 0, "quan "},
+		{"VersionFlag", []string{"--version"}, 0, "quan "},
+		{"Help", []string{"--help"}, 0, "Usage:"},
+		{"CommandHelp", []string{"distribute", "-h"}, 0, "$QUAN_TEMPLATE"},
+		{"NoCommand", nil, 2, "Usage:"},
+		{"UnknownFlag", []string{"gen-users", "--frobnicate"}, 2, "flag provided but not defined"},
+		{"MissingFile", []string{"distribute", "--data", data, "--template", "1", data + "/none.csv"}, 1, "none.csv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Dir = data
+			out, err := cmd.CombinedOutput()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("quan %q: exit %d, output:\n%s\nwant exit %d and %q", tc.args, code, out, tc.code, tc.want)
+			}
+			if strings.Count(string(out), "quan:") > 1 {
+				t.Errorf("a prefix repeated in:\n%s", out)
+			}
+		})
+	}
+	// go build stamps the revision of the checkout it builds.
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if git, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		if rev := strings.TrimSpace(string(git)); !strings.Contains(string(out), "revision "+rev) {
+			t.Errorf("quan version printed %q, want the revision %s", out, rev)
+		}
+	}
+}
+
+// TestDemoJSON runs the demo with --output json and --quiet: stdout is the
+// summary alone, as JSON, and stderr shows no progress.
+func TestDemoJSON(t *testing.T) {
+	env := testEnv(t)
+	var stdout, stderr bytes.Buffer
+	m := &Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+	if err := m.Run(context.Background(), []string{"demo", "-n", "2000", "--output", "json", "--quiet"}); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var sum struct {
+		Task     int64  `json:"task"`
+		Status   string `json:"status"`
+		Rows     int64  `json:"rows"`
+		Issued   int64  `json:"issued"`
+		Failed   int64  `json:"failed"`
+		FailedBy struct {
+			Duplicate int64 `json:"duplicate_in_file"`
+		} `json:"failedByCause"`
+		Report     string  `json:"report"`
+		Wall       float64 `json:"wallSeconds"`
+		TemplateID int64   `json:"templateId"`
+	}
+	dec := json.NewDecoder(&stdout)
+	dec.DisallowUnknownFields()
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatalf("stdout is not the JSON summary: %v\n%s", err, stdout.String())
+	}
+	if sum.Status != "succeeded" || sum.Rows != 2000 || sum.Issued+sum.Failed != 2000 || sum.Issued == 0 || sum.Wall <= 0 || sum.TemplateID == 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	if sum.Failed > 0 && sum.Report == "" {
+		t.Errorf("failed rows but no report: %+v", sum)
+	}
+	if strings.Contains(stderr.String(), "rows/s") {
+		t.Errorf("--quiet, yet progress on stderr:\n%s", stderr.String())
+	}
+}
+
+// TestDistributeProgressOffTerminal checks that progress written to a
+// file or pipe comes as plain lines, without the bar's carriage returns.
+func TestDistributeProgressOffTerminal(t *testing.T) {
+	env := testEnv(t)
+	var stdout, stderr bytes.Buffer
+	m := &Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+	if err := m.Run(context.Background(), []string{"demo", "-n", "3000"}); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "\r") {
+		t.Errorf("carriage returns off a terminal:\n%q", stderr.String())
+	}
+	if !regexp.MustCompile(`(?m)^task \d+ succeeded: 100\.0%  3,000 rows`).MatchString(stderr.String()) {
+		t.Errorf("no final progress line in:\n%s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "issued") {
+		t.Errorf("no text summary on stdout:\n%s", stdout.String())
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{cli.ErrHelp, 0},
+		{cli.Usagef("bad"), 2},
+		{errors.New("failed"), 1},
+	} {
+		if got := cli.ExitCode(tc.err); got != tc.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}

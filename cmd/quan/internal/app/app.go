@@ -1,0 +1,277 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/disk"
+	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/report"
+	"github.com/quanhq/quan/sheet"
+)
+
+// App is quan wired for one process: its backends and every use case on
+// them, read top to bottom in Open.
+type App struct {
+	Config   Config
+	Role     Role
+	Logger   *slog.Logger
+	Backends *Backends
+
+	Templates   *quan.TemplateService
+	Tasks       *quan.TaskService
+	Distributor *quan.Distributor
+	Claims      *quan.ClaimService  // nil without a claim bus (Local, or a Worker on the embedded bus)
+	Wallet      *quan.WalletService // nil for Local
+	Codes       *quan.CodeService   // nil for Local
+
+	stop func() // stops what Start started and waits for it
+}
+
+// maxBusChunk is the largest chunk that fits a bus message: at most about
+// 80 bytes a row (a failed row keeps 64 bytes of its text), and NATS takes
+// 1 MiB.
+const maxBusChunk = 10_000
+
+// Open opens the backends cfg names and builds every use case a process of
+// role needs. Nothing runs in the background until Start. Close undoes it.
+func Open(ctx context.Context, cfg Config, role Role, logger *slog.Logger) (*App, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data folder: %w", err)
+	}
+	b, err := OpenBackends(ctx, cfg, role, logger)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Role: role, Logger: logger, Backends: b}
+	if err := a.build(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// build makes the use cases over the backends.
+func (a *App) build() error {
+	cfg, b, st, logger := a.Config, a.Backends, a.Backends.Store, a.Logger
+	chunk := b.ChunkSize
+	if cfg.Runner.ChunkSize > 0 {
+		chunk = cfg.Runner.ChunkSize
+	}
+	if b.Bus != nil && chunk > maxBusChunk {
+		return fmt.Errorf("--chunk-size %d: with a nats:// bus a chunk is one message; use at most %d rows", chunk, maxBusChunk)
+	}
+	files := &disk.Files{Dir: cfg.DataDir}
+	limits := fileLimits{MaxRows: cfg.Files.MaxRows, MaxUncompressed: cfg.Files.MaxUncompressed}
+
+	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now}
+	a.Distributor = &quan.Distributor{
+		Store:            st,
+		Templates:        st,
+		Coupons:          st,
+		Cache:            b.Cache,
+		Bus:              b.Bus,
+		Stall:            cfg.Runner.Stall,
+		AckWait:          cfg.Runner.AckWait,
+		ChunkConcurrency: cfg.Runner.ChunkConc,
+		Open:             limits.openTaskFile,
+		Report:           report.Failures{},
+		ReportPath:       files.ReportPath,
+		Owner:            runnerName(),
+		Lease:            cfg.Runner.Lease,
+		PollInterval:     cfg.Runner.Poll,
+		Now:              cfg.Now,
+		Logger:           logger,
+	}
+	a.Tasks = &quan.TaskService{
+		Tasks:       st,
+		Templates:   st,
+		Files:       files,
+		Check:       limits.checkFile,
+		Count:       limits.countRows,
+		Wake:        a.Distributor.Wake,
+		Now:         cfg.Now,
+		MaxFileSize: cfg.Files.MaxUpload,
+		ChunkSize:   chunk,
+	}
+	if a.Role == Local {
+		return nil
+	}
+	a.Wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger}
+	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger}
+	if b.ClaimBus != nil {
+		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: b.ClaimCache, Bus: b.ClaimBus,
+			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger}
+	}
+	return nil
+}
+
+// Start runs the background loops of the process's role until Close: the
+// distribution runner (unless Runner.Off), the consumer of chunks on a
+// shared bus, the claim consumer, the sweeper, and for a Server the code
+// batches a stopped process left half made. A Local app starts nothing:
+// its caller runs tasks (RunTask).
+func (a *App) Start() error {
+	if a.Role == Local || a.stop != nil {
+		return nil
+	}
+	if a.Role == Worker && a.Config.Runner.Off && a.Backends.Bus == nil {
+		return errors.New("worker: --runner=false leaves a worker nothing to do without a --bus nats://")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	loop := func(name string, run func(context.Context) error) {
+		wg.Go(func() {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				a.Logger.Error(name+" stopped", "err", err)
+			}
+		})
+	}
+	if !a.Config.Runner.Off {
+		loop("distributor", a.Distributor.Run)
+	}
+	if a.Distributor.Bus != nil {
+		loop("chunk consumer", a.Distributor.ServeChunks)
+	}
+	if a.Claims != nil {
+		if a.Config.Claims.PersistRate > 0 {
+			a.Logger.Info("claims are written to the store at most at this rate while claims arrive, the rest once they stop for a second", "claims_per_second", a.Config.Claims.PersistRate)
+		}
+		loop("claim consumer", a.Claims.ServeClaims)
+		// The sweeper runs where claims are persisted: with a server, or a
+		// worker on a shared bus.
+		loop("sweeper", a.sweep)
+	}
+	a.Codes.Background = ctx
+	if a.Role == Server {
+		if err := a.Codes.Resume(ctx); err != nil {
+			a.Logger.Warn("resume code batches", "err", err)
+		}
+	}
+	a.stop = func() {
+		cancel()
+		wg.Wait()
+		a.Codes.Wait()
+	}
+	return nil
+}
+
+// sweep writes down what time did to templates (their issue window
+// closed) and coupons (expired windows, locks that ran out) every
+// SweepEvery, until ctx ends. Reads apply it at once anyway; the sweep
+// keeps the store, and the events downstream, in step.
+func (a *App) sweep(ctx context.Context) error {
+	every := a.Config.SweepEvery
+	if every <= 0 {
+		return nil
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		logger := a.Logger
+		if n, err := a.Templates.EndDue(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn("end templates whose window closed", "err", err)
+		} else if n > 0 {
+			logger.Info("templates ended: their issue window closed", "templates", n)
+		}
+		start := time.Now()
+		n, err := a.Wallet.Sweep(ctx, 10_000)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			logger.Warn("sweep coupons", "err", err)
+		case n > 0:
+			logger.Info("coupons swept", "changed", n, "took", time.Since(start))
+		}
+		if n, err := a.Wallet.Archive(ctx, a.Config.ArchiveAfter, 10_000); err != nil && ctx.Err() == nil {
+			logger.Warn("archive coupons", "err", err)
+		} else if n > 0 {
+			logger.Info("coupons archived", "moved", n)
+		}
+	}
+}
+
+// HTTPServer returns the API server over the app's use cases, signing and
+// checking tokens with tokens. The caller opens and closes it.
+func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
+	return &qhttp.Server{
+		Templates:   a.Templates,
+		Tasks:       a.Tasks,
+		Claims:      a.Claims,
+		Wallet:      a.Wallet,
+		Codes:       a.Codes,
+		Idempotency: a.Backends.Idempotency,
+		Tokens:      tokens,
+		Logger:      a.Logger,
+		Ready:       a.Backends.Store.Ping,
+		Now:         a.Config.Now,
+	}
+}
+
+// Close stops the background loops, waits for them, then closes the
+// backends. It is safe to call twice.
+func (a *App) Close() {
+	if a.stop != nil {
+		a.stop()
+		a.stop = nil
+	}
+	a.Backends.Close()
+}
+
+// runnerName names this process among the runners sharing a store.
+func runnerName() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// fileLimits bound what a distribution file may hold.
+type fileLimits struct {
+	MaxRows         int64
+	MaxUncompressed int64
+}
+
+func (l fileLimits) options(sheetName string) sheet.Options {
+	return sheet.Options{Sheet: sheetName, MaxRows: l.MaxRows, MaxUncompressed: l.MaxUncompressed}
+}
+
+// openTaskFile opens the file of a task for the distributor.
+func (l fileLimits) openTaskFile(ctx context.Context, t *quan.Task) (quan.RowReader, error) {
+	return sheet.OpenRows(t.FilePath, l.options(t.Sheet))
+}
+
+// checkFile reads the header and the first rows of an upload, so that a
+// file that cannot be read is refused at once.
+func (l fileLimits) checkFile(ctx context.Context, path, sheetName string) error {
+	return sheet.Check(ctx, path, l.options(sheetName))
+}
+
+// countRows counts the data rows of a stored file.
+func (l fileLimits) countRows(ctx context.Context, path, sheetName string) (int64, error) {
+	return sheet.Count(ctx, path, l.options(sheetName))
+}
+
+// SheetOptions are the reader options of a file under the app's limits.
+func (a *App) SheetOptions(sheetName string) sheet.Options {
+	return fileLimits{MaxRows: a.Config.Files.MaxRows, MaxUncompressed: a.Config.Files.MaxUncompressed}.options(sheetName)
+}

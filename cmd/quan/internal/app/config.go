@@ -1,0 +1,226 @@
+// Package app wires quan: it opens every backend the configuration names
+// (the one place a backend is chosen by the scheme of its URL), builds
+// every use case on them, and runs the background loops a process's role
+// asks for. Every command of the binary, and the benchmarks, start here.
+package app
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
+	"github.com/quanhq/quan/sheet"
+)
+
+// Role is what a process does, which decides the loops it runs.
+type Role int
+
+const (
+	// Local is a command working on the data folder (distribute, demo,
+	// bench): templates, tasks and the distributor, run by the caller
+	// (RunTask); no claims, no sweeper.
+	Local Role = iota
+	// Worker runs distribution tasks and, with a nats:// bus, applies the
+	// chunks others publish and persists claims; no HTTP API.
+	Worker
+	// Server is `quan serve`: the HTTP API, claims (on an embedded NATS
+	// server when no bus is configured), the sweeper, code batches, and
+	// the distribution runner unless Runner.Off.
+	Server
+)
+
+func (r Role) String() string {
+	switch r {
+	case Worker:
+		return "worker"
+	case Server:
+		return "serve"
+	}
+	return "local"
+}
+
+// Config is everything the wiring needs. Its zero value runs on the
+// embedded default in ./quan-data; Register binds it to flags with the
+// same defaults.
+type Config struct {
+	DataDir  string // default ./quan-data
+	StoreURL string // sqlite:[PATH] (default) or mysql://…
+	CacheURL string // "" (mem: with sqlite, none with mysql), mem:, none or redis://…
+	BusURL   string // embedded: (default) or nats://…
+
+	LogLevel  string // debug, info, warn or error; default info
+	LogFormat string // text (default) or json
+
+	Files  Files
+	Runner Runner
+	Claims Claims
+
+	// SweepEvery is how often expired coupons and locks that ran out are
+	// written down (0: never); ArchiveAfter, if set, how old spent coupons
+	// of ended templates are when the sweep moves them to the history
+	// table.
+	SweepEvery   time.Duration
+	ArchiveAfter time.Duration
+
+	// Now is the clock of every use case; nil means time.Now.
+	Now func() time.Time
+}
+
+// Files bound the distribution files quan accepts; zero fields take the
+// package defaults.
+type Files struct {
+	MaxUpload       int64
+	MaxRows         int64
+	MaxUncompressed int64
+}
+
+// Runner tunes the distribution runner; zero fields take the defaults
+// Register documents.
+type Runner struct {
+	Off       bool // run no task: a worker that only applies chunks from the bus
+	ChunkSize int  // rows a transaction; 0: the store's recommendation
+	Lease     time.Duration
+	Poll      time.Duration
+	Stall     time.Duration
+	AckWait   time.Duration
+	ChunkConc int
+}
+
+// Claims configure the claim API's limits and the pace of its store
+// writes (quan.ClaimService).
+type Claims struct {
+	Limits      quan.ClaimLimits
+	PersistRate float64
+}
+
+// DefaultClaimLimits are `quan serve`'s claim rate limits.
+var DefaultClaimLimits = quan.ClaimLimits{UserRate: 10, UserBurst: 20, TemplateRate: 50_000, TemplateBurst: 50_000}
+
+// Flag help for the backends.
+const (
+	storeHelp = "store: sqlite:[PATH] (default PATH: DATA/quan.db) or mysql://USER[:PASS]@HOST[:PORT]/DB"
+	cacheHelp = "cache: mem: (in this process), redis://[USER:PASS@]HOST:PORT[/DB][?prefix=quan:] or none (default: mem: with a sqlite store, none with mysql)"
+	busHelp   = "bus: embedded: (chunks stay in the process that reads the file) or nats://HOST:PORT[?stream=QUAN&namespace=NS] (workers share each task's chunks)"
+)
+
+// RegisterBackends binds --data, --store, --cache, --bus and --log-level
+// (default level: warn for Local, info otherwise) to c.
+func (c *Config) RegisterBackends(fs *flag.FlagSet, role Role) {
+	fs.StringVar(&c.DataDir, "data", "./quan-data", "data folder (SQLite database, token secret, uploads, embedded NATS)")
+	fs.StringVar(&c.StoreURL, "store", "sqlite:", storeHelp)
+	fs.StringVar(&c.CacheURL, "cache", "", cacheHelp)
+	fs.StringVar(&c.BusURL, "bus", "embedded:", busHelp)
+	level := "info"
+	if role == Local {
+		level = "warn"
+	}
+	fs.StringVar(&c.LogLevel, "log-level", level, "debug, info, warn or error")
+}
+
+// Register binds every flag of a process of role to c: the backends, the
+// file limits, the runner and, for workers and servers, the sweeper and
+// claims.
+func (c *Config) Register(fs *flag.FlagSet, role Role) {
+	c.RegisterBackends(fs, role)
+	fs.Int64Var(&c.Files.MaxUpload, "max-upload", quan.DefaultMaxFileSize, "largest distribution file accepted, in bytes")
+	fs.Int64Var(&c.Files.MaxRows, "max-rows", sheet.DefaultMaxRows, "most data rows in a distribution file")
+	fs.Int64Var(&c.Files.MaxUncompressed, "max-uncompressed", sheet.DefaultMaxUncompressed, "most bytes any part of an .xlsx may inflate to (zip-bomb guard)")
+	r := &c.Runner
+	if role != Local {
+		fs.BoolFunc("runner", "run distribution tasks in this process (default true; quan worker --runner=false only applies the chunks others publish on a nats:// bus)", func(s string) error {
+			on, err := strconv.ParseBool(s)
+			r.Off = !on
+			return err
+		})
+	}
+	fs.IntVar(&r.ChunkSize, "chunk-size", 0, "rows applied per transaction (default: the store's recommendation)")
+	fs.DurationVar(&r.Lease, "task-lease", 15*time.Second, "how long a dead runner keeps its task before another resumes it")
+	fs.DurationVar(&r.Poll, "task-poll", time.Second, "how often the runner looks for due tasks")
+	fs.IntVar(&r.ChunkConc, "chunk-concurrency", 2, "with a nats:// bus: how many chunks this process applies at once")
+	fs.DurationVar(&r.AckWait, "chunk-ack-wait", quan.DefaultAckWait, "with a nats:// bus: how long a worker may take over a chunk before it goes to another")
+	fs.DurationVar(&r.Stall, "chunk-stall", time.Minute, "with a nats:// bus: how long a task may make no progress before its missing chunks are published again")
+	if role == Local {
+		return
+	}
+	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	fs.DurationVar(&c.SweepEvery, "sweep-every", time.Minute, "how often to write down expired coupons and locks that ran out (0: never)")
+	fs.DurationVar(&c.ArchiveAfter, "archive-after", 0, "move used, expired and revoked coupons of ended templates this long unchanged to the history table (0: never)")
+	fs.Float64Var(&c.Claims.PersistRate, "claim-persist-rate", 0, fmt.Sprintf("while this process takes claims, write at most this many a second to the store; the rest wait on the bus until claims stop for a second (0: no limit; else at least %d)", quan.MinPersistRate))
+	if role != Server {
+		return
+	}
+	l := &c.Claims.Limits
+	fs.Float64Var(&l.UserRate, "claim-rate-user", DefaultClaimLimits.UserRate, "claims a second one user may make (token bucket; 0: no limit)")
+	fs.IntVar(&l.UserBurst, "claim-burst-user", DefaultClaimLimits.UserBurst, "claims one user may make at once")
+	fs.Float64Var(&l.TemplateRate, "claim-rate-template", DefaultClaimLimits.TemplateRate, "claims a second of one template (0: no limit)")
+	fs.IntVar(&l.TemplateBurst, "claim-burst-template", DefaultClaimLimits.TemplateBurst, "claims of one template at once")
+}
+
+// withDefaults fills the fields the zero Config leaves empty.
+func (c Config) withDefaults() Config {
+	if c.DataDir == "" {
+		c.DataDir = "./quan-data"
+	}
+	if c.StoreURL == "" {
+		c.StoreURL = "sqlite:"
+	}
+	if c.BusURL == "" {
+		c.BusURL = "embedded:"
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	if c.LogFormat == "" {
+		c.LogFormat = "text"
+	}
+	f := &c.Files
+	if f.MaxUpload == 0 {
+		f.MaxUpload = quan.DefaultMaxFileSize
+	}
+	if f.MaxRows == 0 {
+		f.MaxRows = sheet.DefaultMaxRows
+	}
+	if f.MaxUncompressed == 0 {
+		f.MaxUncompressed = sheet.DefaultMaxUncompressed
+	}
+	r := &c.Runner
+	if r.Lease == 0 {
+		r.Lease = 15 * time.Second
+	}
+	if r.Poll == 0 {
+		r.Poll = time.Second
+	}
+	if r.Stall == 0 {
+		r.Stall = time.Minute
+	}
+	if r.AckWait == 0 {
+		r.AckWait = quan.DefaultAckWait
+	}
+	if r.ChunkConc == 0 {
+		r.ChunkConc = 2
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work, naming its flag.
+func (c Config) Validate() error {
+	if p := c.Claims.PersistRate; p != 0 && !(p >= quan.MinPersistRate) {
+		return cli.Usagef("--claim-persist-rate %v: want 0 (no limit) or at least %d claims a second", p, quan.MinPersistRate)
+	}
+	if c.Runner.ChunkSize < 0 {
+		return cli.Usagef("--chunk-size %d: want 0 (the store's recommendation) or more", c.Runner.ChunkSize)
+	}
+	return nil
+}
+
+// NewLogger returns the logger c's level and format ask for, writing to
+// w.
+func (c Config) NewLogger(w io.Writer) (*slog.Logger, error) {
+	c = c.withDefaults()
+	return cli.NewLogger(w, c.LogLevel, c.LogFormat)
+}

@@ -1,0 +1,181 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// CLI is who local commands act as: they have the data folder, so they may
+// do anything.
+var CLI = quan.Identity{Role: quan.RoleAdmin, Subject: "cli"}
+
+// RunTask uploads file into the data folder, creates the task in and runs
+// it in this process (with a shared bus, any worker applies chunks too),
+// calling progress with the task about five times a second. It returns the
+// finished task and the wall time from the upload to its end.
+func (a *App) RunTask(ctx context.Context, file string, in quan.NewTask, progress func(*quan.Task, time.Duration)) (*quan.Task, time.Duration, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	stored, err := a.Tasks.Upload(ctx, f)
+	f.Close()
+	if err != nil {
+		return nil, 0, err
+	}
+	in.File = stored
+	t, err := a.Tasks.Create(ctx, CLI, in)
+	if err != nil {
+		return nil, 0, err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after stop: nothing may use the backends once they close
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if a.Distributor.Bus != nil {
+		wg.Go(func() {
+			if err := a.Distributor.ServeChunks(runCtx); err != nil && runCtx.Err() == nil {
+				a.Logger.Error("chunk consumer stopped", "err", err)
+			}
+		})
+	}
+	runErr := make(chan error, 1)
+	quit, runnerDone := make(chan struct{}), make(chan struct{})
+	wg.Go(func() {
+		defer close(runnerDone)
+		for {
+			ran, err := a.Distributor.RunOne(runCtx)
+			if err != nil || runCtx.Err() != nil {
+				runErr <- err
+				return
+			}
+			if !ran {
+				select {
+				case <-runCtx.Done():
+				case <-quit:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}
+	})
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case err := <-runErr:
+			if err != nil {
+				return nil, 0, err
+			}
+		case <-tick.C:
+		}
+		cur, err := a.Tasks.Get(ctx, CLI, t.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		if cur.Status.Done() && (cur.ReportPath != "" || cur.Counts.FailedTotal() == 0 || cur.Status == quan.TaskFailed) {
+			wall := time.Since(start)
+			// Let the runner finish what follows the task's end (bringing
+			// the cache in line with the store) rather than cancel it.
+			close(quit)
+			select {
+			case <-runnerDone:
+			case <-time.After(10 * time.Second):
+			}
+			return cur, wall, nil
+		}
+		if progress != nil {
+			progress(cur, time.Since(start))
+		}
+	}
+}
+
+// CreateDemoTemplate makes an active 满100减10 template for shop 1 with
+// stock, one per user, valid 72 hours after receipt: the demo's and the
+// benchmarks'.
+func (a *App) CreateDemoTemplate(ctx context.Context, stock int64) (*quan.Template, error) {
+	now := time.Now()
+	if a.Config.Now != nil {
+		now = a.Config.Now()
+	}
+	tpl, err := a.Templates.Create(ctx, CLI, quan.NewTemplate{
+		ShopNo: 1,
+		Stock:  stock,
+		TemplateSpec: quan.TemplateSpec{
+			Name:         "满100减10 demo",
+			Kind:         quan.KindThreshold,
+			Rule:         quan.Rule{Amount: 1000, Threshold: 10000},
+			Source:       quan.SourceShop,
+			Scope:        quan.Scope{Kind: quan.ScopeAll},
+			IssueStart:   now.Add(-time.Hour),
+			IssueEnd:     now.Add(30 * 24 * time.Hour),
+			Validity:     quan.Validity{Kind: quan.ValidRelative, Hours: 72},
+			PerUserLimit: 1,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create template: %w", err)
+	}
+	return a.Templates.Activate(ctx, CLI, tpl.ID)
+}
+
+// secretFile holds the token signing secret in the data folder.
+const secretFile = "jwt-secret"
+
+// LoadSecret returns the token signing secret: explicit if given,
+// otherwise the one kept in dataDir, generated on first use.
+func LoadSecret(dataDir, explicit string) ([]byte, error) {
+	if explicit != "" {
+		return []byte(explicit), nil
+	}
+	path := filepath.Join(dataDir, secretFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return nil, fmt.Errorf("token secret file %s is empty: delete it to generate a new one", path)
+		}
+		return []byte(s), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read token secret: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data folder: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("generate token secret: %w", err)
+	}
+	secret := hex.EncodeToString(raw)
+	// O_EXCL: if two processes race to create it, one wins and the other
+	// reads the winner's secret.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return LoadSecret(dataDir, "")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create token secret: %w", err)
+	}
+	if _, err := f.WriteString(secret + "\n"); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write token secret: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("write token secret: %w", err)
+	}
+	return []byte(secret), nil
+}
