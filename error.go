@@ -53,11 +53,13 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// Error is the code and the message, without a package prefix: callers
+// wrap it with their operation, and the binary adds its own name.
 func (e *Error) Error() string {
 	if len(e.Fields) == 0 {
-		return fmt.Sprintf("quan: %s: %s", e.Code, e.Message)
+		return fmt.Sprintf("%s: %s", e.Code, e.Message)
 	}
-	s := fmt.Sprintf("quan: %s: %s:", e.Code, e.Message)
+	s := fmt.Sprintf("%s: %s:", e.Code, e.Message)
 	for i, f := range e.Fields {
 		if i > 0 {
 			s += ";"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -135,5 +136,25 @@ func TestExitCode(t *testing.T) {
 		if got := cli.ExitCode(tc.err); got != tc.want {
 			t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestErrorHasNoRepeatedPrefix checks that a domain error reaches the user
+// once prefixed: main adds "quan:", nothing under it does again.
+func TestErrorHasNoRepeatedPrefix(t *testing.T) {
+	env := testEnv(t)
+	file := t.TempDir() + "/users.csv"
+	if err := os.WriteFile(file, []byte("userId\n1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &out, Getenv: func(k string) string { return env[k] }}
+	err := m.Run(context.Background(), []string{"distribute", "--template", "7", file})
+	want := "distribute " + file + ": invalid: the task has invalid fields: templateId: no template 7 in your shop"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err %v, want %q", err, want)
+	}
+	if cli.ExitCode(err) != 1 {
+		t.Errorf("exit status %d, want 1", cli.ExitCode(err))
 	}
 }
