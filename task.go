@@ -38,9 +38,10 @@ const (
 )
 
 // ParseNotifyTypes parses a comma-separated list such as "inbox,sms",
-// refusing unknown or repeated channels.
+// refusing unknown or repeated channels. No channel is an empty slice, not
+// nil: stores read a task's Notify with it, and the API shows [] for none.
 func ParseNotifyTypes(s string) ([]NotifyType, error) {
-	var out []NotifyType
+	out := []NotifyType{}
 	seen := map[NotifyType]bool{}
 	for _, part := range strings.Split(s, ",") {
 		n := NotifyType(strings.TrimSpace(part))
@@ -166,7 +167,7 @@ type Task struct {
 	FileSize    int64        `json:"fileSize"`
 	FileSHA256  string       `json:"fileSha256"`
 	Sheet       string       `json:"sheet,omitempty"` // worksheet to read; "" the first
-	Notify      []NotifyType `json:"notify"`
+	Notify      []NotifyType `json:"notify"`          // never nil: empty for none, so JSON shows []
 	SendAt      time.Time    `json:"sendAt"`
 	DryRun      bool         `json:"dryRun"`
 	ChunkSize   int          `json:"chunkSize"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -153,9 +154,20 @@ func (s *TemplateSpec) validate(v *validator) {
 		v.add("name", "is required")
 	case utf8.RuneCountInString(s.Name) > MaxNameLen:
 		v.add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
+	default:
+		if r, bad := unsafeRune(s.Name, ""); bad {
+			v.add("name", fmt.Sprintf("must not contain %U: no control or bidirectional formatting characters", r))
+		}
 	}
-	if utf8.RuneCountInString(s.Description) > MaxDescLen {
+	switch {
+	case utf8.RuneCountInString(s.Description) > MaxDescLen:
 		v.add("description", fmt.Sprintf("must be at most %d characters", MaxDescLen))
+	default:
+		// A description may run over several lines, and may use tabs to
+		// line things up; a name is one line.
+		if r, bad := unsafeRune(s.Description, "\n\t"); bad {
+			v.add("description", fmt.Sprintf("must not contain %U: no control or bidirectional formatting characters other than line feed and tab", r))
+		}
 	}
 	s.validateRule(v)
 	switch s.Source {
@@ -421,6 +433,23 @@ func (t *Template) Edit(spec TemplateSpec, stock int64) error {
 
 func (t *Template) transitionErr(verb, why string) error {
 	return Errorf(ETRANSITION, "cannot %s template %d in status %s: %s", verb, t.ID, t.Status, why)
+}
+
+// unsafeRune returns the first rune of s, other than those in allowed,
+// that would let a name or description mislead whoever reads it where it is
+// shown (a console, a wallet, a spreadsheet of a report): a control
+// character (C0, DEL, C1), which can break or rewrite a line, or a
+// bidirectional override or isolate (U+202A–U+202E, U+2066–U+2069), which
+// can show text in an order other than the stored one.
+func unsafeRune(s, allowed string) (rune, bool) {
+	for _, r := range s {
+		switch {
+		case strings.ContainsRune(allowed, r):
+		case unicode.IsControl(r), r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // validator collects field errors so a caller learns every problem at once.

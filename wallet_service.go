@@ -171,20 +171,30 @@ func (s *WalletService) Get(ctx context.Context, who Identity, id int64) (*Coupo
 }
 
 // Claimable returns the active templates, issuing now with stock left, of
-// which the user holds fewer than the limit: the first MaxPageSize of
-// them, newest first.
-func (s *WalletService) Claimable(ctx context.Context, who Identity) ([]*Template, error) {
+// which the user holds fewer than the limit, newest first: those from
+// offset on, at most limit of them (0 means DefaultPageSize), and how many
+// there are. It looks at the first MaxPageSize active templates only. A
+// bad offset or limit is EINVALID.
+func (s *WalletService) Claimable(ctx context.Context, who Identity, offset, limit int) ([]*Template, int, error) {
 	user, err := userOf(who)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	var v validator
+	v.page(offset, limit)
+	if err := v.err("invalid list parameters"); err != nil {
+		return nil, 0, err
+	}
+	if limit == 0 {
+		limit = DefaultPageSize
 	}
 	ts, _, err := s.Templates.Templates(ctx, TemplateFilter{ShopNo: AnyShop, Status: TemplateActive, Limit: MaxPageSize})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	held, err := s.Coupons.UserCoupons(ctx, user, 0)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	count := map[int64]int64{}
 	for _, c := range held {
@@ -197,7 +207,11 @@ func (s *WalletService) Claimable(ctx context.Context, who Identity) ([]*Templat
 			out = append(out, t)
 		}
 	}
-	return out, nil
+	total := len(out)
+	if offset >= total {
+		return []*Template{}, total, nil
+	}
+	return out[offset:min(total, offset+limit)], total, nil
 }
 
 // templatesOf returns the templates of coupons.

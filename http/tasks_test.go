@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -529,4 +530,47 @@ func TestUploadTooLarge(t *testing.T) {
 		t.Fatalf("detail %q does not name the limit", r.Problem.Detail)
 	}
 	assertNoUploads(t, ts.dir)
+}
+
+// TestTaskNotifyIsAnArray checks that a task's notify is a JSON array
+// wherever the API shows it, [] when the task notifies nobody.
+func TestTaskNotifyIsAnArray(t *testing.T) {
+	ts := newTestServer(t)
+	m := ts.merchant(t, 1001)
+	tpl := ts.activeTemplate(t, m, 100, 1)
+	type notifyOnly struct {
+		ID     int64
+		Notify json.RawMessage
+	}
+	want := map[int64]string{}
+	for _, notify := range []string{"", "inbox,sms"} {
+		fields := map[string]string{"name": "notify " + notify, "templateId": fmt.Sprint(tpl.ID), "notify": notify}
+		r := ts.upload(t, m, fields, "users.csv", []byte("userId\n1\n"))
+		r.want(t, http.StatusCreated, "")
+		var created notifyOnly
+		r.decode(t, &created)
+		want[created.ID] = `[]`
+		if notify != "" {
+			want[created.ID] = `["inbox","sms"]`
+		}
+		if string(created.Notify) != want[created.ID] {
+			t.Errorf("created task %d: notify %s, want %s", created.ID, created.Notify, want[created.ID])
+		}
+		ts.waitTask(t, m, created.ID)
+		var read notifyOnly
+		ts.do(t, "GET", fmt.Sprintf("/api/v1/tasks/%d", created.ID), m, nil).decode(t, &read)
+		if string(read.Notify) != want[created.ID] {
+			t.Errorf("read task %d: notify %s, want %s", created.ID, read.Notify, want[created.ID])
+		}
+	}
+	var page struct{ Items []notifyOnly }
+	ts.do(t, "GET", "/api/v1/tasks", m, nil).decode(t, &page)
+	if len(page.Items) != len(want) {
+		t.Fatalf("listed %d tasks, want %d", len(page.Items), len(want))
+	}
+	for _, task := range page.Items {
+		if string(task.Notify) != want[task.ID] {
+			t.Errorf("listed task %d: notify %s, want %s", task.ID, task.Notify, want[task.ID])
+		}
+	}
 }

@@ -2,14 +2,10 @@ package http
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/quanhq/quan"
 )
@@ -161,65 +157,6 @@ func (s *Server) templateHistory(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"items": entries})
 	return nil
-}
-
-// decodeJSON reads a JSON body of at most maxBody bytes into v, refusing
-// unknown fields, with an error that names the problem.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := readBody(w, r)
-	if err != nil {
-		return err
-	}
-	return unmarshalStrict(body, v)
-}
-
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	// Any Content-Type is read as JSON: curl -d sends form-urlencoded.
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, quan.Errorf(codeTooLarge, "the request body is larger than %d bytes", maxBody)
-	case err != nil:
-		return nil, quan.Errorf(quan.EINVALID, "read request body: %v", err)
-	}
-	return body, nil
-}
-
-func unmarshalStrict(body []byte, v any) error {
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return quan.Errorf(quan.EINVALID, "the request body is empty; send a JSON object")
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
-	}
-	if dec.More() {
-		return quan.Errorf(quan.EINVALID, "the request body holds more than one JSON value")
-	}
-	return nil
-}
-
-// jsonError turns a decoding error into an EINVALID error that names the
-// field when it can.
-func jsonError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		return &quan.Error{Code: quan.EINVALID, Message: "the request body has a value of the wrong type",
-			Fields: []quan.FieldError{{Field: typeErr.Field, Message: fmt.Sprintf("must be a %s, not a %s", typeErr.Type, typeErr.Value)}}}
-	case errors.As(err, &syntaxErr):
-		return quan.Errorf(quan.EINVALID, "the request body is not valid JSON: %v (at byte %d)", err, syntaxErr.Offset)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &quan.Error{Code: quan.EINVALID, Message: "the request body has an unknown field",
-			Fields: []quan.FieldError{{Field: field, Message: "is not a known field"}}}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return quan.Errorf(quan.EINVALID, "the request body is cut short")
-	}
-	return quan.Errorf(quan.EINVALID, "the request body is not valid: %v", err)
 }
 
 // pageParams reads the offset and limit of a listing, and returns a field

@@ -62,6 +62,16 @@ func TestCreateTemplateValidation(t *testing.T) {
 		{"NameMissing", map[string]any{"name": "  "}, "name"},
 		{"NameTooLong", map[string]any{"name": strings.Repeat("券", 65)}, "name"},
 		{"DescriptionTooLong", map[string]any{"description": strings.Repeat("x", 513)}, "description"},
+		{"NameControl", map[string]any{"name": "满100\a减10"}, "name"},
+		{"NameNUL", map[string]any{"name": "a\x00b"}, "name"},
+		{"NameNewline", map[string]any{"name": "满100\n减10"}, "name"},
+		{"NameTab", map[string]any{"name": "满100\t减10"}, "name"},
+		{"NameDEL", map[string]any{"name": "a\x7fb"}, "name"},
+		{"NameBidiOverride", map[string]any{"name": "01\u202Egnp.exe"}, "name"},
+		{"NameBidiIsolate", map[string]any{"name": "\u2066x\u2069"}, "name"},
+		{"DescriptionEscape", map[string]any{"description": "sale\x1b[2J"}, "description"},
+		{"DescriptionCarriageReturn", map[string]any{"description": "line\r\nline"}, "description"},
+		{"DescriptionBidiEmbedding", map[string]any{"description": "\u202Bsale"}, "description"},
 		{"KindMissing", map[string]any{"kind": ""}, "kind"},
 		{"KindUnknown", map[string]any{"kind": "bogus"}, "kind"},
 		{"DirectNoAmount", map[string]any{"kind": "direct", "rule": map[string]any{}}, "rule.amount"},
@@ -390,6 +400,30 @@ func TestEditTemplate(t *testing.T) {
 		ts.do(t, "GET", loc(tpl.ID), tok, nil).decode(t, &got)
 		if got.Name != "满200减30" {
 			t.Fatalf("invalid edit stored: %+v", got)
+		}
+	})
+	t.Run("InvisibleCharacters", func(t *testing.T) {
+		for field, value := range map[string]string{"name": "满200\u202E减30", "description": "a\x00b"} {
+			r := ts.do(t, "PATCH", loc(tpl.ID), tok, map[string]any{field: value})
+			r.want(t, 400, quan.EINVALID)
+			if !r.hasField(field) {
+				t.Fatalf("errors %+v do not name %q", r.Problem.Errors, field)
+			}
+		}
+		var got quan.Template
+		ts.do(t, "GET", loc(tpl.ID), tok, nil).decode(t, &got)
+		if got.Name != "满200减30" || got.Description != tpl.Description {
+			t.Fatalf("invalid edit stored: %+v", got)
+		}
+	})
+	t.Run("MultiLineDescription", func(t *testing.T) {
+		const desc = "满200减30\n\t- 全场通用\n\t- 不与其他券同享"
+		r := ts.do(t, "PATCH", loc(tpl.ID), tok, map[string]any{"description": desc})
+		r.want(t, 200, "")
+		var got quan.Template
+		ts.do(t, "GET", loc(tpl.ID), tok, nil).decode(t, &got)
+		if got.Description != desc {
+			t.Fatalf("description %q, want %q", got.Description, desc)
 		}
 	})
 	t.Run("UnknownField", func(t *testing.T) {

@@ -48,16 +48,25 @@ func (s *Server) getCoupon(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// claimable is GET /me/claimable?offset=&limit=: the templates the caller
+// may still claim, newest first.
 func (s *Server) claimable(w http.ResponseWriter, r *http.Request) error {
 	who, err := identity(r)
 	if err != nil {
 		return err
 	}
-	ts, err := s.Wallet.Claimable(r.Context(), who)
+	var offset, limit int
+	if bad := pageParams(r.URL.Query(), &offset, &limit); len(bad) > 0 {
+		return &quan.Error{Code: quan.EINVALID, Message: "invalid list parameters", Fields: bad}
+	}
+	ts, total, err := s.Wallet.Claimable(r.Context(), who, offset, limit)
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"items": ts})
+	if limit == 0 {
+		limit = quan.DefaultPageSize
+	}
+	s.writeJSON(w, http.StatusOK, templatePage{Items: ts, Total: total, Offset: offset, Limit: limit})
 	return nil
 }
 

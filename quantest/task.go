@@ -116,8 +116,8 @@ func getTask(t *testing.T, s TaskStores, id int64) *quan.Task {
 }
 
 // assertTask compares got with want field by field: times with
-// time.Time.Equal, notification lists as lists (nil and empty alike), the
-// rest exactly.
+// time.Time.Equal, notification lists as lists (the stored nil and empty
+// alike, but the one read never nil), the rest exactly.
 func assertTask(t *testing.T, got, want *quan.Task) {
 	t.Helper()
 	if got == nil {
@@ -141,6 +141,9 @@ func assertTask(t *testing.T, got, want *quan.Task) {
 	}
 	if !slices.Equal(got.Notify, want.Notify) {
 		t.Errorf("task %d: Notify = %q, want %q", want.ID, got.Notify, want.Notify)
+	}
+	if got.Notify == nil {
+		t.Errorf("task %d: Notify is nil, want an empty slice for none", want.ID)
 	}
 	g, w := *got, *want
 	for _, task := range []*quan.Task{&g, &w} {
