@@ -2,7 +2,6 @@ package quan
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,16 +13,10 @@ import (
 )
 
 // ClaimBatchSubject is the bus subject claims are handed to the store on,
-// in batches (EncodeClaims). ClaimSubject carries one claim a message in
-// JSON: versions before the batches published that, and ServeClaims still
-// persists it. The batches have a subject of their own so that, while old
-// and new versions run side by side, no old consumer is handed a batch it
-// cannot read (it would dead-letter it, and its dead-letter consumer drop
-// it). ClaimDurable is the consumer name the processes persisting claims
-// share.
+// in batches (EncodeClaims). ClaimDurable is the consumer name the
+// processes persisting claims share.
 const (
 	ClaimBatchSubject = "quan.claims.batch"
-	ClaimSubject      = "quan.claims"
 	ClaimDurable      = "quan-claims"
 )
 
@@ -110,16 +103,14 @@ const MaxClaimsPerTransaction = 2000
 // meet in one store transaction at a time (the persist batcher), so this
 // only needs to keep the next transaction full: a few batches do under
 // load, when each carries hundreds of claims; more let the small batches
-// of a light load share a transaction. Single claims (ClaimSubject) need
-// many at once to fill a transaction. Dead letters are rare, and each
+// of a light load share a transaction. Dead letters are rare, and each
 // fails its claims one by one. A batch message held waits under its
 // AckWait (30 s): 16 handled and 4 prefetched are 10,000 claims at most,
 // 6 s of a store that persists only 1,600 a second.
 const (
-	batchConcurrency  = 16
-	batchPrefetch     = 4
-	singleConcurrency = 1000
-	deadConcurrency   = 4
+	batchConcurrency = 16
+	batchPrefetch    = 4
+	deadConcurrency  = 4
 )
 
 func (s *ClaimService) init() {
@@ -374,9 +365,7 @@ func (s *ClaimService) Get(ctx context.Context, who Identity, id string, wait ti
 // ServeClaims persists the claims handed to the bus, in batches, until ctx
 // ends; claims that fail give their reservation back, and claims whose
 // hand-off runs out of deliveries end failed. It consumes the batches on
-// ClaimBatchSubject and the single JSON claims on ClaimSubject, which
-// older versions publish, so their claims persist during and after an
-// upgrade.
+// ClaimBatchSubject and their dead letters.
 func (s *ClaimService) ServeClaims(ctx context.Context) error {
 	if s.PersistRate != 0 && !(s.PersistRate >= MinPersistRate) {
 		return Errorf(EINVALID, "serve claims: persist rate %v a second: want 0 (no limit) or at least %d", s.PersistRate, MinPersistRate)
@@ -393,9 +382,7 @@ func (s *ClaimService) ServeClaims(ctx context.Context) error {
 	dead := ConsumeOptions{Concurrency: deadConcurrency}
 	cs := []consumer{
 		{ClaimBatchSubject, ClaimDurable, live(batchConcurrency, batchPrefetch), s.handleClaims},
-		{ClaimSubject, ClaimDurable, live(singleConcurrency, 0), s.handleClaims},
 		{DeadLetterPrefix + ClaimBatchSubject, ClaimDurable + "-dead", dead, s.handleDead},
-		{DeadLetterPrefix + ClaimSubject, ClaimDurable + "-dead", dead, s.handleDead},
 	}
 	errs := make(chan error, len(cs))
 	for _, c := range cs {
@@ -411,23 +398,12 @@ func (s *ClaimService) ServeClaims(ctx context.Context) error {
 	return nil
 }
 
-// decodeClaims returns the claims of m: a batch (EncodeClaims), or one
-// claim in JSON, which is what a message starting with '{' holds, on
-// whichever subject it came. Every claim must name itself, its template
-// and its user.
+// decodeClaims returns the claims of m, a batch (EncodeClaims). Every
+// claim must name itself, its template and its user.
 func decodeClaims(m Message) ([]*Claim, error) {
-	var cs []*Claim
-	if len(m.Data) > 0 && m.Data[0] == '{' {
-		var c Claim
-		if err := json.Unmarshal(m.Data, &c); err != nil {
-			return nil, Errorf(EINVALID, "message %s is not a claim: %v", m.ID, err)
-		}
-		cs = []*Claim{&c}
-	} else {
-		var err error
-		if cs, err = DecodeClaims(m.Data); err != nil {
-			return nil, Errorf(EINVALID, "message %s is not a batch of claims: %v", m.ID, err)
-		}
+	cs, err := DecodeClaims(m.Data)
+	if err != nil {
+		return nil, Errorf(EINVALID, "message %s is not a batch of claims: %v", m.ID, err)
 	}
 	if len(cs) == 0 {
 		return nil, Errorf(EINVALID, "message %s holds no claims", m.ID)
