@@ -1,7 +1,6 @@
 package quan
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -569,16 +568,9 @@ func (s *WalletService) publish(ctx context.Context, events []CouponEvent) {
 }
 
 // DecodeCouponEvents reads a message of CouponEventSubject: a JSON array
-// of events (a single event object is read too).
+// of events.
 func DecodeCouponEvents(data []byte) ([]CouponEvent, error) {
 	var es []CouponEvent
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-		es = make([]CouponEvent, 1)
-		if err := json.Unmarshal(data, &es[0]); err != nil {
-			return nil, Errorf(EINVALID, "a coupon event: %v", err)
-		}
-		return es, nil
-	}
 	if err := json.Unmarshal(data, &es); err != nil {
 		return nil, Errorf(EINVALID, "coupon events: %v", err)
 	}
