@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -347,18 +346,15 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 		chosen = append(chosen, &c)
 	}
 	q := PriceOrder(req.Items, chosen, templates, now)
-	slots := map[string]int64{}
+	slots := map[int64]int64{} // stackSlot → coupon
 	var discount int64
 	for _, cq := range q.Coupons {
 		if !cq.Usable {
 			return nil, Errorf(ENOTUSABLE, "coupon %d cannot be used for this order: %s", cq.CouponID, cq.Reason)
 		}
-		slot := "platform"
-		if cq.Source == SourceShop {
-			slot = "shop " + strconv.FormatInt(cq.ShopNo, 10)
-		}
+		slot := stackSlot(cq)
 		if other, ok := slots[slot]; ok {
-			return nil, Errorf(ENOTUSABLE, "coupons %d and %d do not stack: at most one %s coupon", other, cq.CouponID, slot)
+			return nil, Errorf(ENOTUSABLE, "coupons %d and %d do not stack: at most one %s coupon", other, cq.CouponID, slotName(slot))
 		}
 		slots[slot] = cq.CouponID
 		discount += cq.Discount

@@ -438,3 +438,25 @@ func TestArchiveAfter(t *testing.T) {
 		t.Fatalf("the wallet still lists %d coupons", page.Total)
 	}
 }
+
+// TestLockRefusesCouponsThatDoNotStack: two coupons of one shop do not
+// stack: the quote combines one of them, and a lock naming both is 409
+// not_usable, whatever the discount expected.
+func TestLockRefusesCouponsThatDoNotStack(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	a, b := ts.walletCoupon(t, 7), ts.walletCoupon(t, 7)
+	var q quan.Quote
+	ts.do(t, "POST", "/api/v1/settlement/quote", u, map[string]any{"items": order(12_000)}).decode(t, &q)
+	if !slices.Equal(q.Combination, []int64{min(a.ID, b.ID)}) || q.CombinationDiscount != 1000 {
+		t.Fatalf("quote: combination %v off %d; want the one coupon %d off 1000", q.Combination, q.CombinationDiscount, min(a.ID, b.ID))
+	}
+	for _, discount := range []int64{1000, 2000} {
+		r := ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, map[string]any{
+			"items": order(12_000), "couponIds": []int64{a.ID, b.ID}, "expectedDiscount": discount})
+		r.want(t, http.StatusConflict, quan.ENOTUSABLE)
+		if !strings.Contains(r.Problem.Detail, "do not stack") {
+			t.Errorf("lock of both, %d expected: %q, want it to say they do not stack", discount, r.Problem.Detail)
+		}
+	}
+}
