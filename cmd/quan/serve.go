@@ -17,6 +17,7 @@ import (
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/mysql"
 	natsbus "github.com/quanhq/quan/nats"
+	"github.com/quanhq/quan/report"
 )
 
 // ServeCommand runs the HTTP API and the distribution runner until its
@@ -148,6 +149,7 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 		Claims:      app.claims,
 		Wallet:      app.wallet,
 		Codes:       app.codes,
+		CodesExport: report.Codes{},
 		Idempotency: idem,
 		Tokens:      tokens,
 		Logger:      logger,
