@@ -2,6 +2,8 @@ package quan
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -300,11 +302,26 @@ type LockRequest struct {
 	ExpectedDiscount int64       `json:"expectedDiscount"`
 }
 
+// Key identifies the request among the locks of its order: a digest of
+// its items and its coupons (in id order, each once). The discount
+// expected is left out: the items and coupons decide it, and a lock asked
+// again at another is refused as a price change.
+func (r LockRequest) Key() string {
+	h := sha256.New()
+	for _, it := range r.Items {
+		// Quoted, the strings cannot run into the next field.
+		fmt.Fprintf(h, "%q %q %d %d %d\n", it.SKU, it.Category, it.ShopNo, it.UnitPrice, it.Quantity)
+	}
+	fmt.Fprintf(h, "coupons %v", slices.Compact(slices.Sorted(slices.Values(r.CouponIDs))))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // Lock holds the coupons for order until the lock TTL runs out. The server
 // prices the order again: the coupons must be usable together under the
-// stacking rules and give exactly the expected discount. Locking an order
-// again with the same coupons returns them (idempotent); a coupon that
-// another order holds is a conflict.
+// stacking rules and give exactly the expected discount. Locking a locked
+// order again with the same items and coupons (LockRequest.Key) returns its
+// coupons (idempotent); with other items or coupons it is a conflict, as
+// is a coupon that another order holds.
 func (s *WalletService) Lock(ctx context.Context, who Identity, order string, req LockRequest) ([]*Coupon, error) {
 	user, err := userOf(who)
 	if err != nil {
@@ -320,10 +337,19 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 		return nil, Errorf(EINVALID, "couponIds: name at least one coupon")
 	}
 	now := s.now()
-	// The coupons named, and those the order holds already.
+	key := req.Key()
+	// The coupons named, and those the order holds already: a lock of
+	// the order by another request is a conflict.
 	all, err := s.Coupons.OrderCoupons(ctx, user, order, req.CouponIDs)
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range all {
+		c := *c
+		c.Lapse(now)
+		if c.Status == CouponLocked && c.OrderID == order && c.LockKey != key {
+			return nil, lockedOtherwise(order)
+		}
 	}
 	templates, err := s.templatesOf(ctx, all)
 	if err != nil {
@@ -367,26 +393,21 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	var events []CouponEvent
 	cs, err := s.change(ctx, user, all, req.CouponIDs, func(cs []*Coupon) error {
 		events = events[:0]
-		// The order may hold only these coupons.
-		for _, c := range all {
-			c := *c
-			c.Lapse(now)
-			if c.Status == CouponLocked && c.OrderID == order && !slices.Contains(req.CouponIDs, c.ID) {
-				return Errorf(ECONFLICT, "order %s holds coupon %d already: release the order to lock other coupons", order, c.ID)
-			}
-		}
 		for _, c := range cs {
 			old := c.Status
 			c.Lapse(now)
-			if c.Status == CouponLocked && c.OrderID == order {
-				continue // locked by this order before: idempotent
-			}
-			if c.Status == CouponLocked {
+			switch {
+			case c.Status == CouponLocked && c.OrderID == order && c.LockKey == key:
+				continue // locked by this request before: idempotent
+			case c.Status == CouponLocked && c.OrderID == order:
+				return lockedOtherwise(order) // by another request meanwhile
+			case c.Status == CouponLocked:
 				return Errorf(ECONFLICT, "coupon %d is held by another order", c.ID)
 			}
 			if err := c.Lock(order, now, until); err != nil {
 				return err
 			}
+			c.LockKey = key
 			events = append(events, eventOf(c, old, now))
 		}
 		return nil
@@ -396,6 +417,12 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	}
 	s.publish(ctx, events)
 	return cs, nil
+}
+
+// lockedOtherwise is the conflict of locking order again with another
+// request than the one that locked it.
+func lockedOtherwise(order string) error {
+	return Errorf(ECONFLICT, "order %s is locked already, with other items or coupons: release it to lock it again", order)
 }
 
 func cmp0(d, def time.Duration) time.Duration {
