@@ -54,8 +54,8 @@ const (
 var DefaultBackoff = []time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second}
 
 // DeadLetterPrefix is put before a subject to name its dead-letter subject:
-// messages of "quan.claims" that exhausted their deliveries are published
-// on "dead.quan.claims", with the last error in the header Reason.
+// messages of "quan.claims.batch" that exhausted their deliveries are published
+// on "dead.quan.claims.batch", with the last error in the header Reason.
 const DeadLetterPrefix = "dead."
 
 // Bus is a durable message bus with at-least-once delivery.

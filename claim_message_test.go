@@ -8,9 +8,8 @@ import (
 	"time"
 )
 
-// TestDecodeClaimMessages: the consumer reads batches and the single
-// JSON claims of older versions, and refuses anything else with an
-// invalid error that names the problem.
+// TestDecodeClaimMessages: the consumer reads batches, and refuses
+// anything else with an invalid error that names the problem.
 func TestDecodeClaimMessages(t *testing.T) {
 	at := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
 	c := &Claim{ID: NewClaimID(7, 42), TemplateID: 7, UserID: 42, Status: ClaimPending, At: at}
@@ -28,13 +27,12 @@ func TestDecodeClaimMessages(t *testing.T) {
 		err        string // in the error; "" if none
 	}{
 		{"Batch", string(batch(c, c, c)), 3, ""},
-		{"JSON", `{"id":"` + c.ID + `","templateId":7,"userId":42,"status":"pending","at":"2030-01-02T03:04:05.000006Z"}`, 1, ""},
-		{"ErrBrokenJSON", `{"id":`, 0, "is not a claim"},
+		{"ErrJSON", `{"id":"` + c.ID + `","templateId":7,"userId":42,"status":"pending","at":"2030-01-02T03:04:05.000006Z"}`, 0, "is not a batch of claims"},
 		{"ErrNotABatch", "hello", 0, "is not a batch of claims"},
 		{"ErrEmpty", "", 0, "is not a batch of claims"},
 		{"ErrCutBatch", string(batch(c)[:20]), 0, "exceeds the message"},
 		{"ErrNoClaims", string(batch()), 0, "holds no claims"},
-		{"ErrJSONWithoutUser", `{"id":"c7-1-x","templateId":7}`, 0, "claim 1 of 1 lacks its id, template or user"},
+		{"ErrBatchWithoutUser", string(batch(&Claim{ID: "c7-1-x", TemplateID: 7, Status: ClaimPending})), 0, "claim 1 of 1 lacks its id, template or user"},
 		{"ErrBatchWithoutID", string(batch(c, &Claim{TemplateID: 7, UserID: 1, Status: ClaimPending})), 0, "claim 2 of 2 lacks"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

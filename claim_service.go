@@ -2,7 +2,6 @@ package quan
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,16 +13,10 @@ import (
 )
 
 // ClaimBatchSubject is the bus subject claims are handed to the store on,
-// in batches (EncodeClaims). ClaimSubject carries one claim a message in
-// JSON: versions before the batches published that, and ServeClaims still
-// persists it. The batches have a subject of their own so that, while old
-// and new versions run side by side, no old consumer is handed a batch it
-// cannot read (it would dead-letter it, and its dead-letter consumer drop
-// it). ClaimDurable is the consumer name the processes persisting claims
-// share.
+// in batches (EncodeClaims). ClaimDurable is the consumer name the
+// processes persisting claims share.
 const (
 	ClaimBatchSubject = "quan.claims.batch"
-	ClaimSubject      = "quan.claims"
 	ClaimDurable      = "quan-claims"
 )
 
@@ -105,22 +98,6 @@ const MaxClaimsPerMessage = 500
 // MaxClaimsPerTransaction bounds the claims the store decides in one
 // transaction: the claims of the messages handled at once share it.
 const MaxClaimsPerTransaction = 2000
-
-// How many claim messages a process handles at once. The claims of all
-// meet in one store transaction at a time (the persist batcher), so this
-// only needs to keep the next transaction full: a few batches do under
-// load, when each carries hundreds of claims; more let the small batches
-// of a light load share a transaction. Single claims (ClaimSubject) need
-// many at once to fill a transaction. Dead letters are rare, and each
-// fails its claims one by one. A batch message held waits under its
-// AckWait (30 s): 16 handled and 4 prefetched are 10,000 claims at most,
-// 6 s of a store that persists only 1,600 a second.
-const (
-	batchConcurrency  = 16
-	batchPrefetch     = 4
-	singleConcurrency = 1000
-	deadConcurrency   = 4
-)
 
 func (s *ClaimService) init() {
 	s.once.Do(func() {
@@ -369,198 +346,4 @@ func (s *ClaimService) Get(ctx context.Context, who Identity, id string, wait ti
 		case <-time.After(min(20*time.Millisecond, time.Until(deadline))):
 		}
 	}
-}
-
-// ServeClaims persists the claims handed to the bus, in batches, until ctx
-// ends; claims that fail give their reservation back, and claims whose
-// hand-off runs out of deliveries end failed. It consumes the batches on
-// ClaimBatchSubject and the single JSON claims on ClaimSubject, which
-// older versions publish, so their claims persist during and after an
-// upgrade.
-func (s *ClaimService) ServeClaims(ctx context.Context) error {
-	if s.PersistRate != 0 && !(s.PersistRate >= MinPersistRate) {
-		return Errorf(EINVALID, "serve claims: persist rate %v a second: want 0 (no limit) or at least %d", s.PersistRate, MinPersistRate)
-	}
-	s.init()
-	type consumer struct {
-		subject, durable string
-		opt              ConsumeOptions
-		handle           func(context.Context, Message) error
-	}
-	live := func(n, prefetch int) ConsumeOptions {
-		return ConsumeOptions{MaxDeliver: s.MaxDeliver, Backoff: s.Backoff, Concurrency: n, Prefetch: prefetch}
-	}
-	dead := ConsumeOptions{Concurrency: deadConcurrency}
-	cs := []consumer{
-		{ClaimBatchSubject, ClaimDurable, live(batchConcurrency, batchPrefetch), s.handleClaims},
-		{ClaimSubject, ClaimDurable, live(singleConcurrency, 0), s.handleClaims},
-		{DeadLetterPrefix + ClaimBatchSubject, ClaimDurable + "-dead", dead, s.handleDead},
-		{DeadLetterPrefix + ClaimSubject, ClaimDurable + "-dead", dead, s.handleDead},
-	}
-	errs := make(chan error, len(cs))
-	for _, c := range cs {
-		go func() { errs <- s.Bus.Consume(ctx, c.subject, c.durable, c.opt, c.handle) }()
-	}
-	var all []error
-	for range cs {
-		all = append(all, <-errs)
-	}
-	if err := errors.Join(all...); err != nil {
-		return fmt.Errorf("serve claims: %w", err)
-	}
-	return nil
-}
-
-// decodeClaims returns the claims of m: a batch (EncodeClaims), or one
-// claim in JSON, which is what a message starting with '{' holds, on
-// whichever subject it came. Every claim must name itself, its template
-// and its user.
-func decodeClaims(m Message) ([]*Claim, error) {
-	var cs []*Claim
-	if len(m.Data) > 0 && m.Data[0] == '{' {
-		var c Claim
-		if err := json.Unmarshal(m.Data, &c); err != nil {
-			return nil, Errorf(EINVALID, "message %s is not a claim: %v", m.ID, err)
-		}
-		cs = []*Claim{&c}
-	} else {
-		var err error
-		if cs, err = DecodeClaims(m.Data); err != nil {
-			return nil, Errorf(EINVALID, "message %s is not a batch of claims: %v", m.ID, err)
-		}
-	}
-	if len(cs) == 0 {
-		return nil, Errorf(EINVALID, "message %s holds no claims", m.ID)
-	}
-	for i, c := range cs {
-		if c.ID == "" || c.TemplateID <= 0 || c.UserID <= 0 {
-			return nil, Errorf(EINVALID, "message %s: claim %d of %d lacks its id, template or user: %+v", m.ID, i+1, len(cs), *c)
-		}
-	}
-	return cs, nil
-}
-
-// handleClaims persists the claims of m and settles each. If the store
-// fails, nothing is settled and the error has m delivered again: the
-// claims the store decided meanwhile are not decided twice, it returns
-// their records.
-func (s *ClaimService) handleClaims(ctx context.Context, m Message) error {
-	cs, err := decodeClaims(m)
-	if err != nil {
-		return err
-	}
-	recs, err := s.persist.DoMany(ctx, cs)
-	if err != nil {
-		s.Counters.Retried.Add(int64(len(cs)))
-		s.logger().Warn("persist claims", "message", m.ID, "claims", len(cs), "attempt", m.Attempt, "err", err)
-		return err
-	}
-	var errs []error
-	for _, rec := range recs {
-		errs = append(errs, s.settle(ctx, rec))
-	}
-	return errors.Join(errs...)
-}
-
-// settle counts a decided claim and, if it failed, gives its reservation
-// back (a no-op when given back before).
-func (s *ClaimService) settle(ctx context.Context, c *Claim) error {
-	if c.Status == ClaimIssued {
-		s.Counters.Issued.Add(1)
-		return nil
-	}
-	s.Counters.Failed.Add(1)
-	if err := s.Cache.Release(ctx, c.TemplateID, c.ID); err != nil {
-		return fmt.Errorf("give back the reservation of claim %s: %w", c.ID, err)
-	}
-	s.Counters.Compensated.Add(1)
-	return nil
-}
-
-// handleDead fails every claim of a message whose hand-off ran out of
-// deliveries, and settles each: a claim the store decided before keeps
-// its record. An error has the dead letter delivered again.
-func (s *ClaimService) handleDead(ctx context.Context, m Message) error {
-	cs, err := decodeClaims(m)
-	if err != nil {
-		s.logger().Error("dead letter that is not a claim", "id", m.ID, "err", err)
-		return nil
-	}
-	s.logger().Warn("claims dead-lettered", "message", m.ID, "claims", len(cs), "reason", m.Reason)
-	var errs []error
-	for _, c := range cs {
-		rec, err := s.Claims.FailClaim(ctx, c, "hand-off failed: "+m.Reason, s.now())
-		if err != nil {
-			return errors.Join(append(errs, fmt.Errorf("fail dead-lettered claim %s: %w", c.ID, err))...)
-		}
-		s.Counters.DeadLettered.Add(1)
-		errs = append(errs, s.settle(ctx, rec))
-	}
-	return errors.Join(errs...)
-}
-
-// knownIDs tells template ids that may exist from ids that cannot: ids
-// are handed out in order and templates never deleted, so every id up to
-// the highest exists. The highest is read from the store at most once a
-// second, so a flood of unknown ids costs the store nothing.
-type knownIDs struct {
-	mu      sync.Mutex
-	highest int64
-	checked time.Time
-}
-
-func (k *knownIDs) exists(ctx context.Context, store TemplateStore, id int64) (bool, error) {
-	if id <= 0 {
-		return false, nil
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if id <= k.highest {
-		return true, nil
-	}
-	if time.Since(k.checked) < time.Second {
-		return false, nil
-	}
-	k.checked = time.Now()
-	ts, _, err := store.Templates(ctx, TemplateFilter{ShopNo: AnyShop, Limit: 1})
-	if err != nil {
-		return false, err
-	}
-	if len(ts) > 0 {
-		k.highest = ts[0].ID
-	}
-	return id <= k.highest, nil
-}
-
-// flight runs one call per key at a time; callers arriving meanwhile wait
-// for it and share its error.
-type flight struct {
-	mu    sync.Mutex
-	calls map[int64]*flightCall
-}
-
-type flightCall struct {
-	done chan struct{}
-	err  error
-}
-
-func (f *flight) do(key int64, fn func() error) error {
-	f.mu.Lock()
-	if f.calls == nil {
-		f.calls = map[int64]*flightCall{}
-	}
-	if c, ok := f.calls[key]; ok {
-		f.mu.Unlock()
-		<-c.done
-		return c.err
-	}
-	c := &flightCall{done: make(chan struct{})}
-	f.calls[key] = c
-	f.mu.Unlock()
-	c.err = fn()
-	f.mu.Lock()
-	delete(f.calls, key)
-	f.mu.Unlock()
-	close(c.done)
-	return c.err
 }

@@ -2,7 +2,6 @@ package quan_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"iter"
 	"path/filepath"
@@ -33,7 +32,7 @@ type claimRig struct {
 	s     *quan.ClaimService
 	store *sqlite.Store
 	cache quan.Cache
-	bus   *nats.Bus // unwrapped, to publish what older versions did
+	bus   *nats.Bus // unwrapped, to publish batches as a peer process would
 	tpl   *quan.Template
 }
 
@@ -299,103 +298,6 @@ func TestClaimBatchDeadLettered(t *testing.T) {
 			r.s.Counters.DeadLettered.Load(), r.s.Counters.Retried.Load(), down.calls.Load())
 	}
 	r.assertStock(t, 10)
-}
-
-// TestClaimOldJSONMessages: claims an older version left on the bus, one
-// claim per message in JSON, still persist next to batches.
-func TestClaimOldJSONMessages(t *testing.T) {
-	r := newClaimRig(t, 10)
-	cs := r.reserve(t, 1, 2, 3)
-	for _, c := range cs[:2] {
-		data, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.bus.Publish(t.Context(), quan.Message{Subject: quan.ClaimSubject, ID: c.ID, Data: data}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.publishBatch(t, cs[2:])
-	r.serve(t)
-	waitFor(t, "3 claims decided", func() bool { return r.s.Counters.Issued.Load()+r.s.Counters.Failed.Load() >= 3 })
-	for _, c := range cs {
-		if rec, err := r.store.Claim(t.Context(), c.ID); err != nil || rec.Status != quan.ClaimIssued {
-			t.Errorf("claim of user %d: %+v, %v; want issued", c.UserID, rec, err)
-		}
-	}
-	if got := r.s.Counters.Issued.Load(); got != 3 {
-		t.Errorf("%d claims counted issued, want 3", got)
-	}
-	r.assertStock(t, 7)
-}
-
-// TestClaimMixedVersions: while an older version runs beside this one
-// (during a rolling upgrade), sharing the consumer of single JSON claims,
-// it is never handed a batch it cannot read, and the claims of both
-// versions persist.
-func TestClaimMixedVersions(t *testing.T) {
-	r := newClaimRig(t, 10)
-	var (
-		mu         sync.Mutex
-		unreadable []string
-		ids        []string
-	)
-	// The older version's consumer: one JSON claim a message, persisted
-	// alone.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- r.bus.Consume(ctx, quan.ClaimSubject, quan.ClaimDurable, quan.ConsumeOptions{}, func(ctx context.Context, m quan.Message) error {
-			var c quan.Claim
-			if err := json.Unmarshal(m.Data, &c); err != nil {
-				mu.Lock()
-				unreadable = append(unreadable, m.ID)
-				mu.Unlock()
-				return err
-			}
-			_, err := r.store.IssueClaims(ctx, []*quan.Claim{&c}, claimAt)
-			return err
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the older consumer: %v", err)
-		}
-	})
-	r.serve(t)
-	// Claims the older version accepted, and claims this one accepts.
-	for _, c := range r.reserve(t, 1, 2, 3) {
-		data, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.bus.Publish(t.Context(), quan.Message{Subject: quan.ClaimSubject, ID: c.ID, Data: data}); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, c.ID)
-	}
-	for u := int64(4); u <= 9; u++ {
-		c, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: u}, r.tpl.ID)
-		if err != nil {
-			t.Fatalf("claim of user %d: %v", u, err)
-		}
-		ids = append(ids, c.ID)
-	}
-	waitFor(t, "every claim issued", func() bool {
-		for _, id := range ids {
-			if c, err := r.store.Claim(t.Context(), id); err != nil || c.Status != quan.ClaimIssued {
-				return false
-			}
-		}
-		return true
-	})
-	mu.Lock()
-	defer mu.Unlock()
-	if len(unreadable) > 0 {
-		t.Errorf("the older consumer was handed %d messages it cannot read: %v", len(unreadable), unreadable)
-	}
-	r.assertStock(t, 1)
 }
 
 // TestClaimPersistPaced: with a PersistRate, claims accepted within the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"sync"
@@ -44,6 +45,13 @@ type RedeemCode struct {
 	UserID     int64     `json:"userId,omitempty"`
 	CouponID   int64     `json:"couponId,omitempty"`
 	RedeemedAt time.Time `json:"redeemedAt,omitzero"`
+}
+
+// CodesExport writes the codes of a batch to w as a spreadsheet file,
+// streamed row by row. It returns the first error of codes, or ctx's when
+// ctx ends; w holds a partial file then.
+type CodesExport interface {
+	Write(ctx context.Context, w io.Writer, codes iter.Seq2[RedeemCode, error]) error
 }
 
 // CodeStore keeps code batches and redeems their codes.

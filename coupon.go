@@ -46,8 +46,13 @@ type Coupon struct {
 	// LockedUntil is when a lock runs out: a locked coupon is available
 	// again from then on, by itself.
 	LockedUntil time.Time `json:"lockedUntil,omitzero"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
+	// LockKey identifies the request that locked the coupon for its order
+	// (LockRequest.Key): locking the order again with the same request
+	// answers the lock, with another one is a conflict. It goes with
+	// OrderID.
+	LockKey   string    `json:"-"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // Usable reports whether c may be spent at now: available and inside its
@@ -138,7 +143,7 @@ func (c *Coupon) Revoke(now time.Time) error {
 	if c.Status != CouponAvailable && c.Status != CouponLocked {
 		return c.transitionErr("revoke")
 	}
-	c.OrderID, c.LockedUntil = "", time.Time{}
+	c.OrderID, c.LockedUntil, c.LockKey = "", time.Time{}, ""
 	c.set(CouponRevoked, now)
 	return nil
 }
@@ -146,7 +151,7 @@ func (c *Coupon) Revoke(now time.Time) error {
 // giveBack makes a coupon available again while it is valid, expired
 // otherwise: a release or refund never revives an expired coupon.
 func (c *Coupon) giveBack(now time.Time) {
-	c.OrderID, c.LockedUntil = "", time.Time{}
+	c.OrderID, c.LockedUntil, c.LockKey = "", time.Time{}, ""
 	if now.Before(c.ValidEnd) {
 		c.set(CouponAvailable, now)
 	} else {

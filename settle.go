@@ -132,10 +132,30 @@ func inScope(t *Template, it OrderItem) bool {
 	return true
 }
 
+// stackSlot is the stacking rule, which quoting and locking both apply: a
+// combination holds at most one coupon of each slot, and the slot of a
+// platform coupon is 0, that of a shop coupon its shop. So one platform
+// coupon stacks with one coupon of each shop, and two coupons of one
+// template, which share their slot, never stack.
+func stackSlot(cq CouponQuote) int64 {
+	if cq.Source == SourceShop {
+		return cq.ShopNo
+	}
+	return 0
+}
+
+// slotName names a slot of stackSlot for messages.
+func slotName(slot int64) string {
+	if slot == 0 {
+		return "platform"
+	}
+	return fmt.Sprintf("shop %d", slot)
+}
+
 // PriceOrder prices items with the user's coupons (each with its
 // template) at now. The stacking rules, documented in the README:
-//   - at most one platform coupon, and at most one shop coupon per shop;
-//   - coupons of one template never stack;
+//   - at most one platform coupon, and at most one shop coupon per shop
+//     (stackSlot), so coupons of one template never stack;
 //   - every coupon is computed on the listed prices of the items in its
 //     scope, and the discounts together never exceed the order's total.
 //
@@ -183,10 +203,7 @@ func PriceOrder(items []OrderItem, coupons []*Coupon, templates map[int64]*Templ
 			if off > q.BestDiscount || q.Best == 0 {
 				q.Best, q.BestDiscount = c.ID, off
 			}
-			slot := int64(0)
-			if t.Source == SourceShop {
-				slot = t.ShopNo
-			}
+			slot := stackSlot(cq)
 			if b, ok := best[slot]; !ok || off > b.discount || off == b.discount && c.ID < b.id {
 				best[slot] = pick{c.ID, c.TemplateID, off}
 			}

@@ -152,9 +152,10 @@ type CouponStats struct {
 type WalletStore interface {
 	// UpdateCoupons loads the coupons ids of user under a write lock, in
 	// id order (ErrNotFound if one is not the user's), and calls fn with
-	// them. If fn returns nil, the coupons whose Status, OrderID or
-	// LockedUntil fn changed are saved with their UpdatedAt, and all are
-	// returned; if it fails nothing is written and its error is returned.
+	// them. If fn returns nil, the coupons whose Status, OrderID,
+	// LockedUntil or LockKey fn changed are saved with their UpdatedAt,
+	// and all are returned; if it fails nothing is written and its error
+	// is returned.
 	UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*Coupon) error) ([]*Coupon, error)
 	// OrderCoupons returns, in id order, the coupons of user that order
 	// names (OrderID: held or paid with) and those among ids: what a
@@ -163,14 +164,16 @@ type WalletStore interface {
 	OrderCoupons(ctx context.Context, user int64, order string, ids []int64) ([]*Coupon, error)
 	// SwapCoupons writes after over coupons of user read without a lock
 	// as before (the same ids in the same order): the Status, OrderID,
-	// LockedUntil and UpdatedAt of each, at once, and only if every one
-	// still has the Status, OrderID, LockedUntil and UpdatedAt of before.
+	// LockedUntil, LockKey and UpdatedAt of each, at once, and only if
+	// every one still has the Status, OrderID, LockedUntil and UpdatedAt
+	// of before.
 	// It reports whether it wrote; if it did not, nothing changed. A
 	// coupon that is not the user's is never written.
 	SwapCoupons(ctx context.Context, user int64, before, after []*Coupon) (bool, error)
 	// LapseCoupons applies Coupon.Lapse at now to up to limit coupons that
 	// time has changed: available ones whose window closed (along the
-	// (status, valid end) index) and locked ones whose lock ran out. It
+	// (status, valid end) index) and locked ones whose lock ran out, whose
+	// OrderID, LockedUntil and LockKey it clears, as Lapse does. It
 	// returns them with what their events need (ID, TemplateID, ShopNo,
 	// UserID, the new Status and UpdatedAt; other fields may be zero), and
 	// their status before in the second slice.

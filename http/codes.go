@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/quanhq/quan/report"
 )
 
 // createCodeBatch is POST /templates/{id}/code-batches {count}: 202 with
@@ -60,7 +58,7 @@ func (s *Server) exportCodes(xlsx bool) func(http.ResponseWriter, *http.Request)
 		if xlsx {
 			w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 			w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.xlsx"`)
-			if err := report.Codes(r.Context(), w, codes); err != nil {
+			if err := s.CodesExport.Write(r.Context(), w, codes); err != nil {
 				s.logger().Warn("export codes", "batch", id, "err", err)
 			}
 			return nil

@@ -178,3 +178,21 @@ func TestTemplateCodePrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCodesWithoutExport: a server given no CodesExport serves the csv
+// export of a batch, and no xlsx.
+func TestCodesWithoutExport(t *testing.T) {
+	ts := newServer(t, func(ts *testServer) { ts.api.CodesExport = nil })
+	m := ts.merchant(t, 1)
+	tpl := ts.activeTemplate(t, m, 100, 1)
+	b := &quan.CodeBatch{TemplateID: tpl.ID, ShopNo: 1, Count: 2, Status: quan.CodeBatchGenerating, CreatedBy: "merchant:1", CreatedAt: testNow, UpdatedAt: testNow}
+	if err := ts.store.CreateCodeBatch(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	codes, _ := quan.NewCodes(2, "")
+	if _, err := ts.store.AddCodes(t.Context(), b.ID, codes, testNow); err != nil {
+		t.Fatal(err)
+	}
+	ts.do(t, "GET", fmt.Sprintf("/api/v1/code-batches/%d/codes.csv", b.ID), m, nil).want(t, http.StatusOK, "")
+	ts.do(t, "GET", fmt.Sprintf("/api/v1/code-batches/%d/codes.xlsx", b.ID), m, nil).want(t, http.StatusNotFound, quan.ENOTFOUND)
+}

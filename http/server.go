@@ -24,6 +24,9 @@ type Server struct {
 	Claims    *quan.ClaimService  // nil serves no claim routes
 	Wallet    *quan.WalletService // nil serves no wallet and order routes
 	Codes     *quan.CodeService   // nil serves no code routes
+	// CodesExport writes the codes.xlsx export of a batch; nil serves
+	// codes.csv only.
+	CodesExport quan.CodesExport
 	// Idempotency keeps responses by Idempotency-Key for every POST; nil
 	// ignores the header.
 	Idempotency quan.Idempotency
@@ -114,7 +117,9 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("POST /api/v1/templates/{id}/code-batches", s.createCodeBatch)
 		handle("GET /api/v1/code-batches/{id}", s.getCodeBatch)
 		handle("GET /api/v1/code-batches/{id}/codes.csv", s.exportCodes(false))
-		handle("GET /api/v1/code-batches/{id}/codes.xlsx", s.exportCodes(true))
+		if s.CodesExport != nil {
+			handle("GET /api/v1/code-batches/{id}/codes.xlsx", s.exportCodes(true))
+		}
 		handle("POST /api/v1/codes/redeem", s.redeemCode)
 	}
 	mux.Handle("/", s.unmatched(routes))

@@ -16,11 +16,17 @@ import (
 	qhttp "github.com/quanhq/quan/http"
 )
 
-// walletCoupon distributes one coupon of a fresh 满100减10 template (valid
-// 72 h from receipt) to user and returns it.
+// walletCoupon distributes one coupon of a fresh 满100减10 template of
+// shop 1 (valid 72 h from receipt) to user and returns it.
 func (ts *testServer) walletCoupon(t *testing.T, user int64) quan.Coupon {
 	t.Helper()
-	m := ts.merchant(t, 1)
+	return ts.shopCoupon(t, 1, user)
+}
+
+// shopCoupon is walletCoupon of a template of shop.
+func (ts *testServer) shopCoupon(t *testing.T, shop, user int64) quan.Coupon {
+	t.Helper()
+	m := ts.merchant(t, shop)
 	tpl := ts.activeTemplate(t, m, 100, 1)
 	task := ts.distribute(t, m, tpl.ID, "users.csv", []byte(fmt.Sprintf("userId\n%d\n", user)), nil)
 	if task.Counts.Issued != 1 {
@@ -207,6 +213,77 @@ func TestSettlement(t *testing.T) {
 }
 
 func orderItems(amount int64) []map[string]any { return order(amount) }
+
+// TestLockAgainWithAnotherRequest: an order locked once is locked by that
+// request: the same items and coupons again answer the first lock, and
+// other items or coupons are 409 conflict, changing nothing, until the
+// order is released.
+func TestLockAgainWithAnotherRequest(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	a, b := ts.shopCoupon(t, 1, 7), ts.shopCoupon(t, 2, 7)
+	items := []map[string]any{
+		{"sku": "shoe", "category": "wear", "shopNo": 1, "unitPrice": 12_000, "quantity": 1},
+		{"sku": "hat", "category": "wear", "shopNo": 2, "unitPrice": 12_000, "quantity": 1},
+	}
+	lock := func(items []map[string]any, discount int64, ids ...int64) response {
+		return ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, map[string]any{"items": items, "couponIds": ids, "expectedDiscount": discount})
+	}
+	held := func() []int64 {
+		var page struct{ Items []quan.Coupon }
+		ts.do(t, "GET", "/api/v1/me/coupons?status=locked", u, nil).decode(t, &page)
+		var ids []int64
+		for _, c := range page.Items {
+			if c.OrderID == "o-1" {
+				ids = append(ids, c.ID)
+			}
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	var first qhttp.OrderCoupons
+	r := lock(items, 1000, a.ID)
+	r.want(t, http.StatusOK, "")
+	r.decode(t, &first)
+
+	ts.setNow(testNow.Add(time.Minute))
+	u = ts.user(t, 7) // a token of the new time
+	var again qhttp.OrderCoupons
+	r = lock(items, 1000, a.ID, a.ID) // the same coupons, named twice
+	r.want(t, http.StatusOK, "")
+	r.decode(t, &again)
+	if len(again.Coupons) != 1 || again.Coupons[0].ID != a.ID || !again.Coupons[0].LockedUntil.Equal(first.Coupons[0].LockedUntil) ||
+		!again.Coupons[0].UpdatedAt.Equal(first.Coupons[0].UpdatedAt) {
+		t.Fatalf("the same lock again: %+v; want the first lock %+v", again.Coupons, first.Coupons)
+	}
+	lock(items, 999, a.ID).want(t, http.StatusConflict, quan.EPRICECHANGED)
+
+	for _, tc := range []struct {
+		name     string
+		items    []map[string]any
+		discount int64
+		ids      []int64
+	}{
+		{"OtherItems", items[:1], 1000, []int64{a.ID}},
+		{"MoreCoupons", items, 2000, []int64{a.ID, b.ID}},
+		{"OtherCoupons", items, 1000, []int64{b.ID}},
+	} {
+		r := lock(tc.items, tc.discount, tc.ids...)
+		r.want(t, http.StatusConflict, quan.ECONFLICT)
+		if !strings.Contains(r.Problem.Detail, "locked already") {
+			t.Errorf("%s: %q, want it to say the order is locked already", tc.name, r.Problem.Detail)
+		}
+		if got := held(); !slices.Equal(got, []int64{a.ID}) {
+			t.Fatalf("%s: the order holds %v, want only %d", tc.name, got, a.ID)
+		}
+	}
+
+	ts.do(t, "POST", "/api/v1/orders/o-1/release", u, nil).want(t, http.StatusOK, "")
+	lock(items, 2000, a.ID, b.ID).want(t, http.StatusOK, "")
+	if got, want := held(), []int64{min(a.ID, b.ID), max(a.ID, b.ID)}; !slices.Equal(got, want) {
+		t.Fatalf("after the release the order holds %v, want %v", got, want)
+	}
+}
 
 // TestLockRunsOut moves the clock past the lock's TTL: the coupon is
 // available again by itself, the order can no longer pay with it, and
@@ -411,19 +488,17 @@ func TestSweepEventsInMessagesOfAThousand(t *testing.T) {
 	}
 }
 
-// TestDecodeCouponEvents reads an array, a single event, and refuses what
-// is neither.
+// TestDecodeCouponEvents reads an array, and refuses what is not one (a
+// single event object included).
 func TestDecodeCouponEvents(t *testing.T) {
 	es, err := quan.DecodeCouponEvents([]byte(`[{"coupon":1,"new":"used"},{"coupon":2,"new":"expired"}]`))
 	if err != nil || len(es) != 2 || es[1].Coupon != 2 || es[1].New != quan.CouponExpired {
 		t.Fatalf("an array: %+v, %v", es, err)
 	}
-	es, err = quan.DecodeCouponEvents([]byte(` {"coupon":3,"new":"locked"}`))
-	if err != nil || len(es) != 1 || es[0].Coupon != 3 {
-		t.Fatalf("one event: %+v, %v", es, err)
-	}
-	if _, err := quan.DecodeCouponEvents([]byte(`"x"`)); !errors.Is(err, quan.ErrInvalid) {
-		t.Fatalf("not events: %v, want ErrInvalid", err)
+	for _, bad := range []string{`"x"`, ` {"coupon":3,"new":"locked"}`} {
+		if _, err := quan.DecodeCouponEvents([]byte(bad)); !errors.Is(err, quan.ErrInvalid) {
+			t.Errorf("DecodeCouponEvents(%s): %v, want ErrInvalid", bad, err)
+		}
 	}
 }
 
@@ -484,5 +559,27 @@ func TestArchiveAfter(t *testing.T) {
 	ts.do(t, "GET", "/api/v1/me/coupons", ts.user(t, 7), nil).decode(t, &page)
 	if page.Total != 0 {
 		t.Fatalf("the wallet still lists %d coupons", page.Total)
+	}
+}
+
+// TestLockRefusesCouponsThatDoNotStack: two coupons of one shop do not
+// stack: the quote combines one of them, and a lock naming both is 409
+// not_usable, whatever the discount expected.
+func TestLockRefusesCouponsThatDoNotStack(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	a, b := ts.walletCoupon(t, 7), ts.walletCoupon(t, 7)
+	var q quan.Quote
+	ts.do(t, "POST", "/api/v1/settlement/quote", u, map[string]any{"items": order(12_000)}).decode(t, &q)
+	if !slices.Equal(q.Combination, []int64{min(a.ID, b.ID)}) || q.CombinationDiscount != 1000 {
+		t.Fatalf("quote: combination %v off %d; want the one coupon %d off 1000", q.Combination, q.CombinationDiscount, min(a.ID, b.ID))
+	}
+	for _, discount := range []int64{1000, 2000} {
+		r := ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, map[string]any{
+			"items": order(12_000), "couponIds": []int64{a.ID, b.ID}, "expectedDiscount": discount})
+		r.want(t, http.StatusConflict, quan.ENOTUSABLE)
+		if !strings.Contains(r.Problem.Detail, "do not stack") {
+			t.Errorf("lock of both, %d expected: %q, want it to say they do not stack", discount, r.Problem.Detail)
+		}
 	}
 }

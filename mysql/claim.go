@@ -406,7 +406,7 @@ func claimsByID(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Clai
 }
 
 // failedByID returns the records of the claims of cs in claims (the
-// failed ones, and those issued before coupons recorded their claims), by
+// failed ones, and those whose coupons were archived), by
 // a locking read, which sees what committed before whatever the
 // transaction read earlier.
 func failedByID(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) (map[string]*quan.Claim, error) {
@@ -471,10 +471,8 @@ func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now
 }
 
 // Claim implements quan.ClaimStore: the coupon the claim issued, found by
-// the template and user its id names, or else its record in claims. A
-// coupon that records the claim wins over a row in claims: a version
-// before coupons recorded claims, handed a claim issued by a later one
-// again, may have recorded it failed beside.
+// the template and user its id names, or else its record in claims (a
+// failed claim, or one whose coupon was archived).
 func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
 	template, user, err := quan.ParseClaimID(id)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // couponColumns is the column list of every coupon SELECT, in scanCoupon's
 // order.
 const couponColumns = `id, template_id, shop_no, user_id, seq, status, valid_start, valid_end,
-	source, task_id, order_id, created_at, updated_at, locked_until, code`
+	source, task_id, order_id, created_at, updated_at, locked_until, code, lock_key`
 
 // UserCoupons returns the coupons user holds of template (0: of every
 // template), newest (highest id) first: a range of the (user, template,
@@ -116,16 +116,16 @@ const statsSQL = `SELECT coalesce(sum(n), 0), count(*), coalesce(max(n), 0) FROM
 // scanCoupon reads a row of couponColumns.
 func scanCoupon(row interface{ Scan(...any) error }) (*quan.Coupon, error) {
 	var (
-		c           quan.Coupon
-		task        sql.NullInt64
-		order, code sql.NullString
-		lockedUntil sql.NullTime
+		c                    quan.Coupon
+		task                 sql.NullInt64
+		order, code, lockKey sql.NullString
+		lockedUntil          sql.NullTime
 	)
 	if err := row.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, &c.Seq, &c.Status,
-		&c.ValidStart, &c.ValidEnd, &c.Source, &task, &order, &c.CreatedAt, &c.UpdatedAt, &lockedUntil, &code); err != nil {
+		&c.ValidStart, &c.ValidEnd, &c.Source, &task, &order, &c.CreatedAt, &c.UpdatedAt, &lockedUntil, &code, &lockKey); err != nil {
 		return nil, err
 	}
-	c.Code = code.String
+	c.Code, c.LockKey = code.String, lockKey.String
 	if lockedUntil.Valid {
 		c.LockedUntil = lockedUntil.Time.UTC()
 	}

@@ -2,7 +2,6 @@ package mysql_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"sync"
@@ -227,29 +226,6 @@ func TestClaimStore(t *testing.T) {
 			})
 		})
 	}
-}
-
-func TestClaimCouponWins(t *testing.T) {
-	quantest.TestClaimCouponWins(t, func(t *testing.T) (quantest.ClaimStores, func(*quan.Claim, string) error) {
-		dsn := newDatabase(t)
-		db, err := mysql.Open(t.Context(), dsn, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		raw, err := sql.Open("mysql", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { raw.Close() })
-		s := mysql.NewStore(db)
-		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
-			func(c *quan.Claim, reason string) error {
-				_, err := raw.ExecContext(t.Context(), `INSERT INTO claims (id, template_id, user_id, status, coupon_id, reason, at, decided_at)
-					VALUES (?, ?, ?, 'failed', 0, ?, ?, ?)`, c.ID, c.TemplateID, c.UserID, reason, c.At, c.At)
-				return err
-			}
-	})
 }
 
 func TestWalletStore(t *testing.T) {

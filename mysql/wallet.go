@@ -40,7 +40,7 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 			return err
 		}
 		for i, c := range cs {
-			if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) {
+			if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) && c.LockKey == before[i].LockKey {
 				continue
 			}
 			if err := saveCoupon(ctx, tx, c); err != nil {
@@ -140,9 +140,10 @@ func swapCoupon(ctx context.Context, db execer, user int64, was, c *quan.Coupon)
 	order, until := couponLock(c)
 	wasOrder, wasUntil := couponLock(was)
 	// By the primary key: MariaDB would go through (user_id, …) first.
-	res, err := db.ExecContext(ctx, `UPDATE coupons FORCE INDEX (PRIMARY) SET status = ?, order_id = ?, locked_until = ?, updated_at = ?
+	// Every change of lock_key changes updated_at, which is compared.
+	res, err := db.ExecContext(ctx, `UPDATE coupons FORCE INDEX (PRIMARY) SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, updated_at = ?
 		WHERE id = ? AND user_id = ? AND status = ? AND order_id <=> ? AND locked_until <=> ? AND updated_at = ?`,
-		string(c.Status), order, until, utc(c.UpdatedAt),
+		string(c.Status), order, until, lockKey(c), utc(c.UpdatedAt),
 		c.ID, user, string(was.Status), wasOrder, wasUntil, utc(was.UpdatedAt))
 	if err != nil {
 		return false, fmt.Errorf("swap coupon %d: %w", c.ID, translate(err))
@@ -166,10 +167,15 @@ func couponLock(c *quan.Coupon) (order sql.NullString, until sql.NullTime) {
 	return order, until
 }
 
+// lockKey returns the lock key of c as the column holds it.
+func lockKey(c *quan.Coupon) sql.NullString {
+	return sql.NullString{String: c.LockKey, Valid: c.LockKey != ""}
+}
+
 func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
 	order, until := couponLock(c)
-	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ? WHERE id = ?`,
-		string(c.Status), order, until, utc(c.UpdatedAt), c.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, updated_at = ? WHERE id = ?`,
+		string(c.Status), order, until, lockKey(c), utc(c.UpdatedAt), c.ID); err != nil {
 		return fmt.Errorf("save coupon %d: %w", c.ID, translate(err))
 	}
 	return nil
@@ -310,7 +316,7 @@ func lapse(ctx context.Context, tx *sql.Tx, cs []*quan.Coupon, now time.Time) er
 	}
 	for status, ids := range by {
 		args := append([]any{string(status), utc(now)}, ids...)
-		if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = NULL, locked_until = NULL, updated_at = ?
+		if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = NULL, locked_until = NULL, lock_key = NULL, updated_at = ?
 			WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...); err != nil {
 			return fmt.Errorf("lapse %d coupons: %w", len(ids), translate(err))
 		}

@@ -39,7 +39,7 @@ type Config struct {
 	// dead letters go to the stream Stream+"_DEAD".
 	Stream string
 	// Namespace, if set, goes before every subject on the wire: with
-	// "t1", quan.claims is t1.quan.claims. Handlers see the subject
+	// "t1", quan.claims.batch is t1.quan.claims.batch. Handlers see the subject
 	// without it.
 	Namespace string
 	// Subjects are the subject patterns of the stream; default "quan.>".

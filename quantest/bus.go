@@ -14,310 +14,340 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// TestBus runs the conformance suite of quan.Bus. newBus returns a bus
-// holding no messages, whose streams cover the subjects "quan.>" and their
-// dead letters, and which shares nothing with any other bus it returns
-// (its own stream names, its own subjects on the wire); it registers its
-// cleanup with t.Cleanup. Every subtest gets its own bus and runs in
-// parallel; the suite stops all its Consume calls before that cleanup.
+// TestBus runs the conformance suite of quan.Bus: one function per
+// behaviour area, each with its subtests. newBus returns a bus holding no
+// messages, whose streams cover the subjects "quan.>" and their dead
+// letters, and which shares nothing with any other bus it returns (its own
+// stream names, its own subjects on the wire); it registers its cleanup
+// with t.Cleanup. Every subtest gets its own bus and runs in parallel; the
+// suite stops all its Consume calls before that cleanup.
 //
 // Timings are asserted only from below (a redelivery never comes before
 // its backoff), never from above: a slow machine only makes the suite
 // slower.
 func TestBus(t *testing.T, newBus func(t *testing.T) quan.Bus) {
-	t.Run("PublishConsume", func(t *testing.T) {
-		t.Parallel()
-		bus := newBus(t)
-		busPublish(t, bus, quan.Message{Subject: "quan.bus.one", ID: "id-1", Data: []byte("hello 券")})
-		rec := newBusRecorder()
-		busConsume(t, bus, "quan.bus.one", "worker", quan.ConsumeOptions{}, rec.ok)
-		got := rec.wait(t, 1)
-		want := quan.Message{Subject: "quan.bus.one", ID: "id-1", Data: []byte("hello 券"), Attempt: 1}
-		if !busEqual(got[0], want) {
-			t.Errorf("got %+v, want %+v", got[0], want)
-		}
-	})
+	t.Helper()
+	testBusDelivery(t, newBus)
+	testBusRedelivery(t, newBus)
+	testBusConsume(t, newBus)
+}
 
-	t.Run("DurableWhileNoConsumer", func(t *testing.T) {
+// testBusDelivery: what is published is delivered, once per message id,
+// whether or not a consumer is there yet; a subject outside the streams
+// is refused.
+func testBusDelivery(t *testing.T, newBus func(t *testing.T) quan.Bus) {
+	t.Run("Delivery", func(t *testing.T) {
 		t.Parallel()
-		bus := newBus(t)
-		const subject = "quan.bus.durable"
-		busPublishN(t, bus, subject, "early", 3)
-		rec := newBusRecorder()
-		c := busConsume(t, bus, subject, "worker", quan.ConsumeOptions{}, rec.ok)
-		rec.wait(t, 3)
-		c.stop(t)
-
-		// Published while the durable has no consumer: delivered when it
-		// is back, and the messages it acknowledged are not.
-		busPublishN(t, bus, subject, "late", 2)
-		rec2 := newBusRecorder()
-		busConsume(t, bus, subject, "worker", quan.ConsumeOptions{}, rec2.ok)
-		got := rec2.wait(t, 2)
-		rec2.none(t)
-		ids := busIDs(got)
-		slices.Sort(ids)
-		if !slices.Equal(ids, []string{"late-0", "late-1"}) {
-			t.Errorf("after restart got %v, want [late-0 late-1]", ids)
-		}
-	})
-
-	t.Run("RedeliverAfterError", func(t *testing.T) {
-		t.Parallel()
-		bus := newBus(t)
-		const subject = "quan.bus.retry"
-		backoff := []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}
-		busPublish(t, bus, quan.Message{Subject: subject, ID: "flaky", Data: []byte("x")})
-		rec := newBusRecorder()
-		busConsume(t, bus, subject, "worker", quan.ConsumeOptions{Backoff: backoff}, func(ctx context.Context, m quan.Message) error {
-			rec.ok(ctx, m)
-			if m.Attempt < 3 {
-				return fmt.Errorf("attempt %d fails", m.Attempt)
+		t.Run("PublishConsume", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			busPublish(t, bus, quan.Message{Subject: "quan.bus.one", ID: "id-1", Data: []byte("hello 券")})
+			rec := newBusRecorder()
+			busConsume(t, bus, "quan.bus.one", "worker", quan.ConsumeOptions{}, rec.ok)
+			got := rec.wait(t, 1)
+			want := quan.Message{Subject: "quan.bus.one", ID: "id-1", Data: []byte("hello 券"), Attempt: 1}
+			if !busEqual(got[0], want) {
+				t.Errorf("got %+v, want %+v", got[0], want)
 			}
-			return nil
 		})
-		got := rec.wait(t, 3)
-		rec.none(t)
-		for i, m := range got {
-			if m.Attempt != i+1 || m.ID != "flaky" {
-				t.Errorf("delivery %d: id %q attempt %d, want flaky attempt %d", i, m.ID, m.Attempt, i+1)
+
+		t.Run("DurableWhileNoConsumer", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			const subject = "quan.bus.durable"
+			busPublishN(t, bus, subject, "early", 3)
+			rec := newBusRecorder()
+			c := busConsume(t, bus, subject, "worker", quan.ConsumeOptions{}, rec.ok)
+			rec.wait(t, 3)
+			c.stop(t)
+
+			// Published while the durable has no consumer: delivered when it
+			// is back, and the messages it acknowledged are not.
+			busPublishN(t, bus, subject, "late", 2)
+			rec2 := newBusRecorder()
+			busConsume(t, bus, subject, "worker", quan.ConsumeOptions{}, rec2.ok)
+			got := rec2.wait(t, 2)
+			rec2.none(t)
+			ids := busIDs(got)
+			slices.Sort(ids)
+			if !slices.Equal(ids, []string{"late-0", "late-1"}) {
+				t.Errorf("after restart got %v, want [late-0 late-1]", ids)
 			}
-		}
-		// Backoff honoured, roughly: never well before it.
-		at := rec.times()
-		for i := 1; i < len(got); i++ {
-			if gap := at[i].Sub(at[i-1]); gap < backoff[i-1]/2 {
-				t.Errorf("redelivery %d came %s after the failure, backoff is %s", i+1, gap, backoff[i-1])
+		})
+
+		t.Run("DeDuplicateByID", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			const s1, s2 = "quan.bus.dedup1", "quan.bus.dedup2"
+			busPublish(t, bus, quan.Message{Subject: s1, ID: "a", Data: []byte("first")})
+			busPublish(t, bus, quan.Message{Subject: s1, ID: "a", Data: []byte("retry")})
+			busPublish(t, bus, quan.Message{Subject: s1, ID: "b", Data: []byte("other")})
+			// The window is per subject: the same ID elsewhere is another
+			// message.
+			busPublish(t, bus, quan.Message{Subject: s2, ID: "a", Data: []byte("elsewhere")})
+			rec1, rec2 := newBusRecorder(), newBusRecorder()
+			busConsume(t, bus, s1, "worker", quan.ConsumeOptions{}, rec1.ok)
+			busConsume(t, bus, s2, "worker", quan.ConsumeOptions{}, rec2.ok)
+			got1, got2 := rec1.wait(t, 2), rec2.wait(t, 1)
+			rec1.none(t)
+			byID := map[string]string{}
+			for _, m := range got1 {
+				byID[m.ID] = string(m.Data)
 			}
-		}
-	})
+			if byID["a"] != "first" || byID["b"] != "other" {
+				t.Errorf("%s got %v, want a=first b=other", s1, byID)
+			}
+			if string(got2[0].Data) != "elsewhere" {
+				t.Errorf("%s got %q, want elsewhere", s2, got2[0].Data)
+			}
+		})
 
-	t.Run("DeDuplicateByID", func(t *testing.T) {
-		t.Parallel()
-		bus := newBus(t)
-		const s1, s2 = "quan.bus.dedup1", "quan.bus.dedup2"
-		busPublish(t, bus, quan.Message{Subject: s1, ID: "a", Data: []byte("first")})
-		busPublish(t, bus, quan.Message{Subject: s1, ID: "a", Data: []byte("retry")})
-		busPublish(t, bus, quan.Message{Subject: s1, ID: "b", Data: []byte("other")})
-		// The window is per subject: the same ID elsewhere is another
-		// message.
-		busPublish(t, bus, quan.Message{Subject: s2, ID: "a", Data: []byte("elsewhere")})
-		rec1, rec2 := newBusRecorder(), newBusRecorder()
-		busConsume(t, bus, s1, "worker", quan.ConsumeOptions{}, rec1.ok)
-		busConsume(t, bus, s2, "worker", quan.ConsumeOptions{}, rec2.ok)
-		got1, got2 := rec1.wait(t, 2), rec2.wait(t, 1)
-		rec1.none(t)
-		byID := map[string]string{}
-		for _, m := range got1 {
-			byID[m.ID] = string(m.Data)
-		}
-		if byID["a"] != "first" || byID["b"] != "other" {
-			t.Errorf("%s got %v, want a=first b=other", s1, byID)
-		}
-		if string(got2[0].Data) != "elsewhere" {
-			t.Errorf("%s got %q, want elsewhere", s2, got2[0].Data)
-		}
-	})
+		t.Run("ManyExactlyOnce", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			const subject, n, publishers = "quan.bus.many", 10000, 4
+			rec := newBusRecorder()
+			for range 2 {
+				busConsume(t, bus, subject, "many", quan.ConsumeOptions{}, rec.ok)
+			}
+			var wg sync.WaitGroup
+			for p := range publishers {
+				wg.Go(func() {
+					for i := p; i < n; i += publishers {
+						id := fmt.Sprintf("m-%d", i)
+						if err := bus.Publish(t.Context(), quan.Message{Subject: subject, ID: id, Data: []byte(id)}); err != nil {
+							t.Errorf("publish %s: %v", id, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			rec.exactlyOnce(t, "m", n)
+		})
 
-	t.Run("SharedDurable", func(t *testing.T) {
+		t.Run("PublishOutsideStreams", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			if err := bus.Publish(ctx, quan.Message{Subject: "elsewhere.x", ID: "1"}); err == nil {
+				t.Error("publish on a subject outside the bus's streams: no error")
+			}
+		})
+	})
+}
+
+// testBusRedelivery: a message whose handler fails, or holds it past its
+// ack wait, comes again after its backoff, until it runs out of
+// deliveries and goes to the dead letters.
+func testBusRedelivery(t *testing.T, newBus func(t *testing.T) quan.Bus) {
+	t.Run("Redelivery", func(t *testing.T) {
 		t.Parallel()
-		bus := newBus(t)
-		const subject, n = "quan.bus.shared", 1000
-		busPublishN(t, bus, subject, "m", n)
-		// Each consumer waits on its first message until the other has
-		// one too: while one is held, the other must get messages. An
-		// adapter may prefetch, but not all n for one consumer.
-		var started [2]atomic.Bool
-		bothStarted := make(chan struct{})
-		var once sync.Once
-		rec := newBusRecorder()
-		for i := range 2 {
-			busConsume(t, bus, subject, "shared", quan.ConsumeOptions{}, func(ctx context.Context, m quan.Message) error {
-				if !started[i].Swap(true) && started[1-i].Load() {
-					once.Do(func() { close(bothStarted) })
+		t.Run("AfterError", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			const subject = "quan.bus.retry"
+			backoff := []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}
+			busPublish(t, bus, quan.Message{Subject: subject, ID: "flaky", Data: []byte("x")})
+			rec := newBusRecorder()
+			busConsume(t, bus, subject, "worker", quan.ConsumeOptions{Backoff: backoff}, func(ctx context.Context, m quan.Message) error {
+				rec.ok(ctx, m)
+				if m.Attempt < 3 {
+					return fmt.Errorf("attempt %d fails", m.Attempt)
 				}
-				select {
-				case <-bothStarted:
-				case <-time.After(20 * time.Second):
-					t.Errorf("consumer %d was held 20s and the other got nothing: the durable is not shared", i)
-					once.Do(func() { close(bothStarted) })
-				}
-				return rec.ok(ctx, m)
-			})
-		}
-		rec.exactlyOnce(t, "m", n)
-	})
-
-	t.Run("DeadLetter", func(t *testing.T) {
-		t.Parallel()
-		bus := newBus(t)
-		const subject = "quan.bus.poison"
-		busPublish(t, bus, quan.Message{Subject: subject, ID: "poison", Data: []byte("bad")})
-		busPublish(t, bus, quan.Message{Subject: subject, ID: "fine", Data: []byte("good")})
-		failing := newBusRecorder()
-		opt := quan.ConsumeOptions{MaxDeliver: 3, Backoff: []time.Duration{10 * time.Millisecond}}
-		busConsume(t, bus, subject, "worker", opt, func(ctx context.Context, m quan.Message) error {
-			if m.ID == "fine" {
 				return nil
+			})
+			got := rec.wait(t, 3)
+			rec.none(t)
+			for i, m := range got {
+				if m.Attempt != i+1 || m.ID != "flaky" {
+					t.Errorf("delivery %d: id %q attempt %d, want flaky attempt %d", i, m.ID, m.Attempt, i+1)
+				}
 			}
-			failing.ok(ctx, m)
-			return errors.New("cannot parse")
-		})
-		dead := newBusRecorder()
-		busConsume(t, bus, quan.DeadLetterPrefix+subject, "inspector", quan.ConsumeOptions{}, dead.ok)
-		got := dead.wait(t, 1)
-		dead.none(t)
-		if m := got[0]; m.ID != "poison" || string(m.Data) != "bad" || m.Subject != quan.DeadLetterPrefix+subject ||
-			!strings.Contains(m.Reason, "cannot parse") {
-			t.Errorf("dead letter %+v, want poison/bad on %s with the reason", m, quan.DeadLetterPrefix+subject)
-		}
-		if attempts := busAttempts(failing.all()); !slices.Equal(attempts, []int{1, 2, 3}) {
-			t.Errorf("the handler saw attempts %v, want [1 2 3]", attempts)
-		}
-	})
-
-	t.Run("RedeliverAfterAckWait", func(t *testing.T) {
-		t.Parallel()
-		bus := newBus(t)
-		const subject = "quan.bus.slow"
-		const ackWait = 500 * time.Millisecond
-		busPublish(t, bus, quan.Message{Subject: subject, ID: "slow", Data: []byte("x")})
-		rec := newBusRecorder()
-		busConsume(t, bus, subject, "worker", quan.ConsumeOptions{AckWait: ackWait}, func(ctx context.Context, m quan.Message) error {
-			rec.ok(ctx, m)
-			if m.Attempt == 1 {
-				time.Sleep(4 * ackWait) // past AckWait, ignoring ctx: presumed lost
+			// Backoff honoured, roughly: never well before it.
+			at := rec.times()
+			for i := 1; i < len(got); i++ {
+				if gap := at[i].Sub(at[i-1]); gap < backoff[i-1]/2 {
+					t.Errorf("redelivery %d came %s after the failure, backoff is %s", i+1, gap, backoff[i-1])
+				}
 			}
-			return nil
 		})
-		got := rec.wait(t, 2)
-		if got[0].Attempt != 1 || got[1].Attempt != 2 || got[1].ID != "slow" {
-			t.Errorf("deliveries %v, want attempts [1 2] of slow", busAttempts(got))
-		}
-	})
 
-	t.Run("ConsumeReturnsWhenContextEnds", func(t *testing.T) {
-		t.Parallel()
-		bus := newBus(t)
-		const subject = "quan.bus.stop"
-
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		if err := bus.Consume(ctx, subject, "worker", quan.ConsumeOptions{}, func(context.Context, quan.Message) error { return nil }); err != nil {
-			t.Fatalf("Consume with an ended context: %v, want nil", err)
-		}
-
-		busPublish(t, bus, quan.Message{Subject: subject, ID: "inflight", Data: []byte("x")})
-		entered, release := make(chan struct{}), make(chan struct{})
-		var finished atomic.Bool
-		c := busConsume(t, bus, subject, "worker", quan.ConsumeOptions{}, func(ctx context.Context, m quan.Message) error {
-			close(entered)
-			<-release
-			finished.Store(true)
-			return nil
+		t.Run("AfterAckWait", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			const subject = "quan.bus.slow"
+			const ackWait = 500 * time.Millisecond
+			busPublish(t, bus, quan.Message{Subject: subject, ID: "slow", Data: []byte("x")})
+			rec := newBusRecorder()
+			busConsume(t, bus, subject, "worker", quan.ConsumeOptions{AckWait: ackWait}, func(ctx context.Context, m quan.Message) error {
+				rec.ok(ctx, m)
+				if m.Attempt == 1 {
+					time.Sleep(4 * ackWait) // past AckWait, ignoring ctx: presumed lost
+				}
+				return nil
+			})
+			got := rec.wait(t, 2)
+			if got[0].Attempt != 1 || got[1].Attempt != 2 || got[1].ID != "slow" {
+				t.Errorf("deliveries %v, want attempts [1 2] of slow", busAttempts(got))
+			}
 		})
-		busWaitClosed(t, entered, "the handler never ran")
-		c.cancel()
-		go func() {
-			time.Sleep(200 * time.Millisecond)
-			close(release)
-		}()
-		if err := c.wait(t); err != nil {
-			t.Errorf("Consume returned %v after its context ended, want nil", err)
-		}
-		if !finished.Load() {
-			t.Error("Consume returned before the handling in flight finished")
-		}
 
-		// The handling finished, so it was acknowledged: the next consumer
-		// of the durable gets only what follows.
-		busPublish(t, bus, quan.Message{Subject: subject, ID: "next", Data: []byte("y")})
-		rec := newBusRecorder()
-		busConsume(t, bus, subject, "worker", quan.ConsumeOptions{}, rec.ok)
-		got := rec.wait(t, 1)
-		rec.none(t)
-		if got[0].ID != "next" {
-			t.Errorf("got %q, want next", got[0].ID)
-		}
+		t.Run("DeadLetter", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			const subject = "quan.bus.poison"
+			busPublish(t, bus, quan.Message{Subject: subject, ID: "poison", Data: []byte("bad")})
+			busPublish(t, bus, quan.Message{Subject: subject, ID: "fine", Data: []byte("good")})
+			failing := newBusRecorder()
+			opt := quan.ConsumeOptions{MaxDeliver: 3, Backoff: []time.Duration{10 * time.Millisecond}}
+			busConsume(t, bus, subject, "worker", opt, func(ctx context.Context, m quan.Message) error {
+				if m.ID == "fine" {
+					return nil
+				}
+				failing.ok(ctx, m)
+				return errors.New("cannot parse")
+			})
+			dead := newBusRecorder()
+			busConsume(t, bus, quan.DeadLetterPrefix+subject, "inspector", quan.ConsumeOptions{}, dead.ok)
+			got := dead.wait(t, 1)
+			dead.none(t)
+			if m := got[0]; m.ID != "poison" || string(m.Data) != "bad" || m.Subject != quan.DeadLetterPrefix+subject ||
+				!strings.Contains(m.Reason, "cannot parse") {
+				t.Errorf("dead letter %+v, want poison/bad on %s with the reason", m, quan.DeadLetterPrefix+subject)
+			}
+			if attempts := busAttempts(failing.all()); !slices.Equal(attempts, []int{1, 2, 3}) {
+				t.Errorf("the handler saw attempts %v, want [1 2 3]", attempts)
+			}
+		})
 	})
+}
 
-	t.Run("ManyExactlyOnce", func(t *testing.T) {
+// testBusConsume: consumers of one durable share its messages, a consumer
+// handles up to its Concurrency at once, and Consume returns when its
+// context ends.
+func testBusConsume(t *testing.T, newBus func(t *testing.T) quan.Bus) {
+	t.Run("Consume", func(t *testing.T) {
 		t.Parallel()
-		bus := newBus(t)
-		const subject, n, publishers = "quan.bus.many", 10000, 4
-		rec := newBusRecorder()
-		for range 2 {
-			busConsume(t, bus, subject, "many", quan.ConsumeOptions{}, rec.ok)
-		}
-		var wg sync.WaitGroup
-		for p := range publishers {
-			wg.Go(func() {
-				for i := p; i < n; i += publishers {
-					id := fmt.Sprintf("m-%d", i)
-					if err := bus.Publish(t.Context(), quan.Message{Subject: subject, ID: id, Data: []byte(id)}); err != nil {
-						t.Errorf("publish %s: %v", id, err)
-						return
+		t.Run("SharedDurable", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			const subject, n = "quan.bus.shared", 1000
+			busPublishN(t, bus, subject, "m", n)
+			// Each consumer waits on its first message until the other has
+			// one too: while one is held, the other must get messages. An
+			// adapter may prefetch, but not all n for one consumer.
+			var started [2]atomic.Bool
+			bothStarted := make(chan struct{})
+			var once sync.Once
+			rec := newBusRecorder()
+			for i := range 2 {
+				busConsume(t, bus, subject, "shared", quan.ConsumeOptions{}, func(ctx context.Context, m quan.Message) error {
+					if !started[i].Swap(true) && started[1-i].Load() {
+						once.Do(func() { close(bothStarted) })
+					}
+					select {
+					case <-bothStarted:
+					case <-time.After(20 * time.Second):
+						t.Errorf("consumer %d was held 20s and the other got nothing: the durable is not shared", i)
+						once.Do(func() { close(bothStarted) })
+					}
+					return rec.ok(ctx, m)
+				})
+			}
+			rec.exactlyOnce(t, "m", n)
+		})
+
+		t.Run("Concurrency", func(t *testing.T) {
+			// With Concurrency 8, eight handlers run at once: each waits
+			// until all eight are in, which one at a time could never reach.
+			t.Parallel()
+			bus := newBus(t)
+			const subject, conc, n = "quan.bus.parallel", 8, 40
+			var (
+				mu       sync.Mutex
+				inFlight int
+				most     int
+				arrived  = make(chan struct{})
+			)
+			rec := newBusRecorder()
+			handle := func(ctx context.Context, m quan.Message) error {
+				mu.Lock()
+				inFlight++
+				most = max(most, inFlight)
+				if inFlight == conc {
+					select {
+					case <-arrived:
+					default:
+						close(arrived)
 					}
 				}
-			})
-		}
-		wg.Wait()
-		rec.exactlyOnce(t, "m", n)
-	})
-
-	t.Run("Concurrency", func(t *testing.T) {
-		// With Concurrency 8, eight handlers run at once: each waits
-		// until all eight are in, which one at a time could never reach.
-		t.Parallel()
-		bus := newBus(t)
-		const subject, conc, n = "quan.bus.parallel", 8, 40
-		var (
-			mu       sync.Mutex
-			inFlight int
-			most     int
-			arrived  = make(chan struct{})
-		)
-		rec := newBusRecorder()
-		handle := func(ctx context.Context, m quan.Message) error {
-			mu.Lock()
-			inFlight++
-			most = max(most, inFlight)
-			if inFlight == conc {
+				mu.Unlock()
 				select {
 				case <-arrived:
-				default:
-					close(arrived)
+				case <-time.After(busWait):
+					return fmt.Errorf("only %d handlers ran at once", conc-1)
 				}
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
+				return rec.ok(ctx, m)
 			}
-			mu.Unlock()
-			select {
-			case <-arrived:
-			case <-time.After(busWait):
-				return fmt.Errorf("only %d handlers ran at once", conc-1)
-			}
+			busConsume(t, bus, subject, "parallel", quan.ConsumeOptions{Concurrency: conc}, handle)
+			busPublishN(t, bus, subject, "p", n)
+			rec.exactlyOnce(t, "p", n)
 			mu.Lock()
-			inFlight--
-			mu.Unlock()
-			return rec.ok(ctx, m)
-		}
-		busConsume(t, bus, subject, "parallel", quan.ConsumeOptions{Concurrency: conc}, handle)
-		busPublishN(t, bus, subject, "p", n)
-		rec.exactlyOnce(t, "p", n)
-		mu.Lock()
-		defer mu.Unlock()
-		if most != conc {
-			t.Errorf("at most %d handlers ran at once, want %d", most, conc)
-		}
-	})
+			defer mu.Unlock()
+			if most != conc {
+				t.Errorf("at most %d handlers ran at once, want %d", most, conc)
+			}
+		})
 
-	t.Run("PublishOutsideStreams", func(t *testing.T) {
-		t.Parallel()
-		bus := newBus(t)
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		defer cancel()
-		if err := bus.Publish(ctx, quan.Message{Subject: "elsewhere.x", ID: "1"}); err == nil {
-			t.Error("publish on a subject outside the bus's streams: no error")
-		}
+		t.Run("ReturnsWhenContextEnds", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			const subject = "quan.bus.stop"
+
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			if err := bus.Consume(ctx, subject, "worker", quan.ConsumeOptions{}, func(context.Context, quan.Message) error { return nil }); err != nil {
+				t.Fatalf("Consume with an ended context: %v, want nil", err)
+			}
+
+			busPublish(t, bus, quan.Message{Subject: subject, ID: "inflight", Data: []byte("x")})
+			entered, release := make(chan struct{}), make(chan struct{})
+			var finished atomic.Bool
+			c := busConsume(t, bus, subject, "worker", quan.ConsumeOptions{}, func(ctx context.Context, m quan.Message) error {
+				close(entered)
+				<-release
+				finished.Store(true)
+				return nil
+			})
+			busWaitClosed(t, entered, "the handler never ran")
+			c.cancel()
+			go func() {
+				time.Sleep(200 * time.Millisecond)
+				close(release)
+			}()
+			if err := c.wait(t); err != nil {
+				t.Errorf("Consume returned %v after its context ended, want nil", err)
+			}
+			if !finished.Load() {
+				t.Error("Consume returned before the handling in flight finished")
+			}
+
+			// The handling finished, so it was acknowledged: the next consumer
+			// of the durable gets only what follows.
+			busPublish(t, bus, quan.Message{Subject: subject, ID: "next", Data: []byte("y")})
+			rec := newBusRecorder()
+			busConsume(t, bus, subject, "worker", quan.ConsumeOptions{}, rec.ok)
+			got := rec.wait(t, 1)
+			rec.none(t)
+			if got[0].ID != "next" {
+				t.Errorf("got %q, want next", got[0].ID)
+			}
+		})
 	})
 }
 

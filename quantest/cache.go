@@ -13,335 +13,388 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// TestCache runs the conformance suite of quan.Cache. newCache returns a
-// cache holding no template that shares nothing with any other cache it
-// returns (for Redis: its own key prefix), and registers its cleanup with
-// t.Cleanup. Every subtest gets its own cache and runs in parallel.
+// TestCache runs the conformance suite of quan.Cache: one function per
+// behaviour area, each with its subtests. newCache returns a cache holding
+// no template that shares nothing with any other cache it returns (for
+// Redis: its own key prefix), and registers its cleanup with t.Cleanup.
+// Every subtest gets its own cache and runs in parallel.
 func TestCache(t *testing.T, newCache func(t *testing.T) quan.Cache) {
-	t.Run("ErrCacheCold", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		ctx := t.Context()
-		cacheCold(t, "Reserve before Prime", func() error {
-			_, err := c.Reserve(ctx, 1, "k", []int64{1}, base)
-			return err
-		})
-		cacheCold(t, "State before Prime", func() error { _, err := c.State(ctx, 1); return err })
-		cacheCold(t, "Held before Prime", func() error { _, err := c.Held(ctx, 1, 1); return err })
-		cacheCold(t, "Update before Prime", func() error { return c.Update(ctx, cacheState(1, 10, 1), 1) })
-		cachePrime(t, c, cacheState(1, 10, 1), nil)
-		cacheCold(t, "Reserve of another template", func() error {
-			_, err := c.Reserve(ctx, 2, "k", []int64{1}, base)
-			return err
-		})
-		cacheCold(t, "State of another template", func() error { _, err := c.State(ctx, 2); return err })
-		if err := c.Release(ctx, 2, "k"); err != nil {
-			t.Errorf("Release of a template not loaded: %v, want nil (nothing to give back)", err)
-		}
-	})
+	t.Helper()
+	testCacheCold(t, newCache)
+	testCacheReserve(t, newCache)
+	testCacheKeys(t, newCache)
+	testCachePrime(t, newCache)
+	testCacheState(t, newCache)
+	testCacheStampedes(t, newCache)
+}
 
-	t.Run("ReserveOK", func(t *testing.T) {
+// testCacheCold: a template not loaded is ErrCacheCold to every call
+// but Release, which has nothing to give back.
+func testCacheCold(t *testing.T, newCache func(t *testing.T) quan.Cache) {
+	t.Run("Cold", func(t *testing.T) {
 		t.Parallel()
-		c := newCache(t)
-		cachePrime(t, c, cacheState(1, 10, 2), []quan.Holding{{UserID: 7, Count: 1}})
-		cacheReserve(t, c, 1, "k1", []int64{1, 2, 7}, base, "", "", "")
-		cacheAssert(t, c, 1, 7, map[int64]int64{1: 1, 2: 1, 7: 2, 3: 0})
-	})
-
-	t.Run("Refusals", func(t *testing.T) {
-		t.Parallel()
-		end := base.Add(30 * 24 * time.Hour)
-		for _, tc := range []struct {
-			name    string
-			status  quan.TemplateStatus
-			limit   int64
-			stock   int64
-			holding int64 // of user 1
-			now     time.Time
-			want    quan.Refusal
-		}{
-			{"draft", quan.TemplateDraft, 1, 5, 0, base, quan.RefusedInactive},
-			{"paused", quan.TemplatePaused, 1, 5, 0, base, quan.RefusedInactive},
-			{"ended status", quan.TemplateEnded, 1, 5, 0, base, quan.RefusedInactive},
-			{"paused before start", quan.TemplatePaused, 1, 5, 0, base.Add(-time.Hour), quan.RefusedInactive},
-			{"before start", quan.TemplateActive, 1, 5, 0, base.Add(-time.Nanosecond), quan.RefusedNotStarted},
-			{"before start and sold out", quan.TemplateActive, 1, 0, 1, base.Add(-time.Hour), quan.RefusedNotStarted},
-			{"at start", quan.TemplateActive, 1, 5, 0, base, ""},
-			{"just before end", quan.TemplateActive, 1, 5, 0, end.Add(-time.Nanosecond), ""},
-			{"at end", quan.TemplateActive, 1, 5, 0, end, quan.RefusedEnded},
-			{"after end", quan.TemplateActive, 1, 5, 1, end.Add(time.Hour), quan.RefusedEnded},
-			{"limit 1 held 1", quan.TemplateActive, 1, 5, 1, base, quan.RefusedLimit},
-			{"limit 1 held 1 sold out", quan.TemplateActive, 1, 0, 1, base, quan.RefusedLimit},
-			{"limit 2 held 1", quan.TemplateActive, 2, 5, 1, base, ""},
-			{"sold out", quan.TemplateActive, 2, 0, 0, base, quan.RefusedSoldOut},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				t.Parallel()
-				c := newCache(t)
-				st := cacheState(1, tc.stock, tc.limit)
-				st.Status = tc.status
-				cachePrime(t, c, st, []quan.Holding{{UserID: 1, Count: tc.holding}})
-				cacheReserve(t, c, 1, "k", []int64{1}, tc.now, tc.want)
-				held, stock := tc.holding, tc.stock
-				if tc.want == "" {
-					held, stock = held+1, stock-1
-				}
-				cacheAssert(t, c, 1, stock, map[int64]int64{1: held})
+		t.Run("ErrCacheCold", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			ctx := t.Context()
+			cacheCold(t, "Reserve before Prime", func() error {
+				_, err := c.Reserve(ctx, 1, "k", []int64{1}, base)
+				return err
 			})
-		}
+			cacheCold(t, "State before Prime", func() error { _, err := c.State(ctx, 1); return err })
+			cacheCold(t, "Held before Prime", func() error { _, err := c.Held(ctx, 1, 1); return err })
+			cacheCold(t, "Update before Prime", func() error { return c.Update(ctx, cacheState(1, 10, 1), 1) })
+			cachePrime(t, c, cacheState(1, 10, 1), nil)
+			cacheCold(t, "Reserve of another template", func() error {
+				_, err := c.Reserve(ctx, 2, "k", []int64{1}, base)
+				return err
+			})
+			cacheCold(t, "State of another template", func() error { _, err := c.State(ctx, 2); return err })
+			if err := c.Release(ctx, 2, "k"); err != nil {
+				t.Errorf("Release of a template not loaded: %v, want nil (nothing to give back)", err)
+			}
+		})
 	})
+}
 
-	t.Run("LimitTwoThenReached", func(t *testing.T) {
+// testCacheReserve: what Reserve grants and refuses, user by user, and
+// what it takes of the stock and the user counts.
+func testCacheReserve(t *testing.T, newCache func(t *testing.T) quan.Cache) {
+	t.Run("Reserve", func(t *testing.T) {
 		t.Parallel()
-		c := newCache(t)
-		cachePrime(t, c, cacheState(1, 5, 2), []quan.Holding{{UserID: 1, Count: 1}})
-		cacheReserve(t, c, 1, "k1", []int64{1}, base, "")
-		cacheReserve(t, c, 1, "k2", []int64{1}, base, quan.RefusedLimit)
-		cacheAssert(t, c, 1, 4, map[int64]int64{1: 2})
+		t.Run("OK", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			cachePrime(t, c, cacheState(1, 10, 2), []quan.Holding{{UserID: 7, Count: 1}})
+			cacheReserve(t, c, 1, "k1", []int64{1, 2, 7}, base, "", "", "")
+			cacheAssert(t, c, 1, 7, map[int64]int64{1: 1, 2: 1, 7: 2, 3: 0})
+		})
+
+		t.Run("Refusals", func(t *testing.T) {
+			t.Parallel()
+			end := base.Add(30 * 24 * time.Hour)
+			for _, tc := range []struct {
+				name    string
+				status  quan.TemplateStatus
+				limit   int64
+				stock   int64
+				holding int64 // of user 1
+				now     time.Time
+				want    quan.Refusal
+			}{
+				{"draft", quan.TemplateDraft, 1, 5, 0, base, quan.RefusedInactive},
+				{"paused", quan.TemplatePaused, 1, 5, 0, base, quan.RefusedInactive},
+				{"ended status", quan.TemplateEnded, 1, 5, 0, base, quan.RefusedInactive},
+				{"paused before start", quan.TemplatePaused, 1, 5, 0, base.Add(-time.Hour), quan.RefusedInactive},
+				{"before start", quan.TemplateActive, 1, 5, 0, base.Add(-time.Nanosecond), quan.RefusedNotStarted},
+				{"before start and sold out", quan.TemplateActive, 1, 0, 1, base.Add(-time.Hour), quan.RefusedNotStarted},
+				{"at start", quan.TemplateActive, 1, 5, 0, base, ""},
+				{"just before end", quan.TemplateActive, 1, 5, 0, end.Add(-time.Nanosecond), ""},
+				{"at end", quan.TemplateActive, 1, 5, 0, end, quan.RefusedEnded},
+				{"after end", quan.TemplateActive, 1, 5, 1, end.Add(time.Hour), quan.RefusedEnded},
+				{"limit 1 held 1", quan.TemplateActive, 1, 5, 1, base, quan.RefusedLimit},
+				{"limit 1 held 1 sold out", quan.TemplateActive, 1, 0, 1, base, quan.RefusedLimit},
+				{"limit 2 held 1", quan.TemplateActive, 2, 5, 1, base, ""},
+				{"sold out", quan.TemplateActive, 2, 0, 0, base, quan.RefusedSoldOut},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					c := newCache(t)
+					st := cacheState(1, tc.stock, tc.limit)
+					st.Status = tc.status
+					cachePrime(t, c, st, []quan.Holding{{UserID: 1, Count: tc.holding}})
+					cacheReserve(t, c, 1, "k", []int64{1}, tc.now, tc.want)
+					held, stock := tc.holding, tc.stock
+					if tc.want == "" {
+						held, stock = held+1, stock-1
+					}
+					cacheAssert(t, c, 1, stock, map[int64]int64{1: held})
+				})
+			}
+		})
+
+		t.Run("LimitTwoThenReached", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			cachePrime(t, c, cacheState(1, 5, 2), []quan.Holding{{UserID: 1, Count: 1}})
+			cacheReserve(t, c, 1, "k1", []int64{1}, base, "")
+			cacheReserve(t, c, 1, "k2", []int64{1}, base, quan.RefusedLimit)
+			cacheAssert(t, c, 1, 4, map[int64]int64{1: 2})
+		})
+
+		t.Run("SoldOutWhenStockRunsOut", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			cachePrime(t, c, cacheState(1, 2, 1), nil)
+			cacheReserve(t, c, 1, "k1", []int64{1, 2, 3, 1}, base, "", "", quan.RefusedSoldOut, quan.RefusedLimit)
+			cacheReserve(t, c, 1, "k2", []int64{4}, base, quan.RefusedSoldOut)
+			cacheAssert(t, c, 1, 0, map[int64]int64{1: 1, 2: 1, 3: 0, 4: 0})
+		})
+
+		t.Run("SameUserTwiceInBatch", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			cachePrime(t, c, cacheState(1, 10, 2), nil)
+			cacheReserve(t, c, 1, "k", []int64{5, 5, 5, 6}, base, "", "", quan.RefusedLimit, "")
+			cacheAssert(t, c, 1, 7, map[int64]int64{5: 2, 6: 1})
+		})
 	})
+}
 
-	t.Run("SoldOutWhenStockRunsOut", func(t *testing.T) {
+// testCacheKeys: a reservation's key answers as it first did, alone or
+// concurrently; Release gives back what it reserved, once; Reservation
+// reads its outcomes back.
+func testCacheKeys(t *testing.T, newCache func(t *testing.T) quan.Cache) {
+	t.Run("Key", func(t *testing.T) {
 		t.Parallel()
-		c := newCache(t)
-		cachePrime(t, c, cacheState(1, 2, 1), nil)
-		cacheReserve(t, c, 1, "k1", []int64{1, 2, 3, 1}, base, "", "", quan.RefusedSoldOut, quan.RefusedLimit)
-		cacheReserve(t, c, 1, "k2", []int64{4}, base, quan.RefusedSoldOut)
-		cacheAssert(t, c, 1, 0, map[int64]int64{1: 1, 2: 1, 3: 0, 4: 0})
-	})
-
-	t.Run("SameUserTwiceInBatch", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		cachePrime(t, c, cacheState(1, 10, 2), nil)
-		cacheReserve(t, c, 1, "k", []int64{5, 5, 5, 6}, base, "", "", quan.RefusedLimit, "")
-		cacheAssert(t, c, 1, 7, map[int64]int64{5: 2, 6: 1})
-	})
-
-	t.Run("IdempotentKey", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		cachePrime(t, c, cacheState(1, 3, 1), nil)
-		cacheReserve(t, c, 1, "k", []int64{1, 1, 2}, base, "", quan.RefusedLimit, "")
-		for range 2 {
+		t.Run("Idempotent", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			cachePrime(t, c, cacheState(1, 3, 1), nil)
 			cacheReserve(t, c, 1, "k", []int64{1, 1, 2}, base, "", quan.RefusedLimit, "")
-		}
-		// Whatever the retry carries, the key answers as it first did.
-		cacheReserve(t, c, 1, "k", []int64{3}, base, "", quan.RefusedLimit, "")
-		cacheAssert(t, c, 1, 1, map[int64]int64{1: 1, 2: 1, 3: 0})
-		// Keys are per template.
-		cachePrime(t, c, cacheState(2, 3, 1), nil)
-		cacheReserve(t, c, 2, "k", []int64{3}, base, "")
-	})
+			for range 2 {
+				cacheReserve(t, c, 1, "k", []int64{1, 1, 2}, base, "", quan.RefusedLimit, "")
+			}
+			// Whatever the retry carries, the key answers as it first did.
+			cacheReserve(t, c, 1, "k", []int64{3}, base, "", quan.RefusedLimit, "")
+			cacheAssert(t, c, 1, 1, map[int64]int64{1: 1, 2: 1, 3: 0})
+			// Keys are per template.
+			cachePrime(t, c, cacheState(2, 3, 1), nil)
+			cacheReserve(t, c, 2, "k", []int64{3}, base, "")
+		})
 
-	t.Run("IdempotentKeyConcurrent", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		cachePrime(t, c, cacheState(1, 100, 1), nil)
-		users := []int64{1, 2, 3}
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		var errs firstErrors
-		for range 200 {
-			wg.Go(func() {
-				<-start
-				got, err := c.Reserve(t.Context(), 1, "same", users, base)
-				if err == nil && !slices.Equal(got, []quan.Refusal{"", "", ""}) {
-					err = fmt.Errorf("outcomes %q, want all reserved", got)
-				}
-				if err != nil {
+		t.Run("IdempotentConcurrent", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			cachePrime(t, c, cacheState(1, 100, 1), nil)
+			users := []int64{1, 2, 3}
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			var errs firstErrors
+			for range 200 {
+				wg.Go(func() {
+					<-start
+					got, err := c.Reserve(t.Context(), 1, "same", users, base)
+					if err == nil && !slices.Equal(got, []quan.Refusal{"", "", ""}) {
+						err = fmt.Errorf("outcomes %q, want all reserved", got)
+					}
 					if err != nil {
-						errs.add(err)
+						if err != nil {
+							errs.add(err)
+						}
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			errs.report(t)
+			cacheAssert(t, c, 1, 97, map[int64]int64{1: 1, 2: 1, 3: 1})
+		})
+
+		t.Run("Release", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			cachePrime(t, c, cacheState(1, 10, 2), []quan.Holding{{UserID: 1, Count: 1}})
+			cacheReserve(t, c, 1, "a", []int64{1, 1, 2, 2}, base, "", quan.RefusedLimit, "", "")
+			cacheReserve(t, c, 1, "b", []int64{3}, base, "")
+			cacheAssert(t, c, 1, 6, map[int64]int64{1: 2, 2: 2, 3: 1})
+			for range 2 { // the second time changes nothing
+				cacheRelease(t, c, 1, "a")
+				cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 2: 0, 3: 1})
+			}
+			cacheRelease(t, c, 1, "unknown")
+			cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 2: 0, 3: 1})
+			// A released key is still a key seen before.
+			cacheReserve(t, c, 1, "a", []int64{1, 1, 2, 2}, base, "", quan.RefusedLimit, "", "")
+			cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 2: 0, 3: 1})
+			// A key that reserved nothing gives nothing back.
+			cacheReserve(t, c, 1, "refused", []int64{1, 1}, base, "", quan.RefusedLimit)
+			cacheRelease(t, c, 1, "refused")
+			cacheRelease(t, c, 1, "refused")
+			cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 3: 1})
+		})
+
+		t.Run("Reservation", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			notFound := func(template int64, key, what string) {
+				t.Helper()
+				if got, err := c.Reservation(t.Context(), template, key); !errors.Is(err, quan.ErrNotFound) {
+					t.Errorf("Reservation %s: %q, %v; want ErrNotFound", what, got, err)
+				}
+			}
+			notFound(1, "k", "of a template not loaded")
+			cachePrime(t, c, cacheState(1, 1, 1), nil)
+			notFound(1, "k", "never made")
+			cacheReserve(t, c, 1, "k", []int64{1, 2}, base, "", quan.RefusedSoldOut)
+			for _, what := range []string{"made", "released"} {
+				got, err := c.Reservation(t.Context(), 1, "k")
+				if err != nil || !slices.Equal(got, []quan.Refusal{"", quan.RefusedSoldOut}) {
+					t.Errorf("Reservation %s: %q, %v; want the outcomes of the Reserve", what, got, err)
+				}
+				cacheRelease(t, c, 1, "k")
+			}
+			notFound(2, "k", "of another template")
+			cachePrime(t, c, cacheState(1, 1, 1), nil)
+			notFound(1, "k", "made before a Prime")
+		})
+	})
+}
+
+// testCachePrime: Prime replaces a template's state and counts at once,
+// keeps the old ones when its holdings fail, and takes many; Load leaves
+// a loaded template alone.
+func testCachePrime(t *testing.T, newCache func(t *testing.T) quan.Cache) {
+	t.Run("Prime", func(t *testing.T) {
+		t.Parallel()
+		t.Run("Replaces", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			cachePrime(t, c, cacheState(1, 10, 1), []quan.Holding{{UserID: 1, Count: 1}, {UserID: 2, Count: 1}})
+			cacheReserve(t, c, 1, "before", []int64{3}, base, "")
+			cachePrime(t, c, cacheState(1, 50, 1), []quan.Holding{{UserID: 2, Count: 1}, {UserID: 4, Count: 1}})
+			cacheAssert(t, c, 1, 50, map[int64]int64{1: 0, 2: 1, 3: 0, 4: 1})
+			// What was reserved before the Prime is in the store's holdings
+			// or not; either way the new state must not be credited again.
+			cacheRelease(t, c, 1, "before")
+			cacheAssert(t, c, 1, 50, map[int64]int64{1: 0, 2: 1, 3: 0, 4: 1})
+			cacheReserve(t, c, 1, "after", []int64{1, 2}, base, "", quan.RefusedLimit)
+		})
+
+		t.Run("ErrorKeepsOld", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			cachePrime(t, c, cacheState(1, 10, 1), []quan.Holding{{UserID: 1, Count: 1}})
+			boom := errors.New("store went away")
+			err := c.Prime(t.Context(), cacheState(1, 99, 1), func(yield func(quan.Holding, error) bool) {
+				for u := range int64(25_000) {
+					if !yield(quan.Holding{UserID: 100 + u, Count: 1}, nil) {
+						return
 					}
 				}
+				yield(quan.Holding{}, boom)
 			})
-		}
-		close(start)
-		wg.Wait()
-		errs.report(t)
-		cacheAssert(t, c, 1, 97, map[int64]int64{1: 1, 2: 1, 3: 1})
-	})
-
-	t.Run("Release", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		cachePrime(t, c, cacheState(1, 10, 2), []quan.Holding{{UserID: 1, Count: 1}})
-		cacheReserve(t, c, 1, "a", []int64{1, 1, 2, 2}, base, "", quan.RefusedLimit, "", "")
-		cacheReserve(t, c, 1, "b", []int64{3}, base, "")
-		cacheAssert(t, c, 1, 6, map[int64]int64{1: 2, 2: 2, 3: 1})
-		for range 2 { // the second time changes nothing
-			cacheRelease(t, c, 1, "a")
-			cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 2: 0, 3: 1})
-		}
-		cacheRelease(t, c, 1, "unknown")
-		cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 2: 0, 3: 1})
-		// A released key is still a key seen before.
-		cacheReserve(t, c, 1, "a", []int64{1, 1, 2, 2}, base, "", quan.RefusedLimit, "", "")
-		cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 2: 0, 3: 1})
-		// A key that reserved nothing gives nothing back.
-		cacheReserve(t, c, 1, "refused", []int64{1, 1}, base, "", quan.RefusedLimit)
-		cacheRelease(t, c, 1, "refused")
-		cacheRelease(t, c, 1, "refused")
-		cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 3: 1})
-	})
-
-	t.Run("LoadLeavesALoadedTemplate", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		loaded, err := c.Load(t.Context(), cacheState(1, 10, 1), Holdings([]quan.Holding{{UserID: 1, Count: 1}}))
-		if err != nil || !loaded {
-			t.Fatalf("Load of a cold template = %v, %v; want loaded", loaded, err)
-		}
-		cacheReserve(t, c, 1, "k", []int64{2}, base, "")
-		// A second loader that found the cache cold too must not undo the
-		// reservation made meanwhile.
-		loaded, err = c.Load(t.Context(), cacheState(1, 10, 1), Holdings(nil))
-		if err != nil || loaded {
-			t.Fatalf("Load of a loaded template = %v, %v; want left alone", loaded, err)
-		}
-		cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 2: 1})
-	})
-
-	t.Run("Reservation", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		notFound := func(template int64, key, what string) {
-			t.Helper()
-			if got, err := c.Reservation(t.Context(), template, key); !errors.Is(err, quan.ErrNotFound) {
-				t.Errorf("Reservation %s: %q, %v; want ErrNotFound", what, got, err)
+			if !errors.Is(err, boom) {
+				t.Fatalf("Prime with a failing iterator: %v, want %v", err, boom)
 			}
-		}
-		notFound(1, "k", "of a template not loaded")
-		cachePrime(t, c, cacheState(1, 1, 1), nil)
-		notFound(1, "k", "never made")
-		cacheReserve(t, c, 1, "k", []int64{1, 2}, base, "", quan.RefusedSoldOut)
-		for _, what := range []string{"made", "released"} {
-			got, err := c.Reservation(t.Context(), 1, "k")
-			if err != nil || !slices.Equal(got, []quan.Refusal{"", quan.RefusedSoldOut}) {
-				t.Errorf("Reservation %s: %q, %v; want the outcomes of the Reserve", what, got, err)
-			}
-			cacheRelease(t, c, 1, "k")
-		}
-		notFound(2, "k", "of another template")
-		cachePrime(t, c, cacheState(1, 1, 1), nil)
-		notFound(1, "k", "made before a Prime")
-	})
-
-	t.Run("Update", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		st := cacheState(1, 10, 1)
-		cachePrime(t, c, st, []quan.Holding{{UserID: 1, Count: 1}})
-		cacheReserve(t, c, 1, "k1", []int64{2}, base, "")
-
-		st.Status = quan.TemplatePaused
-		st.Stock = 999_999 // ignored: only the delta counts
-		cacheUpdate(t, c, st, +5)
-		cacheAssert(t, c, 1, 14, map[int64]int64{1: 1, 2: 1})
-		cacheReserve(t, c, 1, "k2", []int64{3}, base, quan.RefusedInactive)
-
-		st.Status = quan.TemplateActive
-		st.PerUserLimit = 2
-		st.IssueStart = base.Add(time.Hour)
-		cacheUpdate(t, c, st, -3)
-		cacheReserve(t, c, 1, "k3", []int64{1}, base, quan.RefusedNotStarted)
-		cacheReserve(t, c, 1, "k4", []int64{1, 1}, base.Add(time.Hour), "", quan.RefusedLimit)
-		cacheAssert(t, c, 1, 10, map[int64]int64{1: 2, 2: 1})
-		got, err := c.State(t.Context(), 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := st
-		want.Stock = 10
-		cacheStateEqual(t, got, want)
-	})
-
-	t.Run("PrimeReplaces", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		cachePrime(t, c, cacheState(1, 10, 1), []quan.Holding{{UserID: 1, Count: 1}, {UserID: 2, Count: 1}})
-		cacheReserve(t, c, 1, "before", []int64{3}, base, "")
-		cachePrime(t, c, cacheState(1, 50, 1), []quan.Holding{{UserID: 2, Count: 1}, {UserID: 4, Count: 1}})
-		cacheAssert(t, c, 1, 50, map[int64]int64{1: 0, 2: 1, 3: 0, 4: 1})
-		// What was reserved before the Prime is in the store's holdings
-		// or not; either way the new state must not be credited again.
-		cacheRelease(t, c, 1, "before")
-		cacheAssert(t, c, 1, 50, map[int64]int64{1: 0, 2: 1, 3: 0, 4: 1})
-		cacheReserve(t, c, 1, "after", []int64{1, 2}, base, "", quan.RefusedLimit)
-	})
-
-	t.Run("PrimeErrorKeepsOld", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		cachePrime(t, c, cacheState(1, 10, 1), []quan.Holding{{UserID: 1, Count: 1}})
-		boom := errors.New("store went away")
-		err := c.Prime(t.Context(), cacheState(1, 99, 1), func(yield func(quan.Holding, error) bool) {
-			for u := range int64(25_000) {
-				if !yield(quan.Holding{UserID: 100 + u, Count: 1}, nil) {
-					return
-				}
-			}
-			yield(quan.Holding{}, boom)
+			cacheAssert(t, c, 1, 10, map[int64]int64{1: 1, 100: 0})
 		})
-		if !errors.Is(err, boom) {
-			t.Fatalf("Prime with a failing iterator: %v, want %v", err, boom)
-		}
-		cacheAssert(t, c, 1, 10, map[int64]int64{1: 1, 100: 0})
-	})
 
-	t.Run("PrimeLarge", func(t *testing.T) {
-		t.Parallel()
-		c := newCache(t)
-		const n = 200_000
-		var yielded atomic.Int64
-		holdings := func(yield func(quan.Holding, error) bool) {
-			for u := range int64(n) {
-				yielded.Add(1)
-				if !yield(quan.Holding{UserID: u, Count: 1 + u%2}, nil) {
-					return
+		t.Run("Large", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			const n = 200_000
+			var yielded atomic.Int64
+			holdings := func(yield func(quan.Holding, error) bool) {
+				for u := range int64(n) {
+					yielded.Add(1)
+					if !yield(quan.Holding{UserID: u, Count: 1 + u%2}, nil) {
+						return
+					}
 				}
 			}
-		}
-		if err := c.Prime(t.Context(), cacheState(1, 1000, 2), holdings); err != nil {
-			t.Fatalf("Prime of %d holdings: %v", n, err)
-		}
-		if got := yielded.Load(); got != n {
-			t.Fatalf("Prime read %d holdings, want %d", got, n)
-		}
-		cacheReserve(t, c, 1, "k", []int64{0, 1, n - 2, n - 1, n, 0}, base,
-			"", quan.RefusedLimit, "", quan.RefusedLimit, "", quan.RefusedLimit)
-		cacheAssert(t, c, 1, 997, map[int64]int64{0: 2, 1: 2, 77_777: 2, 100_000: 1, n - 2: 2, n: 1, n + 1: 0})
-	})
+			if err := c.Prime(t.Context(), cacheState(1, 1000, 2), holdings); err != nil {
+				t.Fatalf("Prime of %d holdings: %v", n, err)
+			}
+			if got := yielded.Load(); got != n {
+				t.Fatalf("Prime read %d holdings, want %d", got, n)
+			}
+			cacheReserve(t, c, 1, "k", []int64{0, 1, n - 2, n - 1, n, 0}, base,
+				"", quan.RefusedLimit, "", quan.RefusedLimit, "", quan.RefusedLimit)
+			cacheAssert(t, c, 1, 997, map[int64]int64{0: 2, 1: 2, 77_777: 2, 100_000: 1, n - 2: 2, n: 1, n + 1: 0})
+		})
 
+		t.Run("LoadLeavesALoadedTemplate", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			loaded, err := c.Load(t.Context(), cacheState(1, 10, 1), Holdings([]quan.Holding{{UserID: 1, Count: 1}}))
+			if err != nil || !loaded {
+				t.Fatalf("Load of a cold template = %v, %v; want loaded", loaded, err)
+			}
+			cacheReserve(t, c, 1, "k", []int64{2}, base, "")
+			// A second loader that found the cache cold too must not undo the
+			// reservation made meanwhile.
+			loaded, err = c.Load(t.Context(), cacheState(1, 10, 1), Holdings(nil))
+			if err != nil || loaded {
+				t.Fatalf("Load of a loaded template = %v, %v; want left alone", loaded, err)
+			}
+			cacheAssert(t, c, 1, 9, map[int64]int64{1: 1, 2: 1})
+		})
+	})
+}
+
+// testCacheState: Update changes the rules and the stock by a delta, and
+// State reads back what Prime and Update set, to the nanosecond.
+func testCacheState(t *testing.T, newCache func(t *testing.T) quan.Cache) {
 	t.Run("State", func(t *testing.T) {
 		t.Parallel()
-		c := newCache(t)
-		st := cacheState(42, 7, 3)
-		st.ShopNo = 9
-		st.IssueStart = base.Add(123456789 * time.Nanosecond)
-		st.IssueEnd = base.Add(48*time.Hour + 987654321*time.Nanosecond)
-		cachePrime(t, c, st, nil)
-		got, err := c.State(t.Context(), 42)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cacheStateEqual(t, got, st)
-		cacheReserve(t, c, 42, "k", []int64{1, 1}, base.Add(time.Hour), "", "")
-		got, err = c.State(t.Context(), 42)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st.Stock = 5
-		cacheStateEqual(t, got, st)
-	})
+		t.Run("Update", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			st := cacheState(1, 10, 1)
+			cachePrime(t, c, st, []quan.Holding{{UserID: 1, Count: 1}})
+			cacheReserve(t, c, 1, "k1", []int64{2}, base, "")
 
+			st.Status = quan.TemplatePaused
+			st.Stock = 999_999 // ignored: only the delta counts
+			cacheUpdate(t, c, st, +5)
+			cacheAssert(t, c, 1, 14, map[int64]int64{1: 1, 2: 1})
+			cacheReserve(t, c, 1, "k2", []int64{3}, base, quan.RefusedInactive)
+
+			st.Status = quan.TemplateActive
+			st.PerUserLimit = 2
+			st.IssueStart = base.Add(time.Hour)
+			cacheUpdate(t, c, st, -3)
+			cacheReserve(t, c, 1, "k3", []int64{1}, base, quan.RefusedNotStarted)
+			cacheReserve(t, c, 1, "k4", []int64{1, 1}, base.Add(time.Hour), "", quan.RefusedLimit)
+			cacheAssert(t, c, 1, 10, map[int64]int64{1: 2, 2: 1})
+			got, err := c.State(t.Context(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := st
+			want.Stock = 10
+			cacheStateEqual(t, got, want)
+		})
+
+		t.Run("ReadBack", func(t *testing.T) {
+			t.Parallel()
+			c := newCache(t)
+			st := cacheState(42, 7, 3)
+			st.ShopNo = 9
+			st.IssueStart = base.Add(123456789 * time.Nanosecond)
+			st.IssueEnd = base.Add(48*time.Hour + 987654321*time.Nanosecond)
+			cachePrime(t, c, st, nil)
+			got, err := c.State(t.Context(), 42)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cacheStateEqual(t, got, st)
+			cacheReserve(t, c, 42, "k", []int64{1, 1}, base.Add(time.Hour), "", "")
+			got, err = c.State(t.Context(), 42)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Stock = 5
+			cacheStateEqual(t, got, st)
+		})
+	})
+}
+
+// testCacheStampedes: many reservations released at once never take
+// more than the stock, nor more than a user's limit.
+func testCacheStampedes(t *testing.T, newCache func(t *testing.T) quan.Cache) {
 	t.Run("Stampede", func(t *testing.T) {
 		t.Parallel()
-		testCacheStampede(t, newCache(t))
-	})
+		t.Run("SingleUser", func(t *testing.T) {
+			t.Parallel()
+			testCacheStampede(t, newCache(t))
+		})
 
-	t.Run("BatchStampede", func(t *testing.T) {
-		t.Parallel()
-		testCacheBatchStampede(t, newCache(t))
+		t.Run("Batch", func(t *testing.T) {
+			t.Parallel()
+			testCacheBatchStampede(t, newCache(t))
+		})
 	})
 }
 

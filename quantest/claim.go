@@ -281,32 +281,3 @@ func testIssueClaimsStampede(t *testing.T, s ClaimStores) {
 		t.Errorf("%d claims issued, %s; stock left %d; want %d, one per user, 0 left", issued, fmt.Sprintf("%+v", st), left, stock)
 	}
 }
-
-// TestClaimCouponWins: a store whose coupons record the claims that
-// issued them must take the coupon's word over a failed row in its table
-// of claims, which a version before coupons recorded claims may have
-// written beside (handed such a claim again during an upgrade). newStores
-// returns the stores and a way to write that row, as the older version
-// did: the claim failed with reason.
-func TestClaimCouponWins(t *testing.T, newStores func(t *testing.T) (ClaimStores, func(c *quan.Claim, reason string) error)) {
-	t.Helper()
-	s, recordFailed := newStores(t)
-	tpl := activeTemplate(t, s.TaskStores, "coupon wins", 10, 1)
-	c := newClaim(tpl.ID, 1)
-	issued := issueClaims(t, s, c)[0]
-	assertClaim(t, issued, quan.ClaimIssued, "")
-	if err := recordFailed(c, string(quan.CauseLimitReached)); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := s.Claims.Claim(t.Context(), c.ID)
-	if err != nil || rec.Status != quan.ClaimIssued || rec.CouponID != issued.CouponID {
-		t.Errorf("Claim = %+v, %v; want issued with coupon %d", rec, err, issued.CouponID)
-	}
-	again := issueClaims(t, s, c)[0]
-	if again.Status != quan.ClaimIssued || again.CouponID != issued.CouponID {
-		t.Errorf("IssueClaims again = %+v; want issued with coupon %d", again, issued.CouponID)
-	}
-	if rec, err := s.Claims.FailClaim(t.Context(), c, "dead", claimAt); err != nil || rec.Status != quan.ClaimIssued {
-		t.Errorf("FailClaim = %+v, %v; want issued", rec, err)
-	}
-}

@@ -36,6 +36,7 @@ func TestWalletStore(t *testing.T, newStores func(t *testing.T) WalletStores) {
 	run("SwapCoupons/OnlyTheUsersCoupons", testSwapOwner)
 	run("SwapCoupons/DoubleLockOneWins", testDoubleSwap)
 	run("LapseCoupons/ExpiresAndReleases", testLapseCoupons)
+	run("LockKey/KeptWithTheLock", testLockKey)
 }
 
 // walletCoupons gives users one coupon each of a fresh template and returns them.
@@ -304,6 +305,7 @@ func testLapseCoupons(t *testing.T, s WalletStores) {
 	lock := func(c *quan.Coupon, until time.Time) {
 		t.Helper()
 		if _, err := s.Wallet.UpdateCoupons(t.Context(), c.UserID, []int64{c.ID}, func(x []*quan.Coupon) error {
+			x[0].LockKey = "k"
 			return x[0].Lock("o", walletNow, until)
 		}); err != nil {
 			t.Fatal(err)
@@ -339,9 +341,56 @@ func testLapseCoupons(t *testing.T, s WalletStores) {
 	}
 	for _, c := range cs {
 		back := coupons(t, s.TaskStores, c.UserID, c.TemplateID)[0]
-		if back.Status != quan.CouponExpired || back.OrderID != "" {
-			t.Errorf("coupon %d after the window: %s %q, want expired", c.ID, back.Status, back.OrderID)
+		if back.Status != quan.CouponExpired || back.OrderID != "" || back.LockKey != "" {
+			t.Errorf("coupon %d after the window: %s %q key %q, want expired, no order, no key", c.ID, back.Status, back.OrderID, back.LockKey)
 		}
+	}
+}
+
+// testLockKey: the key of a lock is written and read back with it by
+// UpdateCoupons and SwapCoupons, changes on its own, and goes with the
+// lock.
+func testLockKey(t *testing.T, s WalletStores) {
+	c := walletCoupons(t, s, 1)[0]
+	read := func() *quan.Coupon {
+		t.Helper()
+		return coupons(t, s.TaskStores, 1, c.TemplateID)[0]
+	}
+	if _, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{c.ID}, func(cs []*quan.Coupon) error {
+		cs[0].LockKey = "key-1"
+		return cs[0].Lock("order-1", walletNow, walletNow.Add(time.Minute))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if back := read(); back.LockKey != "key-1" || back.OrderID != "order-1" {
+		t.Fatalf("after UpdateCoupons: %+v, want locked by order-1 with key-1", back)
+	}
+	// Only the key changes: UpdateCoupons saves it.
+	if _, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{c.ID}, func(cs []*quan.Coupon) error {
+		cs[0].LockKey, cs[0].UpdatedAt = "key-2", walletNow.Add(time.Second)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := read()
+	if before.LockKey != "key-2" {
+		t.Fatalf("after a change of the key alone: %+v, want key-2", before)
+	}
+	after := *before
+	after.LockKey, after.UpdatedAt = "key-3", walletNow.Add(2*time.Second)
+	if ok, err := s.Wallet.SwapCoupons(t.Context(), 1, []*quan.Coupon{before}, []*quan.Coupon{&after}); !ok || err != nil {
+		t.Fatalf("swap of the key = %v, %v; want true", ok, err)
+	}
+	if back := read(); back.LockKey != "key-3" {
+		t.Fatalf("after SwapCoupons: %+v, want key-3", back)
+	}
+	if _, err := s.Wallet.UpdateCoupons(t.Context(), 1, []int64{c.ID}, func(cs []*quan.Coupon) error {
+		return cs[0].Release(walletNow.Add(3 * time.Second))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if back := read(); back.LockKey != "" || back.Status != quan.CouponAvailable {
+		t.Fatalf("after the release: %+v, want available with no key", back)
 	}
 }
 

@@ -275,7 +275,7 @@ func (c *Cache) Reservation(ctx context.Context, template int64, key string) ([]
 	if err != nil {
 		return nil, fmt.Errorf("redis reservation: %w", err)
 	}
-	g, o, err := c.record(ctx, k.record(key), res[1])
+	g, o, err := record(res[1])
 	if err != nil {
 		return nil, fmt.Errorf("redis reservation: %w", err)
 	}
@@ -289,22 +289,12 @@ func (c *Cache) Reservation(ctx context.Context, template int64, key string) ([]
 	return out, nil
 }
 
-// record reads the key record at k that a GET answered r: its generation
-// and outcomes, empty if there is none. A record of a version before is a
-// hash, read again with HMGET (see reserveLua).
-func (c *Cache) record(ctx context.Context, k string, r rueidis.RedisResult) (gen, outcomes string, err error) {
+// record reads the key record that a GET answered r: its generation and
+// outcomes, empty if there is none.
+func record(r rueidis.RedisResult) (gen, outcomes string, err error) {
 	v, err := r.ToString()
 	if rueidis.IsRedisNil(err) {
 		return "", "", nil
-	}
-	if e, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(e.Error(), "WRONGTYPE") {
-		h, err := c.client.Do(ctx, c.client.B().Hmget().Key(k).Field("g", "o").Build()).ToArray()
-		if err != nil {
-			return "", "", err
-		}
-		gen, _ = h[0].ToString()
-		outcomes, _ = h[1].ToString()
-		return gen, outcomes, nil
 	}
 	if err != nil {
 		return "", "", err

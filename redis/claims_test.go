@@ -95,65 +95,6 @@ func TestReserveLimitedTogether(t *testing.T) {
 	}
 }
 
-// TestRecordsOfOlderVersions: key records and rate buckets that versions
-// before wrote as hashes are read as such: a batch reserved by one of
-// them is not reserved again, its reservation is found and given back,
-// and a bucket's tokens count.
-func TestRecordsOfOlderVersions(t *testing.T) {
-	c := newTestCache(t)
-	ctx := t.Context()
-	loadTemplate(t, c, 1, 10)
-	k := c.keys(1)
-	gen, err := c.client.Do(ctx, c.client.B().Hget().Key(k.state()).Field("gen").Build()).ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// What an older version's Reserve of users 1 and 2 under "old" left:
-	// the counts, the stock, the record as a hash.
-	for _, cmd := range [][]string{
-		{"HSET", k.users(), "1", "1", "2", "1"},
-		{"HINCRBY", k.state(), "stock", "-2"},
-		{"HSET", k.record("old"), "g", gen, "o", "--", "r", "1,2"},
-		{"EXPIRE", k.record("old"), "3600"},
-		{"HSET", c.rateKey("claim:user:9"), "tokens", "0.5", "at", strconv.FormatInt(time.Now().Unix()+5, 10)},
-		{"PEXPIRE", c.rateKey("claim:user:9"), "60000"},
-	} {
-		if err := c.client.Do(ctx, c.client.B().Arbitrary(cmd[0]).Keys(cmd[1]).Args(cmd[2:]...).Build()).Error(); err != nil {
-			t.Fatalf("%v: %v", cmd, err)
-		}
-	}
-	out, err := c.Reserve(ctx, 1, "old", []int64{1, 2}, limitedNow)
-	if err != nil || !slices.Equal(out, []quan.Refusal{"", ""}) {
-		t.Fatalf("Reserve under the old key: %v, %v; want its recorded outcomes", out, err)
-	}
-	if st, _ := c.State(ctx, 1); st.Stock != 8 {
-		t.Fatalf("stock %d after the old key again, want 8: reserved once", st.Stock)
-	}
-	if r, err := c.Reservation(ctx, 1, "old"); err != nil || !slices.Equal(r, []quan.Refusal{"", ""}) {
-		t.Errorf("Reservation of the old key: %v, %v", r, err)
-	}
-	if err := c.Release(ctx, 1, "old"); err != nil {
-		t.Fatal(err)
-	}
-	if st, _ := c.State(ctx, 1); st.Stock != 10 {
-		t.Errorf("stock %d after releasing the old key, want 10", st.Stock)
-	}
-	if n, _ := c.Held(ctx, 1, 2); n != 0 {
-		t.Errorf("user 2 holds %d after the release, want 0", n)
-	}
-	if err := c.Release(ctx, 1, "old"); err != nil {
-		t.Fatal(err)
-	}
-	if st, _ := c.State(ctx, 1); st.Stock != 10 {
-		t.Errorf("stock %d after releasing the old key twice, want 10", st.Stock)
-	}
-	// Half a token, last taken in the future: refused until it refills.
-	refused, wait, _, err := c.ReserveLimited(ctx, 1, "new", []int64{9}, limitedNow, []quan.Bucket{{Key: "claim:user:9", Rate: 1, Burst: 5}})
-	if err != nil || refused != 0 || wait < 400*time.Millisecond {
-		t.Errorf("ReserveLimited with an old bucket of half a token: refused %d after %s, %v; want the bucket, 0.5s or more", refused, wait, err)
-	}
-}
-
 // TestReserveClaimsMixed: one batch of claims that differ in template,
 // second, nanosecond, number of users and buckets (none, the user's
 // alone, the user's and the template's in either order) goes out as

@@ -114,8 +114,7 @@ return 0
 //   - now(): the server's clock in seconds.
 //   - bucket(k, burst, t): the bucket at k as a table {n, at}, read once a
 //     script; a missing bucket is a full one. A bucket is the string
-//     "tokens at", expiring once it would be full again; versions before
-//     kept a hash {tokens, at}, which is read as well.
+//     "tokens at", expiring once it would be full again.
 //   - take(list, t): takes a token from each bucket of list, entries {key,
 //     rate, burst}, all or none, at t. Returns 0, 0 when it took them,
 //     else i, wait: the i-th bucket is the one without a token that
@@ -132,7 +131,7 @@ return 0
 // expires then; a wait is at most 9e15 microseconds (285 years), about
 // the longest time.Duration.
 const bucketLua = `
-local rcall, rpcall, min, max, ceil = redis.call, redis.pcall, math.min, math.max, math.ceil
+local rcall, min, max, ceil = redis.call, math.min, math.max, math.ceil
 local MADE = true
 local function now()
   local t = redis.call('TIME')
@@ -168,11 +167,8 @@ local buckets = {}
 local function bucket(k, burst, t)
   local b = buckets[k]
   if b and b ~= MADE then return b end
-  local v, n, at = rpcall('GET', k), nil, nil
-  if type(v) == 'table' then
-    local h = rcall('HMGET', k, 'tokens', 'at')
-    n, at = tonumber(h[1]), tonumber(h[2])
-  elseif v then
+  local v, n, at = rcall('GET', k), nil, nil
+  if v then
     local i = string.find(v, ' ', 1, true)
     n, at = tonumber(string.sub(v, 1, i - 1)), tonumber(string.sub(v, i + 1))
   end

@@ -19,9 +19,7 @@ import "github.com/redis/rueidis"
 //
 //   - recGet(k): the key record at k as gen, outcomes, users (comma
 //     separated), nil if there is none. A record is the string
-//     "gen|outcomes|users"; versions before kept it in a hash {g, o, r},
-//     which is read as well, so that a batch recorded by one of them is
-//     not reserved twice after an upgrade.
+//     "gen|outcomes|users".
 //   - state(k): the state hash at k read once a script, as a table with
 //     the stock counted down by the reservations of the script; false
 //     when cold. flushStates() writes the stock taken, one HINCRBY a
@@ -48,13 +46,9 @@ import "github.com/redis/rueidis"
 // state before it writes anything: a state key of the wrong type fails the
 // call before any write.
 const reserveLua = `
-local rcall, rpcall = redis.call, redis.pcall
+local rcall = redis.call
 local function recGet(k)
-  local v = rpcall('GET', k)
-  if type(v) == 'table' then
-    local h = rcall('HMGET', k, 'g', 'o', 'r')
-    return h[1], h[2], h[3]
-  end
+  local v = rcall('GET', k)
   if not v then return nil end
   local a = string.find(v, '|', 1, true)
   local b = string.find(v, '|', a + 1, true)

@@ -13,9 +13,14 @@ import (
 // CodesHeader is the first row of a codes export.
 var CodesHeader = []any{"兑换码 Code", "模板 Template", "用户ID Redeemed by", "时间 Redeemed at"}
 
-// Codes writes the codes of a batch to w as an .xlsx workbook, streamed
-// row by row.
-func Codes(ctx context.Context, w io.Writer, codes iter.Seq2[quan.RedeemCode, error]) error {
+// Codes writes codes exports: an .xlsx workbook of one sheet, a row a
+// code (code, template, and the user and time of its redemption).
+type Codes struct{}
+
+var _ quan.CodesExport = Codes{}
+
+// Write streams codes into an .xlsx workbook written to w.
+func (Codes) Write(ctx context.Context, w io.Writer, codes iter.Seq2[quan.RedeemCode, error]) error {
 	f := excelize.NewFile()
 	defer f.Close()
 	const sheet = "Codes"

@@ -231,7 +231,7 @@ func insertClaims(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) error {
 }
 
 // failedByID returns the records of the claims of cs in claims: the
-// failed ones, and those issued before coupons recorded their claims.
+// failed ones, and those whose coupons were archived.
 func failedByID(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) (map[string]*quan.Claim, error) {
 	found := map[string]*quan.Claim{}
 	for start := 0; start < len(cs); start += batchRows {
@@ -355,10 +355,8 @@ func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
 }
 
 // claim reads the record of claim id from the coupon it issued, found by
-// the template and user its id names, or else from claims. A coupon that
-// records the claim wins over a row in claims: a version before coupons
-// recorded claims, handed a claim issued by a later one again, may have
-// recorded it failed beside.
+// the template and user its id names, or else from claims (a failed
+// claim, or one whose coupon was archived).
 func (s *Store) claim(ctx context.Context, q rowQueryer, id string) (*quan.Claim, error) {
 	template, user, err := quan.ParseClaimID(id)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // couponColumns is the column list of every coupon SELECT, in scanCoupon's
 // order.
 const couponColumns = `id, template_id, shop_no, user_id, seq, status, valid_start, valid_end,
-	source, task_id, order_id, created_at, updated_at, locked_until, code`
+	source, task_id, order_id, created_at, updated_at, locked_until, code, lock_key`
 
 // UserCoupons returns the coupons user holds of template (0: of every
 // template), newest (highest id) first: a range of the (user, template,
@@ -114,13 +114,13 @@ func scanCoupon(row interface{ Scan(...any) error }) (*quan.Coupon, error) {
 		c                                        quan.Coupon
 		validStart, validEnd, created, updatedAt int64
 		task, lockedUntil                        sql.NullInt64
-		order, code                              sql.NullString
+		order, code, lockKey                     sql.NullString
 	)
 	if err := row.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, &c.Seq, &c.Status,
-		&validStart, &validEnd, &c.Source, &task, &order, &created, &updatedAt, &lockedUntil, &code); err != nil {
+		&validStart, &validEnd, &c.Source, &task, &order, &created, &updatedAt, &lockedUntil, &code, &lockKey); err != nil {
 		return nil, err
 	}
-	c.Code = code.String
+	c.Code, c.LockKey = code.String, lockKey.String
 	c.LockedUntil = fromNullMicros(lockedUntil)
 	c.ValidStart, c.ValidEnd = fromMicros(validStart), fromMicros(validEnd)
 	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updatedAt)

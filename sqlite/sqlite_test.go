@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
@@ -99,24 +98,6 @@ func TestClaimStore(t *testing.T) {
 	quantest.TestClaimStore(t, func(t *testing.T) quantest.ClaimStores {
 		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
 		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}
-	})
-}
-
-func TestClaimCouponWins(t *testing.T) {
-	quantest.TestClaimCouponWins(t, func(t *testing.T) (quantest.ClaimStores, func(*quan.Claim, string) error) {
-		path := filepath.Join(t.TempDir(), "quan.db")
-		s := sqlite.NewStore(openDB(t, path))
-		raw, err := sql.Open("sqlite", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { raw.Close() })
-		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
-			func(c *quan.Claim, reason string) error {
-				_, err := raw.ExecContext(t.Context(), `INSERT INTO claims (id, template_id, user_id, status, coupon_id, reason, at, decided_at)
-					VALUES (?, ?, ?, 'failed', 0, ?, ?, ?)`, c.ID, c.TemplateID, c.UserID, reason, c.At.UnixMicro(), c.At.UnixMicro())
-				return err
-			}
 	})
 }
 

@@ -31,7 +31,7 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 		return nil, err
 	}
 	for i, c := range cs {
-		if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) {
+		if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) && c.LockKey == before[i].LockKey {
 			continue
 		}
 		if err := saveCoupon(ctx, tx, c); err != nil {
@@ -83,15 +83,16 @@ func userCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []int64) ([]*q
 }
 
 func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ? WHERE id = ?`,
-		c.Status, nullString(c.OrderID), nullMicros(c.LockedUntil), micros(c.UpdatedAt), c.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, updated_at = ? WHERE id = ?`,
+		c.Status, nullString(c.OrderID), nullMicros(c.LockedUntil), nullString(c.LockKey), micros(c.UpdatedAt), c.ID); err != nil {
 		return fmt.Errorf("save coupon %d: %w", c.ID, translate(err))
 	}
 	return nil
 }
 
-// swapCouponSQL writes a coupon if it is as it was read.
-const swapCouponSQL = `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ?
+// swapCouponSQL writes a coupon if it is as it was read. Every change of
+// lock_key changes updated_at, which is compared.
+const swapCouponSQL = `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, updated_at = ?
 	WHERE id = ? AND user_id = ? AND status = ? AND order_id IS ? AND locked_until IS ? AND updated_at = ?`
 
 // SwapCoupons implements quan.WalletStore in one write transaction.
@@ -110,7 +111,7 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 			return false, fmt.Errorf("swap coupons of user %d: coupon %d after, %d before", user, c.ID, was.ID)
 		}
 		res, err := s.db.writeStmts.exec(ctx, tx, swapCouponSQL,
-			c.Status, nullString(c.OrderID), nullMicros(c.LockedUntil), micros(c.UpdatedAt),
+			c.Status, nullString(c.OrderID), nullMicros(c.LockedUntil), nullString(c.LockKey), micros(c.UpdatedAt),
 			c.ID, user, was.Status, nullString(was.OrderID), nullMicros(was.LockedUntil), micros(was.UpdatedAt))
 		if err != nil {
 			return false, fmt.Errorf("swap coupon %d: %w", c.ID, translate(err))
@@ -141,7 +142,7 @@ const (
 		RETURNING id, template_id, shop_no, user_id`
 	lapseLockedSQL = `UPDATE coupons
 		SET status = CASE WHEN valid_end <= ?1 THEN 'expired' ELSE 'available' END,
-			order_id = NULL, locked_until = NULL, updated_at = ?1
+			order_id = NULL, locked_until = NULL, lock_key = NULL, updated_at = ?1
 		WHERE id IN (SELECT id FROM coupons WHERE status = 'locked' AND locked_until <= ?1 LIMIT ?2)
 		RETURNING id, template_id, shop_no, user_id, status`
 )

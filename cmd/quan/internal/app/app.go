@@ -219,6 +219,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Claims:      a.Claims,
 		Wallet:      a.Wallet,
 		Codes:       a.Codes,
+		CodesExport: report.Codes{},
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,
 		Logger:      a.Logger,

@@ -1,0 +1,134 @@
+package quan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// How many claim messages a process handles at once. The claims of all
+// meet in one store transaction at a time (the persist batcher), so this
+// only needs to keep the next transaction full: a few batches do under
+// load, when each carries hundreds of claims; more let the small batches
+// of a light load share a transaction. Dead letters are rare, and each
+// fails its claims one by one. A batch message held waits under its
+// AckWait (30 s): 16 handled and 4 prefetched are 10,000 claims at most,
+// 6 s of a store that persists only 1,600 a second.
+const (
+	batchConcurrency = 16
+	batchPrefetch    = 4
+	deadConcurrency  = 4
+)
+
+// ServeClaims persists the claims handed to the bus, in batches, until ctx
+// ends; claims that fail give their reservation back, and claims whose
+// hand-off runs out of deliveries end failed. It consumes the batches on
+// ClaimBatchSubject and their dead letters.
+func (s *ClaimService) ServeClaims(ctx context.Context) error {
+	if s.PersistRate != 0 && !(s.PersistRate >= MinPersistRate) {
+		return Errorf(EINVALID, "serve claims: persist rate %v a second: want 0 (no limit) or at least %d", s.PersistRate, MinPersistRate)
+	}
+	s.init()
+	type consumer struct {
+		subject, durable string
+		opt              ConsumeOptions
+		handle           func(context.Context, Message) error
+	}
+	live := func(n, prefetch int) ConsumeOptions {
+		return ConsumeOptions{MaxDeliver: s.MaxDeliver, Backoff: s.Backoff, Concurrency: n, Prefetch: prefetch}
+	}
+	dead := ConsumeOptions{Concurrency: deadConcurrency}
+	cs := []consumer{
+		{ClaimBatchSubject, ClaimDurable, live(batchConcurrency, batchPrefetch), s.handleClaims},
+		{DeadLetterPrefix + ClaimBatchSubject, ClaimDurable + "-dead", dead, s.handleDead},
+	}
+	errs := make(chan error, len(cs))
+	for _, c := range cs {
+		go func() { errs <- s.Bus.Consume(ctx, c.subject, c.durable, c.opt, c.handle) }()
+	}
+	var all []error
+	for range cs {
+		all = append(all, <-errs)
+	}
+	if err := errors.Join(all...); err != nil {
+		return fmt.Errorf("serve claims: %w", err)
+	}
+	return nil
+}
+
+// decodeClaims returns the claims of m, a batch (EncodeClaims). Every
+// claim must name itself, its template and its user.
+func decodeClaims(m Message) ([]*Claim, error) {
+	cs, err := DecodeClaims(m.Data)
+	if err != nil {
+		return nil, Errorf(EINVALID, "message %s is not a batch of claims: %v", m.ID, err)
+	}
+	if len(cs) == 0 {
+		return nil, Errorf(EINVALID, "message %s holds no claims", m.ID)
+	}
+	for i, c := range cs {
+		if c.ID == "" || c.TemplateID <= 0 || c.UserID <= 0 {
+			return nil, Errorf(EINVALID, "message %s: claim %d of %d lacks its id, template or user: %+v", m.ID, i+1, len(cs), *c)
+		}
+	}
+	return cs, nil
+}
+
+// handleClaims persists the claims of m and settles each. If the store
+// fails, nothing is settled and the error has m delivered again: the
+// claims the store decided meanwhile are not decided twice, it returns
+// their records.
+func (s *ClaimService) handleClaims(ctx context.Context, m Message) error {
+	cs, err := decodeClaims(m)
+	if err != nil {
+		return err
+	}
+	recs, err := s.persist.DoMany(ctx, cs)
+	if err != nil {
+		s.Counters.Retried.Add(int64(len(cs)))
+		s.logger().Warn("persist claims", "message", m.ID, "claims", len(cs), "attempt", m.Attempt, "err", err)
+		return err
+	}
+	var errs []error
+	for _, rec := range recs {
+		errs = append(errs, s.settle(ctx, rec))
+	}
+	return errors.Join(errs...)
+}
+
+// settle counts a decided claim and, if it failed, gives its reservation
+// back (a no-op when given back before).
+func (s *ClaimService) settle(ctx context.Context, c *Claim) error {
+	if c.Status == ClaimIssued {
+		s.Counters.Issued.Add(1)
+		return nil
+	}
+	s.Counters.Failed.Add(1)
+	if err := s.Cache.Release(ctx, c.TemplateID, c.ID); err != nil {
+		return fmt.Errorf("give back the reservation of claim %s: %w", c.ID, err)
+	}
+	s.Counters.Compensated.Add(1)
+	return nil
+}
+
+// handleDead fails every claim of a message whose hand-off ran out of
+// deliveries, and settles each: a claim the store decided before keeps
+// its record. An error has the dead letter delivered again.
+func (s *ClaimService) handleDead(ctx context.Context, m Message) error {
+	cs, err := decodeClaims(m)
+	if err != nil {
+		s.logger().Error("dead letter that is not a claim", "id", m.ID, "err", err)
+		return nil
+	}
+	s.logger().Warn("claims dead-lettered", "message", m.ID, "claims", len(cs), "reason", m.Reason)
+	var errs []error
+	for _, c := range cs {
+		rec, err := s.Claims.FailClaim(ctx, c, "hand-off failed: "+m.Reason, s.now())
+		if err != nil {
+			return errors.Join(append(errs, fmt.Errorf("fail dead-lettered claim %s: %w", c.ID, err))...)
+		}
+		s.Counters.DeadLettered.Add(1)
+		errs = append(errs, s.settle(ctx, rec))
+	}
+	return errors.Join(errs...)
+}

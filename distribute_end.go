@@ -1,0 +1,159 @@
+package quan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// stopped handles a run that lost its task. If the task was canceled, the
+// file is read to the end to count the rows not reached.
+func (d *Distributor) stopped(ctx context.Context, t *Task) error {
+	cur, err := d.Store.Task(ctx, AnyShop, t.ID)
+	if err != nil {
+		return fmt.Errorf("task %d: %w", t.ID, err)
+	}
+	if cur.Status != TaskCanceled {
+		d.logger().Info("task taken over by another runner", "task", t.ID, "status", cur.Status, "owner", cur.Owner)
+		return nil
+	}
+	total, err := d.countRows(ctx, t)
+	if err != nil {
+		return fmt.Errorf("task %d: count canceled rows: %w", t.ID, err)
+	}
+	cur, err = d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
+		cur.Counts.Canceled = max(0, total-cur.Counts.Rows)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("task %d: count canceled rows: %w", t.ID, err)
+	}
+	d.logger().Info("task canceled", "task", t.ID, "rows_not_reached", cur.Counts.Canceled)
+	d.reconcile(ctx, cur)
+	return d.writeReport(ctx, t.ID)
+}
+
+// countRows reads the task's file to its end and counts its data rows.
+func (d *Distributor) countRows(ctx context.Context, t *Task) (int64, error) {
+	r, err := d.Open(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	buf := make([]FileRow, 1024)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		n += int64(k)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+	}
+}
+
+// fail ends the task with err's message as the reason a merchant sees.
+func (d *Distributor) fail(ctx context.Context, t *Task, cause error) error {
+	now := d.now()
+	_, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
+		if cur.Owner != d.Owner {
+			return ErrLeaseLost
+		}
+		return cur.Fail(cause.Error(), now)
+	})
+	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrTransition) {
+		return fmt.Errorf("task %d: record failure %q: %w", t.ID, cause, err)
+	}
+	d.logger().Warn("task failed", "task", t.ID, "reason", cause)
+	d.reconcile(ctx, t)
+	return nil
+}
+
+// finish writes the failure report and marks the task succeeded, after
+// checking that every row has exactly one outcome. The cache is
+// reconciled before (every chunk is applied: a task shown succeeded has
+// the cache agree with the store, unless a worker's reload of it is still
+// under way) and after (such a reload done before the task was marked is
+// undone; one done after reconciles itself, see reconcileIfEnded).
+func (d *Distributor) finish(ctx context.Context, t *Task, total int64) error {
+	if err := d.writeReport(ctx, t.ID); err != nil {
+		return err
+	}
+	d.reconcile(ctx, t)
+	now := d.now()
+	done, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
+		if cur.Owner != d.Owner {
+			return ErrLeaseLost
+		}
+		c := cur.Counts
+		decided := c.Issued
+		if cur.DryRun {
+			decided = c.Valid
+		}
+		if c.Rows != total || c.Rows != decided+c.FailedTotal() || cur.ChunksDone != cur.ChunksTotal {
+			// A bug, never the merchant's doing: say so rather than succeed.
+			return cur.Fail(fmt.Sprintf("internal error: outcomes do not add up: %d rows in the file, %d counted, %d issued, %d valid, %d failed, %d of %d chunks applied",
+				total, c.Rows, c.Issued, c.Valid, c.FailedTotal(), cur.ChunksDone, cur.ChunksTotal), now)
+		}
+		cur.BytesRead = cur.BytesTotal
+		return cur.Succeed(now)
+	})
+	if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrTransition) {
+		return nil // canceled or taken over at the last moment
+	}
+	if err != nil {
+		return fmt.Errorf("task %d: finish: %w", t.ID, err)
+	}
+	d.reconcile(ctx, done)
+	d.logger().Info("task succeeded", "task", t.ID, "rows", done.Counts.Rows, "issued", done.Counts.Issued, "failed", done.Counts.FailedTotal())
+	return nil
+}
+
+// writeReport writes the failure report of a task that has failures and
+// records its path.
+func (d *Distributor) writeReport(ctx context.Context, id int64) error {
+	t, err := d.Store.Task(ctx, AnyShop, id)
+	if err != nil {
+		return fmt.Errorf("task %d: %w", id, err)
+	}
+	if t.Counts.FailedTotal() == 0 || d.Report == nil {
+		return nil
+	}
+	path := d.ReportPath(t)
+	rows := func(yield func(Failure, error) bool) {
+		var after int64
+		for {
+			page, err := d.Store.Failures(ctx, id, after, 10_000)
+			if err != nil {
+				yield(Failure{}, err)
+				return
+			}
+			for _, f := range page {
+				if !yield(f, nil) {
+					return
+				}
+				after = f.Line
+			}
+			if len(page) < 10_000 {
+				return
+			}
+		}
+	}
+	if err := d.Report.Write(ctx, path, t, rows); err != nil {
+		return fmt.Errorf("task %d: write failure report: %w", id, err)
+	}
+	_, err = d.Store.UpdateTask(ctx, AnyShop, id, func(cur *Task) error {
+		cur.ReportPath = path
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("task %d: record failure report: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,311 @@
+package quan
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// change runs fn on the coupons ids of user as seen, read a moment ago
+// without a lock, and writes what it made of them if they are still so:
+// one round trip. If one changed in between (another order, the sweeper),
+// fn runs again on the coupons as they are, under the store's lock.
+func (s *WalletService) change(ctx context.Context, user int64, seen []*Coupon, ids []int64, fn func([]*Coupon) error) ([]*Coupon, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	before := make([]*Coupon, 0, len(ids))
+	for _, id := range ids {
+		i := slices.IndexFunc(seen, func(c *Coupon) bool { return c.ID == id })
+		if i < 0 {
+			// The locked way says what is missing.
+			return s.Coupons.UpdateCoupons(ctx, user, ids, fn)
+		}
+		before = append(before, seen[i])
+	}
+	after := make([]*Coupon, len(before))
+	for i, c := range before {
+		cp := *c
+		after[i] = &cp
+	}
+	if err := fn(after); err != nil {
+		return nil, err
+	}
+	changed := false
+	for i, c := range after {
+		b := before[i]
+		changed = changed || c.Status != b.Status || c.OrderID != b.OrderID || !c.LockedUntil.Equal(b.LockedUntil)
+	}
+	if !changed {
+		return after, nil // nothing to write: a change made before, asked again
+	}
+	ok, err := s.Coupons.SwapCoupons(ctx, user, before, after)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return after, nil
+	}
+	return s.Coupons.UpdateCoupons(ctx, user, ids, fn)
+}
+
+// LockRequest asks to hold coupons for an order at the discount the client
+// was quoted.
+type LockRequest struct {
+	Items            []OrderItem `json:"items"`
+	CouponIDs        []int64     `json:"couponIds"`
+	ExpectedDiscount int64       `json:"expectedDiscount"`
+}
+
+// Key identifies the request among the locks of its order: a digest of
+// its items and its coupons (in id order, each once). The discount
+// expected is left out: the items and coupons decide it, and a lock asked
+// again at another is refused as a price change.
+func (r LockRequest) Key() string {
+	h := sha256.New()
+	for _, it := range r.Items {
+		// Quoted, the strings cannot run into the next field.
+		fmt.Fprintf(h, "%q %q %d %d %d\n", it.SKU, it.Category, it.ShopNo, it.UnitPrice, it.Quantity)
+	}
+	fmt.Fprintf(h, "coupons %v", slices.Compact(slices.Sorted(slices.Values(r.CouponIDs))))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Lock holds the coupons for order until the lock TTL runs out. The server
+// prices the order again: the coupons must be usable together under the
+// stacking rules and give exactly the expected discount. Locking a locked
+// order again with the same items and coupons (LockRequest.Key) returns its
+// coupons (idempotent); with other items or coupons it is a conflict, as
+// is a coupon that another order holds.
+func (s *WalletService) Lock(ctx context.Context, who Identity, order string, req LockRequest) ([]*Coupon, error) {
+	user, err := userOf(who)
+	if err != nil {
+		return nil, err
+	}
+	if err := validOrderID(order); err != nil {
+		return nil, err
+	}
+	if err := ValidateOrder(req.Items); err != nil {
+		return nil, err
+	}
+	if len(req.CouponIDs) == 0 {
+		return nil, Errorf(EINVALID, "couponIds: name at least one coupon")
+	}
+	now := s.now()
+	key := req.Key()
+	// The coupons named, and those the order holds already: a lock of
+	// the order by another request is a conflict.
+	all, err := s.Coupons.OrderCoupons(ctx, user, order, req.CouponIDs)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range all {
+		c := *c
+		c.Lapse(now)
+		if c.Status == CouponLocked && c.OrderID == order && c.LockKey != key {
+			return nil, lockedOtherwise(order)
+		}
+	}
+	templates, err := s.templatesOf(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	var chosen []*Coupon
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(req.CouponIDs))) {
+		i := slices.IndexFunc(all, func(c *Coupon) bool { return c.ID == id })
+		if i < 0 {
+			return nil, Errorf(ENOTFOUND, "you hold no coupon %d", id)
+		}
+		c := *all[i]
+		c.Lapse(now)
+		switch {
+		case c.Status == CouponLocked && c.OrderID == order:
+			c.Status = CouponAvailable // price it as the lock found it
+		case c.Status == CouponLocked:
+			return nil, Errorf(ECONFLICT, "coupon %d is held by another order", id)
+		}
+		chosen = append(chosen, &c)
+	}
+	q := PriceOrder(req.Items, chosen, templates, now)
+	slots := map[int64]int64{} // stackSlot → coupon
+	var discount int64
+	for _, cq := range q.Coupons {
+		if !cq.Usable {
+			return nil, Errorf(ENOTUSABLE, "coupon %d cannot be used for this order: %s", cq.CouponID, cq.Reason)
+		}
+		slot := stackSlot(cq)
+		if other, ok := slots[slot]; ok {
+			return nil, Errorf(ENOTUSABLE, "coupons %d and %d do not stack: at most one %s coupon", other, cq.CouponID, slotName(slot))
+		}
+		slots[slot] = cq.CouponID
+		discount += cq.Discount
+	}
+	discount = min(discount, q.Total)
+	if discount != req.ExpectedDiscount {
+		return nil, Errorf(EPRICECHANGED, "these coupons take %d fen off this order, not the %d expected: quote again", discount, req.ExpectedDiscount)
+	}
+	until := now.Add(cmp0(s.LockTTL, DefaultLockTTL))
+	var events []CouponEvent
+	cs, err := s.change(ctx, user, all, req.CouponIDs, func(cs []*Coupon) error {
+		events = events[:0]
+		for _, c := range cs {
+			old := c.Status
+			c.Lapse(now)
+			switch {
+			case c.Status == CouponLocked && c.OrderID == order && c.LockKey == key:
+				continue // locked by this request before: idempotent
+			case c.Status == CouponLocked && c.OrderID == order:
+				return lockedOtherwise(order) // by another request meanwhile
+			case c.Status == CouponLocked:
+				return Errorf(ECONFLICT, "coupon %d is held by another order", c.ID)
+			}
+			if err := c.Lock(order, now, until); err != nil {
+				return err
+			}
+			c.LockKey = key
+			events = append(events, eventOf(c, old, now))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock coupons for order %s: %w", order, err)
+	}
+	s.publish(ctx, events)
+	return cs, nil
+}
+
+// lockedOtherwise is the conflict of locking order again with another
+// request than the one that locked it.
+func lockedOtherwise(order string) error {
+	return Errorf(ECONFLICT, "order %s is locked already, with other items or coupons: release it to lock it again", order)
+}
+
+func cmp0(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// validOrderID refuses order ids that are empty or too long.
+func validOrderID(order string) error {
+	if order == "" || len(order) > 64 {
+		return Errorf(EINVALID, "order id %q: 1 to 64 characters", order)
+	}
+	return nil
+}
+
+// Redeem spends the coupons order holds: it was paid. Redeeming a paid
+// order again returns its coupons; an order that holds none (never
+// locked, released, or its lock ran out) is an illegal transition.
+func (s *WalletService) Redeem(ctx context.Context, who Identity, order string) ([]*Coupon, error) {
+	return s.orderChange(ctx, who, order, "redeem", func(c *Coupon, now time.Time) (bool, error) {
+		switch c.Status {
+		case CouponUsed:
+			return false, nil
+		case CouponLocked:
+			return true, c.Redeem(now)
+		}
+		return false, nil
+	}, func(cs []*Coupon) error {
+		for _, c := range cs {
+			if c.Status == CouponUsed || c.Status == CouponLocked {
+				return nil
+			}
+		}
+		return Errorf(ETRANSITION, "order %s holds no coupons to pay with: it was never locked, was released, or its lock ran out", order)
+	})
+}
+
+// Release gives back the coupons order holds: it was cancelled. It is
+// idempotent: an order that holds nothing releases nothing. A paid order
+// is refunded, not released.
+func (s *WalletService) Release(ctx context.Context, who Identity, order string) ([]*Coupon, error) {
+	return s.orderChange(ctx, who, order, "release", func(c *Coupon, now time.Time) (bool, error) {
+		switch c.Status {
+		case CouponLocked:
+			return true, c.Release(now)
+		case CouponUsed:
+			return false, Errorf(ETRANSITION, "coupon %d was paid with: refund order %s instead", c.ID, order)
+		}
+		return false, nil
+	}, nil)
+}
+
+// Refund gives back the coupons a paid order used: available again while
+// valid, expired otherwise. It is idempotent.
+func (s *WalletService) Refund(ctx context.Context, who Identity, order string) ([]*Coupon, error) {
+	return s.orderChange(ctx, who, order, "refund", func(c *Coupon, now time.Time) (bool, error) {
+		switch c.Status {
+		case CouponUsed:
+			return true, c.Refund(now)
+		case CouponLocked:
+			return false, Errorf(ETRANSITION, "coupon %d is locked, not paid: release order %s instead", c.ID, order)
+		}
+		return false, nil
+	}, nil)
+}
+
+// orderChange applies change to the coupons of the user that order holds
+// or used, in one transaction, after check (if any) passes on them.
+func (s *WalletService) orderChange(ctx context.Context, who Identity, order, verb string,
+	change func(c *Coupon, now time.Time) (bool, error), check func([]*Coupon) error) ([]*Coupon, error) {
+	user, err := userOf(who)
+	if err != nil {
+		return nil, err
+	}
+	if err := validOrderID(order); err != nil {
+		return nil, err
+	}
+	all, err := s.Coupons.OrderCoupons(ctx, user, order, nil)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(all))
+	for i, c := range all {
+		ids[i] = c.ID
+	}
+	now := s.now()
+	var events []CouponEvent
+	cs, err := s.change(ctx, user, all, ids, func(cs []*Coupon) error {
+		events = events[:0]
+		for _, c := range cs {
+			old := c.Status
+			if c.Lapse(now) {
+				events = append(events, eventOf(c, old, now))
+				old = c.Status
+			}
+		}
+		mine := cs[:0:0]
+		for _, c := range cs {
+			if c.OrderID == order || c.Status == CouponUsed {
+				mine = append(mine, c)
+			}
+		}
+		if check != nil {
+			if err := check(mine); err != nil {
+				return err
+			}
+		}
+		for _, c := range mine {
+			old := c.Status
+			changed, err := change(c, now)
+			if err != nil {
+				return err
+			}
+			if changed {
+				events = append(events, eventOf(c, old, now))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s order %s: %w", verb, order, err)
+	}
+	s.publish(ctx, events)
+	if cs == nil {
+		cs = []*Coupon{}
+	}
+	return cs, nil
+}

@@ -1,0 +1,64 @@
+package quan
+
+import (
+	"context"
+	"time"
+)
+
+// Sweep writes down what time did to coupons, in batches of up to batch:
+// available coupons whose window closed expire, locks that ran out are
+// released. It returns how many coupons it changed.
+func (s *WalletService) Sweep(ctx context.Context, batch int) (int, error) {
+	now := s.now()
+	// The events of a batch go out while the next batch is swept.
+	out := make(chan []CouponEvent, 1)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for events := range out {
+			s.publish(ctx, events)
+		}
+	}()
+	defer func() {
+		close(out)
+		<-sent
+	}()
+	n := 0
+	for {
+		cs, was, err := s.Coupons.LapseCoupons(ctx, now, batch)
+		if err != nil {
+			return n, err
+		}
+		n += len(cs)
+		if s.Bus != nil && len(cs) > 0 {
+			events := make([]CouponEvent, len(cs))
+			for i, c := range cs {
+				events[i] = eventOf(c, was[i], now)
+				events[i].Order = ""
+			}
+			out <- events
+		}
+		if len(cs) < batch {
+			return n, nil
+		}
+	}
+}
+
+// Archive moves the used, expired and revoked coupons of ended templates
+// last changed over after ago into the history table, in batches, and
+// returns how many; nothing when the store cannot archive.
+func (s *WalletService) Archive(ctx context.Context, after time.Duration, batch int) (int, error) {
+	a, ok := s.Coupons.(Archiver)
+	if !ok || after <= 0 {
+		return 0, nil
+	}
+	now := s.now()
+	n := 0
+	for {
+		k, err := a.ArchiveCoupons(ctx, now.Add(-after), now, batch)
+		n += k
+		if err != nil || k < batch {
+			return n, err
+		}
+	}
+}
