@@ -183,7 +183,10 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 		if rerr := s.Cache.Release(ctx, template, c.ID); rerr != nil {
 			s.logger().Error("give back the reservation of a claim not handed off", "claim", c.ID, "err", rerr)
 		}
-		return nil, Errorf(EUNAVAILABLE, "the claim could not be stored; nothing was taken, try again: %v", err)
+		// The bus's error stays in the log: a client is told what to do,
+		// not how the servers failed.
+		s.logger().Error("hand a claim to the bus", "claim", c.ID, "template", template, "err", err)
+		return nil, Errorf(EUNAVAILABLE, "the claim could not be stored; nothing was taken, try again")
 	}
 	s.Counters.Accepted.Add(1)
 	s.pace.accepted()

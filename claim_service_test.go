@@ -442,3 +442,31 @@ func TestClaimPersistRateInvalid(t *testing.T) {
 		t.Fatalf("ServeClaims with persist rate 999: %v", err)
 	}
 }
+
+// failingBus refuses every publish with an error that names the servers.
+type failingBus struct{ quan.Bus }
+
+func (failingBus) PublishMany(context.Context, []quan.Message) error {
+	return errors.New("nats: no responders on 10.1.2.3:4222")
+}
+
+// TestClaimHandoffFails: a claim the bus refuses is answered unavailable,
+// with no word of the servers' error, and its reservation is given back.
+func TestClaimHandoffFails(t *testing.T) {
+	r := newClaimRig(t, 5)
+	r.s.Bus = failingBus{r.bus}
+	_, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1}, r.tpl.ID)
+	if quan.ErrorCode(err) != quan.EUNAVAILABLE {
+		t.Fatalf("claim: %v, want unavailable", err)
+	}
+	if msg := quan.ErrorMessage(err); strings.Contains(msg, "10.1.2.3") || strings.Contains(msg, "nats") {
+		t.Errorf("the client is told the servers' error: %q", msg)
+	}
+	st, err := r.cache.State(t.Context(), r.tpl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Stock != 5 {
+		t.Errorf("stock %d after a claim that was not handed off, want 5", st.Stock)
+	}
+}
