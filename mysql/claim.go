@@ -102,29 +102,15 @@ func (db *DB) issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int6
 func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim) error {
 	for part := range slices.Chunk(users, heldBatch) {
 		b := usersOfTemplate([]byte(`SELECT claim_id, template_id, user_id, id, claimed_at, created_at FROM coupons`), template, part)
-		if err := func() error {
-			rows, err := tx.QueryContext(ctx, string(b))
-			if err != nil {
-				return err
+		hs, err := sqlrow.Query(ctx, tx, "read the users' coupons", sqlrow.ScanHeld, string(b))
+		if err != nil {
+			return err
+		}
+		for _, c := range hs {
+			held[c.UserID]++
+			if c.ID != "" {
+				found[c.ID] = c
 			}
-			defer rows.Close()
-			for rows.Next() {
-				var (
-					id sql.NullString
-					c  quan.Claim
-				)
-				if err := rows.Scan(&id, &c.TemplateID, &c.UserID, &c.CouponID, sqlrow.NullTime(&c.At), sqlrow.Time(&c.DecidedAt)); err != nil {
-					return err
-				}
-				held[c.UserID]++
-				if id.Valid {
-					c.ID, c.Status = id.String, quan.ClaimIssued
-					found[c.ID] = &c
-				}
-			}
-			return rows.Err()
-		}(); err != nil {
-			return fmt.Errorf("read the users' coupons: %w", err)
 		}
 	}
 	return nil

@@ -249,10 +249,11 @@ func failedByID(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) (map[string]*
 }
 
 // holdingsSQL reads the coupons of template ?1 that n users hold, and the
-// claims that issued them, along the user index, as heldCountsSQL counts
-// them.
+// claims that issued them (sqlrow.ScanHeld), along the user index, as
+// heldCountsSQL counts them.
 func holdingsSQL(n int) string {
-	return `SELECT ` + issuedColumns + ` FROM coupons WHERE template_id = ?1 AND user_id IN (` + sqlrow.Params(n) + `)`
+	return `SELECT claim_id, template_id, user_id, id, claimed_at, created_at FROM coupons
+		WHERE template_id = ?1 AND user_id IN (` + sqlrow.Params(n) + `)`
 }
 
 // holdings reads the coupons of template that users hold: it counts them
@@ -262,32 +263,15 @@ func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, he
 		n := min(len(users), batchRows)
 		args := sqlrow.Args(template, users[:n])
 		users = users[n:]
-		if err := func() error {
-			rows, err := tx.QueryContext(ctx, holdingsSQL(n), args...)
-			if err != nil {
-				return err
+		hs, err := sqlrow.Query(ctx, tx, "read the users' coupons", sqlrow.ScanHeld, holdingsSQL(n), args...)
+		if err != nil {
+			return err
+		}
+		for _, c := range hs {
+			held[c.UserID]++
+			if c.ID != "" {
+				found[c.ID] = c
 			}
-			defer rows.Close()
-			for rows.Next() {
-				var (
-					id     sql.NullString
-					c      quan.Claim
-					status string
-					reason string
-				)
-				if err := rows.Scan(&id, &c.TemplateID, &c.UserID, &status, &c.CouponID, &reason,
-					sqlrow.NullTime(&c.At), sqlrow.Time(&c.DecidedAt)); err != nil {
-					return err
-				}
-				held[c.UserID]++
-				if id.Valid {
-					c.ID, c.Status = id.String, quan.ClaimIssued
-					found[c.ID] = &c
-				}
-			}
-			return rows.Err()
-		}(); err != nil {
-			return fmt.Errorf("read the users' coupons: %w", err)
 		}
 	}
 	return nil

@@ -86,3 +86,25 @@ func MissingCoupon(ids []int64, cs []*quan.Coupon) (int64, bool) {
 	}
 	return 0, false
 }
+
+// ScanHeld reads a coupon a user holds, as the claim that issued it, from
+// a row of the columns claim_id, template_id, user_id, id, claimed_at,
+// created_at, in that order. The claim has the coupon's TemplateID,
+// UserID and CouponID; when claim_id is not NULL it also has its ID,
+// status issued, At (claimed_at) and DecidedAt (the coupon's creation).
+// A coupon that records no claim reads as a claim with ID "".
+func ScanHeld(row Scanner) (*quan.Claim, error) {
+	var (
+		id sql.NullString
+		c  quan.Claim
+	)
+	if err := row.Scan(&id, &c.TemplateID, &c.UserID, &c.CouponID, NullTime(&c.At), Time(&c.DecidedAt)); err != nil {
+		return nil, err
+	}
+	if id.Valid {
+		c.ID, c.Status = id.String, quan.ClaimIssued
+	} else {
+		c.At, c.DecidedAt = time.Time{}, time.Time{}
+	}
+	return &c, nil
+}
