@@ -22,6 +22,7 @@ type timeDest struct {
 	nullable bool
 }
 
+// Scan implements sql.Scanner.
 func (d timeDest) Scan(v any) error {
 	switch v := v.(type) {
 	case int64:
