@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 var _ quan.Archiver = (*Store)(nil)
@@ -36,7 +36,7 @@ func (s *Store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit
 		if err := rows.Err(); err != nil || len(ids) == 0 {
 			return err
 		}
-		in := "?" + strings.Repeat(", ?", len(ids)-1)
+		in := sqlrow.Params(len(ids))
 		// A coupon records the claim that issued it: the claim gets its
 		// row in claims before the coupon goes.
 		if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO claims (`+claimColumns+`)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 // ChunkSize is the chunk size to give tasks this store applies. Unlike
@@ -257,23 +258,8 @@ func isDuplicate(err error) bool {
 // AppliedChunks returns the seqs of the chunks of task id applied so far,
 // in ascending order: a range of the ledger's primary key.
 func (s *Store) AppliedChunks(ctx context.Context, id int64) ([]int64, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT seq FROM task_chunks WHERE task_id = ? ORDER BY seq`, id)
-	if err != nil {
-		return nil, fmt.Errorf("applied chunks of task %d: %w", id, err)
-	}
-	defer rows.Close()
-	seqs := []int64{}
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			return nil, fmt.Errorf("applied chunks of task %d: %w", id, err)
-		}
-		seqs = append(seqs, seq)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("applied chunks of task %d: %w", id, err)
-	}
-	return seqs, nil
+	return sqlrow.Query(ctx, s.db.db, fmt.Sprintf("applied chunks of task %d", id), sqlrow.Int64,
+		`SELECT seq FROM task_chunks WHERE task_id = ? ORDER BY seq`, id)
 }
 
 // issueChunk decides the undecided rows of c with quan.PlanChunk and
@@ -560,22 +546,12 @@ func heldCounts(ctx context.Context, tx *sql.Tx, template int64, users []int64, 
 		users = users[len(batch):]
 		b = usersOfTemplate(append(b[:0], `SELECT user_id, count(*) FROM coupons`...), template, batch)
 		b = append(b, ` GROUP BY user_id`...)
-		rows, err := tx.QueryContext(ctx, string(b))
+		hs, err := sqlrow.Query(ctx, tx, "count the users' coupons", sqlrow.ScanHolding, string(b))
 		if err != nil {
-			return fmt.Errorf("count the users' coupons: %w", err)
+			return err
 		}
-		for rows.Next() {
-			var u, k int64
-			if err := rows.Scan(&u, &k); err != nil {
-				rows.Close()
-				return fmt.Errorf("count the users' coupons: %w", err)
-			}
-			held[u] = k
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return fmt.Errorf("count the users' coupons: %w", err)
+		for _, h := range hs {
+			held[h.UserID] = h.Count
 		}
 	}
 	return nil
@@ -597,46 +573,24 @@ func usersOfTemplate(b []byte, template int64, users []int64) []byte {
 	return append(b, ')')
 }
 
-// insertFailures records every failed row of c, with the user id as
-// written or, when the row carries no text, as parsed. A duplicate key, a
+// insertFailures records every failed row of c, as sqlrow.ChunkFailures
+// gives them. A duplicate key, a
 // line recorded twice, which the chunk ledger rules out, is a conflict.
 func insertFailures(ctx context.Context, tx *sql.Tx, c *quan.Chunk) error {
-	var args []any
-	rows := 0
-	flush := func() error {
-		if rows == 0 {
-			return nil
-		}
+	for part := range slices.Chunk(sqlrow.ChunkFailures(c), batchRows) {
 		var b strings.Builder
 		b.WriteString(`INSERT INTO task_failures (task_id, line, raw, cause) VALUES `)
-		for i := range rows {
+		args := make([]any, 0, 4*len(part))
+		for i, f := range part {
 			if i > 0 {
 				b.WriteByte(',')
 			}
 			b.WriteString(`(?, ?, ?, ?)`)
+			args = append(args, c.TaskID, f.Line, f.Raw, string(f.Cause))
 		}
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("record failed rows: %w", translate(err))
 		}
-		args, rows = args[:0], 0
-		return nil
 	}
-	for _, r := range c.Rows {
-		if r.Cause == "" {
-			continue
-		}
-		raw := r.Raw
-		if raw == "" && r.UserID > 0 {
-			// A runner may keep the text of the rows its file check
-			// refused only; a row the plan refused then reports its id.
-			raw = strconv.FormatInt(r.UserID, 10)
-		}
-		args = append(args, c.TaskID, r.Line, raw, string(r.Cause))
-		if rows++; rows == batchRows {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return flush()
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 var _ quan.ClaimStore = (*Store)(nil)
@@ -101,31 +102,15 @@ func (db *DB) issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int6
 func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim) error {
 	for part := range slices.Chunk(users, heldBatch) {
 		b := usersOfTemplate([]byte(`SELECT claim_id, template_id, user_id, id, claimed_at, created_at FROM coupons`), template, part)
-		if err := func() error {
-			rows, err := tx.QueryContext(ctx, string(b))
-			if err != nil {
-				return err
+		hs, err := sqlrow.Query(ctx, tx, "read the users' coupons", sqlrow.ScanHeld, string(b))
+		if err != nil {
+			return err
+		}
+		for _, c := range hs {
+			held[c.UserID]++
+			if c.ID != "" {
+				found[c.ID] = c
 			}
-			defer rows.Close()
-			for rows.Next() {
-				var (
-					id      sql.NullString
-					at      sql.NullTime
-					c       quan.Claim
-					created time.Time
-				)
-				if err := rows.Scan(&id, &c.TemplateID, &c.UserID, &c.CouponID, &at, &created); err != nil {
-					return err
-				}
-				held[c.UserID]++
-				if id.Valid {
-					c.ID, c.Status, c.At, c.DecidedAt = id.String, quan.ClaimIssued, at.Time.UTC(), created.UTC()
-					found[c.ID] = &c
-				}
-			}
-			return rows.Err()
-		}(); err != nil {
-			return fmt.Errorf("read the users' coupons: %w", err)
 		}
 	}
 	return nil
@@ -365,7 +350,7 @@ func insertClaims(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) error {
 				b.WriteByte(',')
 			}
 			b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?)`)
-			args = append(args, c.ID, c.TemplateID, c.UserID, string(c.Status), c.CouponID, c.Reason, utc(c.At), utc(c.DecidedAt))
+			args = append(args, sqlrow.ClaimValues(c, utc)...)
 		}
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("record %d claims: %w", len(part), translate(err))
@@ -393,7 +378,7 @@ func claimsByID(ctx context.Context, tx *sql.Tx, template int64, cs []*quan.Clai
 			users = append(users, c.UserID)
 		}
 		users = append(users, template)
-		in := `?` + strings.Repeat(`, ?`, len(part)-1)
+		in := sqlrow.Params(len(part))
 		if err := scanClaims(ctx, tx, found, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+in+`) FOR UPDATE`, ids...); err != nil {
 			return nil, err
 		}
@@ -416,7 +401,7 @@ func failedByID(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) (map[string]*
 		for i, c := range part {
 			ids[i] = c.ID
 		}
-		if err := scanClaims(ctx, tx, found, `SELECT `+claimColumns+` FROM claims WHERE id IN (?`+strings.Repeat(`, ?`, len(part)-1)+`) FOR UPDATE`, ids...); err != nil {
+		if err := scanClaims(ctx, tx, found, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+sqlrow.Params(len(part))+`) FOR UPDATE`, ids...); err != nil {
 			return nil, err
 		}
 	}
@@ -425,22 +410,11 @@ func failedByID(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) (map[string]*
 
 // scanClaims adds the claims query finds to found.
 func scanClaims(ctx context.Context, tx *sql.Tx, found map[string]*quan.Claim, query string, args ...any) error {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("look up claims: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		c, err := scanClaim(rows)
-		if err != nil {
-			return fmt.Errorf("look up claims: %w", err)
-		}
+	cs, err := sqlrow.Query(ctx, tx, "look up claims", sqlrow.ScanClaim, query, args...)
+	for _, c := range cs {
 		found[c.ID] = c
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("look up claims: %w", err)
-	}
-	return nil
+	return err
 }
 
 // FailClaim implements quan.ClaimStore in one transaction, under the row
@@ -478,10 +452,10 @@ func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := scanClaim(s.db.db.QueryRowContext(ctx, `SELECT `+issuedColumns+` FROM coupons
+	c, err := sqlrow.ScanClaim(s.db.db.QueryRowContext(ctx, `SELECT `+issuedColumns+` FROM coupons
 		WHERE user_id = ? AND template_id = ? AND claim_id = ?`, user, template, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		c, err = scanClaim(s.db.db.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
+		c, err = sqlrow.ScanClaim(s.db.db.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)
@@ -490,13 +464,4 @@ func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
 		return nil, fmt.Errorf("claim %s: %w", id, err)
 	}
 	return c, nil
-}
-
-func scanClaim(row interface{ Scan(...any) error }) (*quan.Claim, error) {
-	var c quan.Claim
-	if err := row.Scan(&c.ID, &c.TemplateID, &c.UserID, &c.Status, &c.CouponID, &c.Reason, &c.At, &c.DecidedAt); err != nil {
-		return nil, err
-	}
-	c.At, c.DecidedAt = c.At.UTC(), c.DecidedAt.UTC()
-	return &c, nil
 }

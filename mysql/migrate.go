@@ -5,53 +5,17 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
-// Migrations are numbered files, NNNN_what.sql, applied in number order.
-// A migration once released is never edited: a change is a new file.
+// Migrations are numbered files, NNNN_what.sql, applied in number order
+// (see sqlrow.Migrations).
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
-
-type migration struct {
-	version int
-	name    string
-	stmts   []string
-}
-
-// migrations returns the embedded migrations in version order.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, p := range names {
-		name := strings.TrimPrefix(p, "migrations/")
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v < 1 {
-			return nil, fmt.Errorf("migration %s: the name must start with a positive number and '_'", name)
-		}
-		b, err := migrationFiles.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, stmts: splitStatements(string(b))})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s have the same number", ms[i-1].name, ms[i].name)
-		}
-	}
-	return ms, nil
-}
 
 // splitStatements cuts a migration into statements at each line that ends
 // with a semicolon, so that the connection never needs multiStatements.
@@ -94,7 +58,7 @@ const migrateLockSeconds = 60
 // each migration should therefore be a few statements that can be
 // repaired by hand.
 func (db *DB) migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := sqlrow.Migrations(migrationFiles, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -142,20 +106,20 @@ func (db *DB) migrate(ctx context.Context) error {
 	}
 
 	for _, m := range ms {
-		if applied[m.version] {
+		if applied[m.Version] {
 			continue
 		}
-		for i, s := range m.stmts {
+		for i, s := range splitStatements(m.SQL) {
 			if _, err := conn.ExecContext(ctx, s); err != nil {
-				return fmt.Errorf("migrate %s: statement %d: %w", m.name, i+1, err)
+				return fmt.Errorf("migrate %s: statement %d: %w", m.Name, i+1, err)
 			}
 		}
 		if _, err := conn.ExecContext(ctx,
 			`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.version, m.name, time.Now().UTC()); err != nil {
-			return fmt.Errorf("migrate %s: record: %w", m.name, err)
+			m.Version, m.Name, time.Now().UTC()); err != nil {
+			return fmt.Errorf("migrate %s: record: %w", m.Name, err)
 		}
-		db.logger.Info("applied migration", "version", m.version, "name", m.name)
+		db.logger.Info("applied migration", "version", m.Version, "name", m.Name)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package mysql_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"sync"
 	"testing"
@@ -150,54 +149,13 @@ func TestOpenUnreachable(t *testing.T) {
 
 func TestDataSurvivesReopen(t *testing.T) {
 	dsn := newDatabase(t)
-	db, err := mysql.Open(t.Context(), dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := mysql.NewStore(db)
-	now := time.Date(2030, 1, 2, 3, 4, 5, 678901234, time.UTC)
-	svc := &quan.TemplateService{Store: s, Now: func() time.Time { return now }}
-	merchant := quan.Identity{Role: quan.RoleMerchant, ShopNo: 7}
-	tpl, err := svc.Create(t.Context(), merchant, quan.NewTemplate{
-		TemplateSpec: quan.TemplateSpec{
-			Name:         "reopened",
-			Kind:         quan.KindDirect,
-			Rule:         quan.Rule{Amount: 300},
-			Source:       quan.SourceShop,
-			Scope:        quan.Scope{Kind: quan.ScopeAll},
-			IssueStart:   now,
-			IssueEnd:     now.AddDate(0, 1, 0),
-			Validity:     quan.Validity{Kind: quan.ValidRelative, Hours: 24},
-			PerUserLimit: 1,
-		},
-		Stock: 10,
+	quantest.TestReopen(t, func(t *testing.T) (quan.TemplateStore, func() error) {
+		db, err := mysql.Open(t.Context(), dsn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mysql.NewStore(db), db.Close
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AdjustStock(t.Context(), tpl.ID, -3); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db, err = mysql.Open(t.Context(), dsn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s = mysql.NewStore(db)
-	got, err := s.Template(t.Context(), 7, tpl.ID)
-	if err != nil {
-		t.Fatalf("after reopening: %v", err)
-	}
-	if got.Name != "reopened" || got.Stock != 7 || !got.CreatedAt.Equal(tpl.CreatedAt) {
-		t.Errorf("after reopening: %+v, want %+v with stock 7", got, tpl)
-	}
-	if _, err := s.Template(t.Context(), 8, tpl.ID); !errors.Is(err, quan.ErrNotFound) {
-		t.Errorf("another shop's template: %v, want ErrNotFound", err)
-	}
 }
 
 // TestClaimStore runs the claim conformance suite both ways coupon ids

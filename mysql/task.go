@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 var (
@@ -16,7 +16,8 @@ var (
 	_ quan.CouponStore = (*Store)(nil)
 )
 
-// taskColumns is the column list of every task SELECT, in scanTask's order.
+// taskColumns is the column list of every task SELECT, in sqlrow.ScanTask's
+// order.
 const taskColumns = `id, shop_no, template_id, name, file_name, file_path, file_size,
 	file_sha256, sheet, notify, send_at, dry_run, chunk_size, status, reason,
 	count_rows, count_valid, count_issued, count_canceled,
@@ -28,7 +29,6 @@ const taskColumns = `id, shop_no, template_id, name, file_name, file_path, file_
 // CreateTask stores t and sets t.ID. t.ID is left alone if anything fails.
 // The store checks no rule of its own: callers validate t first.
 func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
-	c, f := t.Counts, t.Counts.Failed
 	res, err := s.db.db.ExecContext(ctx, `
 		INSERT INTO tasks (
 			shop_no, template_id, name, file_name, file_path, file_size,
@@ -40,13 +40,7 @@ func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
 			created_at, started_at, finished_at, updated_at, owner, lease_until
 		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.ShopNo, t.TemplateID, t.Name, t.FileName, t.FilePath, t.FileSize,
-		t.FileSHA256, t.Sheet, encodeNotify(t.Notify), nullTime(t.SendAt), t.DryRun, t.ChunkSize, t.Status, t.Reason,
-		c.Rows, c.Valid, c.Issued, c.Canceled,
-		f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
-		t.ChunksDone, t.ChunksTotal, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
-		utc(t.CreatedAt), nullTime(t.StartedAt), nullTime(t.FinishedAt), utc(t.UpdatedAt),
-		t.Owner, nullTime(t.LeaseUntil),
+		append([]any{t.ShopNo}, sqlrow.TaskValues(t, utc)...)...,
 	)
 	if err != nil {
 		return fmt.Errorf("create task: %w", translate(err))
@@ -68,23 +62,11 @@ func (s *Store) Task(ctx context.Context, shop, id int64) (*quan.Task, error) {
 // queryTask reads task id of shop; lock is "" or a locking clause such as
 // "FOR UPDATE".
 func queryTask(ctx context.Context, q rowQueryer, shop, id int64, lock string) (*quan.Task, error) {
-	query := `SELECT ` + taskColumns + ` FROM tasks WHERE id = ?`
-	args := []any{id}
-	if shop != quan.AnyShop {
-		query += ` AND shop_no = ?`
-		args = append(args, shop)
-	}
+	query, args := sqlrow.OfShop(`SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id, shop)
 	if lock != "" {
 		query += ` ` + lock
 	}
-	t, err := scanTask(q.QueryRowContext(ctx, query, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("task %d: %w", id, quan.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read task %d: %w", id, err)
-	}
-	return t, nil
+	return sqlrow.One(q.QueryRowContext(ctx, query, args...), "task", id, sqlrow.ScanTask)
 }
 
 // Tasks returns one page of the tasks of f.ShopNo (every shop for
@@ -92,15 +74,10 @@ func queryTask(ctx context.Context, q rowQueryer, shop, id int64, lock string) (
 // A Limit of 0 means quan.DefaultPageSize, and one above quan.MaxPageSize
 // is cut to it.
 func (s *Store) Tasks(ctx context.Context, f quan.TaskFilter) ([]*quan.Task, int, error) {
-	var conds []string
-	var args []any
-	if f.ShopNo != quan.AnyShop {
-		conds, args = append(conds, `shop_no = ?`), append(args, f.ShopNo)
-	}
-	if f.Status != "" {
-		conds, args = append(conds, `status = ?`), append(args, f.Status)
-	}
-	return listPage(ctx, s.db.db, "tasks", "tasks", taskColumns, conds, args, f.Offset, f.Limit, scanTask)
+	var w sqlrow.Where
+	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
+	w.If(f.Status != "", `status = ?`, f.Status)
+	return sqlrow.Page(ctx, s.db.db, "tasks", "tasks", taskColumns, w, f.Offset, f.Limit, sqlrow.ScanTask)
 }
 
 // UpdateTask locks task id of shop with SELECT ... FOR UPDATE and calls
@@ -158,7 +135,7 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now, lease time.Tim
 	var claimed *quan.Task
 	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
 		claimed = nil
-		t, err := scanTask(tx.QueryRowContext(ctx, claimSQL,
+		t, err := sqlrow.ScanTask(tx.QueryRowContext(ctx, claimSQL,
 			quan.TaskPending, utc(now), quan.TaskRunning, utc(now)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -196,7 +173,6 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM tasks
 
 // saveTask writes every column of t but its id and shop.
 func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
-	c, f := t.Counts, t.Counts.Failed
 	if _, err := tx.ExecContext(ctx, `
 		UPDATE tasks SET
 			template_id = ?, name = ?, file_name = ?, file_path = ?, file_size = ?,
@@ -209,15 +185,7 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 			created_at = ?, started_at = ?, finished_at = ?, updated_at = ?,
 			owner = ?, lease_until = ?
 		WHERE id = ?`,
-		t.TemplateID, t.Name, t.FileName, t.FilePath, t.FileSize,
-		t.FileSHA256, t.Sheet, encodeNotify(t.Notify), nullTime(t.SendAt), t.DryRun, t.ChunkSize,
-		t.Status, t.Reason,
-		c.Rows, c.Valid, c.Issued, c.Canceled,
-		f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
-		t.ChunksDone, t.ChunksTotal, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
-		utc(t.CreatedAt), nullTime(t.StartedAt), nullTime(t.FinishedAt), utc(t.UpdatedAt),
-		t.Owner, nullTime(t.LeaseUntil),
-		t.ID,
+		append(sqlrow.TaskValues(t, utc), t.ID)...,
 	); err != nil {
 		return translate(err)
 	}
@@ -228,63 +196,10 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 // afterLine, in line order: a page of the primary key, however far into
 // the task it starts. A limit below 1 returns none.
 func (s *Store) Failures(ctx context.Context, taskID, afterLine int64, limit int) ([]quan.Failure, error) {
-	fs := []quan.Failure{}
 	if limit < 1 {
-		return fs, nil
+		return []quan.Failure{}, nil
 	}
-	rows, err := s.db.db.QueryContext(ctx, `
+	return sqlrow.Query(ctx, s.db.db, fmt.Sprintf("failures of task %d", taskID), sqlrow.ScanFailure, `
 		SELECT line, raw, cause FROM task_failures
 		WHERE task_id = ? AND line > ? ORDER BY line LIMIT ?`, taskID, afterLine, limit)
-	if err != nil {
-		return nil, fmt.Errorf("failures of task %d: %w", taskID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var f quan.Failure
-		if err := rows.Scan(&f.Line, &f.Raw, &f.Cause); err != nil {
-			return nil, fmt.Errorf("failures of task %d: %w", taskID, err)
-		}
-		fs = append(fs, f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("failures of task %d: %w", taskID, err)
-	}
-	return fs, nil
-}
-
-// scanTask reads a row of taskColumns.
-func scanTask(row interface{ Scan(...any) error }) (*quan.Task, error) {
-	var (
-		t                                        quan.Task
-		notify                                   string
-		sendAt, startedAt, finishedAt, leaseTime sql.NullTime
-	)
-	c, f := &t.Counts, &t.Counts.Failed
-	if err := row.Scan(&t.ID, &t.ShopNo, &t.TemplateID, &t.Name, &t.FileName, &t.FilePath, &t.FileSize,
-		&t.FileSHA256, &t.Sheet, &notify, &sendAt, &t.DryRun, &t.ChunkSize, &t.Status, &t.Reason,
-		&c.Rows, &c.Valid, &c.Issued, &c.Canceled,
-		&f.InvalidID, &f.InexactNumber, &f.Duplicate, &f.LimitReached, &f.OutOfStock, &f.TemplateInactive,
-		&t.ChunksDone, &t.ChunksTotal, &t.BytesRead, &t.BytesTotal, &t.ReportPath, &t.CreatedBy,
-		&t.CreatedAt, &startedAt, &finishedAt, &t.UpdatedAt, &t.Owner, &leaseTime,
-	); err != nil {
-		return nil, err
-	}
-	var err error
-	if t.Notify, err = quan.ParseNotifyTypes(notify); err != nil {
-		return nil, fmt.Errorf("task %d: notify: %w", t.ID, err)
-	}
-	t.SendAt = fromNullTime(sendAt)
-	t.StartedAt, t.FinishedAt = fromNullTime(startedAt), fromNullTime(finishedAt)
-	t.LeaseUntil = fromNullTime(leaseTime)
-	return &t, nil
-}
-
-// encodeNotify stores notification channels as a comma list, the form
-// quan.ParseNotifyTypes reads back.
-func encodeNotify(ns []quan.NotifyType) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = string(n)
-	}
-	return strings.Join(s, ",")
 }

@@ -3,14 +3,13 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 // Store keeps templates and their audit trail in a DB.
@@ -23,8 +22,8 @@ var _ quan.TemplateStore = (*Store)(nil)
 // NewStore returns a Store on db. Closing db is the caller's business.
 func NewStore(db *DB) *Store { return &Store{db: db} }
 
-// templateColumns is the column list of every SELECT, in scanTemplate's
-// order.
+// templateColumns is the column list of every SELECT, in
+// sqlrow.ScanTemplate's order.
 const templateColumns = `id, shop_no, name, description, kind,
 	rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
 	source, scope_kind, scope_ids, issue_start, issue_end,
@@ -34,7 +33,7 @@ const templateColumns = `id, shop_no, name, description, kind,
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
 // in the same transaction. t.ID is left alone if anything fails.
 func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor string) error {
-	ids, err := encodeIDs(t.Scope.IDs)
+	vals, err := sqlrow.TemplateValues(t, utc)
 	if err != nil {
 		return fmt.Errorf("create template: %w", err)
 	}
@@ -48,11 +47,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 				validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 				per_user_limit, stock, total_stock, status, created_by, created_at, updated_at
 			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ShopNo, t.Name, t.Description, t.Kind,
-			t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
-			t.Source, t.Scope.Kind, ids, utc(t.IssueStart), utc(t.IssueEnd),
-			t.Validity.Kind, nullTime(t.Validity.Start), nullTime(t.Validity.End), t.Validity.Hours, t.CodePrefix,
-			t.PerUserLimit, t.Stock, t.TotalStock, t.Status, t.CreatedBy, utc(t.CreatedAt), utc(t.UpdatedAt),
+			append([]any{t.ShopNo}, vals...)...,
 		)
 		if err != nil {
 			return translate(err)
@@ -92,50 +87,28 @@ type rowQueryer interface {
 // queryTemplate reads template id of shop; lock is "" or a locking clause
 // such as "FOR UPDATE".
 func queryTemplate(ctx context.Context, q rowQueryer, shop, id int64, lock string) (*quan.Template, error) {
-	query := `SELECT ` + templateColumns + ` FROM templates WHERE id = ?`
-	args := []any{id}
-	if shop != quan.AnyShop {
-		query += ` AND shop_no = ?`
-		args = append(args, shop)
-	}
+	query, args := sqlrow.OfShop(`SELECT `+templateColumns+` FROM templates WHERE id = ?`, id, shop)
 	if lock != "" {
 		query += ` ` + lock
 	}
-	t, err := scanTemplate(q.QueryRowContext(ctx, query, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("template %d: %w", id, quan.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read template %d: %w", id, err)
-	}
-	return t, nil
+	return sqlrow.One(q.QueryRowContext(ctx, query, args...), "template", id, sqlrow.ScanTemplate)
 }
 
 // Templates returns one page of the templates matching f, newest (highest
 // id) first, and the number of all matches. A Limit of 0 means
 // quan.DefaultPageSize, and one above quan.MaxPageSize is cut to it.
 func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) ([]*quan.Template, int, error) {
-	var conds []string
-	var args []any
-	if f.ShopNo != quan.AnyShop {
-		conds, args = append(conds, `shop_no = ?`), append(args, f.ShopNo)
-	}
-	if f.Status != "" {
-		conds, args = append(conds, `status = ?`), append(args, f.Status)
-	}
-	if f.Kind != "" {
-		conds, args = append(conds, `kind = ?`), append(args, f.Kind)
-	}
-	if f.NameContains != "" {
-		// The column's binary collation compares code points, so both
-		// sides are lowered: ASCII case is ignored, as the contract asks
-		// (and the case of other letters too, which it allows). The
-		// escape, '!', makes % and _ in the search text literal; it is
-		// not a backslash, whose meaning in a literal depends on sql_mode.
-		conds = append(conds, `LOWER(name) LIKE LOWER(?) ESCAPE '!'`)
-		args = append(args, "%"+escapeLike(f.NameContains)+"%")
-	}
-	return listPage(ctx, s.db.db, "templates", "templates", templateColumns, conds, args, f.Offset, f.Limit, scanTemplate)
+	var w sqlrow.Where
+	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
+	w.If(f.Status != "", `status = ?`, f.Status)
+	w.If(f.Kind != "", `kind = ?`, f.Kind)
+	// The column's binary collation compares code points, so both
+	// sides are lowered: ASCII case is ignored, as the contract asks
+	// (and the case of other letters too, which it allows). The
+	// escape, '!', makes % and _ in the search text literal; it is
+	// not a backslash, whose meaning in a literal depends on sql_mode.
+	w.If(f.NameContains != "", `LOWER(name) LIKE LOWER(?) ESCAPE '!'`, "%"+escapeLike(f.NameContains)+"%")
+	return sqlrow.Page(ctx, s.db.db, "templates", "templates", templateColumns, w, f.Offset, f.Limit, sqlrow.ScanTemplate)
 }
 
 // UpdateTemplate locks template id of shop with SELECT ... FOR UPDATE and
@@ -164,7 +137,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 		if t.ID != before.ID || t.ShopNo != before.ShopNo {
 			return fmt.Errorf("update template %d: the update changed the id or the shop, which are fixed", id)
 		}
-		ids, err := encodeIDs(t.Scope.IDs)
+		vals, err := sqlrow.TemplateValues(t, utc)
 		if err != nil {
 			return fmt.Errorf("update template %d: %w", id, err)
 		}
@@ -177,13 +150,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 				per_user_limit = ?, stock = ?, total_stock = ?, status = ?,
 				created_by = ?, created_at = ?, updated_at = ?
 			WHERE id = ?`,
-			t.Name, t.Description, t.Kind,
-			t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
-			t.Source, t.Scope.Kind, ids, utc(t.IssueStart), utc(t.IssueEnd),
-			t.Validity.Kind, nullTime(t.Validity.Start), nullTime(t.Validity.End), t.Validity.Hours, t.CodePrefix,
-			t.PerUserLimit, t.Stock, t.TotalStock, t.Status,
-			t.CreatedBy, utc(t.CreatedAt), utc(t.UpdatedAt),
-			id,
+			append(vals, id)...,
 		); err != nil {
 			return fmt.Errorf("update template %d: %w", id, translate(err))
 		}
@@ -264,12 +231,7 @@ func (s *Store) TemplateHistory(ctx context.Context, shop, id int64) ([]*quan.Au
 	}
 	defer tx.Rollback()
 
-	query := `SELECT EXISTS (SELECT 1 FROM templates WHERE id = ?`
-	args := []any{id}
-	if shop != quan.AnyShop {
-		query += ` AND shop_no = ?`
-		args = append(args, shop)
-	}
+	query, args := sqlrow.OfShop(`SELECT EXISTS (SELECT 1 FROM templates WHERE id = ?`, id, shop)
 	var exists bool
 	if err := tx.QueryRowContext(ctx, query+`)`, args...).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("template %d history: %w", id, err)
@@ -277,88 +239,25 @@ func (s *Store) TemplateHistory(ctx context.Context, shop, id int64) ([]*quan.Au
 	if !exists {
 		return nil, fmt.Errorf("template %d: %w", id, quan.ErrNotFound)
 	}
-
-	rows, err := tx.QueryContext(ctx, `
+	return sqlrow.Query(ctx, tx, fmt.Sprintf("template %d history", id), sqlrow.ScanAudit, `
 		SELECT id, template_id, shop_no, actor, action, at, changes
 		FROM template_audit WHERE template_id = ? ORDER BY id`, id)
-	if err != nil {
-		return nil, fmt.Errorf("template %d history: %w", id, err)
-	}
-	defer rows.Close()
-	es := []*quan.AuditEntry{}
-	for rows.Next() {
-		var e quan.AuditEntry
-		var changes string
-		if err := rows.Scan(&e.ID, &e.TemplateID, &e.ShopNo, &e.Actor, &e.Action, &e.At, &changes); err != nil {
-			return nil, fmt.Errorf("template %d history: %w", id, err)
-		}
-		e.At = e.At.UTC()
-		if err := json.Unmarshal([]byte(changes), &e.Changes); err != nil {
-			return nil, fmt.Errorf("template %d history: audit entry %d: %w", id, e.ID, err)
-		}
-		es = append(es, &e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("template %d history: %w", id, err)
-	}
-	return es, nil
 }
 
 // Ping reports whether the server is reachable.
 func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
 
 func insertAudit(ctx context.Context, tx *sql.Tx, e *quan.AuditEntry) error {
-	changes := e.Changes
-	if changes == nil {
-		changes = []quan.FieldChange{} // "[]", not "null"
-	}
-	b, err := json.Marshal(changes)
+	vals, err := sqlrow.AuditValues(e, utc)
 	if err != nil {
-		return fmt.Errorf("audit entry: %w", err)
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `
 		INSERT INTO template_audit (template_id, shop_no, actor, action, at, changes)
-		VALUES (?, ?, ?, ?, ?, ?)`,
-		e.TemplateID, e.ShopNo, e.Actor, e.Action, utc(e.At), string(b)); err != nil {
+		VALUES (?, ?, ?, ?, ?, ?)`, vals...); err != nil {
 		return fmt.Errorf("audit entry: %w", translate(err))
 	}
 	return nil
-}
-
-// scanTemplate reads a row of templateColumns.
-func scanTemplate(row interface{ Scan(...any) error }) (*quan.Template, error) {
-	var (
-		t                    quan.Template
-		ids                  string
-		validStart, validEnd sql.NullTime
-	)
-	if err := row.Scan(&t.ID, &t.ShopNo, &t.Name, &t.Description, &t.Kind,
-		&t.Rule.Amount, &t.Rule.Threshold, &t.Rule.Rate, &t.Rule.Cap, &t.Rule.Step,
-		&t.Source, &t.Scope.Kind, &ids, &t.IssueStart, &t.IssueEnd,
-		&t.Validity.Kind, &validStart, &validEnd, &t.Validity.Hours, &t.CodePrefix,
-		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, &t.CreatedAt, &t.UpdatedAt,
-	); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal([]byte(ids), &t.Scope.IDs); err != nil {
-		return nil, fmt.Errorf("template %d: scope ids: %w", t.ID, err)
-	}
-	if len(t.Scope.IDs) == 0 {
-		t.Scope.IDs = nil // as the domain writes "no ids"
-	}
-	t.Validity.Start, t.Validity.End = fromNullTime(validStart), fromNullTime(validEnd)
-	return &t, nil
-}
-
-func encodeIDs(ids []string) (string, error) {
-	if len(ids) == 0 {
-		return "[]", nil
-	}
-	b, err := json.Marshal(ids)
-	if err != nil {
-		return "", fmt.Errorf("scope ids: %w", err)
-	}
-	return string(b), nil
 }
 
 // escapeLike makes the LIKE wildcards % and _, and the escape itself,
@@ -372,16 +271,4 @@ func escapeLike(s string) string {
 func utc(t time.Time) time.Time { return t.UTC() }
 
 // nullTime stores the zero time as NULL.
-func nullTime(t time.Time) sql.NullTime {
-	if t.IsZero() {
-		return sql.NullTime{}
-	}
-	return sql.NullTime{Time: t.UTC(), Valid: true}
-}
-
-func fromNullTime(n sql.NullTime) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return n.Time.UTC()
-}
+func nullTime(t time.Time) any { return sqlrow.Null(utc, t) }

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 var _ quan.WalletStore = (*Store)(nil)
@@ -25,12 +25,8 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 		if err != nil {
 			return err
 		}
-		if len(cs) != len(slices.Compact(slices.Sorted(slices.Values(ids)))) {
-			for _, id := range ids {
-				if !slices.ContainsFunc(cs, func(c *quan.Coupon) bool { return c.ID == id }) {
-					return quan.Errorf(quan.ENOTFOUND, "user %d holds no coupon %d", user, id)
-				}
-			}
+		if id, ok := sqlrow.MissingCoupon(ids, cs); ok {
+			return quan.Errorf(quan.ENOTFOUND, "user %d holds no coupon %d", user, id)
 		}
 		before := make([]quan.Coupon, len(cs))
 		for i, c := range cs {
@@ -61,26 +57,8 @@ func lockedCoupons(ctx context.Context, tx *sql.Tx, where string, user int64, id
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 1+len(ids))
-	args = append(args, user)
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	q := `SELECT ` + couponColumns + ` FROM coupons WHERE ` + fmt.Sprintf(where, "?"+strings.Repeat(", ?", len(ids)-1))
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("coupons of user %d: %w", user, err)
-	}
-	defer rows.Close()
-	var cs []*quan.Coupon
-	for rows.Next() {
-		c, err := scanCoupon(rows)
-		if err != nil {
-			return nil, fmt.Errorf("coupons of user %d: %w", user, err)
-		}
-		cs = append(cs, c)
-	}
-	return cs, rows.Err()
+	q := `SELECT ` + couponColumns + ` FROM coupons WHERE ` + fmt.Sprintf(where, sqlrow.Params(len(ids)))
+	return sqlrow.Query(ctx, tx, fmt.Sprintf("coupons of user %d", user), sqlrow.ScanCoupon, q, sqlrow.Args(user, ids)...)
 }
 
 // SwapCoupons implements quan.WalletStore. One coupon, what an order
@@ -157,14 +135,8 @@ func swapCoupon(ctx context.Context, db execer, user int64, was, c *quan.Coupon)
 }
 
 // couponLock returns the order and lock end of c as the columns hold them.
-func couponLock(c *quan.Coupon) (order sql.NullString, until sql.NullTime) {
-	if c.OrderID != "" {
-		order = sql.NullString{String: c.OrderID, Valid: true}
-	}
-	if !c.LockedUntil.IsZero() {
-		until = sql.NullTime{Time: utc(c.LockedUntil), Valid: true}
-	}
-	return order, until
+func couponLock(c *quan.Coupon) (order sql.NullString, until any) {
+	return sqlrow.NullString(c.OrderID), nullTime(c.LockedUntil)
 }
 
 // lockKey returns the lock key of c as the column holds it.
@@ -240,7 +212,7 @@ func (s *Store) lapseCoupons(ctx context.Context, now time.Time, limit int, lock
 			}
 			args = append(args, utc(now))
 			res, err := tx.ExecContext(ctx, `UPDATE coupons SET status = 'expired', updated_at = ?
-				WHERE id IN (?`+strings.Repeat(", ?", len(part)-1)+`) AND status = 'available' AND valid_end <= ?`, args...)
+				WHERE id IN (`+sqlrow.Params(len(part))+`) AND status = 'available' AND valid_end <= ?`, args...)
 			if err != nil {
 				return fmt.Errorf("expire %d coupons: %w", len(part), translate(err))
 			}
@@ -290,13 +262,8 @@ func dueCoupons(ctx context.Context, tx *sql.Tx, from quan.CouponStatus, query s
 	var due []*quan.Coupon
 	for rows.Next() {
 		c := &quan.Coupon{Status: from}
-		var until sql.NullTime
-		if err := rows.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, &c.ValidEnd, &until); err != nil {
+		if err := rows.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, sqlrow.Time(&c.ValidEnd), sqlrow.NullTime(&c.LockedUntil)); err != nil {
 			return nil, fmt.Errorf("lapse %s coupons: %w", from, err)
-		}
-		c.ValidEnd = c.ValidEnd.UTC()
-		if until.Valid {
-			c.LockedUntil = until.Time.UTC()
 		}
 		due = append(due, c)
 	}
@@ -317,7 +284,7 @@ func lapse(ctx context.Context, tx *sql.Tx, cs []*quan.Coupon, now time.Time) er
 	for status, ids := range by {
 		args := append([]any{string(status), utc(now)}, ids...)
 		if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = NULL, locked_until = NULL, lock_key = NULL, updated_at = ?
-			WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...); err != nil {
+			WHERE id IN (`+sqlrow.Params(len(ids))+`)`, args...); err != nil {
 			return fmt.Errorf("lapse %d coupons: %w", len(ids), translate(err))
 		}
 	}

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 // ChunkSize is the chunk size to give tasks this store applies: a commit
@@ -125,23 +125,8 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 // AppliedChunks returns the seqs of the chunks of task id applied so far,
 // in ascending order: a range of the ledger's primary key.
 func (s *Store) AppliedChunks(ctx context.Context, id int64) ([]int64, error) {
-	rows, err := s.db.read.QueryContext(ctx, `SELECT seq FROM task_chunks WHERE task_id = ? ORDER BY seq`, id)
-	if err != nil {
-		return nil, fmt.Errorf("applied chunks of task %d: %w", id, err)
-	}
-	defer rows.Close()
-	seqs := []int64{}
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			return nil, fmt.Errorf("applied chunks of task %d: %w", id, err)
-		}
-		seqs = append(seqs, seq)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("applied chunks of task %d: %w", id, err)
-	}
-	return seqs, nil
+	return sqlrow.Query(ctx, s.db.read, fmt.Sprintf("applied chunks of task %d", id), sqlrow.Int64,
+		`SELECT seq FROM task_chunks WHERE task_id = ? ORDER BY seq`, id)
 }
 
 // issueChunk decides the undecided rows of c with quan.PlanChunk, takes the
@@ -288,8 +273,7 @@ func newCouponInserter(ctx context.Context, tx *sql.Tx, proto *quan.Coupon, pref
 	}
 	ci.consts = []any{
 		proto.TemplateID, proto.ShopNo, proto.Status, micros(proto.ValidStart), micros(proto.ValidEnd),
-		proto.Source, sql.NullInt64{Int64: proto.TaskID, Valid: proto.TaskID != 0},
-		sql.NullString{String: proto.OrderID, Valid: proto.OrderID != ""},
+		proto.Source, sqlrow.NullInt64(proto.TaskID), sqlrow.NullString(proto.OrderID),
 		micros(proto.CreatedAt), micros(proto.UpdatedAt),
 	}
 	return ci, nil
@@ -418,19 +402,8 @@ const insertedSQL = `SELECT user_id FROM coupons WHERE id > ?`
 // holds the columns the query reads.
 func heldCountsSQL(n int) string {
 	return `SELECT user_id, count(*) FROM coupons
-		WHERE template_id = ?1 AND user_id IN (` + params(n) + `)
+		WHERE template_id = ?1 AND user_id IN (` + sqlrow.Params(n) + `)
 		GROUP BY user_id`
-}
-
-// templateUsers is the arguments of a statement about template and
-// users: the template, then each user.
-func templateUsers(template int64, users []int64) []any {
-	args := make([]any, 0, 1+len(users))
-	args = append(args, template)
-	for _, u := range users {
-		args = append(args, u)
-	}
-	return args
 }
 
 // heldCounts adds to held how many coupons of template each of users holds,
@@ -439,87 +412,44 @@ func templateUsers(template int64, users []int64) []any {
 func heldCounts(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64) error {
 	for len(users) > 0 {
 		n := min(len(users), batchRows)
-		args := templateUsers(template, users[:n])
+		args := sqlrow.Args(template, users[:n])
 		users = users[n:]
-		rows, err := tx.QueryContext(ctx, heldCountsSQL(n), args...)
+		hs, err := sqlrow.Query(ctx, tx, "count the users' coupons", sqlrow.ScanHolding, heldCountsSQL(n), args...)
 		if err != nil {
-			return fmt.Errorf("count the users' coupons: %w", err)
+			return err
 		}
-		for rows.Next() {
-			var u, k int64
-			if err := rows.Scan(&u, &k); err != nil {
-				rows.Close()
-				return fmt.Errorf("count the users' coupons: %w", err)
-			}
-			held[u] = k
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return fmt.Errorf("count the users' coupons: %w", err)
+		for _, h := range hs {
+			held[h.UserID] = h.Count
 		}
 	}
 	return nil
 }
 
-// insertFailures records every failed row of c, with the user id as
-// written or, when the row carries no text, as parsed. OR IGNORE spares
+// insertFailures records every failed row of c, as sqlrow.ChunkFailures
+// gives them. OR IGNORE spares
 // SQLite a statement journal; a row it ignores would be a line recorded
 // twice, which the checkpoint rules out, and is reported as a conflict.
 func insertFailures(ctx context.Context, tx *sql.Tx, c *quan.Chunk) error {
-	var args []any
-	rows := 0
-	flush := func() error {
-		if rows == 0 {
-			return nil
-		}
+	for part := range slices.Chunk(sqlrow.ChunkFailures(c), batchRows) {
 		var b strings.Builder
 		b.WriteString(`INSERT OR IGNORE INTO task_failures (task_id, line, raw, cause) VALUES `)
-		for i := range rows {
+		args := make([]any, 0, 1+3*len(part))
+		args = append(args, c.TaskID)
+		for i, f := range part {
 			if i > 0 {
-				b.WriteString(`, (?1, ?, ?, ?)`)
-			} else {
-				b.WriteString(`(?1, ?, ?, ?)`)
+				b.WriteString(`, `)
 			}
+			b.WriteString(`(?1, ?, ?, ?)`)
+			args = append(args, f.Line, f.Raw, string(f.Cause))
 		}
 		res, err := tx.ExecContext(ctx, b.String(), args...)
 		if err != nil {
 			return fmt.Errorf("record failed rows: %w", translate(err))
 		}
-		if n, err := res.RowsAffected(); err != nil || n != int64(rows) {
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(part)) {
 			return fmt.Errorf("record failed rows: %w", quan.Errorf(quan.ECONFLICT,
-				"%d of %d failed rows of task %d were recorded already", int64(rows)-n, rows, c.TaskID))
-		}
-		args, rows = args[:0], 0
-		return nil
-	}
-	for _, r := range c.Rows {
-		if r.Cause == "" {
-			continue
-		}
-		if rows == 0 {
-			args = append(args, c.TaskID)
-		}
-		raw := r.Raw
-		if raw == "" && r.UserID > 0 {
-			// A runner may keep the text of the rows its file check
-			// refused only; a row the plan refused then reports its id.
-			raw = strconv.FormatInt(r.UserID, 10)
-		}
-		args = append(args, r.Line, raw, string(r.Cause))
-		if rows++; rows == batchRows {
-			if err := flush(); err != nil {
-				return err
-			}
+				"%d of %d failed rows of task %d were recorded already", int64(len(part))-n, len(part), c.TaskID))
 		}
 	}
-	return flush()
-}
-
-// params returns n comma-separated anonymous parameters.
-func params(n int) string {
-	if n <= 0 {
-		return ""
-	}
-	return strings.Repeat("?, ", n-1) + "?"
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 var _ quan.ClaimStore = (*Store)(nil)
@@ -220,7 +221,7 @@ func insertClaims(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) error {
 				b.WriteByte(',')
 			}
 			b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?)`)
-			args = append(args, c.ID, c.TemplateID, c.UserID, c.Status, c.CouponID, c.Reason, micros(c.At), micros(c.DecidedAt))
+			args = append(args, sqlrow.ClaimValues(c, micros)...)
 		}
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("record %d claims: %w", n, translate(err))
@@ -240,7 +241,7 @@ func failedByID(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) (map[string]*
 		for i, c := range part {
 			ids[i] = c.ID
 		}
-		if err := scanClaims(ctx, tx, found, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+params(len(part))+`)`, ids...); err != nil {
+		if err := scanClaims(ctx, tx, found, `SELECT `+claimColumns+` FROM claims WHERE id IN (`+sqlrow.Params(len(part))+`)`, ids...); err != nil {
 			return nil, err
 		}
 	}
@@ -248,10 +249,11 @@ func failedByID(ctx context.Context, tx *sql.Tx, cs []*quan.Claim) (map[string]*
 }
 
 // holdingsSQL reads the coupons of template ?1 that n users hold, and the
-// claims that issued them, along the user index, as heldCountsSQL counts
-// them.
+// claims that issued them (sqlrow.ScanHeld), along the user index, as
+// heldCountsSQL counts them.
 func holdingsSQL(n int) string {
-	return `SELECT ` + issuedColumns + ` FROM coupons WHERE template_id = ?1 AND user_id IN (` + params(n) + `)`
+	return `SELECT claim_id, template_id, user_id, id, claimed_at, created_at FROM coupons
+		WHERE template_id = ?1 AND user_id IN (` + sqlrow.Params(n) + `)`
 }
 
 // holdings reads the coupons of template that users hold: it counts them
@@ -259,35 +261,17 @@ func holdingsSQL(n int) string {
 func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim) error {
 	for len(users) > 0 {
 		n := min(len(users), batchRows)
-		args := templateUsers(template, users[:n])
+		args := sqlrow.Args(template, users[:n])
 		users = users[n:]
-		if err := func() error {
-			rows, err := tx.QueryContext(ctx, holdingsSQL(n), args...)
-			if err != nil {
-				return err
+		hs, err := sqlrow.Query(ctx, tx, "read the users' coupons", sqlrow.ScanHeld, holdingsSQL(n), args...)
+		if err != nil {
+			return err
+		}
+		for _, c := range hs {
+			held[c.UserID]++
+			if c.ID != "" {
+				found[c.ID] = c
 			}
-			defer rows.Close()
-			for rows.Next() {
-				var (
-					id        sql.NullString
-					at        sql.NullInt64
-					c         quan.Claim
-					status    string
-					reason    string
-					createdAt int64
-				)
-				if err := rows.Scan(&id, &c.TemplateID, &c.UserID, &status, &c.CouponID, &reason, &at, &createdAt); err != nil {
-					return err
-				}
-				held[c.UserID]++
-				if id.Valid {
-					c.ID, c.Status, c.At, c.DecidedAt = id.String, quan.ClaimIssued, fromMicros(at.Int64), fromMicros(createdAt)
-					found[c.ID] = &c
-				}
-			}
-			return rows.Err()
-		}(); err != nil {
-			return fmt.Errorf("read the users' coupons: %w", err)
 		}
 	}
 	return nil
@@ -301,25 +285,12 @@ const issuedColumns = `claim_id, template_id, user_id, 'issued', id, '', claimed
 const issuedOneSQL = `SELECT ` + issuedColumns + ` FROM coupons WHERE user_id = ? AND template_id = ? AND claim_id = ?`
 
 // scanClaims adds the claims query finds to found.
-func scanClaims(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, found map[string]*quan.Claim, query string, args ...any) error {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("look up claims: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		c, err := scanClaim(rows)
-		if err != nil {
-			return fmt.Errorf("look up claims: %w", err)
-		}
+func scanClaims(ctx context.Context, q sqlrow.Queryer, found map[string]*quan.Claim, query string, args ...any) error {
+	cs, err := sqlrow.Query(ctx, q, "look up claims", sqlrow.ScanClaim, query, args...)
+	for _, c := range cs {
 		found[c.ID] = c
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("look up claims: %w", err)
-	}
-	return nil
+	return err
 }
 
 // FailClaim implements quan.ClaimStore, in one write transaction: a claim
@@ -335,7 +306,7 @@ func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now
 	rec, err := s.claim(ctx, tx, c.ID)
 	if errors.Is(err, quan.ErrNotFound) {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO claims (`+claimColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			f.ID, f.TemplateID, f.UserID, f.Status, f.CouponID, f.Reason, micros(f.At), micros(f.DecidedAt)); err != nil {
+			sqlrow.ClaimValues(&f, micros)...); err != nil {
 			return nil, fmt.Errorf("fail claim %s: %w", c.ID, translate(err))
 		}
 		rec, err = &f, nil
@@ -362,9 +333,9 @@ func (s *Store) claim(ctx context.Context, q rowQueryer, id string) (*quan.Claim
 	if err != nil {
 		return nil, err
 	}
-	c, err := scanClaim(q.QueryRowContext(ctx, issuedOneSQL, user, template, id))
+	c, err := sqlrow.ScanClaim(q.QueryRowContext(ctx, issuedOneSQL, user, template, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		c, err = scanClaim(q.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
+		c, err = sqlrow.ScanClaim(q.QueryRowContext(ctx, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)
@@ -373,16 +344,4 @@ func (s *Store) claim(ctx context.Context, q rowQueryer, id string) (*quan.Claim
 		return nil, fmt.Errorf("claim %s: %w", id, err)
 	}
 	return c, nil
-}
-
-func scanClaim(row interface{ Scan(...any) error }) (*quan.Claim, error) {
-	var (
-		c           quan.Claim
-		at, decided int64
-	)
-	if err := row.Scan(&c.ID, &c.TemplateID, &c.UserID, &c.Status, &c.CouponID, &c.Reason, &at, &decided); err != nil {
-		return nil, err
-	}
-	c.At, c.DecidedAt = fromMicros(at), fromMicros(decided)
-	return &c, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 var _ quan.CodeStore = (*Store)(nil)
@@ -34,13 +35,8 @@ func (s *Store) CodeBatch(ctx context.Context, shop, id int64) (*quan.CodeBatch,
 }
 
 func codeBatch(ctx context.Context, q rowQueryer, shop, id int64) (*quan.CodeBatch, error) {
-	query := `SELECT ` + codeBatchColumns + ` FROM code_batches WHERE id = ?`
-	args := []any{id}
-	if shop != quan.AnyShop {
-		query += ` AND shop_no = ?`
-		args = append(args, shop)
-	}
-	b, err := scanCodeBatch(q.QueryRowContext(ctx, query, args...))
+	query, args := sqlrow.OfShop(`SELECT `+codeBatchColumns+` FROM code_batches WHERE id = ?`, id, shop)
+	b, err := sqlrow.ScanCodeBatch(q.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, quan.Errorf(quan.ENOTFOUND, "no code batch %d", id)
 	}
@@ -48,18 +44,6 @@ func codeBatch(ctx context.Context, q rowQueryer, shop, id int64) (*quan.CodeBat
 		return nil, fmt.Errorf("code batch %d: %w", id, err)
 	}
 	return b, nil
-}
-
-func scanCodeBatch(row interface{ Scan(...any) error }) (*quan.CodeBatch, error) {
-	var (
-		b                  quan.CodeBatch
-		created, updatedAt int64
-	)
-	if err := row.Scan(&b.ID, &b.TemplateID, &b.ShopNo, &b.Count, &b.Generated, &b.Status, &b.CreatedBy, &created, &updatedAt); err != nil {
-		return nil, err
-	}
-	b.CreatedAt, b.UpdatedAt = fromMicros(created), fromMicros(updatedAt)
-	return &b, nil
 }
 
 // AddCodes implements quan.CodeStore in one write transaction.
@@ -108,63 +92,22 @@ func (s *Store) AddCodes(ctx context.Context, id int64, codes []string, now time
 
 // GeneratingCodeBatches implements quan.CodeStore.
 func (s *Store) GeneratingCodeBatches(ctx context.Context) ([]*quan.CodeBatch, error) {
-	rows, err := s.db.read.QueryContext(ctx, `SELECT `+codeBatchColumns+` FROM code_batches WHERE status = ? ORDER BY id`, quan.CodeBatchGenerating)
-	if err != nil {
-		return nil, fmt.Errorf("code batches generating: %w", err)
-	}
-	defer rows.Close()
-	var bs []*quan.CodeBatch
-	for rows.Next() {
-		b, err := scanCodeBatch(rows)
-		if err != nil {
-			return nil, fmt.Errorf("code batches generating: %w", err)
-		}
-		bs = append(bs, b)
-	}
-	return bs, rows.Err()
+	return sqlrow.Query(ctx, s.db.read, "code batches generating", sqlrow.ScanCodeBatch,
+		`SELECT `+codeBatchColumns+` FROM code_batches WHERE status = ? ORDER BY id`, quan.CodeBatchGenerating)
 }
 
 // Codes implements quan.CodeStore, a page of the (batch, code) index at a
 // time.
 func (s *Store) Codes(ctx context.Context, id int64) iter.Seq2[quan.RedeemCode, error] {
-	return func(yield func(quan.RedeemCode, error) bool) {
-		after := ""
-		for {
-			rows, err := s.db.read.QueryContext(ctx, `SELECT code, template_id, user_id, coupon_id, redeemed_at FROM redeem_codes
-				WHERE batch_id = ? AND code > ? ORDER BY code LIMIT 10000`, id, after)
-			if err != nil {
-				yield(quan.RedeemCode{}, fmt.Errorf("codes of batch %d: %w", id, err))
-				return
-			}
-			n := 0
-			for rows.Next() {
-				c := quan.RedeemCode{BatchID: id}
-				var at sql.NullInt64
-				if err := rows.Scan(&c.Code, &c.TemplateID, &c.UserID, &c.CouponID, &at); err != nil {
-					rows.Close()
-					yield(quan.RedeemCode{}, fmt.Errorf("codes of batch %d: %w", id, err))
-					return
-				}
-				c.RedeemedAt = fromNullMicros(at)
-				n++
-				after = c.Code
-				if !yield(c, nil) {
-					rows.Close()
-					return
-				}
-			}
-			err = rows.Err()
-			rows.Close()
-			if err != nil {
-				yield(quan.RedeemCode{}, fmt.Errorf("codes of batch %d: %w", id, err))
-				return
-			}
-			if n < 10000 {
-				return
-			}
-		}
-	}
+	scan := func(row sqlrow.Scanner) (quan.RedeemCode, error) { return sqlrow.ScanRedeemCode(row, id) }
+	code := func(c quan.RedeemCode) string { return c.Code }
+	return sqlrow.Keyset(ctx, s.db.read, fmt.Sprintf("codes of batch %d", id), scan, code, "", codesPage,
+		`SELECT code, template_id, user_id, coupon_id, redeemed_at FROM redeem_codes
+		WHERE batch_id = ? AND code > ? ORDER BY code LIMIT 10000`, id)
 }
+
+// codesPage is the LIMIT of the query of Codes.
+const codesPage = 10000
 
 // RedeemCode implements quan.CodeStore in one write transaction.
 func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now time.Time) (*quan.Coupon, error) {
@@ -224,7 +167,7 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 }
 
 func couponByID(ctx context.Context, q rowQueryer, id int64) (*quan.Coupon, error) {
-	c, err := scanCoupon(q.QueryRowContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE id = ?`, id))
+	c, err := sqlrow.ScanCoupon(q.QueryRowContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE id = ?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("coupon %d: %w", id, err)
 	}

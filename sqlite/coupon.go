@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
-	"strings"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
-// couponColumns is the column list of every coupon SELECT, in scanCoupon's
-// order.
+// couponColumns is the column list of every coupon SELECT, in
+// sqlrow.ScanCoupon's order.
 const couponColumns = `id, template_id, shop_no, user_id, seq, status, valid_start, valid_end,
 	source, task_id, order_id, created_at, updated_at, locked_until, code, lock_key`
 
@@ -38,7 +38,7 @@ func (s *Store) OrderCoupons(ctx context.Context, user int64, order string, ids 
 	args := make([]any, 0, 2+len(ids))
 	args = append(args, user, order)
 	if len(ids) > 0 {
-		query += ` OR id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+		query += ` OR id IN (` + sqlrow.Params(len(ids)) + `)`
 		for _, id := range ids {
 			args = append(args, id)
 		}
@@ -56,16 +56,7 @@ func (s *Store) queryCoupons(ctx context.Context, query string, args ...any) ([]
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	cs := []*quan.Coupon{}
-	for rows.Next() {
-		c, err := scanCoupon(rows)
-		if err != nil {
-			return nil, err
-		}
-		cs = append(cs, c)
-	}
-	return cs, rows.Err()
+	return sqlrow.All(rows, sqlrow.ScanCoupon)
 }
 
 // CouponStats summarises the coupons of template.
@@ -108,51 +99,11 @@ func (s *Store) CouponStats(ctx context.Context, template, task int64) (quan.Cou
 const statsSQL = `SELECT coalesce(sum(n), 0), count(*), coalesce(max(n), 0) FROM (
 	SELECT count(*) AS n FROM coupons WHERE template_id = ? GROUP BY user_id)`
 
-// scanCoupon reads a row of couponColumns.
-func scanCoupon(row interface{ Scan(...any) error }) (*quan.Coupon, error) {
-	var (
-		c                                        quan.Coupon
-		validStart, validEnd, created, updatedAt int64
-		task, lockedUntil                        sql.NullInt64
-		order, code, lockKey                     sql.NullString
-	)
-	if err := row.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, &c.Seq, &c.Status,
-		&validStart, &validEnd, &c.Source, &task, &order, &created, &updatedAt, &lockedUntil, &code, &lockKey); err != nil {
-		return nil, err
-	}
-	c.Code, c.LockKey = code.String, lockKey.String
-	c.LockedUntil = fromNullMicros(lockedUntil)
-	c.ValidStart, c.ValidEnd = fromMicros(validStart), fromMicros(validEnd)
-	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updatedAt)
-	c.TaskID, c.OrderID = task.Int64, order.String
-	return &c, nil
-}
-
 // Holdings streams how many coupons of template each user holds: one pass
 // over the (user, template, seq) index, which holds every column it reads
 // (there is no index led by template; see CouponStats). The rows stay open
 // while the caller consumes them.
 func (s *Store) Holdings(ctx context.Context, template int64) iter.Seq2[quan.Holding, error] {
-	return func(yield func(quan.Holding, error) bool) {
-		rows, err := s.db.read.QueryContext(ctx,
-			`SELECT user_id, count(*) FROM coupons WHERE template_id = ? GROUP BY user_id`, template)
-		if err != nil {
-			yield(quan.Holding{}, fmt.Errorf("holdings of template %d: %w", template, err))
-			return
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var h quan.Holding
-			if err := rows.Scan(&h.UserID, &h.Count); err != nil {
-				yield(quan.Holding{}, fmt.Errorf("holdings of template %d: %w", template, err))
-				return
-			}
-			if !yield(h, nil) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
-			yield(quan.Holding{}, fmt.Errorf("holdings of template %d: %w", template, err))
-		}
-	}
+	return sqlrow.Each(ctx, s.db.read, fmt.Sprintf("holdings of template %d", template), sqlrow.ScanHolding,
+		`SELECT user_id, count(*) FROM coupons WHERE template_id = ? GROUP BY user_id`, template)
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 // TestBulkInsertForms measures the ways of writing a million coupons that
@@ -114,7 +116,7 @@ func (f insertForm) run(t *testing.T, n, chunk int) (wall, cpu time.Duration) {
 					args = append(args, u)
 				}
 				rows, err := tx.QueryContext(ctx, `SELECT user_id, count(*) FROM coupons
-					WHERE template_id = ?1 AND user_id IN (`+params(len(part))+`) GROUP BY user_id`, args...)
+					WHERE template_id = ?1 AND user_id IN (`+sqlrow.Params(len(part))+`) GROUP BY user_id`, args...)
 				if err != nil {
 					t.Fatal(err)
 				}

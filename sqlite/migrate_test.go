@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 func TestMigrationsRunOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "quan.db")
-	ms, err := migrations()
+	ms, err := sqlrow.Migrations(migrationFiles, "migrations")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/quantest"
@@ -33,58 +32,13 @@ func openDB(t testing.TB, path string) *sqlite.DB {
 
 func TestDataSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "quan.db")
-	db, err := sqlite.Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sqlite.NewStore(db)
-	now := time.Date(2030, 1, 2, 3, 4, 5, 678901234, time.UTC)
-	svc := &quan.TemplateService{Store: s, Now: func() time.Time { return now }}
-	merchant := quan.Identity{Role: quan.RoleMerchant, ShopNo: 7}
-	tpl, err := svc.Create(t.Context(), merchant, quan.NewTemplate{
-		TemplateSpec: quan.TemplateSpec{
-			Name:         "reopened",
-			Kind:         quan.KindDirect,
-			Rule:         quan.Rule{Amount: 300},
-			Source:       quan.SourceShop,
-			Scope:        quan.Scope{Kind: quan.ScopeAll},
-			IssueStart:   now,
-			IssueEnd:     now.AddDate(0, 1, 0),
-			Validity:     quan.Validity{Kind: quan.ValidRelative, Hours: 24},
-			PerUserLimit: 1,
-		},
-		Stock: 10,
+	quantest.TestReopen(t, func(t *testing.T) (quan.TemplateStore, func() error) {
+		db, err := sqlite.Open(t.Context(), path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sqlite.NewStore(db), db.Close
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AdjustStock(t.Context(), tpl.ID, -3); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-
-	s = sqlite.NewStore(openDB(t, path))
-	got, err := s.Template(t.Context(), 7, tpl.ID)
-	if err != nil {
-		t.Fatalf("after reopening: %v", err)
-	}
-	if got.Name != "reopened" || got.Stock != 7 || !got.CreatedAt.Equal(tpl.CreatedAt) {
-		t.Errorf("after reopening: %+v, want %+v with stock 7", got, tpl)
-	}
-	es, err := s.TemplateHistory(t.Context(), 7, tpl.ID)
-	if err != nil || len(es) != 1 {
-		t.Fatalf("history after reopening: %d entries, %v; want 1", len(es), err)
-	}
-	// The store takes the entry's time from the template, that is from the
-	// service's clock.
-	if !es[0].At.Equal(tpl.CreatedAt) {
-		t.Errorf("create entry at %v, want the template's creation %v", es[0].At, tpl.CreatedAt)
-	}
 }
 
 func TestTaskStore(t *testing.T) {

@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 var (
@@ -16,7 +16,8 @@ var (
 	_ quan.CouponStore = (*Store)(nil)
 )
 
-// taskColumns is the column list of every task SELECT, in scanTask's order.
+// taskColumns is the column list of every task SELECT, in sqlrow.ScanTask's
+// order.
 const taskColumns = `id, shop_no, template_id, name, file_name, file_path, file_size,
 	file_sha256, sheet, notify, send_at, dry_run, chunk_size, status, reason,
 	count_rows, count_valid, count_issued, count_canceled,
@@ -29,7 +30,6 @@ const taskColumns = `id, shop_no, template_id, name, file_name, file_path, file_
 // The store checks no rule of its own: callers validate t first.
 func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
 	var id int64
-	c, f := t.Counts, t.Counts.Failed
 	err := s.db.write.QueryRowContext(ctx, `
 		INSERT INTO tasks (
 			shop_no, template_id, name, file_name, file_path, file_size,
@@ -42,13 +42,7 @@ func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
 		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
-		t.ShopNo, t.TemplateID, t.Name, t.FileName, t.FilePath, t.FileSize,
-		t.FileSHA256, t.Sheet, encodeNotify(t.Notify), nullMicros(t.SendAt), t.DryRun, t.ChunkSize, t.Status, t.Reason,
-		c.Rows, c.Valid, c.Issued, c.Canceled,
-		f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
-		t.ChunksDone, t.ChunksTotal, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
-		micros(t.CreatedAt), nullMicros(t.StartedAt), nullMicros(t.FinishedAt), micros(t.UpdatedAt),
-		t.Owner, nullMicros(t.LeaseUntil),
+		append([]any{t.ShopNo}, sqlrow.TaskValues(t, micros)...)...,
 	).Scan(&id)
 	if err != nil {
 		return fmt.Errorf("create task: %w", translate(err))
@@ -64,20 +58,8 @@ func (s *Store) Task(ctx context.Context, shop, id int64) (*quan.Task, error) {
 }
 
 func queryTask(ctx context.Context, q rowQueryer, shop, id int64) (*quan.Task, error) {
-	query := `SELECT ` + taskColumns + ` FROM tasks WHERE id = ?`
-	args := []any{id}
-	if shop != quan.AnyShop {
-		query += ` AND shop_no = ?`
-		args = append(args, shop)
-	}
-	t, err := scanTask(q.QueryRowContext(ctx, query, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("task %d: %w", id, quan.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read task %d: %w", id, err)
-	}
-	return t, nil
+	query, args := sqlrow.OfShop(`SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id, shop)
+	return sqlrow.One(q.QueryRowContext(ctx, query, args...), "task", id, sqlrow.ScanTask)
 }
 
 // Tasks returns one page of the tasks of f.ShopNo (every shop for
@@ -85,15 +67,10 @@ func queryTask(ctx context.Context, q rowQueryer, shop, id int64) (*quan.Task, e
 // A Limit of 0 means quan.DefaultPageSize, and one above quan.MaxPageSize
 // is cut to it.
 func (s *Store) Tasks(ctx context.Context, f quan.TaskFilter) ([]*quan.Task, int, error) {
-	var conds []string
-	var args []any
-	if f.ShopNo != quan.AnyShop {
-		conds, args = append(conds, `shop_no = ?`), append(args, f.ShopNo)
-	}
-	if f.Status != "" {
-		conds, args = append(conds, `status = ?`), append(args, f.Status)
-	}
-	return listPage(ctx, s.db.read, "tasks", "tasks", taskColumns, conds, args, f.Offset, f.Limit, scanTask)
+	var w sqlrow.Where
+	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
+	w.If(f.Status != "", `status = ?`, f.Status)
+	return sqlrow.Page(ctx, s.db.read, "tasks", "tasks", taskColumns, w, f.Offset, f.Limit, sqlrow.ScanTask)
 }
 
 // UpdateTask loads task id of shop inside a write transaction, which holds
@@ -145,7 +122,7 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, now, lease time.Tim
 	}
 	defer tx.Rollback()
 
-	t, err := scanTask(tx.QueryRowContext(ctx, claimSQL, micros(now), quan.TaskPending, quan.TaskRunning))
+	t, err := sqlrow.ScanTask(tx.QueryRowContext(ctx, claimSQL, micros(now), quan.TaskPending, quan.TaskRunning))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -178,7 +155,6 @@ const claimSQL = `SELECT ` + taskColumns + ` FROM tasks
 
 // saveTask writes every column of t but its id and shop.
 func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
-	c, f := t.Counts, t.Counts.Failed
 	if _, err := tx.ExecContext(ctx, `
 		UPDATE tasks SET
 			template_id = ?, name = ?, file_name = ?, file_path = ?, file_size = ?,
@@ -191,15 +167,7 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 			created_at = ?, started_at = ?, finished_at = ?, updated_at = ?,
 			owner = ?, lease_until = ?
 		WHERE id = ?`,
-		t.TemplateID, t.Name, t.FileName, t.FilePath, t.FileSize,
-		t.FileSHA256, t.Sheet, encodeNotify(t.Notify), nullMicros(t.SendAt), t.DryRun, t.ChunkSize,
-		t.Status, t.Reason,
-		c.Rows, c.Valid, c.Issued, c.Canceled,
-		f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
-		t.ChunksDone, t.ChunksTotal, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
-		micros(t.CreatedAt), nullMicros(t.StartedAt), nullMicros(t.FinishedAt), micros(t.UpdatedAt),
-		t.Owner, nullMicros(t.LeaseUntil),
-		t.ID,
+		append(sqlrow.TaskValues(t, micros), t.ID)...,
 	); err != nil {
 		return translate(err)
 	}
@@ -210,65 +178,10 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 // afterLine, in line order: a page of the primary key, however far into
 // the task it starts. A limit below 1 returns none.
 func (s *Store) Failures(ctx context.Context, taskID, afterLine int64, limit int) ([]quan.Failure, error) {
-	fs := []quan.Failure{}
 	if limit < 1 {
-		return fs, nil
+		return []quan.Failure{}, nil
 	}
-	rows, err := s.db.read.QueryContext(ctx, `
+	return sqlrow.Query(ctx, s.db.read, fmt.Sprintf("failures of task %d", taskID), sqlrow.ScanFailure, `
 		SELECT line, raw, cause FROM task_failures
 		WHERE task_id = ? AND line > ? ORDER BY line LIMIT ?`, taskID, afterLine, limit)
-	if err != nil {
-		return nil, fmt.Errorf("failures of task %d: %w", taskID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var f quan.Failure
-		if err := rows.Scan(&f.Line, &f.Raw, &f.Cause); err != nil {
-			return nil, fmt.Errorf("failures of task %d: %w", taskID, err)
-		}
-		fs = append(fs, f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("failures of task %d: %w", taskID, err)
-	}
-	return fs, nil
-}
-
-// scanTask reads a row of taskColumns.
-func scanTask(row interface{ Scan(...any) error }) (*quan.Task, error) {
-	var (
-		t                                        quan.Task
-		notify                                   string
-		createdAt, updatedAt                     int64
-		sendAt, startedAt, finishedAt, leaseTime sql.NullInt64
-	)
-	c, f := &t.Counts, &t.Counts.Failed
-	if err := row.Scan(&t.ID, &t.ShopNo, &t.TemplateID, &t.Name, &t.FileName, &t.FilePath, &t.FileSize,
-		&t.FileSHA256, &t.Sheet, &notify, &sendAt, &t.DryRun, &t.ChunkSize, &t.Status, &t.Reason,
-		&c.Rows, &c.Valid, &c.Issued, &c.Canceled,
-		&f.InvalidID, &f.InexactNumber, &f.Duplicate, &f.LimitReached, &f.OutOfStock, &f.TemplateInactive,
-		&t.ChunksDone, &t.ChunksTotal, &t.BytesRead, &t.BytesTotal, &t.ReportPath, &t.CreatedBy,
-		&createdAt, &startedAt, &finishedAt, &updatedAt, &t.Owner, &leaseTime,
-	); err != nil {
-		return nil, err
-	}
-	var err error
-	if t.Notify, err = quan.ParseNotifyTypes(notify); err != nil {
-		return nil, fmt.Errorf("task %d: notify: %w", t.ID, err)
-	}
-	t.SendAt = fromNullMicros(sendAt)
-	t.CreatedAt, t.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
-	t.StartedAt, t.FinishedAt = fromNullMicros(startedAt), fromNullMicros(finishedAt)
-	t.LeaseUntil = fromNullMicros(leaseTime)
-	return &t, nil
-}
-
-// encodeNotify stores notification channels as a comma list, the form
-// quan.ParseNotifyTypes reads back.
-func encodeNotify(ns []quan.NotifyType) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = string(n)
-	}
-	return strings.Join(s, ",")
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 // Store keeps templates and their audit trail in a DB.
@@ -23,8 +23,8 @@ var _ quan.TemplateStore = (*Store)(nil)
 // NewStore returns a Store on db. Closing db is the caller's business.
 func NewStore(db *DB) *Store { return &Store{db: db} }
 
-// templateColumns is the column list of every SELECT, in scanTemplate's
-// order.
+// templateColumns is the column list of every SELECT, in
+// sqlrow.ScanTemplate's order.
 const templateColumns = `id, shop_no, name, description, kind,
 	rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
 	source, scope_kind, scope_ids, issue_start, issue_end,
@@ -34,7 +34,7 @@ const templateColumns = `id, shop_no, name, description, kind,
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
 // in the same transaction. t.ID is left alone if anything fails.
 func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor string) error {
-	ids, err := encodeIDs(t.Scope.IDs)
+	vals, err := sqlrow.TemplateValues(t, micros)
 	if err != nil {
 		return fmt.Errorf("create template: %w", err)
 	}
@@ -54,11 +54,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 			per_user_limit, stock, total_stock, status, created_by, created_at, updated_at
 		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
-		t.ShopNo, t.Name, t.Description, t.Kind,
-		t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
-		t.Source, t.Scope.Kind, ids, micros(t.IssueStart), micros(t.IssueEnd),
-		t.Validity.Kind, nullMicros(t.Validity.Start), nullMicros(t.Validity.End), t.Validity.Hours, t.CodePrefix,
-		t.PerUserLimit, t.Stock, t.TotalStock, t.Status, t.CreatedBy, micros(t.CreatedAt), micros(t.UpdatedAt),
+		append([]any{t.ShopNo}, vals...)...,
 	).Scan(&id)
 	if err != nil {
 		return fmt.Errorf("create template: %w", translate(err))
@@ -95,44 +91,22 @@ type rowQueryer interface {
 }
 
 func queryTemplate(ctx context.Context, q rowQueryer, shop, id int64) (*quan.Template, error) {
-	query := `SELECT ` + templateColumns + ` FROM templates WHERE id = ?`
-	args := []any{id}
-	if shop != quan.AnyShop {
-		query += ` AND shop_no = ?`
-		args = append(args, shop)
-	}
-	t, err := scanTemplate(q.QueryRowContext(ctx, query, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("template %d: %w", id, quan.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read template %d: %w", id, err)
-	}
-	return t, nil
+	query, args := sqlrow.OfShop(`SELECT `+templateColumns+` FROM templates WHERE id = ?`, id, shop)
+	return sqlrow.One(q.QueryRowContext(ctx, query, args...), "template", id, sqlrow.ScanTemplate)
 }
 
 // Templates returns one page of the templates matching f, newest (highest
 // id) first, and the number of all matches. A Limit of 0 means
 // quan.DefaultPageSize, and one above quan.MaxPageSize is cut to it.
 func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) ([]*quan.Template, int, error) {
-	var conds []string
-	var args []any
-	if f.ShopNo != quan.AnyShop {
-		conds, args = append(conds, `shop_no = ?`), append(args, f.ShopNo)
-	}
-	if f.Status != "" {
-		conds, args = append(conds, `status = ?`), append(args, f.Status)
-	}
-	if f.Kind != "" {
-		conds, args = append(conds, `kind = ?`), append(args, f.Kind)
-	}
-	if f.NameContains != "" {
-		// SQLite's LIKE ignores case for ASCII letters only, which is the
-		// contract; the escape makes % and _ in the search text literal.
-		conds = append(conds, `name LIKE ? ESCAPE '\'`)
-		args = append(args, "%"+escapeLike(f.NameContains)+"%")
-	}
-	return listPage(ctx, s.db.read, "templates", "templates", templateColumns, conds, args, f.Offset, f.Limit, scanTemplate)
+	var w sqlrow.Where
+	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
+	w.If(f.Status != "", `status = ?`, f.Status)
+	w.If(f.Kind != "", `kind = ?`, f.Kind)
+	// SQLite's LIKE ignores case for ASCII letters only, which is the
+	// contract; the escape makes % and _ in the search text literal.
+	w.If(f.NameContains != "", `name LIKE ? ESCAPE '\'`, "%"+escapeLike(f.NameContains)+"%")
+	return sqlrow.Page(ctx, s.db.read, "templates", "templates", templateColumns, w, f.Offset, f.Limit, sqlrow.ScanTemplate)
 }
 
 // UpdateTemplate loads template id of shop inside a write transaction,
@@ -163,7 +137,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 		return nil, fmt.Errorf("update template %d: the update changed the id or the shop, which are fixed", id)
 	}
 
-	ids, err := encodeIDs(t.Scope.IDs)
+	vals, err := sqlrow.TemplateValues(t, micros)
 	if err != nil {
 		return nil, fmt.Errorf("update template %d: %w", id, err)
 	}
@@ -176,13 +150,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 			per_user_limit = ?, stock = ?, total_stock = ?, status = ?,
 			created_by = ?, created_at = ?, updated_at = ?
 		WHERE id = ?`,
-		t.Name, t.Description, t.Kind,
-		t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
-		t.Source, t.Scope.Kind, ids, micros(t.IssueStart), micros(t.IssueEnd),
-		t.Validity.Kind, nullMicros(t.Validity.Start), nullMicros(t.Validity.End), t.Validity.Hours, t.CodePrefix,
-		t.PerUserLimit, t.Stock, t.TotalStock, t.Status,
-		t.CreatedBy, micros(t.CreatedAt), micros(t.UpdatedAt),
-		id,
+		append(vals, id)...,
 	); err != nil {
 		return nil, fmt.Errorf("update template %d: %w", id, translate(err))
 	}
@@ -240,12 +208,7 @@ func (s *Store) TemplateHistory(ctx context.Context, shop, id int64) ([]*quan.Au
 	}
 	defer tx.Rollback()
 
-	query := `SELECT EXISTS (SELECT 1 FROM templates WHERE id = ?`
-	args := []any{id}
-	if shop != quan.AnyShop {
-		query += ` AND shop_no = ?`
-		args = append(args, shop)
-	}
+	query, args := sqlrow.OfShop(`SELECT EXISTS (SELECT 1 FROM templates WHERE id = ?`, id, shop)
 	var exists bool
 	if err := tx.QueryRowContext(ctx, query+`)`, args...).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("template %d history: %w", id, err)
@@ -253,92 +216,25 @@ func (s *Store) TemplateHistory(ctx context.Context, shop, id int64) ([]*quan.Au
 	if !exists {
 		return nil, fmt.Errorf("template %d: %w", id, quan.ErrNotFound)
 	}
-
-	rows, err := tx.QueryContext(ctx, `
+	return sqlrow.Query(ctx, tx, fmt.Sprintf("template %d history", id), sqlrow.ScanAudit, `
 		SELECT id, template_id, shop_no, actor, action, at, changes
 		FROM template_audit WHERE template_id = ? ORDER BY id`, id)
-	if err != nil {
-		return nil, fmt.Errorf("template %d history: %w", id, err)
-	}
-	defer rows.Close()
-	es := []*quan.AuditEntry{}
-	for rows.Next() {
-		var e quan.AuditEntry
-		var at int64
-		var changes string
-		if err := rows.Scan(&e.ID, &e.TemplateID, &e.ShopNo, &e.Actor, &e.Action, &at, &changes); err != nil {
-			return nil, fmt.Errorf("template %d history: %w", id, err)
-		}
-		e.At = fromMicros(at)
-		if err := json.Unmarshal([]byte(changes), &e.Changes); err != nil {
-			return nil, fmt.Errorf("template %d history: audit entry %d: %w", id, e.ID, err)
-		}
-		es = append(es, &e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("template %d history: %w", id, err)
-	}
-	return es, nil
 }
 
 // Ping reports whether the database file is reachable.
 func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
 
 func insertAudit(ctx context.Context, tx *sql.Tx, e *quan.AuditEntry) error {
-	changes := e.Changes
-	if changes == nil {
-		changes = []quan.FieldChange{} // "[]", not "null"
-	}
-	b, err := json.Marshal(changes)
+	vals, err := sqlrow.AuditValues(e, micros)
 	if err != nil {
-		return fmt.Errorf("audit entry: %w", err)
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `
 		INSERT INTO template_audit (template_id, shop_no, actor, action, at, changes)
-		VALUES (?, ?, ?, ?, ?, ?)`,
-		e.TemplateID, e.ShopNo, e.Actor, e.Action, micros(e.At), string(b)); err != nil {
+		VALUES (?, ?, ?, ?, ?, ?)`, vals...); err != nil {
 		return fmt.Errorf("audit entry: %w", translate(err))
 	}
 	return nil
-}
-
-// scanTemplate reads a row of templateColumns.
-func scanTemplate(row interface{ Scan(...any) error }) (*quan.Template, error) {
-	var (
-		t                                         quan.Template
-		ids                                       string
-		issueStart, issueEnd, createdAt, updateAt int64
-		validStart, validEnd                      sql.NullInt64
-	)
-	if err := row.Scan(&t.ID, &t.ShopNo, &t.Name, &t.Description, &t.Kind,
-		&t.Rule.Amount, &t.Rule.Threshold, &t.Rule.Rate, &t.Rule.Cap, &t.Rule.Step,
-		&t.Source, &t.Scope.Kind, &ids, &issueStart, &issueEnd,
-		&t.Validity.Kind, &validStart, &validEnd, &t.Validity.Hours, &t.CodePrefix,
-		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, &createdAt, &updateAt,
-	); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal([]byte(ids), &t.Scope.IDs); err != nil {
-		return nil, fmt.Errorf("template %d: scope ids: %w", t.ID, err)
-	}
-	if len(t.Scope.IDs) == 0 {
-		t.Scope.IDs = nil // as the domain writes "no ids"
-	}
-	t.IssueStart, t.IssueEnd = fromMicros(issueStart), fromMicros(issueEnd)
-	t.Validity.Start, t.Validity.End = fromNullMicros(validStart), fromNullMicros(validEnd)
-	t.CreatedAt, t.UpdatedAt = fromMicros(createdAt), fromMicros(updateAt)
-	return &t, nil
-}
-
-func encodeIDs(ids []string) (string, error) {
-	if len(ids) == 0 {
-		return "[]", nil
-	}
-	b, err := json.Marshal(ids)
-	if err != nil {
-		return "", fmt.Errorf("scope ids: %w", err)
-	}
-	return string(b), nil
 }
 
 // escapeLike makes the LIKE wildcards % and _, and the escape itself,
@@ -351,18 +247,4 @@ func escapeLike(s string) string {
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
 // nullMicros stores the zero time as NULL.
-func nullMicros(t time.Time) sql.NullInt64 {
-	if t.IsZero() {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
-}
-
-func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
-
-func fromNullMicros(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return fromMicros(n.Int64)
-}
+func nullMicros(t time.Time) any { return sqlrow.Null(micros, t) }

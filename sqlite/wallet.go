@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 var _ quan.WalletStore = (*Store)(nil)
@@ -49,42 +50,23 @@ func userCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []int64) ([]*q
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	cs := make([]*quan.Coupon, 0, len(ids))
 	for part := range slices.Chunk(ids, batchRows) {
-		args := make([]any, 0, 1+len(part))
-		args = append(args, user)
-		for _, id := range part {
-			args = append(args, id)
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE user_id = ? AND id IN (`+params(len(part))+`) ORDER BY id`, args...)
+		got, err := sqlrow.Query(ctx, tx, fmt.Sprintf("coupons of user %d", user), sqlrow.ScanCoupon,
+			`SELECT `+couponColumns+` FROM coupons WHERE user_id = ? AND id IN (`+sqlrow.Params(len(part))+`) ORDER BY id`,
+			sqlrow.Args(user, part)...)
 		if err != nil {
-			return nil, fmt.Errorf("coupons of user %d: %w", user, err)
+			return nil, err
 		}
-		for rows.Next() {
-			c, err := scanCoupon(rows)
-			if err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("coupons of user %d: %w", user, err)
-			}
-			cs = append(cs, c)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("coupons of user %d: %w", user, err)
-		}
+		cs = append(cs, got...)
 	}
-	if len(cs) != len(ids) {
-		for _, id := range ids {
-			if !slices.ContainsFunc(cs, func(c *quan.Coupon) bool { return c.ID == id }) {
-				return nil, quan.Errorf(quan.ENOTFOUND, "user %d holds no coupon %d", user, id)
-			}
-		}
+	if id, ok := sqlrow.MissingCoupon(ids, cs); ok {
+		return nil, quan.Errorf(quan.ENOTFOUND, "user %d holds no coupon %d", user, id)
 	}
 	return cs, nil
 }
 
 func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, updated_at = ? WHERE id = ?`,
-		c.Status, nullString(c.OrderID), nullMicros(c.LockedUntil), nullString(c.LockKey), micros(c.UpdatedAt), c.ID); err != nil {
+		c.Status, sqlrow.NullString(c.OrderID), nullMicros(c.LockedUntil), sqlrow.NullString(c.LockKey), micros(c.UpdatedAt), c.ID); err != nil {
 		return fmt.Errorf("save coupon %d: %w", c.ID, translate(err))
 	}
 	return nil
@@ -111,8 +93,8 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 			return false, fmt.Errorf("swap coupons of user %d: coupon %d after, %d before", user, c.ID, was.ID)
 		}
 		res, err := s.db.writeStmts.exec(ctx, tx, swapCouponSQL,
-			c.Status, nullString(c.OrderID), nullMicros(c.LockedUntil), nullString(c.LockKey), micros(c.UpdatedAt),
-			c.ID, user, was.Status, nullString(was.OrderID), nullMicros(was.LockedUntil), micros(was.UpdatedAt))
+			c.Status, sqlrow.NullString(c.OrderID), nullMicros(c.LockedUntil), sqlrow.NullString(c.LockKey), micros(c.UpdatedAt),
+			c.ID, user, was.Status, sqlrow.NullString(was.OrderID), nullMicros(was.LockedUntil), micros(was.UpdatedAt))
 		if err != nil {
 			return false, fmt.Errorf("swap coupon %d: %w", c.ID, translate(err))
 		}
@@ -126,11 +108,6 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 		return false, fmt.Errorf("swap coupons of user %d: commit: %w", user, translate(err))
 	}
 	return true, nil
-}
-
-// nullString is s, NULL when empty.
-func nullString(s string) sql.NullString {
-	return sql.NullString{String: s, Valid: s != ""}
 }
 
 // The statements of LapseCoupons: ?1 now, ?2 the most coupons. Each walks
