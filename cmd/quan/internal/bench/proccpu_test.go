@@ -2,6 +2,7 @@ package bench
 
 import (
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -32,12 +33,20 @@ func TestSampleCPU(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("/proc is Linux's")
 	}
+	// Burn at least 200 ms of this process's CPU, as the process's own
+	// clock (not the wall's: a loaded machine gives the loop less) says.
 	before := sampleCPU()
-	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
+	var burnt time.Duration
+	for start := time.Now(); burnt < 200*time.Millisecond && time.Since(start) < time.Minute; {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		burnt = time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) - cpuAt(before)
 	}
 	uses := sampleCPU().since(before)
-	if len(uses) == 0 || uses[0].name != "quan" || uses[0].used < 50*time.Millisecond {
-		t.Fatalf("uses %+v; want quan first, with some 200ms of CPU", uses)
+	if len(uses) == 0 || uses[0].name != "quan" || uses[0].used < 150*time.Millisecond {
+		t.Fatalf("uses %+v after burning %s of CPU; want quan first, with about that much", uses, burnt)
 	}
 }
 
@@ -50,4 +59,14 @@ func TestCPULine(t *testing.T) {
 	if got := cpuLine(nil, 10, time.Second, 2); got != "" {
 		t.Errorf("cpuLine of nothing = %q", got)
 	}
+}
+
+// cpuAt is this process's CPU time in a sample.
+func cpuAt(s cpuSample) time.Duration {
+	for _, p := range s {
+		if p.name == "quan" {
+			return p.used
+		}
+	}
+	return 0
 }
