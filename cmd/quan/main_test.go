@@ -3,8 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
-	"github.com/quanhq/quan/cmd/quan/internal/cli"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 )
 
 // testEnv is a QUAN_* environment with a fresh data folder and a free port.
@@ -225,4 +229,55 @@ func TestFlagsAndEnv(t *testing.T) {
 			t.Fatal("serve did not return after its context ended")
 		}
 	})
+}
+
+// TestServeExportsCodes: `quan serve` wires the codes export, so a
+// merchant downloads a batch's codes as .xlsx as well as .csv.
+func TestServeExportsCodes(t *testing.T) {
+	env := testEnv(t)
+	srv := startServe(t, env)
+	a := srv.App()
+	tpl, err := a.CreateDemoTemplate(t.Context(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1"))
+	call := func(method, path, body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL()+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		return res
+	}
+	res := call("POST", fmt.Sprintf("/api/v1/templates/%d/code-batches", tpl.ID), `{"count":3}`)
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("create a code batch: %s", res.Status)
+	}
+	batch := res.Header.Get("Location")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var b quan.CodeBatch
+		if err := json.NewDecoder(call("GET", batch, "").Body).Decode(&b); err != nil {
+			t.Fatal(err)
+		}
+		if b.Status == quan.CodeBatchReady {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("batch not ready: %+v", b)
+		}
+	}
+	for _, ext := range []string{"csv", "xlsx"} {
+		res := call("GET", batch+"/codes."+ext, "")
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK || len(body) == 0 {
+			t.Errorf("codes.%s: %s, %d bytes", ext, res.Status, len(body))
+		}
+	}
 }
