@@ -166,9 +166,6 @@ func OpenBackends(ctx context.Context, cfg Config, role Role, logger *slog.Logge
 
 	b.ClaimCache = b.Cache
 	if b.ClaimCache == nil && b.ClaimBus != nil {
-		if b.Shared {
-			logger.Warn("claims reserve in this process's memory: with several processes, give them --cache redis://")
-		}
 		b.ClaimCache = inmem.NewCache()
 	}
 	// A Redis cache is the limiter and the idempotency store too, so that
