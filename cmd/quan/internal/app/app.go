@@ -149,6 +149,9 @@ func (a *App) Start() error {
 		loop("chunk consumer", a.Distributor.ServeChunks)
 	}
 	if a.Claims != nil {
+		if a.Role == Server && a.Backends.Shared && a.Backends.Cache == nil {
+			a.Logger.Warn("claims reserve in this process's memory: with several processes, give them --cache redis://")
+		}
 		if a.Config.Claims.PersistRate > 0 {
 			a.Logger.Info("claims are written to the store at most at this rate while claims arrive, the rest once they stop for a second", "claims_per_second", a.Config.Claims.PersistRate)
 		}

@@ -7,18 +7,22 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/mysql"
+	"github.com/quanhq/quan/mysql/mysqltest"
 	natsbus "github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/redis"
 	"github.com/quanhq/quan/sqlite"
+	"github.com/quanhq/quan/sqlite/sqlitetest"
 )
 
 // Store is everything quan keeps, as one adapter provides it.
@@ -81,15 +85,14 @@ func OpenBackends(ctx context.Context, cfg Config, role Role, logger *slog.Logge
 
 	storeScheme, rest, _ := strings.Cut(cfg.StoreURL, ":")
 	switch storeScheme {
-	case "sqlite":
-		path := cmp.Or(rest, filepath.Join(cfg.DataDir, "quan.db"))
-		db, err := sqlite.Open(ctx, path, logger)
+	case StoreSQLite:
+		db, err := sqlite.Open(ctx, sqlitePath(cfg.DataDir, rest), logger)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
 		b.closers = append(b.closers, func() { db.Close() })
 		b.Store, b.ChunkSize = sqlite.NewStore(db), sqlite.ChunkSize
-	case "mysql":
+	case StoreMySQL:
 		db, err := mysql.Open(ctx, cfg.StoreURL, logger)
 		if err != nil {
 			return nil, fmt.Errorf("open mysql store: %w", err)
@@ -163,9 +166,6 @@ func OpenBackends(ctx context.Context, cfg Config, role Role, logger *slog.Logge
 
 	b.ClaimCache = b.Cache
 	if b.ClaimCache == nil && b.ClaimBus != nil {
-		if b.Shared {
-			logger.Warn("claims reserve in this process's memory: with several processes, give them --cache redis://")
-		}
 		b.ClaimCache = inmem.NewCache()
 	}
 	// A Redis cache is the limiter and the idempotency store too, so that
@@ -177,6 +177,51 @@ func OpenBackends(ctx context.Context, cfg Config, role Role, logger *slog.Logge
 	}
 	if i, ok := b.Cache.(quan.Idempotency); ok {
 		b.Idempotency = i
+	}
+	return b, nil
+}
+
+// The kinds of store Kinds names, by the schemes of their URLs.
+const (
+	StoreSQLite = "sqlite"
+	StoreMySQL  = "mysql"
+)
+
+// sqlitePath is the file of a sqlite: store URL whose path is rest.
+func sqlitePath(dataDir, rest string) string {
+	return cmp.Or(rest, filepath.Join(dataDir, "quan.db"))
+}
+
+// OpenBaseline opens the raw-SQL baseline of the engine of cfg's store:
+// bare SQL on its database, which the store has migrated, that benchmarks
+// set up, check and compare the store with (sqlitetest.Baseline,
+// mysqltest.Baseline). B is the interface the caller uses it through,
+// which the caller declares; OpenBaseline fails if the engine's baseline
+// lacks one of its methods. conns is how many connections the baseline's
+// raw loop gets where the engine takes several writers.
+func OpenBaseline[B io.Closer](ctx context.Context, cfg Config, conns int) (B, error) {
+	var (
+		zero B
+		raw  io.Closer
+		err  error
+	)
+	cfg = cfg.withDefaults()
+	scheme, rest, _ := strings.Cut(cfg.StoreURL, ":")
+	switch scheme {
+	case StoreSQLite:
+		raw, err = sqlitetest.OpenBaseline(ctx, sqlitePath(cfg.DataDir, rest))
+	case StoreMySQL:
+		raw, err = mysqltest.OpenBaseline(ctx, cfg.StoreURL, conns)
+	default:
+		return zero, fmt.Errorf("--store %q: unknown scheme %q (use sqlite: or mysql://)", cfg.StoreURL, scheme)
+	}
+	if err != nil {
+		return zero, err
+	}
+	b, ok := raw.(B)
+	if !ok {
+		raw.Close()
+		return zero, fmt.Errorf("the %s baseline has no %s", scheme, reflect.TypeFor[B]())
 	}
 	return b, nil
 }
@@ -209,14 +254,15 @@ func Redact(rawURL string) string {
 }
 
 // Kinds names the kind of each backend of cfg, for a benchmark's setup
-// line: "sqlite", "mysql"; "mem", "redis", "none"; "embedded", "nats".
+// line and the flags that need one kind: "sqlite", "mysql" (StoreSQLite,
+// StoreMySQL); "mem", "redis", "none"; "embedded", "nats".
 func Kinds(cfg Config) (store, cache, bus string) {
 	cfg = cfg.withDefaults()
 	store, _, _ = strings.Cut(cfg.StoreURL, ":")
 	cache, _, _ = strings.Cut(cfg.CacheURL, ":")
 	if cache == "" {
 		cache = "none"
-		if store == "sqlite" {
+		if store == StoreSQLite {
 			cache = "mem"
 		}
 	}

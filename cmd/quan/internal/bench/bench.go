@@ -125,12 +125,9 @@ func (c *Command) distribute(ctx context.Context, args []string) error {
 		return fmt.Errorf("bench: generate users: %w", err)
 	}
 	fmt.Fprintf(c.Stdout, "bench distribute: %s\n", prod.setup(a.Config))
-	var (
-		floor     time.Duration
-		floorRows int
-	)
+	var floor ingestFloorRun
 	if prod.Floor {
-		if floor, floorRows, err = prod.measureFloor(ctx, a, file, tpl); err != nil {
+		if floor, err = prod.measureFloor(ctx, a, file, tpl); err != nil {
 			return err
 		}
 	}
@@ -164,7 +161,7 @@ func (c *Command) distribute(ctx context.Context, args []string) error {
 		cli.Thousands(int64(float64(t.Counts.Rows)/wall.Seconds())), float64(cli.PeakRSS())/(1<<20), t.ChunkSize,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	if prod.Floor {
-		fmt.Fprintf(c.Stdout, "bench distribute: %s\n", floorLine(floorRows, floor, wall))
+		fmt.Fprintf(c.Stdout, "bench distribute: %s\n", floorLine(floor, wall))
 	}
 	if t.Status != quan.TaskSucceeded {
 		return fmt.Errorf("bench distribute: task %d %s", t.ID, t.Status)

@@ -19,7 +19,6 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
-	"github.com/quanhq/quan/mysql"
 	"github.com/quanhq/quan/sheet"
 )
 
@@ -40,7 +39,7 @@ const floorConns = 2
 func (p *benchProd) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.Workers, "workers", 0, "with a nats:// bus: start this many `quan worker --runner=false` processes, which apply chunks next to this one, and stop them at the end")
 	fs.StringVar(&p.Bin, "quan-bin", "", "the quan binary --workers run (default: this executable)")
-	fs.BoolVar(&p.Floor, "floor", false, fmt.Sprintf("with a mysql:// store: in the same run, before the distribution, time the raw-ingest floor: plain multi-row INSERTs of the coupons it will issue (one per valid user of the file), %d rows each on %d connections, into a scratch table coupons_floor LIKE coupons (same indexes; dropped after); then print distribution/floor", mysql.ChunkSize, floorConns))
+	fs.BoolVar(&p.Floor, "floor", false, fmt.Sprintf("with a mysql:// store: in the same run, before the distribution, time the raw-ingest floor: plain multi-row INSERTs of the coupons it will issue (one per valid user of the file), as many rows each as the store's, on %d connections, into a scratch table coupons_floor LIKE coupons (same indexes; dropped after); then print distribution/floor", floorConns))
 	p.registerFreshDB(fs, "bench distribute", "Without it, give an empty database: the coupons of earlier runs slow the inserts")
 }
 
@@ -51,7 +50,7 @@ func (p *benchProd) validate(cfg app.Config) error {
 		return cli.Usagef("bench distribute: --workers %d: want 0 or more", p.Workers)
 	case p.Workers > 0 && bus != "nats":
 		return cli.Usagef("bench distribute: --workers share a task's chunks over the bus: use --bus nats://")
-	case p.Floor && store != "mysql":
+	case p.Floor && store != app.StoreMySQL:
 		return cli.Usagef("bench distribute: --floor measures MySQL's raw ingest: use --store mysql://")
 	}
 	return p.checkFreshDB(cfg)
@@ -86,7 +85,7 @@ func (f *freshDB) name() string { return cmp.Or(f.cmd, "bench") }
 
 // checkFreshDB refuses --fresh-db on a store other than MySQL.
 func (f *freshDB) checkFreshDB(cfg app.Config) error {
-	if store, _, _ := app.Kinds(cfg); f.FreshDB && store != "mysql" {
+	if store, _, _ := app.Kinds(cfg); f.FreshDB && store != app.StoreMySQL {
 		return cli.Usagef("%s: --fresh-db makes a MySQL database: use --store mysql://", f.name())
 	}
 	return nil
@@ -127,31 +126,49 @@ func (f *freshDB) isolate(ctx context.Context, stderr io.Writer, cfg *app.Config
 // buffer pool (128 MiB by default) and the floor's random index inserts
 // thrash it, 14–19 s instead of 7 s for a million rows on a 2-core
 // machine, which would flatter the distribution.
-func (p *benchProd) measureFloor(ctx context.Context, a *app.App, file string, tpl *quan.Template) (time.Duration, int, error) {
+func (p *benchProd) measureFloor(ctx context.Context, a *app.App, file string, tpl *quan.Template) (ingestFloorRun, error) {
 	users, err := fileUsers(file, a.SheetOptions(""))
 	if err != nil {
-		return 0, 0, fmt.Errorf("bench distribute: floor: %w", err)
+		return ingestFloorRun{}, fmt.Errorf("bench distribute: floor: %w", err)
 	}
-	db, err := mysql.Open(ctx, a.Config.StoreURL, nil)
+	raw, err := app.OpenBaseline[ingestFloor](ctx, a.Config, floorConns)
 	if err != nil {
-		return 0, 0, fmt.Errorf("bench distribute: floor: %w", err)
+		return ingestFloorRun{}, fmt.Errorf("bench distribute: floor: %w", err)
 	}
-	defer db.Close()
+	defer raw.Close()
 	// A task id of some width, as a distribution's coupons carry one.
 	proto := quan.NewCoupon(tpl, 0, 1, 1, time.Now())
-	took, err := db.MeasureFloor(ctx, proto, users, floorConns)
+	took, perInsert, err := raw.IngestFloor(ctx, proto, users, floorConns)
 	if err != nil {
-		return 0, 0, fmt.Errorf("bench distribute: %w", err)
+		return ingestFloorRun{}, fmt.Errorf("bench distribute: %w", err)
 	}
-	return took, len(users), nil
+	return ingestFloorRun{took: took, rows: len(users), perInsert: perInsert}, nil
+}
+
+// ingestFloor is the raw-ingest floor of a store's engine (MySQL's:
+// mysqltest.Baseline), which app.OpenBaseline opens.
+type ingestFloor interface {
+	// IngestFloor times inserting one coupon per user, with proto's
+	// other columns, as plain multi-row INSERTs on conns connections into
+	// a scratch table like coupons, and returns how long it took and the
+	// rows an INSERT carried.
+	IngestFloor(ctx context.Context, proto quan.Coupon, users []int64, conns int) (time.Duration, int, error)
+	Close() error
+}
+
+// ingestFloorRun is what measureFloor timed.
+type ingestFloorRun struct {
+	took      time.Duration
+	rows      int // inserted
+	perInsert int // rows an INSERT carried
 }
 
 // floorLine formats the floor's figures and the distribution's ratio to
 // it.
-func floorLine(rows int, floor, wall time.Duration) string {
+func floorLine(f ingestFloorRun, wall time.Duration) string {
 	return fmt.Sprintf("raw-ingest floor %s rows in %s, %s rows/s (INSERTs of %s rows on %d connections into a table like coupons, before the distribution), %d cores; distribution/floor %.2f×",
-		cli.Thousands(int64(rows)), floor.Round(time.Millisecond), cli.Thousands(int64(float64(rows)/floor.Seconds())),
-		cli.Thousands(mysql.ChunkSize), floorConns, runtime.NumCPU(), wall.Seconds()/floor.Seconds())
+		cli.Thousands(int64(f.rows)), f.took.Round(time.Millisecond), cli.Thousands(int64(float64(f.rows)/f.took.Seconds())),
+		cli.Thousands(int64(f.perInsert)), floorConns, runtime.NumCPU(), wall.Seconds()/f.took.Seconds())
 }
 
 // fileUsers returns the valid users of file in file order, each the first

@@ -3,15 +3,12 @@ package bench
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -21,13 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	driver "github.com/go-sql-driver/mysql"
-	_ "modernc.org/sqlite" // the "sqlite" driver the raw connections use
-
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
-	"github.com/quanhq/quan/mysql"
 )
 
 // walletBench are the flags of `quan bench wallet lock` and `quan bench
@@ -107,7 +100,7 @@ type walletEnv struct {
 	setup  string
 	wallet *quan.WalletService
 	tpl    *quan.Template
-	raw    *walletSQL
+	raw    walletBaseline
 	close  func()
 }
 
@@ -167,11 +160,11 @@ func (c *Command) openWalletEnv(ctx context.Context, verb string, args []string)
 	if e.tpl, err = a.CreateDemoTemplate(ctx, int64(b.N)); err != nil {
 		return fail(err)
 	}
-	e.raw, err = openWalletSQL(ctx, a.Config.StoreURL, a.Config.DataDir, b.RawConns)
+	e.raw, err = app.OpenBaseline[walletBaseline](ctx, a.Config, b.RawConns)
 	if err != nil {
 		return fail(err)
 	}
-	closers = append(closers, func() { e.raw.db.Close() })
+	closers = append(closers, func() { e.raw.Close() })
 	store, _, _ := app.Kinds(a.Config)
 	e.b, e.setup = b, store+fresh.database()
 	return e, nil
@@ -223,11 +216,11 @@ func (c *Command) walletLock(ctx context.Context, args []string) error {
 	// Users 1…n order through the service, n+1…2n in the raw loop: a
 	// coupon each, all seeded before either is timed.
 	began := time.Now()
-	if err := e.raw.seed(ctx, e.tpl, 1, 2*n, start, func(int) time.Time { return end }, now); err != nil {
+	if err := e.raw.Seed(ctx, e.tpl, 1, 2*n, walletSeedRows, start, func(int) time.Time { return end }, now); err != nil {
 		return fmt.Errorf("bench wallet lock: seed: %w", err)
 	}
 	seeded := time.Since(began)
-	ids, err := e.raw.couponIDs(ctx, e.tpl.ID, 1, 2*n)
+	ids, err := e.raw.CouponIDs(ctx, e.tpl.ID, 1, 2*n)
 	if err != nil {
 		return fmt.Errorf("bench wallet lock: %w", err)
 	}
@@ -238,10 +231,6 @@ func (c *Command) walletLock(ctx context.Context, args []string) error {
 		return fmt.Errorf("bench wallet lock: the order's coupon does not apply: %+v", q.Coupons)
 	}
 	discount := q.Coupons[0].Discount
-	rawConns := e.b.RawConns
-	if e.raw.engine == "sqlite" {
-		rawConns = 1
-	}
 	fmt.Fprintf(out, "bench wallet lock: store %s, no bus (no events published); %s users each holding one available coupon of template %d for the service and %s more for the raw loop, seeded in %s (not timed); orders of %s fen with %s off, on %d goroutines; %d cores (GOMAXPROCS %d)\n",
 		e.setup, cli.Thousands(int64(n)), e.tpl.ID, cli.Thousands(int64(n)), seeded.Round(time.Millisecond),
 		cli.Thousands(q.Total), cli.Thousands(discount), e.b.Conns, runtime.NumCPU(), runtime.GOMAXPROCS(0))
@@ -268,10 +257,10 @@ func (c *Command) walletLock(ctx context.Context, args []string) error {
 	lockTTL := cmp.Or(e.wallet.LockTTL, quan.DefaultLockTTL)
 	raw := runOrders(ctx, n, e.b.Conns, func(ctx context.Context, k int) error {
 		user := int64(n+k) + 1
-		return e.raw.order(ctx, ids[n+k], "raw-"+strconv.FormatInt(user, 10), lockTTL)
+		return e.raw.Order(ctx, ids[n+k], "raw-"+strconv.FormatInt(user, 10), lockTTL)
 	})
 	fmt.Fprintf(out, "bench wallet lock: raw loop (per order: BEGIN, UPDATE to locked, COMMIT; BEGIN, UPDATE to used, COMMIT; %d connections): %s (%d cores)\n",
-		rawConns, raw.summary(n), runtime.NumCPU())
+		e.raw.OrderConns(), raw.summary(n), runtime.NumCPU())
 	if raw.err != nil {
 		return fmt.Errorf("bench wallet lock: raw loop: %s of %s orders failed, the first: %w", cli.Thousands(raw.failed), cli.Thousands(int64(n)), raw.err)
 	}
@@ -283,7 +272,7 @@ func (c *Command) walletLock(ctx context.Context, args []string) error {
 		what, prefix string
 		first        int64
 	}{{"service", "svc-", 1}, {"raw loop", "raw-", int64(n) + 1}} {
-		a, err := e.raw.audit(ctx, e.tpl.ID, set.first, n, quan.CouponUsed, set.prefix)
+		a, err := e.audit(ctx, set.first, n, quan.CouponUsed, set.prefix)
 		if err != nil {
 			return fmt.Errorf("bench wallet lock: verify: %w", err)
 		}
@@ -315,7 +304,7 @@ func (c *Command) walletSweep(ctx context.Context, args []string) error {
 		// chunks lay them.
 		chunks := (n + walletSeedRows - 1) / walletSeedRows
 		began := time.Now()
-		if err := e.raw.seed(ctx, e.tpl, first, n, now.Add(-96*time.Hour), func(chunk int) time.Time {
+		if err := e.raw.Seed(ctx, e.tpl, first, n, walletSeedRows, now.Add(-96*time.Hour), func(chunk int) time.Time {
 			return now.Add(-time.Hour - time.Duration(chunks-chunk)*time.Second)
 		}, now.Add(-96*time.Hour)); err != nil {
 			return fmt.Errorf("seed: %w", err)
@@ -350,7 +339,7 @@ func (c *Command) walletSweep(ctx context.Context, args []string) error {
 		fmt.Fprintf(out, "bench wallet sweep: %s: %s coupons expired in %s: %s coupons/s (seeded in %s, not timed) (%d cores)\n",
 			what, cli.Thousands(changed.Load()), wall.Round(time.Millisecond), cli.Thousands(perSec(int(changed.Load()), wall)),
 			seeded.Round(time.Millisecond), runtime.NumCPU())
-		a, err := e.raw.audit(ctx, e.tpl.ID, first, n, quan.CouponExpired, "")
+		a, err := e.audit(ctx, first, n, quan.CouponExpired, "")
 		if err != nil {
 			return fmt.Errorf("verify: %w", err)
 		}
@@ -499,248 +488,42 @@ func reportAudits(out io.Writer, prefix string, audits []walletAudit) error {
 	return nil
 }
 
-// walletSQL is bare SQL on the store's database: the bench's setup, its
-// checks, and the raw loop the service is compared with. The stores keep
-// their own SQL; this is the bench's.
-type walletSQL struct {
-	db     *sql.DB
-	engine string // "mysql" or "sqlite"
-	conns  int    // connections the seed inserts on
+// walletBaseline is bare SQL on the store's database, in its engine's
+// dialect (app.OpenBaseline picks it): the wallet benchmarks' setup, their
+// checks, and the raw loop the service is compared with.
+type walletBaseline interface {
+	// Seed inserts one available coupon of tpl (receive sequence 1,
+	// source claim), created at created, for each of the users
+	// first…first+n-1, by multi-row INSERTs of rows coupons: those of the
+	// k-th INSERT (from 0) valid from start to end(k).
+	Seed(ctx context.Context, tpl *quan.Template, first int64, n, rows int, start time.Time, end func(k int) time.Time, created time.Time) error
+	// CouponIDs returns the ids of the coupons of template held by the
+	// users first…first+n-1, by user; it fails if one holds none.
+	CouponIDs(ctx context.Context, template, first int64, n int) ([]int64, error)
+	// Order is one order of the raw loop: coupon id locked for order
+	// until ttl from now in a bare transaction, then used by it in
+	// another, with the statement the store saves a coupon with.
+	Order(ctx context.Context, id int64, order string, ttl time.Duration) error
+	// OrderConns is how many connections Order runs on.
+	OrderConns() int
+	// Audit counts the coupons of template held by the users
+	// first…first+n-1 by status and, with an order prefix, those used by
+	// the order prefix+user.
+	Audit(ctx context.Context, template, first int64, n int, prefix string) (map[quan.CouponStatus]int64, int64, error)
+	Close() error
 }
 
-// walletSeedRows is how many coupons one seed INSERT writes.
+// walletSeedRows is how many coupons one seed INSERT writes, and how many
+// share a window's end in the sweep: a distribution's chunk on MySQL.
 const walletSeedRows = 5_000
 
-// openWalletSQL opens conns connections (one with SQLite, which has one
-// writer) to the database of storeURL, which the store has migrated.
-func openWalletSQL(ctx context.Context, storeURL, dataDir string, conns int) (*walletSQL, error) {
-	scheme, rest, _ := strings.Cut(storeURL, ":")
-	w := &walletSQL{engine: scheme}
-	switch scheme {
-	case "mysql":
-		cfg, err := mysql.ParseDSN(storeURL)
-		if err != nil {
-			return nil, err
-		}
-		connector, err := driver.NewConnector(cfg)
-		if err != nil {
-			return nil, err
-		}
-		w.db, w.conns = sql.OpenDB(connector), 2
-		conns = max(conns, w.conns)
-		w.db.SetMaxOpenConns(conns)
-		w.db.SetMaxIdleConns(conns)
-	case "sqlite":
-		path := cmp.Or(rest, filepath.Join(dataDir, "quan.db"))
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return nil, err
-		}
-		// The store's writer settings: WAL (the file has it already),
-		// NORMAL sync, BEGIN IMMEDIATE, waiting for the store's writer.
-		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: url.Values{
-			"_pragma": {"busy_timeout(10000)", "synchronous(NORMAL)"},
-			"_txlock": {"immediate"},
-		}.Encode()}
-		if w.db, err = sql.Open("sqlite", u.String()); err != nil {
-			return nil, err
-		}
-		w.conns = 1
-		w.db.SetMaxOpenConns(1)
-		w.db.SetMaxIdleConns(1)
-	default:
-		return nil, fmt.Errorf("--store %q: unknown scheme %q", storeURL, scheme)
-	}
-	if err := w.db.PingContext(ctx); err != nil {
-		w.db.Close()
-		return nil, fmt.Errorf("open bare connections: %w", err)
-	}
-	return w, nil
-}
-
-// arg is t as the engine stores it: DATETIME(6) in UTC, or Unix
-// microseconds.
-func (w *walletSQL) arg(t time.Time) any {
-	t = t.UTC().Truncate(time.Microsecond)
-	if w.engine == "sqlite" {
-		return t.UnixMicro()
-	}
-	return t
-}
-
-// literal is t as a literal of the engine's SQL.
-func (w *walletSQL) literal(t time.Time) string {
-	t = t.UTC().Truncate(time.Microsecond)
-	if w.engine == "sqlite" {
-		return strconv.FormatInt(t.UnixMicro(), 10)
-	}
-	return t.Format("'2006-01-02 15:04:05.000000'")
-}
-
-// seed inserts one available coupon of tpl (receive sequence 1, source
-// claim) for each of the users first…first+n-1, valid from start to
-// end(chunk) for the chunk of walletSeedRows coupons it is in, created at
-// created: multi-row INSERTs, each its own transaction on MySQL, on
-// w.conns connections; one transaction on SQLite.
-func (w *walletSQL) seed(ctx context.Context, tpl *quan.Template, first int64, n int, start time.Time, end func(chunk int) time.Time, created time.Time) error {
-	stmts := make(chan string)
-	errs := make(chan error, w.conns+1)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer close(stmts)
-		var b strings.Builder
-		for chunk := 0; chunk*walletSeedRows < n; chunk++ {
-			b.Reset()
-			b.WriteString(`INSERT INTO coupons (template_id, shop_no, user_id, seq, status, valid_start, valid_end, source, created_at, updated_at) VALUES `)
-			tail := fmt.Sprintf(", 1, 'available', %s, %s, 'claim', %s, %s)", w.literal(start), w.literal(end(chunk)), w.literal(created), w.literal(created))
-			head := fmt.Sprintf("(%d, %d, ", tpl.ID, tpl.ShopNo)
-			for i := chunk * walletSeedRows; i < min(n, (chunk+1)*walletSeedRows); i++ {
-				if i > chunk*walletSeedRows {
-					b.WriteString(", ")
-				}
-				b.WriteString(head)
-				b.WriteString(strconv.FormatInt(first+int64(i), 10))
-				b.WriteString(tail)
-			}
-			select {
-			case stmts <- b.String():
-			case <-ctx.Done():
-				return
-			}
-		}
-	})
-	var tx *sql.Tx
-	if w.engine == "sqlite" {
-		var err error
-		if tx, err = w.db.BeginTx(ctx, nil); err != nil {
-			cancel()
-			wg.Wait()
-			return err
-		}
-		defer tx.Rollback()
-	}
-	for range w.conns {
-		wg.Go(func() {
-			for stmt := range stmts {
-				var err error
-				if tx != nil {
-					_, err = tx.ExecContext(ctx, stmt)
-				} else {
-					_, err = w.db.ExecContext(ctx, stmt)
-				}
-				if err != nil {
-					errs <- err
-					cancel()
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	if tx != nil {
-		return tx.Commit()
-	}
-	return ctx.Err()
-}
-
-// couponIDs returns the ids of the coupons of template held by the users
-// first…first+n-1, by user.
-func (w *walletSQL) couponIDs(ctx context.Context, template, first int64, n int) ([]int64, error) {
-	rows, err := w.db.QueryContext(ctx, `SELECT user_id, id FROM coupons WHERE template_id = ? AND user_id >= ? AND user_id < ?`,
-		template, first, first+int64(n))
+// audit is what the run left in the store of the coupons of the users
+// first…first+n-1: all in status want and, with an order prefix, used by
+// the order prefix+user.
+func (e *walletEnv) audit(ctx context.Context, first int64, n int, want quan.CouponStatus, prefix string) (walletAudit, error) {
+	counts, own, err := e.raw.Audit(ctx, e.tpl.ID, first, n, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("coupon ids: %w", err)
+		return walletAudit{}, err
 	}
-	defer rows.Close()
-	ids := make([]int64, n)
-	for rows.Next() {
-		var user, id int64
-		if err := rows.Scan(&user, &id); err != nil {
-			return nil, fmt.Errorf("coupon ids: %w", err)
-		}
-		ids[user-first] = id
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("coupon ids: %w", err)
-	}
-	if i := slices.Index(ids, 0); i >= 0 {
-		return nil, fmt.Errorf("coupon ids: user %d holds no coupon of template %d", first+int64(i), template)
-	}
-	return ids, nil
-}
-
-// walletSave is the statement the stores save a changed coupon with
-// (saveCoupon in mysql/wallet.go and sqlite/wallet.go).
-const walletSave = `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ? WHERE id = ?`
-
-// order is one order of the raw loop: coupon id locked for order in a
-// bare transaction, then used in another, with the statement the store
-// saves coupons with.
-func (w *walletSQL) order(ctx context.Context, id int64, order string, ttl time.Duration) error {
-	now := time.Now()
-	until := now.Add(ttl)
-	for _, status := range []quan.CouponStatus{quan.CouponLocked, quan.CouponUsed} {
-		tx, err := w.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, walletSave, string(status), order, w.arg(until), w.arg(now), id)
-		if err == nil {
-			var n int64
-			if n, err = res.RowsAffected(); err == nil && n != 1 {
-				err = fmt.Errorf("coupon %d: %d rows changed", id, n)
-			}
-		}
-		if err != nil {
-			tx.Rollback()
-			return fmt.Errorf("%s coupon %d: %w", status, id, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("%s coupon %d: commit: %w", status, id, err)
-		}
-	}
-	return nil
-}
-
-// audit counts the statuses of the coupons of template held by users
-// first…first+n-1 and, with an order prefix, those used by the order
-// prefix+user.
-func (w *walletSQL) audit(ctx context.Context, template, first int64, n int, want quan.CouponStatus, prefix string) (walletAudit, error) {
-	a := walletAudit{Coupons: int64(n), Want: want, Counts: map[quan.CouponStatus]int64{}, OrderPrefix: prefix, Reported: -1}
-	last := first + int64(n)
-	rows, err := w.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM coupons WHERE template_id = ? AND user_id >= ? AND user_id < ? GROUP BY status`,
-		template, first, last)
-	if err != nil {
-		return a, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			s     string
-			count int64
-		)
-		if err := rows.Scan(&s, &count); err != nil {
-			return a, err
-		}
-		a.Counts[quan.CouponStatus(s)] = count
-	}
-	if err := rows.Err(); err != nil {
-		return a, err
-	}
-	if prefix == "" {
-		return a, nil
-	}
-	concat := `CONCAT(?, user_id)`
-	if w.engine == "sqlite" {
-		concat = `? || user_id`
-	}
-	err = w.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM coupons WHERE template_id = ? AND user_id >= ? AND user_id < ? AND status = 'used' AND order_id = `+concat,
-		template, first, last, prefix).Scan(&a.Own)
-	return a, err
+	return walletAudit{Coupons: int64(n), Want: want, Counts: counts, Own: own, OrderPrefix: prefix, Reported: -1}, nil
 }
