@@ -127,9 +127,10 @@ func (b *Baseline) CouponIDs(ctx context.Context, template, first int64, n int) 
 	return ids, nil
 }
 
-// saveSQL is the statement the store saves a changed coupon with
+// saveSQL is the statement the store saves a changed coupon with; the raw
+// loop writes the order id where the store writes the lock request's key
 // (saveCoupon in sqlite/wallet.go).
-const saveSQL = `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, updated_at = ? WHERE id = ?`
+const saveSQL = `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, updated_at = ? WHERE id = ?`
 
 // Order is one order of a raw loop: coupon id locked for order until ttl
 // from now in a bare transaction, then used by it in another, each by the
@@ -143,7 +144,7 @@ func (b *Baseline) Order(ctx context.Context, id int64, order string, ttl time.D
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, saveSQL, string(status), order, micros(until), micros(now), id)
+		res, err := tx.ExecContext(ctx, saveSQL, string(status), order, micros(until), order, micros(now), id)
 		if err == nil {
 			var n int64
 			if n, err = res.RowsAffected(); err == nil && n != 1 {
