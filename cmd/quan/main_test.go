@@ -174,7 +174,7 @@ func TestFlagsAndEnv(t *testing.T) {
 		{"TokenStrayArgument", []string{"token", "extra"}, nil, "unexpected arguments", 2},
 		{"DemoOutput", []string{"demo", "-n", "5", "--output", "yaml"}, nil, `--output "yaml": use text or json`, 2},
 		{"DistributeNoTemplate", []string{"distribute", "users.csv"}, nil, "--template is required", 2},
-		{"WorkerNothingToDo", []string{"worker", "--runner=false"}, nil, "--runner=false leaves a worker nothing to do without a --bus nats://", 1},
+		{"WorkerNothingToDo", []string{"worker", "--runner=false"}, nil, "--runner=false leaves a worker nothing to do without a --bus nats://", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/disk"
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/report"
@@ -47,6 +47,10 @@ func Open(ctx context.Context, cfg Config, role Role, logger *slog.Logger) (*App
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if _, _, bus := Kinds(cfg); role == Worker && cfg.Runner.Off && bus == "embedded" {
+		// It claims no task: it only applies the chunks others publish.
+		return nil, cli.Usagef("worker: --runner=false leaves a worker nothing to do without a --bus nats://")
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -129,9 +133,6 @@ func (a *App) build() error {
 func (a *App) Start() error {
 	if a.Role == Local || a.stop != nil {
 		return nil
-	}
-	if a.Role == Worker && a.Config.Runner.Off && a.Backends.Bus == nil {
-		return errors.New("worker: --runner=false leaves a worker nothing to do without a --bus nats://")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
