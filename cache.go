@@ -116,3 +116,47 @@ type LimitedReserver interface {
 	//     seen before also costs tokens: each call is a request.
 	ReserveLimited(ctx context.Context, template int64, key string, users []int64, now time.Time, buckets []Bucket) (refused int, retryAfter time.Duration, out []Refusal, err error)
 }
+
+// Handoff is what the ledger said of a claim handed to the bus.
+type Handoff int
+
+const (
+	// HandedNow: the claim was in the ledger and left it; it will never
+	// be reaped, and its reservation stands until the store decides it.
+	HandedNow Handoff = iota
+	// HandedReaping: a reaper took the claim as abandoned and is giving
+	// its reservation back; the hand-off must not be confirmed.
+	HandedReaping
+	// HandedBefore: the claim is in neither ledger: handed off before (a
+	// retry), or reaped already (the store holds its failure).
+	HandedBefore
+)
+
+// LedgerEntry is a claim the ledger holds: reserved at At under Key (the
+// claim's id) of Template.
+type LedgerEntry struct {
+	Template int64
+	Key      string
+	At       time.Time
+}
+
+// ClaimLedger is a Cache shared by processes (Redis) that keeps a ledger
+// of the claims it reserved and that are not yet on the bus, so that the
+// reservation of a claim whose process died before its hand-off is found
+// and given back (ClaimService.Reap), and no other is. ReserveLimited
+// enters a claim that reserved a coupon under a new key in the same
+// atomic step as the reservation. An in-process cache needs none: its
+// reservations die with the process, and the next loads the store's.
+type ClaimLedger interface {
+	// Handed takes the claims under keys of template out of the ledger, once
+	// they are on the bus, and says for each where it was.
+	Handed(ctx context.Context, template int64, keys []string) ([]Handoff, error)
+	// Abandoned moves the claims entered before cutoff to the reaping
+	// ledger, at most max of a template, and returns every entry there:
+	// those just moved and those a reaper that stopped left. From then on
+	// Handed answers HandedReaping for them.
+	Abandoned(ctx context.Context, cutoff time.Time, max int) ([]LedgerEntry, error)
+	// Reaped forgets an entry of the reaping ledger once its reservation
+	// is given back and its failure recorded.
+	Reaped(ctx context.Context, template int64, key string) error
+}

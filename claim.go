@@ -3,6 +3,7 @@ package quan
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
 	"encoding/binary"
 	"slices"
@@ -51,6 +52,22 @@ func NewClaimID(template, user int64) string {
 	b = strconv.AppendInt(b, user, 10)
 	b = append(b, '-')
 	b = claimIDEncoding.AppendEncode(b, r[:])
+	return string(b)
+}
+
+// KeyedClaimID returns the id of the claim of user for template under a
+// client's Idempotency-Key: the same on every try, so that a retry finds
+// the claim of its first try. Its last part is the key's SHA-256, cut to
+// the 80 bits of NewClaimID's random part.
+func KeyedClaimID(template, user int64, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	b := make([]byte, 0, 2*20+3+16)
+	b = append(b, 'c')
+	b = strconv.AppendInt(b, template, 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, user, 10)
+	b = append(b, '-')
+	b = claimIDEncoding.AppendEncode(b, sum[:10])
 	return string(b)
 }
 

@@ -56,7 +56,7 @@ func TestClaimRateLimits(t *testing.T) {
 			user := func(id int64) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: id} }
 			limited := func(id int64, what string) {
 				t.Helper()
-				_, err := r.s.Claim(t.Context(), user(id), r.tpl.ID)
+				_, err := r.s.Claim(t.Context(), user(id), r.tpl.ID, "")
 				if quan.ErrorCode(err) != quan.ERATELIMITED || !strings.Contains(quan.ErrorMessage(err), what) {
 					t.Fatalf("user %d: %v, want rate_limited naming %q", id, err, what)
 				}
@@ -66,11 +66,11 @@ func TestClaimRateLimits(t *testing.T) {
 			}
 			// The cold cache costs the first claim no token: the user's
 			// one token is left for it once the template is loaded.
-			if _, err := r.s.Claim(t.Context(), user(1), r.tpl.ID); err != nil {
+			if _, err := r.s.Claim(t.Context(), user(1), r.tpl.ID, ""); err != nil {
 				t.Fatal(err)
 			}
 			limited(1, "you sent too many claims")
-			if _, err := r.s.Claim(t.Context(), user(2), r.tpl.ID); err != nil {
+			if _, err := r.s.Claim(t.Context(), user(2), r.tpl.ID, ""); err != nil {
 				t.Fatal(err)
 			}
 			limited(3, "template "+strconv.FormatInt(r.tpl.ID, 10)+" gets too many claims")

@@ -46,6 +46,8 @@ type ClaimCounters struct {
 	Retried       atomic.Int64 // claims of a delivery whose persisting failed and goes again
 	DeadLettered  atomic.Int64 // claims whose hand-off ran out of deliveries
 	HandoffFailed atomic.Int64 // claims whose hand-off could not be stored: 503
+	Reaped        atomic.Int64 // abandoned claims whose reservation Reap gave back
+	Found         atomic.Int64 // retried claims answered with the claim of their first try
 }
 
 // ClaimService takes flash-sale claims: it checks and reserves in the
@@ -82,9 +84,12 @@ type ClaimService struct {
 	// for a second, and are then written at full speed. 0 writes claims
 	// as fast as the store takes them.
 	PersistRate float64
+	// ReapAfter is how long a claim may stay reserved and not handed off
+	// before Reap gives its reservation back; 0 means DefaultReapAfter.
+	ReapAfter time.Duration
 
 	once    sync.Once
-	handoff *batch.Batcher[*Claim, struct{}]
+	handoff *batch.Batcher[*Claim, Handoff]
 	persist *batch.Batcher[*Claim, *Claim]
 	pace    *pace
 	prime   flight
@@ -112,10 +117,13 @@ func (s *ClaimService) init() {
 	})
 }
 
-// publish hands cs to the bus in one message. Its ID is the first claim's:
-// a claim is in one batch only, so the ID is the batch's, and publishing it
-// again stores it once.
-func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]struct{}, error) {
+// publish hands cs to the bus in one message, within HandoffTimeout. Its
+// ID is the first claim's: a claim is in one batch only, so the ID is the
+// batch's, and publishing it again stores it once. With a ClaimLedger the
+// claims then leave the ledger, and each says where it was.
+func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]Handoff, error) {
+	ctx, cancel := context.WithTimeout(ctx, HandoffTimeout)
+	defer cancel()
 	data, err := EncodeClaims(cs)
 	if err != nil {
 		return nil, err
@@ -123,7 +131,29 @@ func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]struct{}, er
 	if err := s.Bus.PublishMany(ctx, []Message{{Subject: ClaimBatchSubject, ID: "claims:" + cs[0].ID, Data: data}}); err != nil {
 		return nil, err
 	}
-	return make([]struct{}, len(cs)), nil
+	out := make([]Handoff, len(cs))
+	ledger, ok := s.Cache.(ClaimLedger)
+	if !ok {
+		return out, nil // HandedNow
+	}
+	byTemplate := map[int64][]int{}
+	for i, c := range cs {
+		byTemplate[c.TemplateID] = append(byTemplate[c.TemplateID], i)
+	}
+	for template, idx := range byTemplate {
+		keys := make([]string, len(idx))
+		for k, i := range idx {
+			keys[k] = cs[i].ID
+		}
+		hs, err := ledger.Handed(ctx, template, keys)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range idx {
+			out[i] = hs[k]
+		}
+	}
+	return out, nil
 }
 
 func (s *ClaimService) now() time.Time {
@@ -142,7 +172,11 @@ func (s *ClaimService) logger() *slog.Logger {
 }
 
 // Claim reserves one coupon of template for the user who, hands the claim
-// to the bus and returns it pending. A claim over a rate limit (Limits) is
+// to the bus and returns it pending. key, the client's Idempotency-Key
+// ("" for none), makes the claim's id and so its reservation the same on
+// every try: a retry after a try whose answer was lost (its process died)
+// finds that claim, pending or as the store decided it, and never a
+// refusal of its own coupon. A claim over a rate limit (Limits) is
 // ERATELIMITED, naming the user's or the template's bucket, with the
 // bucket's wait in RetryAfter (the longest, if both refused); it takes no
 // token and reserves nothing. Otherwise a token is taken from each bucket,
@@ -151,7 +185,7 @@ func (s *ClaimService) logger() *slog.Logger {
 // exist (or is a draft) is ErrNotFound, answered without the store for ids
 // above the highest template id. Once the reservation is made, the client
 // going away does not abandon it or its hand-off.
-func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) (*Claim, error) {
+func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64, key string) (*Claim, error) {
 	if who.Role != RoleUser {
 		return nil, Errorf(EFORBIDDEN, "only users claim coupons")
 	}
@@ -161,7 +195,11 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 	// deadline (batch.Timeout); loading a cold template has one too.
 	ctx = context.WithoutCancel(ctx)
 	now := s.now()
-	c := &Claim{ID: NewClaimID(template, who.UserID), TemplateID: template, UserID: who.UserID, Status: ClaimPending, At: now}
+	id := NewClaimID(template, who.UserID)
+	if key != "" {
+		id = KeyedClaimID(template, who.UserID, key)
+	}
+	c := &Claim{ID: id, TemplateID: template, UserID: who.UserID, Status: ClaimPending, At: now}
 	refusals, err := s.reserve(ctx, template, c.ID, who.UserID, now)
 	if errors.Is(err, ErrNotFound) {
 		s.Counters.UnknownIDs.Add(1)
@@ -175,18 +213,54 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64) 
 		return nil, fmt.Errorf("claim template %d: %w", template, err)
 	}
 	if refusals[0] != "" {
+		// A retry whose first try issued the coupon, the cache's record
+		// of it forgotten since (a reload), is refused the limit: its
+		// claim is in the store.
+		if refusals[0] == RefusedLimit && key != "" {
+			if rec, err := s.Claims.Claim(ctx, c.ID); err == nil {
+				s.Counters.Found.Add(1)
+				return rec, nil
+			}
+		}
 		s.Counters.Refused.Add(1)
 		return nil, s.refusal(ctx, template, refusals[0])
 	}
-	if _, err := s.handoff.Do(ctx, c); err != nil {
+	h, err := s.handoff.Do(ctx, c)
+	if err != nil {
 		s.Counters.HandoffFailed.Add(1)
-		if rerr := s.Cache.Release(ctx, template, c.ID); rerr != nil {
-			s.logger().Error("give back the reservation of a claim not handed off", "claim", c.ID, "err", rerr)
+		// The claim may be on the bus all the same (a time-out). With a
+		// ledger the reaper fences it in the store before it gives the
+		// reservation back; without one (the cache dies with this
+		// process) it goes back now.
+		if _, ok := s.Cache.(ClaimLedger); !ok {
+			if rerr := s.Cache.Release(ctx, template, c.ID); rerr != nil {
+				s.logger().Error("give back the reservation of a claim not handed off", "claim", c.ID, "err", rerr)
+			}
 		}
 		// The bus's error stays in the log: a client is told what to do,
 		// not how the servers failed.
 		s.logger().Error("hand a claim to the bus", "claim", c.ID, "template", template, "err", err)
-		return nil, Errorf(EUNAVAILABLE, "the claim could not be stored; nothing was taken, try again")
+		return nil, Errorf(EUNAVAILABLE, "the claim could not be stored; try again with the same Idempotency-Key")
+	}
+	switch h {
+	case HandedReaping:
+		// This process stalled past ReapAfter: the reaper is giving the
+		// reservation back and fails the claim. It is not confirmed.
+		s.Counters.HandoffFailed.Add(1)
+		return nil, Errorf(EUNAVAILABLE, "the claim could not be stored in time; try again with the same Idempotency-Key")
+	case HandedBefore:
+		// A retry of a claim handed off before: as the store decided it,
+		// or pending on the bus.
+		rec, err := s.Claims.Claim(ctx, c.ID)
+		if err == nil {
+			s.Counters.Found.Add(1)
+			return rec, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("claim %s: %w", c.ID, err)
+		}
+		s.Counters.Found.Add(1)
+		return c, nil
 	}
 	s.Counters.Accepted.Add(1)
 	s.pace.accepted()

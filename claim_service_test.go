@@ -190,7 +190,7 @@ func TestClaimHandoffBatches(t *testing.T) {
 	)
 	for i := range claims {
 		wg.Go(func() {
-			c, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: int64(1 + i)}, r.tpl.ID)
+			c, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: int64(1 + i)}, r.tpl.ID, "")
 			if err != nil {
 				t.Errorf("claim of user %d: %v", 1+i, err)
 				return
@@ -335,7 +335,7 @@ func TestClaimPersistPaced(t *testing.T) {
 			var wg sync.WaitGroup
 			for u := range int64(claims) {
 				wg.Go(func() {
-					if _, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1 + u}, r.tpl.ID); err != nil {
+					if _, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1 + u}, r.tpl.ID, ""); err != nil {
 						t.Errorf("claim of user %d: %v", 1+u, err)
 					}
 				})
@@ -455,7 +455,7 @@ func (failingBus) PublishMany(context.Context, []quan.Message) error {
 func TestClaimHandoffFails(t *testing.T) {
 	r := newClaimRig(t, 5)
 	r.s.Bus = failingBus{r.bus}
-	_, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1}, r.tpl.ID)
+	_, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1}, r.tpl.ID, "")
 	if quan.ErrorCode(err) != quan.EUNAVAILABLE {
 		t.Fatalf("claim: %v, want unavailable", err)
 	}

@@ -10,8 +10,9 @@ import (
 // maxClaimWait bounds ?wait= on a claim poll.
 const maxClaimWait = 10 * time.Second
 
-// claim takes a claim: 202 with the pending claim and its Location, or a
-// refusal (409 with sold_out, limit_reached, not_started, ended or paused;
+// claim takes a claim: 202 with the pending claim and its Location (200
+// with the claim as decided, for a retry with the Idempotency-Key of a
+// claim the store has decided), or a refusal (409 with sold_out, limit_reached, not_started, ended or paused;
 // 404 for an unknown template; 429 with Retry-After over a rate limit).
 // The claim goes on if the client leaves.
 func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
@@ -19,12 +20,16 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.Claims.Claim(r.Context(), who, id)
+	c, err := s.Claims.Claim(r.Context(), who, id, r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/claims/"+c.ID)
-	s.writeClaim(w, http.StatusAccepted, c)
+	status := http.StatusAccepted
+	if c.Status != quan.ClaimPending {
+		status = http.StatusOK // a retry whose claim the store has decided
+	}
+	s.writeClaim(w, status, c)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -18,7 +19,14 @@ const maxIdempotencyKey = 255
 
 // idempotencyRunning is how long a key stays taken by a request that
 // neither completes nor aborts (its process died): then a retry runs.
-const idempotencyRunning = 5 * time.Minute
+// A claim's is seconds: a claim is idempotent by its key in the claim
+// service itself (quan.KeyedClaimID), so a retry may run while a stalled
+// first try still does, and a dead process's mark must not hold a user's
+// retry for long.
+const (
+	idempotencyRunning      = 5 * time.Minute
+	claimIdempotencyRunning = 3 * time.Second
+)
 
 // idempotent runs a POST with an Idempotency-Key once: the same key (of
 // the same caller) with the same method, path and body within 24 h
@@ -46,10 +54,14 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 		fp := sha256.New()
 		io.WriteString(fp, r.Method+" "+r.URL.RequestURI()+"\n")
 
+		running := idempotencyRunning
+		if strings.HasSuffix(r.URL.Path, "/claim") {
+			running = claimIdempotencyRunning
+		}
 		ctx := context.WithoutCancel(r.Context())
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			state, replay, err := s.Idempotency.Begin(ctx, scoped, idempotencyRunning)
+			state, replay, err := s.Idempotency.Begin(ctx, scoped, running)
 			if err != nil {
 				s.writeError(w, r, err)
 				return

@@ -69,7 +69,7 @@ func testClaimStampede(t *testing.T, b ClaimBackends) {
 				if i%5 == 0 {
 					user = 1 + i%2000 // a fifth come from users claiming again
 				}
-				c, err := s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: user}, tpl.ID)
+				c, err := s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: user}, tpl.ID, "")
 				mu.Lock()
 				if err == nil {
 					accepted = append(accepted, c.ID)

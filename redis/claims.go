@@ -148,10 +148,10 @@ func (c *Cache) claimsCall(reqs []claimReq, g []int) rueidis.LuaExec {
 		}
 	}
 	e := rueidis.LuaExec{
-		Keys: make([]string, 0, 2+nshared+len(g)*(1+nb-nshared)),
+		Keys: make([]string, 0, 4+nshared+len(g)*(1+nb-nshared)),
 		Args: make([]string, 0, 4+3*nb+len(g)*(1+len(first.users))),
 	}
-	e.Keys = append(e.Keys, k.state(), k.users())
+	e.Keys = append(e.Keys, k.state(), k.users(), k.ledger(), c.ledgers())
 	e.Args = append(e.Args, strconv.FormatInt(int64(KeyTTL/time.Second), 10), strconv.FormatInt(first.now.Unix(), 10),
 		strconv.Itoa(len(first.users)), strconv.Itoa(nb))
 	for p, b := range first.buckets {

@@ -117,3 +117,9 @@ func (k keys) state() string            { return k.base + "s" }
 func (k keys) users() string            { return k.base + "u" }
 func (k keys) record(key string) string { return k.base + "k:" + key }
 func (k keys) temp(gen string) string   { return k.base + "p:" + gen }
+func (k keys) ledger() string           { return k.base + "q" }
+func (k keys) reaping() string          { return k.base + "r" }
+
+// ledgers is the set of the state keys of templates with a claim ledger
+// (quan.ClaimLedger).
+func (c *Cache) ledgers() string { return c.prefix + "ledgers" }

@@ -113,7 +113,7 @@ local function reserve(st, uk, rk, s, ns, ttl, users, fresh)
   end
   local rec = st.gen .. '|' .. o .. '|' .. got
   if fresh then
-    if rcall('SET', rk, rec, 'EX', ttl, 'NX') then return o end
+    if rcall('SET', rk, rec, 'EX', ttl, 'NX') then return o, n end
     local g, was = recGet(rk)
     if g == st.gen then
       for u in string.gmatch(got, '[^,]+') do
@@ -147,9 +147,10 @@ return o
 // (bucketLua), all or none, then its reservation (reserveLua). What the
 // claims share goes once:
 //
-//   - KEYS: state, users, the shared buckets (those whose key is the same
-//     for every claim: the template's), then for each claim its record
-//     and its own buckets;
+//   - KEYS: state, users, the template's ledger of claims not yet handed
+//     off, the index of templates with such a ledger, the shared buckets
+//     (those whose key is the same for every claim: the template's), then
+//     for each claim its record and its own buckets;
 //   - ARGV: the record TTL in seconds, now in seconds, the number of users
 //     a claim and of buckets, for each bucket its rate, burst and "1" if
 //     it is shared ("0" if each claim has its own), then for each claim
@@ -160,12 +161,15 @@ return o
 // microseconds (nothing taken or reserved), else "o" and the outcomes:
 // the tokens are taken whatever the outcomes, as each claim costs one,
 // and a key seen before too. The shared buckets are read and written
-// once a call.
+// once a call. A claim that reserved a coupon under a new record is
+// entered in the ledger (scored by its time in milliseconds) in the same
+// step, so that no reservation exists that the ledger does not know
+// (Cache.Handed, Cache.Abandoned).
 var claimsScript, claimsSHA = luaScript(bucketLua + reserveLua + `
 local ttl, s, nu, nb = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 -- list: an entry {key, rate, burst} a bucket, in order, for take; own:
 -- the entries whose key changes with each claim.
-local list, own, ki = {}, {}, 3
+local list, own, ki = {}, {}, 5
 for i = 1, nb do
   local a = 2 + 3 * i
   local e = {false, tonumber(ARGV[a]), tonumber(ARGV[a + 1])}
@@ -186,6 +190,7 @@ if not st then
   return res
 end
 local uk, t, ai, users = KEYS[2], nil, 5 + 3 * nb, {}
+local ms, ledgered = s * 1000, false
 if nb > 0 then t = now() end
 for c = 1, claims do
   local rk = KEYS[ki]
@@ -197,10 +202,16 @@ for c = 1, claims do
     res[c] = string.format('r%d:%d', refused, wait)
   else
     for i = 1, nu do users[i] = ARGV[ai + i] end
-    res[c] = 'o' .. reserve(st, uk, rk, s, ARGV[ai], ttl, users, true)
+    local o, got = reserve(st, uk, rk, s, ARGV[ai], ttl, users, true)
+    if got and got > 0 then
+      rcall('ZADD', KEYS[3], ms + math.floor(tonumber(ARGV[ai]) / 1000000), rk)
+      ledgered = true
+    end
+    res[c] = 'o' .. o
   end
   ai = ai + 1 + nu
 end
+if ledgered then rcall('SADD', KEYS[4], KEYS[1]) end
 flushBuckets()
 flushStates()
 return res
@@ -221,6 +232,37 @@ end
 redis.call('HINCRBY', KEYS[1], 'stock', n)
 redis.call('SET', KEYS[3], g .. '|' .. o .. '|', 'KEEPTTL')
 return n
+`)
+
+// handedScript: KEYS the ledger, then the claims' records. Takes each
+// record out of the ledger: 1 if it was there (the claim is now handed
+// off and will never be reaped), 2 if a reaper holds it (it is being
+// given back: the hand-off must not be confirmed), 0 if neither (handed
+// off before, or given back already). ARGV: the reaping ledger's key.
+var handedScript = rueidis.NewLuaScript(`
+local res = {}
+for i = 2, #KEYS do
+  if redis.call('ZREM', KEYS[1], KEYS[i]) == 1 then res[#res + 1] = 1
+  elseif redis.call('ZSCORE', ARGV[1], KEYS[i]) then res[#res + 1] = 2
+  else res[#res + 1] = 0 end
+end
+return res
+`)
+
+// abandonScript: KEYS the ledger, the reaping ledger, the index of
+// templates, the state key; ARGV the cutoff in milliseconds, the most to
+// take. Moves the entries older than the cutoff to the reaping ledger
+// and returns every entry there, as record key and score pairs. A
+// template with neither ledger left leaves the index.
+var abandonScript = rueidis.NewLuaScript(`
+local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[2])
+for i = 1, #old, 2 do
+  redis.call('ZREM', KEYS[1], old[i])
+  redis.call('ZADD', KEYS[2], old[i + 1], old[i])
+end
+local all = redis.call('ZRANGE', KEYS[2], 0, tonumber(ARGV[2]) - 1, 'WITHSCORES')
+if #all == 0 and redis.call('ZCARD', KEYS[1]) == 0 then redis.call('SREM', KEYS[3], KEYS[4]) end
+return all
 `)
 
 // updateScript: KEYS state; ARGV shop, status, ss, sn, es, en, limit,

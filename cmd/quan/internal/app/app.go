@@ -36,6 +36,10 @@ type App struct {
 	stop func() // stops what Start started and waits for it
 }
 
+// ReapEvery is how often a process persisting claims looks for claims
+// abandoned by a process that died (quan.ClaimService.Reap).
+const ReapEvery = 5 * time.Second
+
 // maxBusChunk is the largest chunk that fits a bus message: at most about
 // 80 bytes a row (a failed row keeps 64 bytes of its text), and NATS takes
 // 1 MiB.
@@ -157,6 +161,9 @@ func (a *App) Start() error {
 			a.Logger.Info("claims are written to the store at most at this rate while claims arrive, the rest once they stop for a second", "claims_per_second", a.Config.Claims.PersistRate)
 		}
 		loop("claim consumer", a.Claims.ServeClaims)
+		// Claims reserved in a shared cache by a process that died before
+		// handing them off are given back (a no-op in process memory).
+		loop("claim reaper", func(ctx context.Context) error { return a.Claims.ServeReaper(ctx, ReapEvery) })
 		// The sweeper runs where claims are persisted: with a server, or a
 		// worker on a shared bus.
 		loop("sweeper", a.sweep)
