@@ -27,6 +27,9 @@ const ChunkSize = 50_000
 // off around a few hundred, well below SQLite's limit of 32,766 variables.
 const batchRows = 500
 
+// InsertBatchRows is how many rows a statement of InsertCoupons carries.
+const InsertBatchRows = batchRows
+
 // ApplyChunk applies c in one write transaction, as quan.TaskStore
 // requires, and returns the chunk's counts. It leaves c alone unless it
 // commits; then c.Rows carry the causes the chunk was decided with, as
@@ -158,7 +161,7 @@ func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64
 		return err
 	}
 	proto := quan.NewCoupon(t, 0, 0, c.TaskID, c.Now)
-	ins, err := newCouponInserter(ctx, tx, &proto, t.CodePrefix)
+	ins, err := newCouponInserter(ctx, tx, "coupons", &proto, t.CodePrefix)
 	if err != nil {
 		return err
 	}
@@ -256,6 +259,7 @@ func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64
 // in user and seq: the rest is bound once per statement as ?1 … ?10.
 type couponInserter struct {
 	tx       *sql.Tx
+	table    string // coupons, or a benchmark's table like it
 	template int64
 	consts   []any
 	floor    int64     // the largest coupon id before the chunk
@@ -263,12 +267,12 @@ type couponInserter struct {
 	prefix   string    // of the coupons' codes
 }
 
-func newCouponInserter(ctx context.Context, tx *sql.Tx, proto *quan.Coupon, prefix string) (*couponInserter, error) {
-	ci := &couponInserter{tx: tx, template: proto.TemplateID, prefix: prefix}
+func newCouponInserter(ctx context.Context, tx *sql.Tx, table string, proto *quan.Coupon, prefix string) (*couponInserter, error) {
+	ci := &couponInserter{tx: tx, table: table, template: proto.TemplateID, prefix: prefix}
 	// Coupons inserted by this chunk get ids above every existing one
 	// (rowids grow from the largest), which tells them from coupons users
 	// held before.
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM coupons`).Scan(&ci.floor); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM `+table).Scan(&ci.floor); err != nil {
 		return nil, fmt.Errorf("read the last coupon id: %w", err)
 	}
 	ci.consts = []any{
@@ -294,9 +298,9 @@ func userOrder(a, b userSeq) int { return cmp.Compare(a.user, b.user) }
 // parameters number on from the largest before them, so every row after
 // the first binds user, seq and code as the next three. (Numbered parameters cost
 // the driver a search of the parameter names per bound value.)
-func couponInsertSQL(n int) string {
+func couponInsertSQL(table string, n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT OR IGNORE INTO coupons (template_id, shop_no, status, valid_start, valid_end,
+	b.WriteString(`INSERT OR IGNORE INTO ` + table + ` (template_id, shop_no, status, valid_start, valid_end,
 		source, task_id, order_id, created_at, updated_at, user_id, seq, code) VALUES `)
 	for i := range n {
 		if i > 0 {
@@ -322,13 +326,13 @@ func (ci *couponInserter) insert(ctx context.Context, cs []userSeq) (int64, erro
 	var res sql.Result
 	if len(cs) == batchRows {
 		if ci.full == nil {
-			if ci.full, err = ci.tx.PrepareContext(ctx, couponInsertSQL(batchRows)); err != nil {
+			if ci.full, err = ci.tx.PrepareContext(ctx, couponInsertSQL(ci.table, batchRows)); err != nil {
 				return 0, fmt.Errorf("insert coupons: %w", err)
 			}
 		}
 		res, err = ci.full.ExecContext(ctx, args...)
 	} else {
-		res, err = ci.tx.ExecContext(ctx, couponInsertSQL(len(cs)), args...)
+		res, err = ci.tx.ExecContext(ctx, couponInsertSQL(ci.table, len(cs)), args...)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("insert coupons: %w", translate(err))
@@ -449,6 +453,31 @@ func insertFailures(ctx context.Context, tx *sql.Tx, c *quan.Chunk) error {
 		if n, err := res.RowsAffected(); err != nil || n != int64(len(part)) {
 			return fmt.Errorf("record failed rows: %w", quan.Errorf(quan.ECONFLICT,
 				"%d of %d failed rows of task %d were recorded already", int64(len(part))-n, len(part), c.TaskID))
+		}
+	}
+	return nil
+}
+
+// InsertCoupons inserts into table (coupons, or a benchmark's table like
+// it) one coupon for each of users, receive sequence 1 and proto's other
+// columns, in user order, by the statements and batches a distribution's
+// chunk inserts its coupons with, in tx. It is the store's bulk insert
+// without the plan around it: for the raw-ingest floor of the benchmarks
+// (sqlitetest).
+func InsertCoupons(ctx context.Context, tx *sql.Tx, table string, proto *quan.Coupon, prefix string, users []int64) error {
+	ins, err := newCouponInserter(ctx, tx, table, proto, prefix)
+	if err != nil {
+		return err
+	}
+	defer ins.close()
+	rows := make([]userSeq, len(users))
+	for i, u := range users {
+		rows[i] = userSeq{u, 1}
+	}
+	slices.SortFunc(rows, userOrder)
+	for i := 0; i < len(rows); i += batchRows {
+		if _, err := ins.insert(ctx, rows[i:min(i+batchRows, len(rows))]); err != nil {
+			return err
 		}
 	}
 	return nil

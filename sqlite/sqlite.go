@@ -88,6 +88,18 @@ const (
 	journalSizeLimit       = 64 << 20
 )
 
+// WriterPragmas are the settings of the store's writer connection that
+// decide how fast it writes: a benchmark's raw loop on the same engine
+// (sqlitetest) takes them too.
+func WriterPragmas() []string {
+	return []string{
+		"journal_mode(WAL)",
+		"synchronous(NORMAL)",
+		fmt.Sprintf("wal_autocheckpoint(%d)", walAutocheckpointPages),
+		fmt.Sprintf("journal_size_limit(%d)", journalSizeLimit),
+	}
+}
+
 // DB is an open quan database: a writer and a reader pool on one file.
 type DB struct {
 	write  *sql.DB // one connection, BEGIN IMMEDIATE
@@ -120,14 +132,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 	// journal_mode=WAL is persistent, so the reader connections opened
 	// after the writer find the file in WAL mode already.
 	db.write, err = sql.Open("sqlite", dsn(abs, url.Values{
-		"_pragma": {
-			fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS),
-			"journal_mode(WAL)",
-			"foreign_keys(1)",
-			"synchronous(NORMAL)",
-			fmt.Sprintf("wal_autocheckpoint(%d)", walAutocheckpointPages),
-			fmt.Sprintf("journal_size_limit(%d)", journalSizeLimit),
-		},
+		"_pragma": append([]string{fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS), "foreign_keys(1)"}, WriterPragmas()...),
 		"_txlock": {"immediate"},
 	}))
 	if err != nil {

@@ -431,6 +431,9 @@ func TestBenchDistributeCLI(t *testing.T) {
 	if !regexp.MustCompile(`bench distribute: 3,000 users, 3,000 issued, wall \S+, [\d,]+ rows/s, peak RSS \d+ MB, chunk 50000, \d+ cores`).MatchString(out) {
 		t.Fatalf("figures line: %s", out)
 	}
+	if !regexp.MustCompile(`raw-ingest floor 3,000 rows in \S+, [\d,]+ rows/s \(INSERTs of 500 rows on 1 connections .*distribution/floor [\d.]+×`).MatchString(out) {
+		t.Fatalf("no SQLite floor line: %s", out)
+	}
 	if _, err := run(t, nil, nil, "bench", "nothing"); err == nil || !strings.Contains(err.Error(), "unknown benchmark") {
 		t.Fatalf("unknown benchmark: %v", err)
 	}

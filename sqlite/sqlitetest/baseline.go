@@ -24,7 +24,8 @@ import (
 // Baseline is bare SQL on a quan database on SQLite, outside the store,
 // on one connection: SQLite has one writer.
 type Baseline struct {
-	db *sql.DB
+	db   *sql.DB
+	path string // the database file
 }
 
 // OpenBaseline opens the database file at path, which the store has
@@ -36,15 +37,10 @@ func OpenBaseline(ctx context.Context, path string) (*Baseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the sqlite baseline: %w", err)
 	}
-	p := filepath.ToSlash(abs)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p // a Windows drive: file:///C:/...
-	}
-	u := url.URL{Scheme: "file", Path: p, RawQuery: url.Values{
+	db, err := sql.Open("sqlite", fileDSN(abs, url.Values{
 		"_pragma": {"busy_timeout(10000)", "synchronous(NORMAL)"},
 		"_txlock": {"immediate"},
-	}.Encode()}
-	db, err := sql.Open("sqlite", u.String())
+	}))
 	if err != nil {
 		return nil, fmt.Errorf("open the sqlite baseline %s: %w", path, err)
 	}
@@ -54,7 +50,16 @@ func OpenBaseline(ctx context.Context, path string) (*Baseline, error) {
 		db.Close()
 		return nil, fmt.Errorf("open the sqlite baseline %s: %w", path, err)
 	}
-	return &Baseline{db: db}, nil
+	return &Baseline{db: db, path: abs}, nil
+}
+
+// fileDSN is the file: URI of the absolute path abs with query q.
+func fileDSN(abs string, q url.Values) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive: file:///C:/...
+	}
+	return (&url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}).String()
 }
 
 // Close closes the connection.

@@ -39,19 +39,17 @@ const floorConns = 2
 func (p *benchProd) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.Workers, "workers", 0, "with a nats:// bus: start this many `quan worker --runner=false` processes, which apply chunks next to this one, and stop them at the end")
 	fs.StringVar(&p.Bin, "quan-bin", "", "the quan binary --workers run (default: this executable)")
-	fs.BoolVar(&p.Floor, "floor", false, fmt.Sprintf("with a mysql:// store: in the same run, before the distribution, time the raw-ingest floor: plain multi-row INSERTs of the coupons it will issue (one per valid user of the file), as many rows each as the store's, on %d connections, into a scratch table coupons_floor LIKE coupons (same indexes; dropped after); then print distribution/floor", floorConns))
+	fs.BoolVar(&p.Floor, "floor", true, "in the same run, before the distribution, time the raw-ingest floor: the coupons it will issue (one per valid user of the file) inserted by the store's own statements into a new table with the columns and indexes of coupons, one transaction per chunk, nothing else (on SQLite in a database file of its own, on MySQL a scratch table coupons_floor on "+fmt.Sprint(floorConns)+" connections; dropped after); then print distribution/floor\n")
 	p.registerFreshDB(fs, "bench distribute", "Without it, give an empty database: the coupons of earlier runs slow the inserts")
 }
 
 func (p *benchProd) validate(cfg app.Config) error {
-	store, _, bus := app.Kinds(cfg)
+	_, _, bus := app.Kinds(cfg)
 	switch {
 	case p.Workers < 0:
 		return cli.Usagef("bench distribute: --workers %d: want 0 or more", p.Workers)
 	case p.Workers > 0 && bus != "nats":
 		return cli.Usagef("bench distribute: --workers share a task's chunks over the bus: use --bus nats://")
-	case p.Floor && store != app.StoreMySQL:
-		return cli.Usagef("bench distribute: --floor measures MySQL's raw ingest: use --store mysql://")
 	}
 	return p.checkFreshDB(cfg)
 }
@@ -142,11 +140,16 @@ func (p *benchProd) measureFloor(ctx context.Context, a *app.App, file string, t
 	if err != nil {
 		return ingestFloorRun{}, fmt.Errorf("bench distribute: %w", err)
 	}
-	return ingestFloorRun{took: took, rows: len(users), perInsert: perInsert}, nil
+	conns := floorConns
+	if store, _, _ := app.Kinds(a.Config); store == app.StoreSQLite {
+		conns = 1 // one writer
+	}
+	return ingestFloorRun{took: took, rows: len(users), perInsert: perInsert, conns: conns}, nil
 }
 
-// ingestFloor is the raw-ingest floor of a store's engine (MySQL's:
-// mysqltest.Baseline), which app.OpenBaseline opens.
+// ingestFloor is the raw-ingest floor of a store's engine
+// (sqlitetest.Baseline, mysqltest.Baseline), which app.OpenBaseline
+// opens.
 type ingestFloor interface {
 	// IngestFloor times inserting one coupon per user, with proto's
 	// other columns, as plain multi-row INSERTs on conns connections into
@@ -161,6 +164,7 @@ type ingestFloorRun struct {
 	took      time.Duration
 	rows      int // inserted
 	perInsert int // rows an INSERT carried
+	conns     int // connections it inserted on
 }
 
 // floorLine formats the floor's figures and the distribution's ratio to
@@ -168,7 +172,7 @@ type ingestFloorRun struct {
 func floorLine(f ingestFloorRun, wall time.Duration) string {
 	return fmt.Sprintf("raw-ingest floor %s rows in %s, %s rows/s (INSERTs of %s rows on %d connections into a table like coupons, before the distribution), %d cores; distribution/floor %.2f×",
 		cli.Thousands(int64(f.rows)), f.took.Round(time.Millisecond), cli.Thousands(int64(float64(f.rows)/f.took.Seconds())),
-		cli.Thousands(int64(f.perInsert)), floorConns, runtime.NumCPU(), wall.Seconds()/f.took.Seconds())
+		cli.Thousands(int64(f.perInsert)), f.conns, runtime.NumCPU(), wall.Seconds()/f.took.Seconds())
 }
 
 // fileUsers returns the valid users of file in file order, each the first

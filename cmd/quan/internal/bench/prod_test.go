@@ -125,7 +125,6 @@ func TestBenchDistributeFlags(t *testing.T) {
 	}{
 		{[]string{"--workers", "1"}, "use --bus nats://"},
 		{[]string{"--workers", "-1"}, "want 0 or more"},
-		{[]string{"--floor"}, "use --store mysql://"},
 		{[]string{"--fresh-db"}, "use --store mysql://"},
 	} {
 		args := append([]string{"bench", "distribute", "-n", "10", "--data", t.TempDir()}, tc.args...)
