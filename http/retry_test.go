@@ -160,6 +160,19 @@ func TestRetryTask(t *testing.T) {
 		}
 		ts.holds(t, "900", other.ID, 1)
 	})
+	t.Run("LongNameIsCut", func(t *testing.T) {
+		long := strings.Repeat("长", quan.MaxNameLen)
+		held := ts.distribute(t, tok, tpl.ID, "held.csv", []byte("userId\n900\n"), map[string]string{"name": long})
+		r := ts.retry(t, tok, held.ID, nil)
+		r.want(t, http.StatusCreated, "")
+		var got qhttp.RetryView
+		r.decode(t, &got)
+		suffix := fmt.Sprintf(" (retry of task %d)", held.ID)
+		if n := len([]rune(got.Name)); n != quan.MaxNameLen || !strings.HasSuffix(got.Name, suffix) || !strings.HasPrefix(got.Name, "长长") {
+			t.Fatalf("retry of a task named with %d runes is named %q (%d runes)", quan.MaxNameLen, got.Name, n)
+		}
+		ts.waitTask(t, tok, got.ID)
+	})
 	t.Run("ListedAndReadWithRetryOf", func(t *testing.T) {
 		var read qhttp.TaskView
 		ts.do(t, "GET", fmt.Sprintf("/api/v1/tasks/%d", retry.ID), tok, nil).decode(t, &read)
