@@ -126,25 +126,7 @@ func (d *Distributor) writeReport(ctx context.Context, id int64) error {
 		return nil
 	}
 	path := d.ReportPath(t)
-	rows := func(yield func(Failure, error) bool) {
-		var after int64
-		for {
-			page, err := d.Store.Failures(ctx, id, after, 10_000)
-			if err != nil {
-				yield(Failure{}, err)
-				return
-			}
-			for _, f := range page {
-				if !yield(f, nil) {
-					return
-				}
-				after = f.Line
-			}
-			if len(page) < 10_000 {
-				return
-			}
-		}
-	}
+	rows := FailureRows(ctx, d.Store, id)
 	if err := d.Report.Write(ctx, path, t, rows); err != nil {
 		return fmt.Errorf("task %d: write failure report: %w", id, err)
 	}

@@ -67,7 +67,7 @@ type Cause string
 // Causes, in the order the report explains them.
 const (
 	CauseInvalidID        Cause = "invalid_id"        // not a positive whole number that fits 64 bits
-	CauseInexactNumber    Cause = "inexact_number"    // a numeric cell beyond 2^53: Excel lost digits
+	CauseInexactNumber    Cause = "inexact_number"    // a numeric cell beyond 2^53 as a double prints it: Excel lost digits
 	CauseDuplicate        Cause = "duplicate_in_file" // the user appears earlier in the file
 	CauseLimitReached     Cause = "limit_reached"     // the user holds the per-user limit already
 	CauseOutOfStock       Cause = "out_of_stock"      // the template's stock ran out
@@ -91,6 +91,34 @@ func (c Cause) Describe() string {
 		return "the template was not issuing (paused, ended or outside its issue window)"
 	}
 	return string(c)
+}
+
+// Label names the cause in a few words, in Chinese and in English, as the
+// failure report's 原因 Reason column shows it.
+func (c Cause) Label() string {
+	switch c {
+	case CauseInvalidID:
+		return "用户ID无效 invalid user id"
+	case CauseInexactNumber:
+		return "数字精度丢失 number lost its digits"
+	case CauseDuplicate:
+		return "文件内重复 duplicate in file"
+	case CauseLimitReached:
+		return "已达领取上限 per-user limit reached"
+	case CauseOutOfStock:
+		return "库存不足 out of stock"
+	case CauseTemplateInactive:
+		return "模板未在发放 template not issuing"
+	}
+	return string(c)
+}
+
+// Retryable reports whether a row that failed for c may succeed if tried
+// again: stock can be added, a template resumed, a per-user limit raised.
+// A row whose id is invalid, inexact or repeated fails the same way every
+// time, so retrying it is pointless.
+func (c Cause) Retryable() bool {
+	return c == CauseOutOfStock || c == CauseTemplateInactive || c == CauseLimitReached
 }
 
 // FailedCounts counts failed rows by cause.
@@ -189,6 +217,10 @@ type Task struct {
 	// take over a running task whose lease has expired (its runner died).
 	Owner      string    `json:"-"`
 	LeaseUntil time.Time `json:"-"`
+
+	// RetryOf is the finished task whose retryable failed rows this task
+	// tries again (TaskService.Retry); 0 for a task of an uploaded file.
+	RetryOf int64 `json:"retryOf,omitempty"`
 }
 
 // Chunk sizes of a distribution.

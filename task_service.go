@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 	"time"
 )
@@ -84,6 +85,11 @@ func (s *TaskService) Upload(ctx context.Context, r io.Reader) (StoredFile, erro
 // be read is refused here rather than failing later. Unless Create
 // succeeds, it removes the uploaded file.
 func (s *TaskService) Create(ctx context.Context, who Identity, in NewTask) (*Task, error) {
+	return s.create(ctx, who, in, 0)
+}
+
+// create is Create of a task that retries task retryOf (0: none).
+func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retryOf int64) (*Task, error) {
 	f := in.File
 	keep := false
 	defer func() {
@@ -152,6 +158,7 @@ func (s *TaskService) Create(ctx context.Context, who Identity, in NewTask) (*Ta
 		CreatedBy:  who.String(),
 		CreatedAt:  now,
 		UpdatedAt:  now,
+		RetryOf:    retryOf,
 	}
 	if t.SendAt.IsZero() || t.SendAt.Before(now) {
 		t.SendAt = now
@@ -246,15 +253,37 @@ func (s *TaskService) Cancel(ctx context.Context, who Identity, id int64) (*Task
 // Report returns the path of a task's failure report, or ErrNotFound with
 // the reason there is none.
 func (s *TaskService) Report(ctx context.Context, who Identity, id int64) (string, error) {
-	t, err := s.Get(ctx, who, id)
+	t, err := s.reported(ctx, who, id)
 	if err != nil {
 		return "", err
 	}
+	return t.ReportPath, nil
+}
+
+// Failures returns the failed rows of a task, in line order, for a failure
+// report made on the fly: the rows of the report Report names, from the
+// same records. Like Report, it returns ErrNotFound with the reason when
+// the task has no report (yet).
+func (s *TaskService) Failures(ctx context.Context, who Identity, id int64) (iter.Seq2[Failure, error], error) {
+	t, err := s.reported(ctx, who, id)
+	if err != nil {
+		return nil, err
+	}
+	return FailureRows(ctx, s.Tasks, t.ID), nil
+}
+
+// reported returns task id if the caller's shop owns it and its failure
+// report is written, else ErrNotFound saying why not.
+func (s *TaskService) reported(ctx context.Context, who Identity, id int64) (*Task, error) {
+	t, err := s.Get(ctx, who, id)
+	if err != nil {
+		return nil, err
+	}
 	if t.ReportPath == "" {
 		if t.Counts.FailedTotal() == 0 && t.Status.Done() {
-			return "", Errorf(ENOTFOUND, "task %d has no failure report: no row failed", id)
+			return nil, Errorf(ENOTFOUND, "task %d has no failure report: no row failed", id)
 		}
-		return "", Errorf(ENOTFOUND, "task %d has no failure report yet: it is %s", id, t.Status)
+		return nil, Errorf(ENOTFOUND, "task %d has no failure report yet: it is %s", id, t.Status)
 	}
-	return t.ReportPath, nil
+	return t, nil
 }

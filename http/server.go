@@ -97,6 +97,8 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("GET /api/v1/tasks/{id}", s.getTask)
 		handle("POST /api/v1/tasks/{id}/cancel", s.cancelTask)
 		handle("GET /api/v1/tasks/{id}/failures.xlsx", s.taskFailures)
+		handle("GET /api/v1/tasks/{id}/failures.csv", s.taskFailuresCSV)
+		handle("POST /api/v1/tasks/{id}/retry", s.retryTask)
 	}
 
 	if s.Claims != nil {

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -151,7 +152,8 @@ type TaskView struct {
 	*quan.Task
 	Failed   int64        `json:"failedTotal"`
 	Progress TaskProgress `json:"progress"`
-	Report   string       `json:"failureReport,omitempty"` // URL of the failure report
+	Report   string       `json:"failureReport,omitempty"`    // URL of the failure report
+	CSV      string       `json:"failureReportCsv,omitempty"` // URL of the same as CSV
 }
 
 // TaskProgress is how far a task is and how fast it goes.
@@ -166,6 +168,7 @@ func (s *Server) taskView(t *quan.Task) TaskView {
 	v := TaskView{Task: t, Failed: t.Counts.FailedTotal()}
 	if t.ReportPath != "" {
 		v.Report = fmt.Sprintf("/api/v1/tasks/%d/failures.xlsx", t.ID)
+		v.CSV = fmt.Sprintf("/api/v1/tasks/%d/failures.csv", t.ID)
 	}
 	if t.BytesTotal > 0 {
 		v.Progress.Percent = float64(min(t.BytesRead, t.BytesTotal)) * 100 / float64(t.BytesTotal)
@@ -267,5 +270,99 @@ func (s *Server) taskFailures(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="task-%d-failures.xlsx"`, id))
 	http.ServeContent(w, r, "", info.ModTime(), f)
+	return nil
+}
+
+// taskFailuresCSV serves the failure report as CSV: the rows and columns
+// of failures.xlsx, made from the same records as they are read.
+func (s *Server) taskFailuresCSV(w http.ResponseWriter, r *http.Request) error {
+	who, id, err := target(r, "task")
+	if err != nil {
+		return err
+	}
+	rows, err := s.Tasks.Failures(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="task-%d-failures.csv"`, id))
+	cw := csv.NewWriter(w)
+	cw.Write(quan.FailureColumns())
+	for f, err := range rows {
+		if err != nil {
+			// The status is sent: a cut-short file is all that can tell.
+			s.logger().Warn("task failures csv", "task", id, "err", err)
+			break
+		}
+		cw.Write([]string{strconv.FormatInt(f.Line, 10), csvUserID(f), f.Cause.Label(), string(f.Cause), f.Cause.Describe()})
+	}
+	cw.Flush()
+	return nil
+}
+
+// csvUserID is the user id of a failed row as failures.csv writes it: as
+// written, with two exceptions. An inexact number is in exponent form
+// ("1.2345678901234568E+18", as Excel shows it), so the file, uploaded
+// again, refuses the row as inexact rather than issue to whoever holds
+// the rounded digits. Text a spreadsheet would run as a formula (=, +, -,
+// @ first) gets a leading apostrophe; no such text is a user id.
+func csvUserID(f quan.Failure) string {
+	raw := f.Raw
+	if f.Cause == quan.CauseInexactNumber {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64); err == nil {
+			return strconv.FormatFloat(v, 'E', -1, 64)
+		}
+	}
+	if raw != "" && strings.ContainsRune("=+-@\t\r", rune(raw[0])) {
+		return "'" + raw
+	}
+	return raw
+}
+
+// RetryView is the answer to a retry: the new task, how many failed rows
+// it tries again and how many it left out, by cause.
+type RetryView struct {
+	TaskView
+	Retried      int64              `json:"retried"`
+	Skipped      quan.SkippedCounts `json:"skipped"`
+	SkippedTotal int64              `json:"skippedTotal"`
+}
+
+// retryTask is POST /tasks/{id}/retry with an optional JSON body
+// {"templateId", "name"}: 201 with the new task over the failed rows of
+// task id that may succeed now.
+func (s *Server) retryTask(w http.ResponseWriter, r *http.Request) error {
+	who, id, err := target(r, "task")
+	if err != nil {
+		return err
+	}
+	if _, err := who.ShopScope(); err != nil {
+		return err
+	}
+	var body struct {
+		TemplateID int64  `json:"templateId"`
+		Name       string `json:"name"`
+	}
+	raw, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if len(strings.TrimSpace(string(raw))) > 0 {
+		if err := unmarshalStrict(raw, &body); err != nil {
+			return err
+		}
+	}
+	if body.TemplateID < 0 {
+		return &quan.Error{Code: quan.EINVALID, Message: "the retry has invalid fields",
+			Fields: []quan.FieldError{{Field: "templateId", Message: "must be a template id, or left out for the task's own"}}}
+	}
+	res, err := s.Tasks.Retry(r.Context(), who, id, quan.RetryTask{TemplateID: body.TemplateID, Name: body.Name})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", fmt.Sprintf("/api/v1/tasks/%d", res.Task.ID))
+	s.writeJSON(w, http.StatusCreated, RetryView{
+		TaskView: s.taskView(res.Task), Retried: res.Retried, Skipped: res.Skipped, SkippedTotal: res.Skipped.Total(),
+	})
 	return nil
 }

@@ -154,6 +154,7 @@ func TestDistributeEveryCause(t *testing.T) {
 		t.Fatalf("first task: %+v", first.Task)
 	}
 	ts.do(t, "GET", fmt.Sprintf("/api/v1/tasks/%d/failures.xlsx", first.ID), tok, nil).want(t, 404, quan.ENOTFOUND)
+	ts.do(t, "GET", fmt.Sprintf("/api/v1/tasks/%d/failures.csv", first.ID), tok, nil).want(t, 404, quan.ENOTFOUND)
 
 	task := ts.distribute(t, tok, tpl.ID, "users.xlsx", causesXLSX(t), map[string]string{"notify": "inbox,sms"})
 	c := task.Counts
@@ -181,8 +182,11 @@ func TestDistributeEveryCause(t *testing.T) {
 	if rows[0][1] != "abc" || rows[1][1] != "101" || rows[6][1] != "00000000000000000000123" {
 		t.Errorf("user ids as written: %v", rows)
 	}
-	if !strings.Contains(rows[3][2], "text") {
-		t.Errorf("inexact number cause does not say to store the column as text: %q", rows[3][2])
+	if !strings.Contains(rows[3][4], "text") {
+		t.Errorf("inexact number cause does not say to store the column as text: %q", rows[3][4])
+	}
+	if rows[5][2] != "用户ID无效 invalid user id" || rows[4][2] != "库存不足 out of stock" {
+		t.Errorf("reasons in Chinese and English: %q, %q", rows[5][2], rows[4][2])
 	}
 
 	var got quan.Template
@@ -381,7 +385,7 @@ func TestTaskIdentity(t *testing.T) {
 	task := ts.distribute(t, tok, tpl.ID, "u.csv", []byte("userId\nx\n"), nil)
 	other := ts.merchant(t, 2002)
 	user := ts.token(t, quan.Identity{Role: quan.RoleUser, UserID: 5})
-	for _, path := range []string{"", "/failures.xlsx"} {
+	for _, path := range []string{"", "/failures.xlsx", "/failures.csv"} {
 		p := fmt.Sprintf("/api/v1/tasks/%d%s", task.ID, path)
 		ts.do(t, "GET", p, other, nil).want(t, 404, quan.ENOTFOUND)
 		ts.do(t, "GET", p, user, nil).want(t, 403, quan.EFORBIDDEN)

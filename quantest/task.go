@@ -36,6 +36,7 @@ func TestTaskStore(t *testing.T, newStores func(t *testing.T) TaskStores) {
 	}
 
 	run("CreateTask/SetsIDAndStoresEveryField", testCreateTaskStoresEveryField)
+	run("CreateTask/RetryOfLinksToTheRetriedTask", testCreateTaskRetryOf)
 	run("Task/ErrNotFound", testTaskNotFound)
 	run("Task/AnyShopSeesEveryShop", testTaskAnyShop)
 	run("Tasks/FiltersByShopAndStatus", testTasksFilters)
@@ -188,6 +189,7 @@ func testCreateTaskStoresEveryField(t *testing.T, s TaskStores) {
 	full.UpdatedAt = base.Add(3 * time.Minute)
 	full.Owner = "runner-a"
 	full.LeaseUntil = base.Add(4 * time.Minute)
+	full.RetryOf = 9_000_000_000_001 // beyond 32 bits
 
 	seen := map[int64]bool{}
 	for _, want := range []*quan.Task{plain, full} {
@@ -201,6 +203,43 @@ func testCreateTaskStoresEveryField(t *testing.T, s TaskStores) {
 			t.Fatalf("Task(%d, %d): %v", want.ShopNo, want.ID, err)
 		}
 		assertTask(t, got, want)
+	}
+}
+
+// testCreateTaskRetryOf checks that a retry keeps the link to the task it
+// retries through every way a task is read and written: Task, Tasks,
+// UpdateTask and ClaimTask.
+func testCreateTaskRetryOf(t *testing.T, s TaskStores) {
+	tpl := create(t, s.Templates, newTemplate(t, 1, "distributed"))
+	first := newTask(t, 1, tpl.ID, "first")
+	first.Status = quan.TaskSucceeded
+	createTask(t, s, first)
+	retry := newTask(t, 1, tpl.ID, "first (retry of task)")
+	retry.RetryOf = first.ID
+	createTask(t, s, retry)
+
+	if got := getTask(t, s, first.ID); got.RetryOf != 0 {
+		t.Errorf("task %d of an uploaded file: RetryOf = %d, want 0", first.ID, got.RetryOf)
+	}
+	assertTask(t, getTask(t, s, retry.ID), retry)
+	ts, _ := listTasks(t, s, quan.TaskFilter{ShopNo: 1})
+	if len(ts) != 2 || ts[0].ID != retry.ID || ts[0].RetryOf != first.ID || ts[1].RetryOf != 0 {
+		t.Errorf("Tasks lists %+v, want the retry (RetryOf %d) then the first task (RetryOf 0)", ts, first.ID)
+	}
+	now := base.Add(time.Hour)
+	claimed := claim(t, s, "runner-a", now, now.Add(time.Minute))
+	if claimed == nil || claimed.ID != retry.ID || claimed.RetryOf != first.ID {
+		t.Fatalf("ClaimTask = %+v, want task %d retrying %d", claimed, retry.ID, first.ID)
+	}
+	got, err := s.Tasks.UpdateTask(t.Context(), 1, retry.ID, func(t *quan.Task) error {
+		t.BytesTotal = 99
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("UpdateTask(%d): %v", retry.ID, err)
+	}
+	if got.RetryOf != first.ID || getTask(t, s, retry.ID).RetryOf != first.ID {
+		t.Errorf("after UpdateTask: RetryOf = %d (returned), %d (read); want %d", got.RetryOf, getTask(t, s, retry.ID).RetryOf, first.ID)
 	}
 }
 

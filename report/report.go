@@ -8,19 +8,18 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/quanhq/quan"
 	"github.com/xuri/excelize/v2"
 )
 
-// Failures writes failure reports: one sheet with the row number, the user
-// id as written and the cause in words, in file order.
+// Failures writes failure reports: one sheet headed by
+// quan.FailureColumns, a row a failed row of the file, in file order.
 type Failures struct{}
 
 var _ quan.FailureReport = Failures{}
-
-// Header is the first row of a report.
-var Header = []any{"行号 Row", "用户ID User ID", "原因 Cause", "代码 Code"}
 
 // Write streams rows into a new workbook at path, replacing any earlier
 // report atomically.
@@ -41,10 +40,20 @@ func (Failures) Write(ctx context.Context, path string, t *quan.Task, rows iter.
 	if err := sw.SetColWidth(2, 2, 24); err != nil {
 		return err
 	}
-	if err := sw.SetColWidth(3, 3, 80); err != nil {
+	if err := sw.SetColWidth(3, 3, 36); err != nil {
 		return err
 	}
-	if err := sw.SetRow("A1", Header); err != nil {
+	if err := sw.SetColWidth(4, 4, 18); err != nil {
+		return err
+	}
+	if err := sw.SetColWidth(5, 5, 80); err != nil {
+		return err
+	}
+	var header []any
+	for _, h := range quan.FailureColumns() {
+		header = append(header, h)
+	}
+	if err := sw.SetRow("A1", header); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	n := 2
@@ -56,8 +65,8 @@ func (Failures) Write(ctx context.Context, path string, t *quan.Task, rows iter.
 			return ctx.Err()
 		}
 		cell, _ := excelize.CoordinatesToCellName(1, n)
-		// The user id stays text, exactly as the merchant wrote it.
-		if err := sw.SetRow(cell, []any{fl.Line, fl.Raw, fl.Cause.Describe(), string(fl.Cause)}); err != nil {
+		row := []any{fl.Line, userCell(fl), fl.Cause.Label(), string(fl.Cause), fl.Cause.Describe()}
+		if err := sw.SetRow(cell, row); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 		n++
@@ -85,4 +94,19 @@ func (Failures) Write(ctx context.Context, path string, t *quan.Task, rows iter.
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
+}
+
+// userCell is the user id of a failed row as the report holds it: text,
+// exactly as the merchant wrote it, except for an inexact number, which
+// stays a number. Its digits are the rounded ones Excel kept, a real
+// user's perhaps: as text, a report uploaded again would issue to that
+// user; as a number, the row fails as inexact again until someone types
+// the right id.
+func userCell(f quan.Failure) any {
+	if f.Cause == quan.CauseInexactNumber {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(f.Raw), 64); err == nil {
+			return v
+		}
+	}
+	return f.Raw
 }

@@ -79,7 +79,7 @@ func (b *batch) inexact(row, field int, v []byte, header string) {
 	r := &b.rows[row]
 	if r.Err == nil {
 		r.Err = fmt.Errorf("%w: %s %s (column %q) is above 2^53 = 9007199254740992, where Excel "+
-			"drops digits; store the column as text (format the cells as Text and type the ids again)",
+			"drops digits (it keeps 17 at most); store the column as text (format the cells as Text and type the ids again)",
 			ErrInexactNumber, fieldNames[field], v, header)
 	}
 }
@@ -98,11 +98,23 @@ func (b *batch) finish() {
 
 const maxExact = 1 << 53
 
+// maxShortestDigits is the most significant digits in the shortest text
+// that reads back as the same double (strconv.FormatFloat(f, 'g', -1, 64)
+// and Excel, which writes at most 17, alike).
+const maxShortestDigits = 17
+
 // number turns the text of a numeric cell into what the user typed: an
 // integer in plain digits when the value is an exact integer (so "1E9" and
 // "1.0E+9" read as "1000000000"), the text as written when the value is not
 // an integer or not a number at all, and ok == false when the value is an
 // integer above 2^53, whose digits Excel has already lost.
+//
+// Above 2^53, a plain integer with more than maxShortestDigits significant
+// digits is taken as exact: no writer that held the value as a double
+// could have printed it, so it is the digits typed, kept by a writer that
+// stores numbers as text (excelize with an int64, some exporters).
+// Anything a double could have printed (1234567890123456800, 1.23E+18) is
+// refused.
 func number(v []byte) (out []byte, ok bool) {
 	if len(v) <= 15 && len(v) > 0 && (v[0] != '0' || len(v) == 1) {
 		plain := true
@@ -122,7 +134,7 @@ func number(v []byte) (out []byte, ok bool) {
 		// 9007199254740993 down to 2^53.
 		d = strings.TrimLeft(d, "0")
 		if len(d) > 16 || len(d) == 16 && d > "9007199254740992" {
-			return v, false
+			return v, len(strings.TrimRight(d, "0")) > maxShortestDigits
 		}
 	}
 	f, err := strconv.ParseFloat(t, 64)
@@ -137,7 +149,9 @@ func number(v []byte) (out []byte, ok bool) {
 
 // headerNames are the accepted header names per field, lower case.
 var headerNames = [nFields][]string{
-	{"userid", "user_id", "用户id"},
+	// "用户ID User ID" heads the user column of a failure report, so a
+	// report can be uploaded again as it is.
+	{"userid", "user_id", "用户id", "user id", "用户id user id"},
 	{"phone", "手机号"},
 	{"mail", "email", "邮箱"},
 }
@@ -149,7 +163,8 @@ func matchHeader(cells []string) (cols [nFields]int, names [nFields]string, err 
 		cols[f] = -1
 	}
 	for i, c := range cells {
-		k := strings.ToLower(strings.TrimSpace(strings.TrimPrefix(c, "\ufeff")))
+		// Case and runs of white space (a line break in the cell) aside.
+		k := strings.ToLower(strings.Join(strings.Fields(strings.TrimPrefix(c, "\ufeff")), " "))
 		for f, accepted := range headerNames {
 			if cols[f] >= 0 {
 				continue
@@ -173,7 +188,7 @@ func matchHeader(cells []string) (cols [nFields]int, names [nFields]string, err 
 				found = append(found, strconv.Quote(c))
 			}
 		}
-		return cols, names, fmt.Errorf("%w: the header row must name it userId, user_id or 用户ID "+
+		return cols, names, fmt.Errorf("%w: the header row must name it userId, user_id, user id, 用户ID or 用户ID User ID "+
 			"(phone: phone or 手机号; mail: mail, email or 邮箱); found %s",
 			ErrNoUserIDColumn, strings.Join(found, ", "))
 	}

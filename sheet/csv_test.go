@@ -41,6 +41,8 @@ func TestCSV(t *testing.T) {
 		{"OKSemicolons", "userId;phone\n1;138\n", "2|1|138|\n"},
 		{"OKUTF16", utf16, "2|1|138|\n"},
 		{"OKScientificId", "userId\n1.23457E+18\n1E3\n", "2|1.23457E+18|||ERR:inexact\n3|1E3||\n"},
+		{"OKFailureReport", "行号 Row,用户ID User ID,原因 Reason,代码 Code,说明 Details\n3,1234567890123456789,库存不足 out of stock,out_of_stock,out of stock\n" +
+			"4,1.2345678901234568E+18,数字精度丢失 number lost its digits,inexact_number,x\n", "2|1234567890123456789||\n3|1.2345678901234568E+18|||ERR:inexact\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,7 +9,8 @@ import (
 )
 
 // RowReader serves a Reader's rows as the quan.RowReader a distribution
-// reads: the user id column only, and numbers beyond 2^53 flagged.
+// reads: the user id column only, and inexact numbers (ErrInexactNumber)
+// flagged.
 type RowReader struct {
 	r   *Reader
 	buf []Row

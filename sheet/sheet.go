@@ -76,6 +76,8 @@ var (
 	// ErrInexactNumber is set in Row.Err when a numeric cell of a used column
 	// holds an integer above 2^53, which Excel cannot store exactly: the
 	// digits the user typed are lost, so the column has to be stored as text.
+	// A plain integer of more than 17 significant digits is exempt: no
+	// double prints one, so its writer kept every digit.
 	ErrInexactNumber = errors.New("number too large to be exact; store the column as text")
 )
 
@@ -122,7 +124,8 @@ type Row struct {
 	Phone  string
 	Mail   string
 	// Err is non-nil when the row cannot be used as written; it wraps
-	// ErrInexactNumber when a numeric cell holds an integer above 2^53.
+	// ErrInexactNumber when a numeric cell holds an integer above 2^53 that
+	// a double could have printed (see ErrInexactNumber).
 	Err error
 }
 

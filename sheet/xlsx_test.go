@@ -70,6 +70,40 @@ func TestXLSXCells(t *testing.T) {
 				"7|9007199254740993|||ERR:inexact\n8|1.0E+18|||ERR:inexact\n9|5|1.8E+19||ERR:inexact\n",
 		},
 		{
+			// Some writers keep a long id in a numeric cell with every
+			// digit; a double's shortest form has 17 significant digits at
+			// most, so more than 17 cannot be a double's rounding.
+			name: "OKExactLongIntegersFromPreciseWriters",
+			book: testBook{sheets: []testSheet{{name: "S", data: hdr +
+				`<row r="2"><c r="A2"><v>1234567890123456789</v></c><c r="B2"><v>1234567890123456780</v></c></row>` +
+				`<row r="3"><c r="A3" t="n"><v>9223372036854775807</v></c></row>` +
+				`<row r="4"><c r="A4"><v>1234567890123456800</v></c></row>` +
+				`<row r="5"><c r="A5"><v>1234567890123456789.0</v></c></row>` +
+				`<row r="6"><c r="A6"><v>1.234567890123456789E+18</v></c></row>` +
+				`<row r="7"><c r="A7"><v>9000000000000000000</v></c></row>` +
+				`<row r="8"><c r="A8"><v>12345678901234567</v></c></row>` +
+				`<row r="9"><c r="A9"><v>123456789012345678</v></c></row>`}}},
+			want: "2|1234567890123456789|1234567890123456780|\n3|9223372036854775807||\n" +
+				"4|1234567890123456800|||ERR:inexact\n5|1234567890123456789.0|||ERR:inexact\n" +
+				"6|1.234567890123456789E+18|||ERR:inexact\n7|9000000000000000000|||ERR:inexact\n" +
+				"8|12345678901234567|||ERR:inexact\n9|123456789012345678||\n",
+		},
+		{
+			name: "OKFailureReportHeader",
+			book: testBook{sheets: []testSheet{{name: "Failures", data: `<row r="1">` + is("A1", "行号 Row") + is("B1", "用户ID User ID") +
+				is("C1", "原因 Reason") + is("D1", "代码 Code") + is("E1", "说明 Details") + `</row>` +
+				`<row r="2"><c r="A2"><v>5</v></c>` + is("B2", "1234567890123456789") + is("C2", "库存不足 out of stock") +
+				is("D2", "out_of_stock") + is("E2", "out of stock: the template had no coupons left") + `</row>` +
+				`<row r="3"><c r="A3"><v>7</v></c><c r="B3"><v>1234567890123456800</v></c>` + is("D3", "inexact_number") + `</row>`}}},
+			want: "2|1234567890123456789||\n3|1234567890123456800|||ERR:inexact\n",
+		},
+		{
+			name: "OKUserHeaderOnTwoLines",
+			book: testBook{sheets: []testSheet{{name: "S", data: `<row r="1">` + is("A1", "用户ID\nUser  ID") + `</row>` +
+				`<row r="2">` + is("A2", "8") + `</row>`}}},
+			want: "2|8||\n",
+		},
+		{
 			name: "OKEntitiesCDATAComments",
 			book: testBook{sheets: []testSheet{{name: "S", data: hdr +
 				`<row r="2"><!-- note -->` + is("A2", "&#49;&#x32;3") + is("B2", "&lt;&gt;&quot;&apos;") +
@@ -224,7 +258,7 @@ func TestXLSXErrors(t *testing.T) {
 		{"ErrZipWithoutWorkbook", zipOf(t, zip.Deflate, "a.txt", "hi"), "t.xlsx", Options{}, ErrNotSpreadsheet, "workbook"},
 		{"ErrNoWorksheet", buildXLSX(t, testBook{}), "t.xlsx", Options{}, ErrNoWorksheet, "no worksheet"},
 		{"ErrNoUserIDColumn", oneSheet(t, `<row r="1">`+is("A1", "id")+is("B1", "phone")+`</row>`), "t.xlsx", Options{},
-			ErrNoUserIDColumn, `userId, user_id or 用户ID (phone: phone or 手机号; mail: mail, email or 邮箱); found "id", "phone"`},
+			ErrNoUserIDColumn, `userId, user_id, user id, 用户ID or 用户ID User ID (phone: phone or 手机号; mail: mail, email or 邮箱); found "id", "phone"`},
 		{"ErrNoHeader", oneSheet(t, `<row r="1"><c r="A1" s="1"/></row>`), "t.xlsx", Options{}, ErrNoHeader, "empty"},
 		{"ErrZipBombSize", oneSheet(t, hdr+`<row r="2">`+is("A2", strings.Repeat("9", 4000))+`</row>`), "t.xlsx",
 			Options{MaxUncompressed: 2000}, ErrZipBomb, "limit"},

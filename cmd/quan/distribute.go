@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,23 +40,38 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 	notify := fs.String("notify", "", "comma-separated: inbox, popup, email, sms")
 	server := fs.String("server", "", "URL of a quan server to run the task on, e.g. http://localhost:8080 (default: the local data folder)")
 	token := fs.String("token", "", "bearer token for --server (a merchant's)")
+	retry := fs.Int64("retry", 0, "instead of a FILE, retry the failed rows of this finished task that may succeed now "+
+		"(out_of_stock, template_inactive, limit_reached) as a new task; --template (default: the task's) and --name apply")
 	var out outputFlags
 	out.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: quan distribute FILE --template ID [flags]")
+		fmt.Fprintln(fs.Output(), "usage: quan distribute FILE --template ID [flags]\n       quan distribute --retry TASK [--template ID] [flags]")
 		fs.PrintDefaults()
 	}
-	pos, err := c.Main.parse(fs, args, "FILE")
+	pos, err := c.Main.parse(fs, args, "[FILE]")
 	if err != nil {
 		return err
-	}
-	file := pos[0]
-	if *template <= 0 {
-		return cli.Usagef("distribute: --template is required")
 	}
 	if err := cli.CheckOutput(out.Format); err != nil {
 		return err
 	}
+	if *retry != 0 || cli.IsSet(fs, "retry") {
+		if err := retryUsage(fs, *retry, *template, pos); err != nil {
+			return err
+		}
+		in := quan.RetryTask{TemplateID: *template, Name: *name}
+		if *server != "" {
+			return c.remoteRetry(ctx, *server, *token, *retry, in, out)
+		}
+		return c.localRetry(ctx, cfg, *retry, in, out)
+	}
+	if *template <= 0 {
+		return cli.Usagef("distribute: --template is required")
+	}
+	if len(pos) == 0 {
+		return cli.Usagef("distribute: want one FILE, or --retry TASK to retry the failed rows of a task")
+	}
+	file := pos[0]
 	if *name == "" {
 		*name = filepath.Base(file)
 	}
@@ -87,6 +103,74 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	return taskExit(t)
+}
+
+// retryUsage returns the usage error of a --retry command line, if any:
+// a retry reads no file and takes the task's sheet, notifications and
+// real (not dry) run.
+func retryUsage(fs *flag.FlagSet, retry, template int64, pos []string) error {
+	switch {
+	case retry <= 0:
+		return cli.Usagef("distribute: --retry %d: want the id of a finished task", retry)
+	case len(pos) > 0:
+		return cli.Usagef("distribute: --retry reads no file: drop %q", pos[0])
+	case template < 0:
+		return cli.Usagef("distribute: --template %d: want a template id", template)
+	}
+	for _, f := range []string{"dry-run", "sheet", "notify"} {
+		if cli.IsSet(fs, f) {
+			return cli.Usagef("distribute: --%s does not apply to --retry: the retry notifies as the task did and issues for real", f)
+		}
+	}
+	return nil
+}
+
+// localRetry retries task id's failed rows on the local data folder.
+func (c *DistributeCommand) localRetry(ctx context.Context, cfg app.Config, id int64, in quan.RetryTask, out outputFlags) error {
+	cfg.Now = c.Main.Now
+	logger, err := cfg.NewLogger(c.Main.Stderr)
+	if err != nil {
+		return err
+	}
+	a, err := app.Open(ctx, cfg, app.Local, logger)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	p := out.progress(c.Main.Stderr)
+	r, t, wall, err := a.RetryTask(ctx, id, in, p.Update)
+	if err != nil {
+		return fmt.Errorf("distribute --retry %d: %w", id, err)
+	}
+	p.Done(t, wall)
+	s := cli.Summary{Task: t, Wall: wall, Report: t.ReportPath, Retry: &cli.Retry{
+		Of: id, Retried: r.Retried, Skipped: r.Skipped, SkippedTotal: r.Skipped.Total()}}
+	if err := s.Write(c.Main.Stdout, out.Format); err != nil {
+		return err
+	}
+	return taskExit(t)
+}
+
+// remoteRetry asks a server to retry task id's failed rows, then follows
+// the new task.
+func (c *DistributeCommand) remoteRetry(ctx context.Context, server, token string, id int64, in quan.RetryTask, out outputFlags) error {
+	server = strings.TrimSuffix(server, "/")
+	body, err := json.Marshal(map[string]any{"templateId": in.TemplateID, "name": in.Name})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, "POST", fmt.Sprintf("%s/api/v1/tasks/%d/retry", server, id), bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("distribute: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	var r qhttp.RetryView
+	if err := apiCall(req, token, http.StatusCreated, &r); err != nil {
+		return fmt.Errorf("distribute --retry %d: %w", id, err)
+	}
+	retry := &cli.Retry{Of: id, Retried: r.Retried, Skipped: r.Skipped, SkippedTotal: r.SkippedTotal}
+	return c.follow(ctx, server, token, r.TaskView, start, out, retry)
 }
 
 // outputFlags are --quiet and --output, of the commands that run a task.
@@ -150,6 +234,12 @@ func (c *DistributeCommand) remote(ctx context.Context, server, token, file stri
 	if err := apiCall(req, token, http.StatusCreated, &t); err != nil {
 		return fmt.Errorf("distribute: create task: %w", err)
 	}
+	return c.follow(ctx, server, token, t, start, out, nil)
+}
+
+// follow polls task t on server until it has ended and its report is
+// written, showing its progress, and prints its summary.
+func (c *DistributeCommand) follow(ctx context.Context, server, token string, t qhttp.TaskView, start time.Time, out outputFlags, retry *cli.Retry) error {
 	p := out.progress(c.Main.Stderr)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -171,7 +261,7 @@ func (c *DistributeCommand) remote(ctx context.Context, server, token, file stri
 			if t.Report != "" {
 				report = server + t.Report
 			}
-			if err := (cli.Summary{Task: t.Task, Wall: wall, Report: report}).Write(c.Main.Stdout, out.Format); err != nil {
+			if err := (cli.Summary{Task: t.Task, Wall: wall, Report: report, Retry: retry}).Write(c.Main.Stdout, out.Format); err != nil {
 				return err
 			}
 			return taskExit(t.Task)

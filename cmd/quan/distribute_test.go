@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
+	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/mysql/mysqltest"
 	"github.com/quanhq/quan/sheet"
 	"github.com/xuri/excelize/v2"
@@ -132,6 +135,7 @@ func testDistributeCLI(t *testing.T, env map[string]string) {
 		t.Fatalf("report rows %v", got)
 	}
 
+	t.Run("Retry", func(t *testing.T) { testRetryCLI(t, env, tpl, dir) })
 	t.Run("PausedTemplate", func(t *testing.T) {
 		a, err := app.Open(context.Background(), app.Config{DataDir: env["QUAN_DATA"], StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), LogLevel: "warn"}, app.Local, nil)
 		if err != nil {
@@ -449,5 +453,138 @@ func TestBenchReadChildCLI(t *testing.T) {
 	out, err := run(t, nil, nil, "bench", "read-child", "-reader", "quan", "-file", file)
 	if err != nil || !strings.Contains(out, "2000") {
 		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// openLocal opens env's data folder as quan distribute does.
+func openLocal(t *testing.T, env map[string]string) *app.App {
+	t.Helper()
+	a, err := app.Open(context.Background(), app.Config{DataDir: env["QUAN_DATA"], StoreURL: cmp.Or(env["QUAN_STORE"], "sqlite:"), LogLevel: "warn"}, app.Local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// testRetryCLI runs quan distribute --retry on the data folder: tpl's
+// stock has run out, so 19-digit users are refused until it is raised,
+// and the retry gives them their coupons with their ids intact.
+func testRetryCLI(t *testing.T, env map[string]string, tpl *quan.Template, dir string) {
+	ids := []string{"1234567890123456789", "9223372036854775807"}
+	file := filepath.Join(dir, "long.csv")
+	os.WriteFile(file, []byte("userId\n"+ids[0]+"\n"+ids[1]+"\nabc\n"+ids[0]+"\n"), 0o600)
+	out, err := run(t, env, nil, "distribute", "--template", fmt.Sprint(tpl.ID), file)
+	m := regexp.MustCompile(`task (\d+) succeeded`).FindStringSubmatch(out)
+	if err != nil || m == nil || !regexp.MustCompile(`out_of_stock\s+2\n`).MatchString(out) {
+		t.Fatalf("distribution with no stock left: %v\n%s", err, out)
+	}
+	first := m[1]
+
+	a := openLocal(t, env)
+	_, err = a.Templates.IncreaseStock(context.Background(), app.CLI, tpl.ID, 2)
+	a.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, env, nil, "distribute", "--retry", first)
+	if err != nil {
+		t.Fatalf("quan distribute --retry %s: %v\n%s", first, err, out)
+	}
+	for _, want := range []string{
+		`succeeded`, `retry of task ` + first + `: 2 failed rows retried, 2 skipped as never retryable\n`,
+		`skipped invalid_id\s+1\n`, `skipped duplicate_in_file\s+1\n`, `rows\s+2\n`, `issued\s+2\n`, `failed\s+0\n`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("summary lacks %s:\n%s", want, out)
+		}
+	}
+	retry, _ := strconv.ParseInt(regexp.MustCompile(`task (\d+) succeeded`).FindStringSubmatch(out)[1], 10, 64)
+
+	a = openLocal(t, env)
+	defer a.Close()
+	task, err := a.Tasks.Get(context.Background(), app.CLI, retry)
+	if err != nil || fmt.Sprint(task.RetryOf) != first || task.TemplateID != tpl.ID {
+		t.Fatalf("retry task %d: %+v, %v; want it to retry task %s", retry, task, err, first)
+	}
+	for _, id := range ids {
+		user, _ := quan.ParseUserID(id)
+		cs, err := a.Tasks.Tasks.(quan.CouponStore).UserCoupons(context.Background(), user, tpl.ID)
+		if err != nil || len(cs) != 1 || cs[0].TaskID != retry {
+			t.Fatalf("user %s holds %+v (%v), want one coupon of task %d", id, cs, err, retry)
+		}
+	}
+
+	for _, tt := range []struct {
+		args []string
+		says string
+		code int
+	}{
+		{[]string{"distribute", "--retry", fmt.Sprint(retry)}, "no failed row to retry", 1},
+		{[]string{"distribute", "--retry", "999"}, "not_found", 1},
+		{[]string{"distribute", "--retry", first, file}, "reads no file", 2},
+		{[]string{"distribute", "--retry", first, "--dry-run"}, "--dry-run does not apply", 2},
+		{[]string{"distribute", "--retry", "-3"}, "want the id of a finished task", 2},
+		{[]string{"distribute", "--retry", first, "--template", "999"}, "no template 999", 1},
+	} {
+		_, err := run(t, env, nil, tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.says) || cli.ExitCode(err) != tt.code {
+			t.Errorf("quan %v: %v (exit %d), want %q (exit %d)", tt.args, err, cli.ExitCode(err), tt.says, tt.code)
+		}
+	}
+}
+
+func TestDistributeRetryRemoteCLI(t *testing.T) {
+	env := testEnv(t)
+	srv := startServe(t, env)
+	tok := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1"))
+	tpl := localTemplate(t, env, 1, 1)
+	file := filepath.Join(t.TempDir(), "users.csv")
+	os.WriteFile(file, []byte("user_id\n1234567890123456789\n9223372036854775807\n9223372036854775807\n"), 0o600)
+	out, err := run(t, env, nil, "distribute", "--server", srv.URL(), "--token", tok, "--template", fmt.Sprint(tpl.ID), file)
+	if err != nil || !regexp.MustCompile(`out_of_stock\s+1\n`).MatchString(out) {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/v1/templates/%d/stock", srv.URL(), tpl.ID), strings.NewReader(`{"amount":1}`))
+	var raised quan.Template
+	if err := apiCall(req, tok, http.StatusOK, &raised); err != nil || raised.Stock != 1 {
+		t.Fatalf("raise the stock: %+v, %v", raised, err)
+	}
+
+	out, err = run(t, env, nil, "distribute", "--server", srv.URL(), "--token", tok, "--retry", "1", "--name", "again", "--output", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var sum struct {
+		Task   int64
+		Status quan.TaskStatus
+		Issued int64
+		Rows   int64
+		Retry  struct {
+			Of, Retried, SkippedTotal int64
+			Skipped                   quan.SkippedCounts
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if sum.Status != quan.TaskSucceeded || sum.Task != 2 || sum.Rows != 1 || sum.Issued != 1 || sum.Retry.Of != 1 || sum.Retry.Retried != 1 ||
+		sum.Retry.SkippedTotal != 1 || sum.Retry.Skipped.Duplicate != 1 {
+		t.Fatalf("retry summary %+v\n%s", sum, out)
+	}
+	req, _ = http.NewRequest("GET", srv.URL()+"/api/v1/tasks/2", nil)
+	var task quan.Task
+	if err := apiCall(req, tok, http.StatusOK, &task); err != nil || task.RetryOf != 1 || task.Name != "again" {
+		t.Fatalf("task 2: %+v, %v; want the retry of task 1 named again", task, err)
+	}
+	user, _ := quan.ParseUserID("9223372036854775807")
+	a := openLocal(t, env)
+	defer a.Close()
+	if cs, err := a.Tasks.Tasks.(quan.CouponStore).UserCoupons(context.Background(), user, tpl.ID); err != nil || len(cs) != 1 || cs[0].TaskID != 2 {
+		t.Fatalf("user %d holds %+v (%v), want one coupon of task 2", user, cs, err)
+	}
+
+	_, err = run(t, env, nil, "distribute", "--server", srv.URL(), "--token", tok, "--retry", "2")
+	if err == nil || !strings.Contains(err.Error(), "400 invalid") || !strings.Contains(err.Error(), "no failed row") {
+		t.Fatalf("retry of a task with no failed row: %v", err)
 	}
 }

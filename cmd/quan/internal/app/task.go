@@ -39,6 +39,29 @@ func (a *App) RunTask(ctx context.Context, file string, in quan.NewTask, progres
 	if err != nil {
 		return nil, 0, err
 	}
+	return a.run(ctx, t, start, progress)
+}
+
+// RetryTask creates a new task over the retryable failed rows of finished
+// task id (quan.TaskService.Retry) and runs it like RunTask. It returns
+// what the retry took, the finished task and the wall time from the
+// retry's start to the task's end.
+func (a *App) RetryTask(ctx context.Context, id int64, in quan.RetryTask, progress func(*quan.Task, time.Duration)) (*quan.Retry, *quan.Task, time.Duration, error) {
+	start := time.Now()
+	r, err := a.Tasks.Retry(ctx, CLI, id, in)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	t, wall, err := a.run(ctx, r.Task, start, progress)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return r, t, wall, nil
+}
+
+// run runs task t, created at start, in this process until it ends and
+// its report is written; see RunTask.
+func (a *App) run(ctx context.Context, t *quan.Task, start time.Time, progress func(*quan.Task, time.Duration)) (*quan.Task, time.Duration, error) {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after stop: nothing may use the backends once they close
 	runCtx, stop := context.WithCancel(ctx)

@@ -54,8 +54,9 @@ func EnvName(flagName string) string {
 // line from its QUAN_* variable (getenv may be nil). Flags and positional
 // arguments may come in any order ("quan distribute users.xlsx
 // --template 1"); Parse returns the positional ones, one for each of
-// argNames (as "FILE"), no more, no fewer. Every flag's help names its
-// variable. A malformed command line is a *UsageError; -h is ErrHelp.
+// argNames (as "FILE"), no more, no fewer, except that a name in brackets
+// ("[FILE]") may be left out. Every flag's help names its variable. A
+// malformed command line is a *UsageError; -h is ErrHelp.
 func Parse(fs *flag.FlagSet, args []string, getenv func(string) string, stderr io.Writer, argNames ...string) ([]string, error) {
 	fs.SetOutput(stderr)
 	fs.VisitAll(func(f *flag.Flag) {
@@ -82,8 +83,14 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string, stderr i
 		}
 		pos, args = append(pos, args[0]), args[1:]
 	}
+	optional := 0
+	for _, n := range argNames {
+		if strings.HasPrefix(n, "[") {
+			optional++
+		}
+	}
 	switch {
-	case len(pos) == len(argNames):
+	case len(pos) <= len(argNames) && len(pos) >= len(argNames)-optional:
 	case len(argNames) == 0:
 		return nil, Usagef("%s: unexpected arguments %q", fs.Name(), pos)
 	case len(argNames) == 1:

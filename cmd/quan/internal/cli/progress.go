@@ -111,6 +111,19 @@ type Summary struct {
 	// Extra fields of the JSON form (demo's template and memory).
 	TemplateID int64 `json:"-"`
 	PeakRSS    int64 `json:"-"`
+
+	// Retry is what the task took from the task it retries; nil for a
+	// task of a file.
+	Retry *Retry `json:"-"`
+}
+
+// Retry is what a retry took from the task it retries: the failed rows it
+// tried again and those it left out, by cause.
+type Retry struct {
+	Of           int64              `json:"of"`
+	Retried      int64              `json:"retried"`
+	Skipped      quan.SkippedCounts `json:"skipped"`
+	SkippedTotal int64              `json:"skippedTotal"`
 }
 
 // Formats of a summary: --output text or json.
@@ -145,6 +158,7 @@ type summaryJSON struct {
 	Report        string            `json:"report,omitempty"`
 	TemplateID    int64             `json:"templateId,omitempty"`
 	PeakRSSBytes  int64             `json:"peakRssBytes,omitempty"`
+	Retry         *Retry            `json:"retry,omitempty"`
 }
 
 // Write prints s in format (OutputText or OutputJSON) to w.
@@ -161,7 +175,7 @@ func (s Summary) Write(w io.Writer, format string) error {
 			Task: t.ID, Status: t.Status, Reason: t.Reason, DryRun: t.DryRun,
 			Rows: c.Rows, Valid: c.Valid, Issued: c.Issued, Failed: c.FailedTotal(), FailedBy: c.Failed,
 			Canceled: c.Canceled, WallSeconds: s.Wall.Seconds(), RowsPerSecond: rate, Report: s.Report,
-			TemplateID: s.TemplateID, PeakRSSBytes: s.PeakRSS,
+			TemplateID: s.TemplateID, PeakRSSBytes: s.PeakRSS, Retry: s.Retry,
 		})
 	}
 	fmt.Fprintf(w, "task %d %s", t.ID, t.Status)
@@ -169,6 +183,22 @@ func (s Summary) Write(w io.Writer, format string) error {
 		fmt.Fprintf(w, ": %s", t.Reason)
 	}
 	fmt.Fprintln(w)
+	if r := s.Retry; r != nil {
+		fmt.Fprintf(w, "  retry of task %d: %s failed rows retried, %s skipped as never retryable\n",
+			r.Of, Thousands(r.Retried), Thousands(r.SkippedTotal))
+		for _, f := range []struct {
+			cause quan.Cause
+			n     int64
+		}{
+			{quan.CauseInvalidID, r.Skipped.InvalidID},
+			{quan.CauseInexactNumber, r.Skipped.InexactNumber},
+			{quan.CauseDuplicate, r.Skipped.Duplicate},
+		} {
+			if f.n > 0 {
+				fmt.Fprintf(w, "    skipped %-18s %s\n", f.cause, Thousands(f.n))
+			}
+		}
+	}
 	fmt.Fprintf(w, "  rows      %s\n", Thousands(c.Rows))
 	if t.DryRun {
 		fmt.Fprintf(w, "  valid     %s (dry run: nothing issued)\n", Thousands(c.Valid))
