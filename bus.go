@@ -80,4 +80,9 @@ type Bus interface {
 	// and acknowledged. A message whose last delivery timed out (AckWait)
 	// goes there on its next delivery.
 	Consume(ctx context.Context, subject, durable string, opt ConsumeOptions, handle func(context.Context, Message) error) error
+	// Backlog is how many messages of subject the consumers named durable
+	// have not acknowledged yet: not delivered, or delivered and not
+	// handled. A durable no Consume has made yet has the whole subject as
+	// its backlog.
+	Backlog(ctx context.Context, subject, durable string) (int64, error)
 }

@@ -347,8 +347,21 @@ func (s *ClaimService) loadCold(ctx context.Context, template int64) error {
 	return s.prime.do(template, func() error { return s.load(ctx, template) })
 }
 
-// load primes the cache with template from the store.
+// maxBacklogWait bounds how long a cold load waits for the claims on the
+// bus to be persisted.
+const maxBacklogWait = 20 * time.Second
+
+// load primes the cache with template from the store, once the claims
+// handed to the bus before are in the store: a cache loaded while some
+// wait there would count their stock and users as free (after a restart
+// of a process whose cache was its own, or a Redis that lost its data)
+// and accept claims the store then refuses. If the backlog does not
+// drain within maxBacklogWait (no process persists claims), it loads
+// anyway.
 func (s *ClaimService) load(ctx context.Context, template int64) error {
+	if err := s.awaitBacklog(ctx); err != nil {
+		return err
+	}
 	t, err := s.Templates.Template(ctx, AnyShop, template)
 	if err != nil {
 		return err
@@ -421,6 +434,29 @@ func (s *ClaimService) Get(ctx context.Context, who Identity, id string, wait ti
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(min(20*time.Millisecond, time.Until(deadline))):
+		}
+	}
+}
+
+// awaitBacklog waits until no claim waits on the bus, or maxBacklogWait.
+func (s *ClaimService) awaitBacklog(ctx context.Context) error {
+	deadline := time.Now().Add(maxBacklogWait)
+	for {
+		n, err := s.Bus.Backlog(ctx, ClaimBatchSubject, ClaimDurable)
+		if err != nil {
+			return fmt.Errorf("the claims on the bus: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			s.logger().Warn("claims still on the bus after waiting for them: loading the cache all the same", "messages", n)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

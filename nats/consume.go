@@ -133,9 +133,7 @@ func (b *Bus) newConsumer(subject, durable string, opt quan.ConsumeOptions, hand
 	// One stream holds every subject, so the consumer's name carries the
 	// subject too: two uses of a durable name on two subjects must not
 	// take over each other's consumer.
-	h := fnv.New32a()
-	h.Write([]byte(subject))
-	name := fmt.Sprintf("%s_%08x", durable, h.Sum32())
+	name := consumerName(subject, durable)
 	return &consumer{b: b, stream: stream, subject: subject, durable: durable, name: name, opt: opt, handle: handle}, nil
 }
 
@@ -303,4 +301,45 @@ func (c *consumer) bury(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 	}
 	log.Warn("nats consume: dead letter")
 	_ = msg.TermWithReason("dead letter")
+}
+
+// consumerName is the JetStream consumer of durable on subject.
+func consumerName(subject, durable string) string {
+	h := fnv.New32a()
+	h.Write([]byte(subject))
+	return fmt.Sprintf("%s_%08x", durable, h.Sum32())
+}
+
+// Backlog implements quan.Bus from the consumer's info: its messages not
+// yet delivered and those delivered and not acknowledged. Without the
+// consumer, it counts the subject's messages in the stream.
+func (b *Bus) Backlog(ctx context.Context, subject, durable string) (int64, error) {
+	c, err := b.newConsumer(subject, durable, quan.ConsumeOptions{}, func(context.Context, quan.Message) error { return nil })
+	if err != nil {
+		return 0, fmt.Errorf("backlog of %s: %w", subject, err)
+	}
+	cons, err := b.js.Consumer(ctx, c.stream, c.name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		st, err := b.js.Stream(ctx, c.stream)
+		if err != nil {
+			return 0, fmt.Errorf("backlog of %s: %w", subject, err)
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(b.wire(subject)))
+		if err != nil {
+			return 0, fmt.Errorf("backlog of %s: %w", subject, err)
+		}
+		var n uint64
+		for _, k := range info.State.Subjects {
+			n += k
+		}
+		return int64(n), nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("backlog of %s: %w", subject, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("backlog of %s: %w", subject, err)
+	}
+	return int64(info.NumPending) + int64(info.NumAckPending), nil
 }

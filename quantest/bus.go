@@ -30,6 +30,51 @@ func TestBus(t *testing.T, newBus func(t *testing.T) quan.Bus) {
 	testBusDelivery(t, newBus)
 	testBusRedelivery(t, newBus)
 	testBusConsume(t, newBus)
+	testBusBacklog(t, newBus)
+}
+
+// testBusBacklog: a durable's backlog counts the messages of its subject
+// it has not acknowledged, before its first Consume too, and none of
+// another subject.
+func testBusBacklog(t *testing.T, newBus func(t *testing.T) quan.Bus) {
+	t.Run("Backlog", func(t *testing.T) {
+		t.Parallel()
+		bus := newBus(t)
+		const subject = "quan.bus.backlog"
+		backlog := func(want int64) {
+			t.Helper()
+			n, err := bus.Backlog(t.Context(), subject, "worker")
+			if err != nil || n != want {
+				t.Fatalf("backlog %d %v, want %d", n, err, want)
+			}
+		}
+		backlog(0)
+		busPublishN(t, bus, subject, "m", 3)
+		busPublishN(t, bus, "quan.bus.other", "o", 2)
+		backlog(3) // no consumer yet
+		release := make(chan struct{})
+		held := newBusRecorder()
+		c := busConsume(t, bus, subject, "worker", quan.ConsumeOptions{Concurrency: 3}, func(ctx context.Context, m quan.Message) error {
+			held.ok(ctx, m)
+			<-release
+			return nil
+		})
+		held.wait(t, 3)
+		backlog(3) // delivered, not acknowledged
+		close(release)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := bus.Backlog(t.Context(), subject, "worker")
+			if err == nil && n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("backlog %d %v after every message was handled", n, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		c.stop(t)
+	})
 }
 
 // testBusDelivery: what is published is delivered, once per message id,
