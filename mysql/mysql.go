@@ -47,6 +47,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 // maxOpenConns bounds a DB's connections. A stampede of claims queues in
@@ -69,6 +70,8 @@ type DB struct {
 	// consecutiveIDs: a multi-row INSERT gets consecutive AUTO_INCREMENT
 	// ids, from the one LAST_INSERT_ID reports (see consecutiveIDs).
 	consecutiveIDs atomic.Bool
+
+	codes *sqlrow.Codes // the key of the coupons' codes, read by Open
 
 	closeOnce sync.Once
 	closeErr  error
@@ -114,6 +117,10 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger) (*DB, error) {
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
 	db.consecutiveIDs.Store(ok)
+	if db.codes, err = sqlrow.OpenCodes(ctx, db.db, `INSERT IGNORE INTO secrets (name, value) VALUES (?, ?)`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
 	return db, nil
 }
 

@@ -158,7 +158,7 @@ func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64
 		return err
 	}
 	proto := quan.NewCoupon(t, 0, 0, c.TaskID, c.Now)
-	ins, err := newCouponInserter(ctx, tx, &proto, t.CodePrefix)
+	ins, err := newCouponInserter(ctx, tx, &proto)
 	if err != nil {
 		return err
 	}
@@ -260,11 +260,10 @@ type couponInserter struct {
 	consts   []any
 	floor    int64     // the largest coupon id before the chunk
 	full     *sql.Stmt // batchRows rows, prepared on first use
-	prefix   string    // of the coupons' codes
 }
 
-func newCouponInserter(ctx context.Context, tx *sql.Tx, proto *quan.Coupon, prefix string) (*couponInserter, error) {
-	ci := &couponInserter{tx: tx, template: proto.TemplateID, prefix: prefix}
+func newCouponInserter(ctx context.Context, tx *sql.Tx, proto *quan.Coupon) (*couponInserter, error) {
+	ci := &couponInserter{tx: tx, template: proto.TemplateID}
 	// Coupons inserted by this chunk get ids above every existing one
 	// (rowids grow from the largest), which tells them from coupons users
 	// held before.
@@ -292,17 +291,17 @@ func userOrder(a, b userSeq) int { return cmp.Compare(a.user, b.user) }
 
 // couponInsertSQL is an INSERT OR IGNORE of n coupons. Anonymous "?"
 // parameters number on from the largest before them, so every row after
-// the first binds user, seq and code as the next three. (Numbered parameters cost
+// the first binds user and seq as the next two. (Numbered parameters cost
 // the driver a search of the parameter names per bound value.)
 func couponInsertSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT OR IGNORE INTO coupons (template_id, shop_no, status, valid_start, valid_end,
-		source, task_id, order_id, created_at, updated_at, user_id, seq, code) VALUES `)
+		source, task_id, order_id, created_at, updated_at, user_id, seq) VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?, ?, ?)`)
+		b.WriteString(`(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?, ?)`)
 	}
 	return b.String()
 }
@@ -310,16 +309,15 @@ func couponInsertSQL(n int) string {
 // insert inserts the coupons cs and returns how many the unique index let
 // in.
 func (ci *couponInserter) insert(ctx context.Context, cs []userSeq) (int64, error) {
-	args := make([]any, 0, len(ci.consts)+3*len(cs))
+	args := make([]any, 0, len(ci.consts)+2*len(cs))
 	args = append(args, ci.consts...)
-	codes, err := quan.NewCodes(len(cs), ci.prefix)
-	if err != nil {
-		return 0, err
+	for _, c := range cs {
+		args = append(args, c.user, c.seq)
 	}
-	for i, c := range cs {
-		args = append(args, c.user, c.seq, codes[i])
-	}
-	var res sql.Result
+	var (
+		res sql.Result
+		err error
+	)
 	if len(cs) == batchRows {
 		if ci.full == nil {
 			if ci.full, err = ci.tx.PrepareContext(ctx, couponInsertSQL(batchRows)); err != nil {

@@ -62,6 +62,7 @@ import (
 	"sync"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -96,6 +97,8 @@ type DB struct {
 
 	// Hot statements, prepared once per connection.
 	readStmts, writeStmts stmtCache
+
+	codes *sqlrow.Codes // the key of the coupons' codes, read by Open
 
 	closeOnce sync.Once
 	closeErr  error
@@ -140,6 +143,10 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if db.codes, err = sqlrow.OpenCodes(ctx, db.write, `INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)`); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
