@@ -77,8 +77,9 @@ type DB struct {
 	closeErr  error
 }
 
-// Open connects to the database named by dsn and applies the migrations it
-// lacks. dsn is in the driver's form, user:pass@tcp(host:3306)/quan?params,
+// Open connects to the database named by dsn, applies the migrations it
+// lacks and reads the key of the coupons' codes from it (quan.CodeKey),
+// which the first process to open the database makes. dsn is in the driver's form, user:pass@tcp(host:3306)/quan?params,
 // or a URL, mysql://user:pass@host:3306/quan?params. Whatever it says, the
 // connection parses times in UTC (parseTime, loc=UTC), interpolates
 // parameters on the client (interpolateParams: one round trip a statement,

@@ -104,8 +104,9 @@ type DB struct {
 	closeErr  error
 }
 
-// Open opens the database file at path, creating it if needed, and applies
-// the migrations it lacks. path names a file: an in-memory database cannot
+// Open opens the database file at path, creating it if needed, applies
+// the migrations it lacks and reads the key of the coupons' codes from it
+// (quan.CodeKey), which the first process to open the file makes. path names a file: an in-memory database cannot
 // be shared by the two pools. A nil logger discards.
 func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 	if logger == nil {
