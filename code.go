@@ -11,9 +11,11 @@ import (
 // reads as V).
 const CodeAlphabet = "23456789ABCDEFGHJKMNPQRSTVWXYZ"
 
-// Code lengths: a code is its prefix, random symbols and one check symbol.
+// Code lengths: a code is its prefix, 15 symbols (room for 73 bits: a
+// redeem code's are random, a coupon's hold its 64-bit id, see CodeKey)
+// and one check symbol.
 const (
-	CodeLength        = 16 // without a prefix: 15 random symbols (73 bits) and the check
+	CodeLength        = 16 // without a prefix: 15 symbols and the check
 	MaxCodePrefix     = 2  // a prefix replaces none of the random symbols
 	codeRandomSymbols = CodeLength - 1
 )
@@ -30,9 +32,10 @@ var codeIndex = func() [256]int8 {
 	return idx
 }()
 
-// NewCode returns a fresh coupon code: prefix (0 to MaxCodePrefix symbols
-// of CodeAlphabet, marking a template's codes), 15 symbols from
-// crypto/rand and a check symbol, 16 to 18 symbols in all.
+// NewCode returns a fresh random code, as redeem codes are: prefix (0 to
+// MaxCodePrefix symbols of CodeAlphabet, marking a template's codes), 15
+// symbols from crypto/rand and a check symbol, 16 to 18 symbols in all.
+// A coupon's own code is made from its id instead (CodeKey.Code).
 func NewCode(prefix string) (string, error) {
 	if len(prefix) > MaxCodePrefix {
 		return "", Errorf(EINVALID, "code prefix %q: at most %d symbols", prefix, MaxCodePrefix)

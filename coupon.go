@@ -34,8 +34,10 @@ type Coupon struct {
 	// limit. Coupons are never deleted, so a user holding n coupons of a
 	// template holds seq 1 … n, and the next one issued is n+1.
 	Seq int64 `json:"seq"`
-	// Code is the coupon's own code (see NewCode): what a cashier types or
-	// scans. Unique among all coupons.
+	// Code is the coupon's own code: what a cashier types or scans. It is
+	// not stored but made from ID and the template's CodePrefix with the
+	// store's CodeKey, so it is the same every time the coupon is read,
+	// and unique among all coupons.
 	Code       string       `json:"code,omitempty"`
 	Status     CouponStatus `json:"status"`
 	ValidStart time.Time    `json:"validStart"`

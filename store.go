@@ -129,6 +129,14 @@ type CouponStore interface {
 	// UserCoupons returns the coupons user holds of template (0: of every
 	// template), newest first.
 	UserCoupons(ctx context.Context, user, template int64) ([]*Coupon, error)
+	// Coupon returns coupon id if it is of shop (AnyShop: of any shop), or
+	// ErrNotFound, also for a coupon archived.
+	Coupon(ctx context.Context, shop, id int64) (*Coupon, error)
+	// CodeKey returns the key of the coupons' codes. Every coupon the
+	// store returns whole has the Code CodeKey makes of its id and its
+	// template's CodePrefix. The store keeps the key with the coupons, so
+	// every process on one database makes the same codes, every time.
+	CodeKey() *CodeKey
 	// CouponStats summarises the coupons issued of template: how many, to
 	// how many users, the most one user holds, and how many came from
 	// task (0: any task).

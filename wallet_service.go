@@ -152,6 +152,39 @@ func (s *WalletService) Get(ctx context.Context, who Identity, id int64) (*Coupo
 	return nil, Errorf(ENOTFOUND, "you hold no coupon %d", id)
 }
 
+// CouponByCode returns the coupon whose code is code, as it stands at
+// now, to a merchant of the coupon's shop or to an admin: what a cashier
+// looks up of the code a customer shows. code is read as a person may
+// type it (ParseCode): a malformed code, or one with a mistyped symbol,
+// is ErrInvalid, which says so. A well-formed code that is no coupon's
+// (made up, of a coupon archived, or of another shop's) is ErrNotFound.
+// Users get ErrForbidden: their coupons are in their wallet.
+func (s *WalletService) CouponByCode(ctx context.Context, who Identity, code string) (*Coupon, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, err
+	}
+	c, err := ParseCode(code)
+	if err != nil {
+		return nil, err
+	}
+	// The prefix is what comes before the CodeLength symbols every code
+	// ends with; the coupon's template must have it.
+	id, err := s.Coupons.CodeKey().CouponID(c, c[:len(c)-CodeLength])
+	if err != nil {
+		return nil, err
+	}
+	cp, err := s.Coupons.Coupon(ctx, shop, id)
+	if errors.Is(err, ErrNotFound) || err == nil && cp.Code != c {
+		return nil, Errorf(ENOTFOUND, "no coupon has code %s", c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cp.Lapse(s.now())
+	return cp, nil
+}
+
 // Claimable returns the active templates, issuing now with stock left, of
 // which the user holds fewer than the limit, newest first: those from
 // offset on, at most limit of them (0 means DefaultPageSize), and how many

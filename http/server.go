@@ -108,6 +108,7 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 	if s.Wallet != nil {
 		handle("GET /api/v1/me/coupons", s.listCoupons)
 		handle("GET /api/v1/me/coupons/{id}", s.getCoupon)
+		handle("GET /api/v1/coupons/by-code/{code}", s.couponByCode)
 		handle("GET /api/v1/me/claimable", s.claimable)
 		handle("POST /api/v1/settlement/quote", s.quote)
 		handle("POST /api/v1/orders/{order}/lock", s.lockOrder)

@@ -48,6 +48,22 @@ func (s *Server) getCoupon(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// couponByCode is GET /coupons/by-code/{code}: the coupon of a code, for
+// a merchant of its shop or an admin. A code with a mistyped symbol is a
+// 400 that says so; a well-formed code that is no coupon's a 404.
+func (s *Server) couponByCode(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	c, err := s.Wallet.CouponByCode(r.Context(), who, r.PathValue("code"))
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
 // claimable is GET /me/claimable?offset=&limit=: the templates the caller
 // may still claim, newest first.
 func (s *Server) claimable(w http.ResponseWriter, r *http.Request) error {

@@ -316,7 +316,7 @@ func (db *DB) issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templat
 		cs[i] = userSeq{c.Rows[is.Row].UserID, is.Seq}
 	}
 	slices.SortFunc(cs, func(a, b userSeq) int { return cmp.Compare(a.user, b.user) })
-	err = db.insertCoupons(ctx, tx, cs, quan.NewCoupon(t, 0, 0, c.TaskID, c.Now), t.CodePrefix)
+	err = db.insertCoupons(ctx, tx, cs, quan.NewCoupon(t, 0, 0, c.TaskID, c.Now))
 	if !locked && errors.Is(err, errClash) {
 		return nil, errContended
 	}
@@ -373,9 +373,9 @@ func sameRules(a, b *quan.Template) bool {
 // insertCoupons creates one coupon per userSeq, with proto's other
 // columns, in tx: by LOAD DATA when the server allows it (see
 // loadCoupons), otherwise by multi-row INSERTs of batchRows rows.
-func (db *DB) insertCoupons(ctx context.Context, tx *sql.Tx, cs []userSeq, proto quan.Coupon, prefix string) error {
+func (db *DB) insertCoupons(ctx context.Context, tx *sql.Tx, cs []userSeq, proto quan.Coupon) error {
 	if !db.noLoad.Load() {
-		err := db.loadCoupons(ctx, tx, cs, proto, prefix)
+		err := db.loadCoupons(ctx, tx, cs, proto)
 		if !refusedLoad(err) {
 			return err
 		}
@@ -391,7 +391,7 @@ func (db *DB) insertCoupons(ctx context.Context, tx *sql.Tx, cs []userSeq, proto
 	for len(cs) > 0 {
 		batch := cs[:min(len(cs), batchRows)]
 		cs = cs[len(batch):]
-		b = appendCouponInsert(b[:0], "coupons", batch, tail, prefix)
+		b = appendCouponInsert(b[:0], "coupons", batch, tail)
 		res, err := tx.ExecContext(ctx, string(b))
 		if isDuplicate(err) {
 			return fmt.Errorf("insert %d coupons: %w: %w", len(batch), errClash, translate(err))
@@ -429,10 +429,10 @@ type userSeq struct{ user, seq int64 }
 // same for every row, is formatted once per chunk. The driver would
 // otherwise interpolate twelve arguments a row, scanning the query for
 // each placeholder.
-func appendCouponInsert(b []byte, table string, rows []userSeq, tail []byte, prefix string) []byte {
+func appendCouponInsert(b []byte, table string, rows []userSeq, tail []byte) []byte {
 	b = append(b, "INSERT INTO "...)
 	b = append(b, table...)
-	b = append(b, ` (user_id, seq, code, template_id, shop_no, status,
+	b = append(b, ` (user_id, seq, template_id, shop_no, status,
 	valid_start, valid_end, source, task_id, order_id, created_at, updated_at) VALUES `...)
 	for i, c := range rows {
 		if i > 0 {
@@ -442,11 +442,6 @@ func appendCouponInsert(b []byte, table string, rows []userSeq, tail []byte, pre
 		b = strconv.AppendInt(b, c.user, 10)
 		b = append(b, ',')
 		b = strconv.AppendInt(b, c.seq, 10)
-		// A code is of CodeAlphabet only: safe as a literal.
-		code, _ := quan.NewCode(prefix) // the template's prefix is valid
-		b = append(b, ",'"...)
-		b = append(b, code...)
-		b = append(b, '\'')
 		b = append(b, tail...)
 	}
 	return b

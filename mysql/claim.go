@@ -156,13 +156,9 @@ func (db *DB) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs 
 // its ids at once) they follow from LAST_INSERT_ID; else they are read
 // back.
 func (db *DB) insertClaimCoupons(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, seqs []int64, part []int, now time.Time) error {
-	codes, err := quan.NewCodes(len(part), t.CodePrefix)
-	if err != nil {
-		return err
-	}
 	loaded := false
 	if !db.noLoad.Load() {
-		err := db.loadClaimCoupons(ctx, tx, t, cs, seqs, part, codes, now)
+		err := db.loadClaimCoupons(ctx, tx, t, cs, seqs, part, now)
 		if !refusedLoad(err) {
 			if err != nil {
 				return err
@@ -175,9 +171,12 @@ func (db *DB) insertClaimCoupons(ctx context.Context, tx *sql.Tx, t *quan.Templa
 		}
 	}
 	consecutive := db.consecutiveIDs.Load()
-	var first int64
+	var (
+		first int64
+		err   error
+	)
 	if !loaded {
-		if first, err = insertClaimCouponRows(ctx, tx, t, cs, seqs, part, codes, now); err != nil {
+		if first, err = insertClaimCouponRows(ctx, tx, t, cs, seqs, part, now); err != nil {
 			return err
 		}
 	} else if consecutive {
@@ -200,9 +199,9 @@ func (db *DB) insertClaimCoupons(ctx context.Context, tx *sql.Tx, t *quan.Templa
 // loadClaimCoupons writes the coupons of the claims cs[part] by one LOAD
 // DATA LOCAL INFILE (loadRows). A value the server would cut short with
 // a warning is refused before.
-func (db *DB) loadClaimCoupons(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, seqs []int64, part []int, codes []string, now time.Time) error {
+func (db *DB) loadClaimCoupons(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, seqs []int64, part []int, now time.Time) error {
 	b := make([]byte, 0, len(part)*256)
-	for k, i := range part {
+	for _, i := range part {
 		c := cs[i]
 		if len(c.ID) > maxClaimID {
 			return fmt.Errorf("load %d coupons: claim id %.20q… is longer than %d bytes", len(part), c.ID, maxClaimID)
@@ -211,8 +210,6 @@ func (db *DB) loadClaimCoupons(ctx context.Context, tx *sql.Tx, t *quan.Template
 		b = strconv.AppendInt(b, cp.UserID, 10)
 		b = append(b, '\t')
 		b = strconv.AppendInt(b, cp.Seq, 10)
-		b = append(b, '\t')
-		b = appendLoadText(b, codes[k])
 		b = append(b, '\t')
 		b = strconv.AppendInt(b, cp.TemplateID, 10)
 		b = append(b, '\t')
@@ -236,7 +233,7 @@ func (db *DB) loadClaimCoupons(ctx context.Context, tx *sql.Tx, t *quan.Template
 		b = append(b, '\n')
 	}
 	// A clash (errClash): the batch goes again, and reads the coupon.
-	return db.loadRows(ctx, tx, b, len(part), `user_id, seq, code, template_id, shop_no, status, valid_start, valid_end,
+	return db.loadRows(ctx, tx, b, len(part), `user_id, seq, template_id, shop_no, status, valid_start, valid_end,
 		source, task_id, order_id, created_at, updated_at, claim_id, claimed_at`)
 }
 
@@ -268,20 +265,20 @@ func appendLoadTime(b []byte, t time.Time) []byte {
 
 // insertClaimCouponRows writes the coupons of the claims cs[part] by one
 // multi-row INSERT, and returns the first id it wrote.
-func insertClaimCouponRows(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, seqs []int64, part []int, codes []string, now time.Time) (int64, error) {
+func insertClaimCouponRows(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, seqs []int64, part []int, now time.Time) (int64, error) {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO coupons (template_id, shop_no, user_id, seq, status, valid_start, valid_end,
-		source, task_id, order_id, created_at, updated_at, code, claim_id, claimed_at) VALUES `)
-	args := make([]any, 0, 13*len(part))
+		source, task_id, order_id, created_at, updated_at, claim_id, claimed_at) VALUES `)
+	args := make([]any, 0, 12*len(part))
 	for k, i := range part {
 		if k > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?)`)
+		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?)`)
 		cp := quan.NewCoupon(t, cs[i].UserID, seqs[i], 0, cs[i].At)
 		cp.Source = quan.FromClaim
 		args = append(args, cp.TemplateID, cp.ShopNo, cp.UserID, cp.Seq, string(cp.Status),
-			utc(cp.ValidStart), utc(cp.ValidEnd), string(cp.Source), utc(now), utc(now), codes[k], cs[i].ID, utc(cs[i].At))
+			utc(cp.ValidStart), utc(cp.ValidEnd), string(cp.Source), utc(now), utc(now), cs[i].ID, utc(cs[i].At))
 	}
 	res, err := tx.ExecContext(ctx, b.String(), args...)
 	if err != nil {

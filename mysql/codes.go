@@ -130,8 +130,10 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 		}
 		switch {
 		case by == user:
-			out, err = sqlrow.ScanCoupon(tx.QueryRowContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE id = ?`, couponID))
-			return err
+			if out, err = sqlrow.ScanCoupon(tx.QueryRowContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE id = ?`, couponID)); err != nil {
+				return err
+			}
+			return s.db.codes.Fill(ctx, tx, []*quan.Coupon{out})
 		case by != 0:
 			return quan.Errorf(quan.ECODEUSED, "code %s was redeemed already", code)
 		}
@@ -148,20 +150,18 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 		}
 		c := quan.NewCoupon(t, user, held[user]+1, 0, now)
 		c.Source = quan.FromCode
-		if c.Code, err = quan.NewCode(t.CodePrefix); err != nil {
-			return err
-		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO coupons (template_id, shop_no, user_id, seq, status,
-			valid_start, valid_end, source, task_id, order_id, created_at, updated_at, code)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)`,
+			valid_start, valid_end, source, task_id, order_id, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)`,
 			c.TemplateID, c.ShopNo, c.UserID, c.Seq, string(c.Status), utc(c.ValidStart), utc(c.ValidEnd), string(c.Source),
-			utc(now), utc(now), c.Code)
+			utc(now), utc(now))
 		if err != nil {
 			return fmt.Errorf("insert the coupon: %w", translate(err))
 		}
 		if c.ID, err = res.LastInsertId(); err != nil {
 			return err
 		}
+		c.Code = s.db.codes.Key.Code(c.ID, t.CodePrefix)
 		if _, err := tx.ExecContext(ctx, `UPDATE templates SET stock = stock - 1 WHERE id = ? AND stock >= 1`, template); err != nil {
 			return fmt.Errorf("take the stock: %w", translate(err))
 		}

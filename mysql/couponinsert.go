@@ -8,8 +8,7 @@ const InsertRows = batchRows
 
 // AppendCouponInsert appends to b a multi-row INSERT into table (coupons,
 // or a table like it) of one coupon per user, with proto's receive
-// sequence and other columns but its user, and a fresh code without
-// prefix. It is the statement the store issues a chunk's coupons with when
+// sequence and other columns but its user. It is the statement the store issues a chunk's coupons with when
 // the server refuses LOAD DATA (insertCoupons), built by the same code, for
 // baselines that must write what the store writes (mysqltest); at most
 // InsertRows users make a statement of the store's size. It fails if
@@ -23,5 +22,5 @@ func AppendCouponInsert(b []byte, table string, proto *quan.Coupon, users []int6
 	for i, u := range users {
 		rows[i] = userSeq{u, proto.Seq}
 	}
-	return appendCouponInsert(b, table, rows, tail, ""), nil
+	return appendCouponInsert(b, table, rows, tail), nil
 }

@@ -32,25 +32,19 @@ import (
 // duplicate key too, and skips the row: the count of rows loaded is
 // checked instead. It returns the server's refusal as it is when
 // local_infile is off (see refusedLoad).
-func (db *DB) loadCoupons(ctx context.Context, tx *sql.Tx, cs []userSeq, proto quan.Coupon, prefix string) error {
+func (db *DB) loadCoupons(ctx context.Context, tx *sql.Tx, cs []userSeq, proto quan.Coupon) error {
 	tail, err := couponTail(&proto, true)
 	if err != nil {
 		return err
 	}
-	codes, err := quan.NewCodes(len(cs), prefix)
-	if err != nil {
-		return err
-	}
-	b := make([]byte, 0, len(cs)*(len(tail)+48))
-	for i, c := range cs {
+	b := make([]byte, 0, len(cs)*(len(tail)+24))
+	for _, c := range cs {
 		b = strconv.AppendInt(b, c.user, 10)
 		b = append(b, '\t')
 		b = strconv.AppendInt(b, c.seq, 10)
-		b = append(b, '\t')
-		b = append(b, codes[i]...)
 		b = append(b, tail...)
 	}
-	return db.loadRows(ctx, tx, b, len(cs), `user_id, seq, code, template_id, shop_no, status, valid_start, valid_end, source, task_id, order_id, created_at, updated_at`)
+	return db.loadRows(ctx, tx, b, len(cs), `user_id, seq, template_id, shop_no, status, valid_start, valid_end, source, task_id, order_id, created_at, updated_at`)
 }
 
 // loadRows loads rows, n lines of tab-separated columns, into coupons by

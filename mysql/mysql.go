@@ -47,6 +47,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 // maxOpenConns bounds a DB's connections. A stampede of claims queues in
@@ -70,12 +71,15 @@ type DB struct {
 	// ids, from the one LAST_INSERT_ID reports (see consecutiveIDs).
 	consecutiveIDs atomic.Bool
 
+	codes *sqlrow.Codes // the key of the coupons' codes, read by Open
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// Open connects to the database named by dsn and applies the migrations it
-// lacks. dsn is in the driver's form, user:pass@tcp(host:3306)/quan?params,
+// Open connects to the database named by dsn, applies the migrations it
+// lacks and reads the key of the coupons' codes from it (quan.CodeKey),
+// which the first process to open the database makes. dsn is in the driver's form, user:pass@tcp(host:3306)/quan?params,
 // or a URL, mysql://user:pass@host:3306/quan?params. Whatever it says, the
 // connection parses times in UTC (parseTime, loc=UTC), interpolates
 // parameters on the client (interpolateParams: one round trip a statement,
@@ -114,6 +118,10 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger) (*DB, error) {
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
 	db.consecutiveIDs.Store(ok)
+	if db.codes, err = sqlrow.OpenCodes(ctx, db.db, `INSERT IGNORE INTO secrets (name, value) VALUES (?, ?)`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
 	return db, nil
 }
 

@@ -158,6 +158,18 @@ func TestDataSurvivesReopen(t *testing.T) {
 	})
 }
 
+func TestCouponCodes(t *testing.T) {
+	dsn := newDatabase(t)
+	quantest.TestCouponCodes(t, func(ctx context.Context) (quantest.TaskStores, func() error, error) {
+		db, err := mysql.Open(ctx, dsn, nil)
+		if err != nil {
+			return quantest.TaskStores{}, nil, err
+		}
+		s := mysql.NewStore(db)
+		return quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, db.Close, nil
+	})
+}
+
 // TestClaimStore runs the claim conformance suite both ways coupon ids
 // are had, from LAST_INSERT_ID (this server's settings must allow it:
 // MariaDB's default) and read back, and both ways coupons are written,

@@ -21,7 +21,7 @@ var _ quan.WalletStore = (*Store)(nil)
 func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
 	var out []*quan.Coupon
 	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
-		cs, err := lockedCoupons(ctx, tx, `user_id = ? AND id IN (%s) ORDER BY id FOR UPDATE`, user, ids)
+		cs, err := s.lockedCoupons(ctx, tx, `user_id = ? AND id IN (%s) ORDER BY id FOR UPDATE`, user, ids)
 		if err != nil {
 			return err
 		}
@@ -52,13 +52,18 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 	return out, nil
 }
 
-// lockedCoupons selects coupons by where, whose %s the ids fill.
-func lockedCoupons(ctx context.Context, tx *sql.Tx, where string, user int64, ids []int64) ([]*quan.Coupon, error) {
+// lockedCoupons selects coupons by where, whose %s the ids fill, with
+// their codes.
+func (s *Store) lockedCoupons(ctx context.Context, tx *sql.Tx, where string, user int64, ids []int64) ([]*quan.Coupon, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	q := `SELECT ` + couponColumns + ` FROM coupons WHERE ` + fmt.Sprintf(where, sqlrow.Params(len(ids)))
-	return sqlrow.Query(ctx, tx, fmt.Sprintf("coupons of user %d", user), sqlrow.ScanCoupon, q, sqlrow.Args(user, ids)...)
+	cs, err := sqlrow.Query(ctx, tx, fmt.Sprintf("coupons of user %d", user), sqlrow.ScanCoupon, q, sqlrow.Args(user, ids)...)
+	if err != nil {
+		return nil, err
+	}
+	return cs, s.db.codes.Fill(ctx, tx, cs)
 }
 
 // SwapCoupons implements quan.WalletStore. One coupon, what an order

@@ -120,11 +120,11 @@ func testRedeemCode(t *testing.T, s CodeStores) {
 	if c.Source != quan.FromCode || c.UserID != 1 || c.Seq != 1 || c.TemplateID != tpl.ID || c.ID <= 0 {
 		t.Fatalf("coupon of a code: %+v", c)
 	}
-	if _, err := quan.ParseCode(c.Code); err != nil {
-		t.Fatalf("the coupon has no code of its own: %v", err)
+	if want := s.Coupons.CodeKey().Code(c.ID, tpl.CodePrefix); c.Code != want {
+		t.Fatalf("the coupon has code %q, want %q, its own", c.Code, want)
 	}
-	if again := redeem(codes[0], 1, ""); again.ID != c.ID {
-		t.Fatalf("the same code by the same user again: coupon %d, want %d", again.ID, c.ID)
+	if again := redeem(codes[0], 1, ""); again.ID != c.ID || again.Code != c.Code {
+		t.Fatalf("the same code by the same user again: coupon %d (code %s), want %d (%s)", again.ID, again.Code, c.ID, c.Code)
 	}
 	redeem(codes[0], 2, quan.ECODEUSED)
 	redeem(codes[1], 1, quan.ELIMIT)

@@ -65,13 +65,16 @@ func testUpdateCoupons(t *testing.T, s WalletStores) {
 		if len(cs) != 1 {
 			t.Errorf("fn got %d coupons for one id named twice", len(cs))
 		}
+		if cs[0].Code != c.Code {
+			t.Errorf("fn got coupon %d with code %q, want %q", c.ID, cs[0].Code, c.Code)
+		}
 		return cs[0].Lock("order-1", walletNow, until)
 	})
-	if err != nil || len(got) != 1 || got[0].Status != quan.CouponLocked {
+	if err != nil || len(got) != 1 || got[0].Status != quan.CouponLocked || got[0].Code != c.Code {
 		t.Fatalf("UpdateCoupons = %+v, %v", got, err)
 	}
 	back := coupons(t, s.TaskStores, 1, c.TemplateID)[0]
-	if back.Status != quan.CouponLocked || back.OrderID != "order-1" || !back.LockedUntil.Equal(until) || !back.UpdatedAt.Equal(walletNow) {
+	if back.Status != quan.CouponLocked || back.OrderID != "order-1" || !back.LockedUntil.Equal(until) || !back.UpdatedAt.Equal(walletNow) || back.Code != c.Code {
 		t.Fatalf("read back %+v, want locked by order-1 until %s", back, until)
 	}
 	// A failing fn writes nothing.
@@ -174,8 +177,8 @@ func testOrderCoupons(t *testing.T, s WalletStores) {
 		}
 	}
 	got, err := s.Wallet.OrderCoupons(t.Context(), 1, "order-1", nil)
-	if err != nil || len(got) != 1 || got[0].Status != quan.CouponLocked || got[0].OrderID != "order-1" || got[0].Code == "" {
-		t.Fatalf("OrderCoupons read %+v, %v; want the whole locked coupon", got, err)
+	if err != nil || len(got) != 1 || got[0].Status != quan.CouponLocked || got[0].OrderID != "order-1" || got[0].Code != b.Code {
+		t.Fatalf("OrderCoupons read %+v, %v; want the whole locked coupon, code %s", got, err, b.Code)
 	}
 }
 

@@ -161,7 +161,7 @@ func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64
 		return err
 	}
 	proto := quan.NewCoupon(t, 0, 0, c.TaskID, c.Now)
-	ins, err := newCouponInserter(ctx, tx, "coupons", &proto, t.CodePrefix)
+	ins, err := newCouponInserter(ctx, tx, "coupons", &proto)
 	if err != nil {
 		return err
 	}
@@ -264,11 +264,10 @@ type couponInserter struct {
 	consts   []any
 	floor    int64     // the largest coupon id before the chunk
 	full     *sql.Stmt // batchRows rows, prepared on first use
-	prefix   string    // of the coupons' codes
 }
 
-func newCouponInserter(ctx context.Context, tx *sql.Tx, table string, proto *quan.Coupon, prefix string) (*couponInserter, error) {
-	ci := &couponInserter{tx: tx, table: table, template: proto.TemplateID, prefix: prefix}
+func newCouponInserter(ctx context.Context, tx *sql.Tx, table string, proto *quan.Coupon) (*couponInserter, error) {
+	ci := &couponInserter{tx: tx, table: table, template: proto.TemplateID}
 	// Coupons inserted by this chunk get ids above every existing one
 	// (rowids grow from the largest), which tells them from coupons users
 	// held before.
@@ -296,17 +295,17 @@ func userOrder(a, b userSeq) int { return cmp.Compare(a.user, b.user) }
 
 // couponInsertSQL is an INSERT OR IGNORE of n coupons. Anonymous "?"
 // parameters number on from the largest before them, so every row after
-// the first binds user, seq and code as the next three. (Numbered parameters cost
+// the first binds user and seq as the next two. (Numbered parameters cost
 // the driver a search of the parameter names per bound value.)
 func couponInsertSQL(table string, n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT OR IGNORE INTO ` + table + ` (template_id, shop_no, status, valid_start, valid_end,
-		source, task_id, order_id, created_at, updated_at, user_id, seq, code) VALUES `)
+		source, task_id, order_id, created_at, updated_at, user_id, seq) VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?, ?, ?)`)
+		b.WriteString(`(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?, ?)`)
 	}
 	return b.String()
 }
@@ -314,16 +313,15 @@ func couponInsertSQL(table string, n int) string {
 // insert inserts the coupons cs and returns how many the unique index let
 // in.
 func (ci *couponInserter) insert(ctx context.Context, cs []userSeq) (int64, error) {
-	args := make([]any, 0, len(ci.consts)+3*len(cs))
+	args := make([]any, 0, len(ci.consts)+2*len(cs))
 	args = append(args, ci.consts...)
-	codes, err := quan.NewCodes(len(cs), ci.prefix)
-	if err != nil {
-		return 0, err
+	for _, c := range cs {
+		args = append(args, c.user, c.seq)
 	}
-	for i, c := range cs {
-		args = append(args, c.user, c.seq, codes[i])
-	}
-	var res sql.Result
+	var (
+		res sql.Result
+		err error
+	)
 	if len(cs) == batchRows {
 		if ci.full == nil {
 			if ci.full, err = ci.tx.PrepareContext(ctx, couponInsertSQL(ci.table, batchRows)); err != nil {
@@ -464,8 +462,8 @@ func insertFailures(ctx context.Context, tx *sql.Tx, c *quan.Chunk) error {
 // chunk inserts its coupons with, in tx. It is the store's bulk insert
 // without the plan around it: for the raw-ingest floor of the benchmarks
 // (sqlitetest).
-func InsertCoupons(ctx context.Context, tx *sql.Tx, table string, proto *quan.Coupon, prefix string, users []int64) error {
-	ins, err := newCouponInserter(ctx, tx, table, proto, prefix)
+func InsertCoupons(ctx context.Context, tx *sql.Tx, table string, proto *quan.Coupon, users []int64) error {
+	ins, err := newCouponInserter(ctx, tx, table, proto)
 	if err != nil {
 		return err
 	}

@@ -124,17 +124,17 @@ func (s *Store) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, c
 
 // claimCouponsSQL inserts the coupons of n claims and returns their ids,
 // users and seqs. OR IGNORE, so that SQLite keeps no statement journal
-// (see ApplyChunk); a row it leaves out (a code or seq taken) is an error
+// (see ApplyChunk); a row it leaves out (a seq taken) is an error
 // of insertClaimCoupons.
 func claimCouponsSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT OR IGNORE INTO coupons (template_id, shop_no, source, created_at, updated_at,
-		task_id, order_id, user_id, seq, status, valid_start, valid_end, code, claim_id, claimed_at) VALUES `)
+		task_id, order_id, user_id, seq, status, valid_start, valid_end, claim_id, claimed_at) VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`(?1, ?2, ?3, ?4, ?5, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		b.WriteString(`(?1, ?2, ?3, ?4, ?5, NULL, NULL, ?, ?, ?, ?, ?, ?, ?)`)
 	}
 	b.WriteString(` RETURNING id, user_id, seq`)
 	return b.String()
@@ -149,18 +149,14 @@ var fullClaimCouponsSQL = claimCouponsSQL(batchRows)
 // (at most batchRows, sorted by user and seq), with one statement, and
 // sets each claim's CouponID.
 func (s *Store) insertClaimCoupons(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, seqs []int64, idx []int, now time.Time) error {
-	codes, err := quan.NewCodes(len(idx), t.CodePrefix)
-	if err != nil {
-		return err
-	}
-	args := make([]any, 0, 5+8*len(idx))
+	args := make([]any, 0, 5+7*len(idx))
 	args = append(args, t.ID, t.ShopNo, quan.FromClaim, micros(now), micros(now))
 	type userSeq struct{ user, seq int64 }
 	of := make(map[userSeq]*quan.Claim, len(idx))
-	for k, i := range idx {
+	for _, i := range idx {
 		c := cs[i]
 		cp := quan.NewCoupon(t, c.UserID, seqs[i], 0, c.At)
-		args = append(args, cp.UserID, cp.Seq, cp.Status, micros(cp.ValidStart), micros(cp.ValidEnd), codes[k], c.ID, micros(c.At))
+		args = append(args, cp.UserID, cp.Seq, cp.Status, micros(cp.ValidStart), micros(cp.ValidEnd), c.ID, micros(c.At))
 		of[userSeq{cp.UserID, cp.Seq}] = c
 	}
 	query := fullClaimCouponsSQL
@@ -192,7 +188,7 @@ func (s *Store) insertClaimCoupons(ctx context.Context, tx *sql.Tx, t *quan.Temp
 		return fmt.Errorf("insert the coupons of %d claims: %w", len(idx), translate(err))
 	}
 	if n != len(idx) {
-		return fmt.Errorf("insert the coupons of %d claims: %d inserted, a coupon code or receive sequence was taken", len(idx), n)
+		return fmt.Errorf("insert the coupons of %d claims: %d inserted, a receive sequence was taken", len(idx), n)
 	}
 	return nil
 }

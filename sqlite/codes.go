@@ -126,7 +126,7 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 	}
 	switch {
 	case by == user:
-		return couponByID(ctx, tx, couponID)
+		return s.couponByID(ctx, tx, couponID)
 	case by != 0:
 		return nil, quan.Errorf(quan.ECODEUSED, "code %s was redeemed already", code)
 	}
@@ -143,16 +143,14 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 	}
 	c := quan.NewCoupon(t, user, held[user]+1, 0, now)
 	c.Source = quan.FromCode
-	if c.Code, err = quan.NewCode(t.CodePrefix); err != nil {
-		return nil, err
-	}
 	if err := tx.QueryRowContext(ctx, `INSERT INTO coupons (template_id, shop_no, user_id, seq, status,
-		valid_start, valid_end, source, task_id, order_id, created_at, updated_at, code)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?) RETURNING id`,
+		valid_start, valid_end, source, task_id, order_id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?) RETURNING id`,
 		c.TemplateID, c.ShopNo, c.UserID, c.Seq, c.Status, micros(c.ValidStart), micros(c.ValidEnd), c.Source,
-		micros(now), micros(now), c.Code).Scan(&c.ID); err != nil {
+		micros(now), micros(now)).Scan(&c.ID); err != nil {
 		return nil, fmt.Errorf("redeem code: insert the coupon: %w", translate(err))
 	}
+	c.Code = s.db.codes.Key.Code(c.ID, t.CodePrefix)
 	if _, err := tx.ExecContext(ctx, `UPDATE templates SET stock = stock - 1 WHERE id = ? AND stock >= 1`, template); err != nil {
 		return nil, fmt.Errorf("redeem code: take the stock: %w", translate(err))
 	}
@@ -166,10 +164,10 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 	return &c, nil
 }
 
-func couponByID(ctx context.Context, q rowQueryer, id int64) (*quan.Coupon, error) {
-	c, err := sqlrow.ScanCoupon(q.QueryRowContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE id = ?`, id))
+func (s *Store) couponByID(ctx context.Context, tx *sql.Tx, id int64) (*quan.Coupon, error) {
+	c, err := sqlrow.ScanCoupon(tx.QueryRowContext(ctx, `SELECT `+couponColumns+` FROM coupons WHERE id = ?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("coupon %d: %w", id, err)
 	}
-	return c, nil
+	return c, s.db.codes.Fill(ctx, tx, []*quan.Coupon{c})
 }

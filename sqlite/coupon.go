@@ -13,7 +13,23 @@ import (
 // couponColumns is the column list of every coupon SELECT, in
 // sqlrow.ScanCoupon's order.
 const couponColumns = `id, template_id, shop_no, user_id, seq, status, valid_start, valid_end,
-	source, task_id, order_id, created_at, updated_at, locked_until, code, lock_key`
+	source, task_id, order_id, created_at, updated_at, locked_until, lock_key`
+
+// CodeKey implements quan.CouponStore: the key Open read.
+func (s *Store) CodeKey() *quan.CodeKey { return s.db.codes.Key }
+
+// Coupon implements quan.CouponStore.
+func (s *Store) Coupon(ctx context.Context, shop, id int64) (*quan.Coupon, error) {
+	query, args := sqlrow.OfShop(`SELECT `+couponColumns+` FROM coupons WHERE id = ?`, id, shop)
+	cs, err := s.queryCoupons(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("coupon %d: %w", id, err)
+	}
+	if len(cs) == 0 {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no coupon %d", id)
+	}
+	return cs[0], nil
+}
 
 // UserCoupons returns the coupons user holds of template (0: of every
 // template), newest (highest id) first: a range of the (user, template,
@@ -50,13 +66,18 @@ func (s *Store) OrderCoupons(ctx context.Context, user int64, order string, ids 
 	return cs, nil
 }
 
-// queryCoupons returns the coupons query selects (couponColumns).
+// queryCoupons returns the coupons query selects (couponColumns), with
+// their codes.
 func (s *Store) queryCoupons(ctx context.Context, query string, args ...any) ([]*quan.Coupon, error) {
 	rows, err := s.db.readStmts.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	return sqlrow.All(rows, sqlrow.ScanCoupon)
+	cs, err := sqlrow.All(rows, sqlrow.ScanCoupon)
+	if err != nil {
+		return nil, err
+	}
+	return cs, s.db.codes.Fill(ctx, s.db.read, cs)
 }
 
 // CouponStats summarises the coupons of template.

@@ -62,6 +62,7 @@ import (
 	"sync"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -109,12 +110,15 @@ type DB struct {
 	// Hot statements, prepared once per connection.
 	readStmts, writeStmts stmtCache
 
+	codes *sqlrow.Codes // the key of the coupons' codes, read by Open
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// Open opens the database file at path, creating it if needed, and applies
-// the migrations it lacks. path names a file: an in-memory database cannot
+// Open opens the database file at path, creating it if needed, applies
+// the migrations it lacks and reads the key of the coupons' codes from it
+// (quan.CodeKey), which the first process to open the file makes. path names a file: an in-memory database cannot
 // be shared by the two pools. A nil logger discards.
 func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 	if logger == nil {
@@ -145,6 +149,10 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if db.codes, err = sqlrow.OpenCodes(ctx, db.write, `INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)`); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -86,5 +87,17 @@ func BenchmarkIssueClaims(b *testing.B) {
 	quantest.BenchmarkIssueClaims(b, func(b *testing.B) quantest.ClaimStores {
 		s := sqlite.NewStore(openDB(b, filepath.Join(b.TempDir(), "quan.db")))
 		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}
+	})
+}
+
+func TestCouponCodes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "quan.db")
+	quantest.TestCouponCodes(t, func(ctx context.Context) (quantest.TaskStores, func() error, error) {
+		db, err := sqlite.Open(ctx, path, nil)
+		if err != nil {
+			return quantest.TaskStores{}, nil, err
+		}
+		s := sqlite.NewStore(db)
+		return quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, db.Close, nil
 	})
 }

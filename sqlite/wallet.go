@@ -20,7 +20,7 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
 	}
 	defer tx.Rollback()
-	cs, err := userCoupons(ctx, tx, user, ids)
+	cs, err := s.userCoupons(ctx, tx, user, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -45,8 +45,9 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 	return cs, nil
 }
 
-// userCoupons loads coupons ids of user in id order, or ErrNotFound.
-func userCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []int64) ([]*quan.Coupon, error) {
+// userCoupons loads coupons ids of user in id order, with their codes,
+// or ErrNotFound.
+func (s *Store) userCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []int64) ([]*quan.Coupon, error) {
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	cs := make([]*quan.Coupon, 0, len(ids))
 	for part := range slices.Chunk(ids, batchRows) {
@@ -61,7 +62,7 @@ func userCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []int64) ([]*q
 	if id, ok := sqlrow.MissingCoupon(ids, cs); ok {
 		return nil, quan.Errorf(quan.ENOTFOUND, "user %d holds no coupon %d", user, id)
 	}
-	return cs, nil
+	return cs, s.db.codes.Fill(ctx, tx, cs)
 }
 
 func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {

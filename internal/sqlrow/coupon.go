@@ -11,23 +11,24 @@ import (
 // ScanCoupon reads a coupon from a row of the columns
 //
 //	id, template_id, shop_no, user_id, seq, status, valid_start, valid_end,
-//	source, task_id, order_id, created_at, updated_at, locked_until, code,
+//	source, task_id, order_id, created_at, updated_at, locked_until,
 //	lock_key
 //
-// in that order; task_id, order_id, locked_until, code and lock_key may be
-// NULL, which reads as 0, "" and the zero time.
+// in that order; task_id, order_id, locked_until and lock_key may be
+// NULL, which reads as 0, "" and the zero time. The coupon's Code is not
+// stored but made from its id: Codes.Fill sets it.
 func ScanCoupon(row Scanner) (*quan.Coupon, error) {
 	var (
-		c                    quan.Coupon
-		task                 sql.NullInt64
-		order, code, lockKey sql.NullString
+		c              quan.Coupon
+		task           sql.NullInt64
+		order, lockKey sql.NullString
 	)
 	if err := row.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, &c.Seq, &c.Status,
 		Time(&c.ValidStart), Time(&c.ValidEnd), &c.Source, &task, &order,
-		Time(&c.CreatedAt), Time(&c.UpdatedAt), NullTime(&c.LockedUntil), &code, &lockKey); err != nil {
+		Time(&c.CreatedAt), Time(&c.UpdatedAt), NullTime(&c.LockedUntil), &lockKey); err != nil {
 		return nil, err
 	}
-	c.TaskID, c.OrderID, c.Code, c.LockKey = task.Int64, order.String, code.String, lockKey.String
+	c.TaskID, c.OrderID, c.LockKey = task.Int64, order.String, lockKey.String
 	return &c, nil
 }
 

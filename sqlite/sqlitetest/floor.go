@@ -59,7 +59,7 @@ func (b *Baseline) IngestFloor(ctx context.Context, proto quan.Coupon, users []i
 		if err != nil {
 			return fail(err)
 		}
-		if err := sqlite.InsertCoupons(ctx, tx, floorTable, &proto, "", users[i:min(i+chunk, len(users))]); err != nil {
+		if err := sqlite.InsertCoupons(ctx, tx, floorTable, &proto, users[i:min(i+chunk, len(users))]); err != nil {
 			tx.Rollback()
 			return fail(err)
 		}
