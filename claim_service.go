@@ -335,7 +335,7 @@ func (s *ClaimService) reserve(ctx context.Context, template int64, key string, 
 // wait for it), unless its id is above the highest the store has handed
 // out: then it is ErrNotFound.
 func (s *ClaimService) loadCold(ctx context.Context, template int64) error {
-	ctx, cancel := context.WithTimeout(ctx, batch.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, maxBacklogWait+batch.Timeout)
 	defer cancel()
 	exists, err := s.known.exists(ctx, s.Templates, template)
 	if err != nil {
@@ -348,8 +348,13 @@ func (s *ClaimService) loadCold(ctx context.Context, template int64) error {
 }
 
 // maxBacklogWait bounds how long a cold load waits for the claims on the
-// bus to be persisted.
-const maxBacklogWait = 20 * time.Second
+// bus to be persisted. It outlasts the claims' AckWait: a process that
+// died leaves the claims it was persisting unacknowledged, and the bus
+// hands them to another only when their AckWait runs out. So after a
+// crash of the one process of the embedded default, claims wait up to
+// that long rather than be answered from a cache that counts the stock of
+// those claims as free.
+const maxBacklogWait = DefaultAckWait + 5*time.Second
 
 // load primes the cache with template from the store, once the claims
 // handed to the bus before are in the store: a cache loaded while some

@@ -35,7 +35,9 @@ import "github.com/redis/rueidis"
 //     new: a claim's) the record is not read first: it is written if
 //     absent (SET NX), and only if it was there already is it read, and
 //     the reservation just made undone when the record is of st's
-//     generation. A claim's one user makes no table.
+//     generation. A claim's one user makes no table. It returns the
+//     outcome characters and, for a reservation made anew (not a key's
+//     record returned), how many users it reserved for.
 //
 // The scripts keep what a claim costs in Lua small: the numbers and
 // strings every claim of a call shares are parsed and formatted once (a
@@ -124,7 +126,7 @@ local function reserve(st, uk, rk, s, ns, ttl, users, fresh)
     end
   end
   rcall('SET', rk, rec, 'EX', ttl)
-  return o
+  return o, n
 end
 `
 
