@@ -40,22 +40,6 @@ func (r *claimRig) later() {
 	r.s.Now = func() time.Time { return claimAt.Add(quan.DefaultReapAfter + time.Second) }
 }
 
-// checkStocks fails unless the cache's stock is the store's.
-func (r *claimRig) checkStocks(t *testing.T, want int64) {
-	t.Helper()
-	st, err := r.cache.State(t.Context(), r.tpl.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := r.store.Template(t.Context(), quan.AnyShop, r.tpl.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Stock != want || tpl.Stock != want {
-		t.Fatalf("stock: cache %d, store %d; want %d in both", st.Stock, tpl.Stock, want)
-	}
-}
-
 // TestReap covers the reaper's decision on each interleaving of a claim's
 // reservation, hand-off and persisting.
 func TestReap(t *testing.T) {
@@ -80,7 +64,7 @@ func TestReap(t *testing.T) {
 		if err != nil || rec.Status != quan.ClaimFailed || rec.Reason != quan.ReasonAbandoned {
 			t.Fatalf("the store's record: %+v %v", rec, err)
 		}
-		r.checkStocks(t, 5)
+		r.assertStock(t, 5)
 		if held, _ := c.Held(t.Context(), r.tpl.ID, 7); held != 0 {
 			t.Errorf("user 7 still holds %d in the cache", held)
 		}
@@ -91,7 +75,7 @@ func TestReap(t *testing.T) {
 		if rec, _ := r.store.Claim(t.Context(), id); rec.Status != quan.ClaimFailed {
 			t.Fatalf("a reaped claim delivered late: %+v", rec)
 		}
-		r.checkStocks(t, 5)
+		r.assertStock(t, 5)
 	})
 
 	t.Run("PublishedNotPersisted", func(t *testing.T) {
@@ -110,7 +94,7 @@ func TestReap(t *testing.T) {
 			rec, err := r.store.Claim(t.Context(), c.ID)
 			return err == nil && rec.Status == quan.ClaimIssued
 		})
-		r.checkStocks(t, 4)
+		r.assertStock(t, 4)
 	})
 
 	t.Run("Persisted", func(t *testing.T) {
@@ -128,7 +112,7 @@ func TestReap(t *testing.T) {
 		if n, err := r.s.Reap(t.Context()); err != nil || n != 0 {
 			t.Fatalf("reap: %d %v, want 0", n, err)
 		}
-		r.checkStocks(t, 4)
+		r.assertStock(t, 4)
 	})
 
 	t.Run("PublishedTwice", func(t *testing.T) {
@@ -156,7 +140,7 @@ func TestReap(t *testing.T) {
 		if n, err := r.s.Reap(t.Context()); err != nil || n != 0 {
 			t.Fatalf("reap: %d %v, want 0", n, err)
 		}
-		r.checkStocks(t, 4)
+		r.assertStock(t, 4)
 		if st, err := r.store.CouponStats(t.Context(), r.tpl.ID, 0); err != nil || st.Coupons != 1 || st.MaxPerUser != 1 {
 			t.Errorf("coupons %+v %v, want one", st, err)
 		}
@@ -184,7 +168,7 @@ func TestReap(t *testing.T) {
 		if r.s.Counters.Reaped.Load() != 0 {
 			t.Fatalf("a reservation the store issued was given back")
 		}
-		r.checkStocks(t, 4)
+		r.assertStock(t, 4)
 	})
 
 	t.Run("RetryRefusedLimitFindsItsClaim", func(t *testing.T) {
