@@ -12,6 +12,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -34,8 +35,9 @@ type Server struct {
 	Now         func() time.Time // nil means time.Now
 	Logger      *slog.Logger     // nil discards
 
-	// Ready reports whether the dependencies are reachable, for /readyz.
-	Ready func(ctx context.Context) error
+	// Checks are the dependencies /readyz checks, by name ("store",
+	// "cache", "bus"): each returns nil when its dependency answers.
+	Checks map[string]func(ctx context.Context) error
 
 	ln     net.Listener
 	srv    *http.Server
@@ -55,7 +57,7 @@ const maxBody = 1 << 20
 // Handler returns the API's handler, for tests and embedding.
 func (s *Server) Handler() http.Handler {
 	mux, routes := s.muxes()
-	return s.recoverer(s.authenticate(s.idempotent(s.unmatchedAsProblem(mux, routes))))
+	return s.accessLog(s.recoverer(s.authenticate(s.idempotent(s.unmatchedAsProblem(mux, routes)))))
 }
 
 // muxes returns two muxes of the API's routes: routes has only them, and
@@ -69,6 +71,9 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 	handle := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 		s.routes = append(s.routes, pattern)
 		f := func(w http.ResponseWriter, r *http.Request) {
+			if e := logEntryOf(r.Context()); e != nil {
+				e.route = pattern
+			}
 			if err := h(w, r); err != nil {
 				s.writeError(w, r, err)
 			}
@@ -185,17 +190,37 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// readyz runs every check at once, within 2 s: 200 when all pass, else
+// 503 naming the dependencies that failed. Why they failed goes to the
+// log, never to the caller: the probe is open to anyone.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
-	if s.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := s.Ready(ctx); err != nil {
-			s.logger().Warn("not ready", "err", err)
-			s.writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
-			return nil
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	results := make(map[string]string, len(s.Checks))
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for name, check := range s.Checks {
+		wg.Go(func() {
+			state := "ok"
+			if err := check(ctx); err != nil {
+				s.logger().Warn("not ready", "dependency", name, "err", err)
+				state = "unavailable"
+			}
+			mu.Lock()
+			results[name] = state
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	status, code := "ok", http.StatusOK
+	for _, state := range results {
+		if state != "ok" {
+			status, code = "unavailable", http.StatusServiceUnavailable
 		}
 	}
-	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	s.writeJSON(w, code, map[string]any{"status": status, "checks": results})
 	return nil
 }
 

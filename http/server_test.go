@@ -100,7 +100,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 			ChunkSize: 4, // several chunks even in small files
 		},
 		Tokens:      tokens,
-		Ready:       db.Ping,
+		Checks:      map[string]func(context.Context) error{"store": db.Ping},
 		Now:         clock,
 		Wallet:      &quan.WalletService{Coupons: store, Templates: store, Now: clock},
 		Codes:       &quan.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},

@@ -54,7 +54,7 @@ func TestHandlerRoutesAsBefore(t *testing.T) {
 	}
 	now := s.Handler()
 	_, routes := s.muxes()
-	before := s.recoverer(s.authenticate(s.idempotent(s.unmatchedTwice(routes))))
+	before := s.accessLog(s.recoverer(s.authenticate(s.idempotent(s.unmatchedTwice(routes)))))
 
 	paths := []string{
 		"/healthz", "/healthz/", "/healthz?x=1", "/readyz", "/api/v1/openapi.json",
@@ -93,6 +93,7 @@ func TestHandlerRoutesAsBefore(t *testing.T) {
 
 func serve(h http.Handler, method, target, token string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, target, nil)
+	r.Header.Set("X-Request-ID", "same-in-both") // else each gets a random one
 	if token != "" {
 		r.Header.Set("Authorization", "Bearer "+token)
 	}

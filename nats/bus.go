@@ -450,3 +450,16 @@ func (b *Bus) Close() error {
 	})
 	return nil
 }
+
+// Ping checks that the bus's JetStream answers, for readiness probes: a
+// connection that is down or reconnecting, or a server without JetStream,
+// fails it.
+func (b *Bus) Ping(ctx context.Context) error {
+	if st := b.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("nats: connection %s", st)
+	}
+	if _, err := b.js.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("nats jetstream: %w", err)
+	}
+	return nil
+}

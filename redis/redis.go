@@ -123,3 +123,11 @@ func (k keys) reaping() string          { return k.base + "r" }
 // ledgers is the set of the state keys of templates with a claim ledger
 // (quan.ClaimLedger).
 func (c *Cache) ledgers() string { return c.prefix + "ledgers" }
+
+// Ping checks that Redis answers, for readiness probes.
+func (c *Cache) Ping(ctx context.Context) error {
+	if err := c.client.Do(ctx, c.client.B().Ping().Build()).Error(); err != nil {
+		return fmt.Errorf("redis ping: %w", err)
+	}
+	return nil
+}

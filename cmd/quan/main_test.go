@@ -282,3 +282,39 @@ func TestServeExportsCodes(t *testing.T) {
 		}
 	}
 }
+
+// readyChecks returns what /readyz of srv answered.
+func readyChecks(t *testing.T, srv *ServeCommand) (int, map[string]string) {
+	t.Helper()
+	res, err := http.Get(srv.URL() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body struct {
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, body.Checks
+}
+
+// TestReadyzChecksBackends: serve's /readyz checks every backend it uses:
+// the store and the embedded bus by default; the store, Redis and NATS
+// in production.
+func TestReadyzChecksBackends(t *testing.T) {
+	t.Run("Embedded", func(t *testing.T) {
+		code, checks := readyChecks(t, startServe(t, testEnv(t)))
+		if code != http.StatusOK || len(checks) != 2 || checks["store"] != "ok" || checks["bus"] != "ok" {
+			t.Fatalf("readyz %d %v", code, checks)
+		}
+	})
+	t.Run("Production", func(t *testing.T) {
+		env, _ := productionEnv(t)
+		code, checks := readyChecks(t, startServe(t, env))
+		if code != http.StatusOK || len(checks) != 3 || checks["store"] != "ok" || checks["cache"] != "ok" || checks["bus"] != "ok" {
+			t.Fatalf("readyz %d %v", code, checks)
+		}
+	})
+}

@@ -234,7 +234,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,
 		Logger:      a.Logger,
-		Ready:       a.Backends.Store.Ping,
+		Checks:      a.Backends.Checks(),
 		Now:         a.Config.Now,
 	}
 }

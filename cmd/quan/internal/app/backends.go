@@ -58,6 +58,29 @@ type Backends struct {
 	closers []func()
 }
 
+// pinger is a backend that tells whether it answers.
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Checks are the readiness checks of the backends this process uses: the
+// store always, the cache and the buses when they are shared or embedded
+// servers (an in-process cache always answers).
+func (b *Backends) Checks() map[string]func(context.Context) error {
+	checks := map[string]func(context.Context) error{"store": b.Store.Ping}
+	if p, ok := b.ClaimCache.(pinger); ok {
+		checks["cache"] = p.Ping
+	} else if p, ok := b.Cache.(pinger); ok {
+		checks["cache"] = p.Ping
+	}
+	if p, ok := b.ClaimBus.(pinger); ok {
+		checks["bus"] = p.Ping
+	} else if p, ok := b.Bus.(pinger); ok {
+		checks["bus"] = p.Ping
+	}
+	return checks
+}
+
 // Close closes what OpenBackends opened, in reverse order. It is safe to
 // call twice.
 func (b *Backends) Close() {
