@@ -106,12 +106,14 @@ func (s *Server) Close() {
 	})
 }
 
-// serverLogger passes the server's log lines to slog. The server's
+// serverLogger passes the server's log lines to slog: its notices (the
+// start-up banner among them) at debug, so that quan's own log stays
+// quan's at info. The server's
 // Fatalf does not exit here: a fatal start-up error shows as a server
 // that never becomes ready, which StartEmbedded reports.
 type serverLogger struct{ l *slog.Logger }
 
-func (l serverLogger) Noticef(format string, v ...any) { l.l.Info(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Noticef(format string, v ...any) { l.l.Debug(fmt.Sprintf(format, v...)) }
 func (l serverLogger) Warnf(format string, v ...any)   { l.l.Warn(fmt.Sprintf(format, v...)) }
 func (l serverLogger) Fatalf(format string, v ...any)  { l.l.Error(fmt.Sprintf(format, v...)) }
 func (l serverLogger) Errorf(format string, v ...any)  { l.l.Error(fmt.Sprintf(format, v...)) }

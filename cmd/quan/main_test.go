@@ -318,3 +318,26 @@ func TestReadyzChecksBackends(t *testing.T) {
 		}
 	})
 }
+
+// TestServeLogsNoNATSBanner: at info, serve's log holds quan's lines, not
+// the embedded NATS server's start-up banner, which goes to debug.
+func TestServeLogsNoNATSBanner(t *testing.T) {
+	for _, level := range []string{"info", "debug"} {
+		env := testEnv(t)
+		env["QUAN_LOG_LEVEL"] = level
+		logs := &syncBuffer{}
+		cmd := &ServeCommand{Main: &Main{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }}}
+		if err := cmd.ParseFlags(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Open(context.Background()); err != nil {
+			cmd.Close()
+			t.Fatal(err)
+		}
+		cmd.Close()
+		banner := strings.Contains(logs.String(), "Starting nats-server")
+		if !strings.Contains(logs.String(), "quan serving") || banner != (level == "debug") {
+			t.Errorf("at %s: the NATS banner shown %t, in:\n%s", level, banner, logs.String())
+		}
+	}
+}
