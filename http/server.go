@@ -4,6 +4,7 @@ package http
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -190,38 +191,52 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// readyz runs every check at once, within 2 s: 200 when all pass, else
-// 503 naming the dependencies that failed. Why they failed goes to the
-// log, never to the caller: the probe is open to anyone.
+// readyz answers as ReadyHandler over the server's checks.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	results := make(map[string]string, len(s.Checks))
-	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	for name, check := range s.Checks {
-		wg.Go(func() {
-			state := "ok"
-			if err := check(ctx); err != nil {
-				s.logger().Warn("not ready", "dependency", name, "err", err)
-				state = "unavailable"
-			}
-			mu.Lock()
-			results[name] = state
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	status, code := "ok", http.StatusOK
-	for _, state := range results {
-		if state != "ok" {
-			status, code = "unavailable", http.StatusServiceUnavailable
-		}
-	}
-	s.writeJSON(w, code, map[string]any{"status": status, "checks": results})
+	ReadyHandler(s.Checks, s.logger()).ServeHTTP(w, r)
 	return nil
+}
+
+// ReadyHandler runs every check at once, within 2 s: 200 when all pass,
+// else 503 naming the dependencies that failed, as {"status", "checks"}.
+// Why they failed goes to logger, never to the caller: the probe is open
+// to anyone. The API serves it as /readyz; so does a worker's admin
+// listener.
+func ReadyHandler(checks map[string]func(context.Context) error, logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		results := make(map[string]string, len(checks))
+		var (
+			mu sync.Mutex
+			wg sync.WaitGroup
+		)
+		for name, check := range checks {
+			wg.Go(func() {
+				state := "ok"
+				if err := check(ctx); err != nil {
+					logger.Warn("not ready", "dependency", name, "err", err)
+					state = "unavailable"
+				}
+				mu.Lock()
+				results[name] = state
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		status, code := "ok", http.StatusOK
+		for _, state := range results {
+			if state != "ok" {
+				status, code = "unavailable", http.StatusServiceUnavailable
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(map[string]any{"status": status, "checks": results})
+	})
 }
 
 // recoverer turns a handler panic into a logged 500 problem.

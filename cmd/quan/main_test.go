@@ -23,9 +23,10 @@ import (
 func testEnv(t *testing.T) map[string]string {
 	t.Helper()
 	return map[string]string{
-		"QUAN_DATA":      t.TempDir(),
-		"QUAN_ADDR":      "127.0.0.1:0",
-		"QUAN_LOG_LEVEL": "warn",
+		"QUAN_DATA":       t.TempDir(),
+		"QUAN_ADDR":       "127.0.0.1:0",
+		"QUAN_ADMIN_ADDR": "127.0.0.1:0",
+		"QUAN_LOG_LEVEL":  "warn",
 	}
 }
 
@@ -339,5 +340,76 @@ func TestServeLogsNoNATSBanner(t *testing.T) {
 		if !strings.Contains(logs.String(), "quan serving") || banner != (level == "debug") {
 			t.Errorf("at %s: the NATS banner shown %t, in:\n%s", level, banner, logs.String())
 		}
+	}
+}
+
+// TestAdminListener: serve's admin listener has the metrics, moving with
+// a claim, the probes and the profiler; a worker's has them too, and two
+// processes cannot share one address.
+func TestAdminListener(t *testing.T) {
+	env := testEnv(t)
+	srv := startServe(t, env)
+	if srv.AdminURL() == "" {
+		t.Fatal("no admin listener")
+	}
+	get := func(url string) (int, string) {
+		t.Helper()
+		res, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	tpl, err := srv.App().CreateDemoTemplate(t.Context(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(runQuan(t, env, "token --role user --user 7"))
+	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/v1/templates/%d/claim", srv.URL(), tpl.ID), nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("claim: %s", res.Status)
+	}
+	code, metrics := get(srv.AdminURL() + "/metrics")
+	for _, want := range []string{`quan_claims_total{result="accepted"} 1`, `quan_claims_total{result="refused"} 0`, "go_goroutines ", "process_resident_memory_bytes "} {
+		if code != http.StatusOK || !strings.Contains(metrics, want) {
+			t.Errorf("metrics %d lack %q", code, want)
+		}
+	}
+	if code, body := get(srv.AdminURL() + "/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("pprof index %d", code)
+	}
+	if code, _ := get(srv.URL() + "/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("the profiler on the API's listener: %d", code)
+	}
+
+	wenv := testEnv(t)
+	worker := &ServeCommand{Main: &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return wenv[k] }}, Worker: true}
+	if err := worker.ParseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Open(t.Context()); err != nil {
+		worker.Close()
+		t.Fatal(err)
+	}
+	defer worker.Close()
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, body := get(worker.AdminURL() + p); code != http.StatusOK || !strings.Contains(body, `"ok"`) {
+			t.Errorf("worker %s: %d %s", p, code, body)
+		}
+	}
+
+	taken := testEnv(t)
+	taken["QUAN_ADMIN_ADDR"] = strings.TrimPrefix(srv.AdminURL(), "http://")
+	err = (&Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return taken[k] }}).Run(t.Context(), []string{"worker"})
+	if err == nil || !strings.Contains(err.Error(), "--admin-addr") || !strings.Contains(err.Error(), "its own --admin-addr") {
+		t.Errorf("a second process on the admin address: %v", err)
 	}
 }

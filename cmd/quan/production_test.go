@@ -389,7 +389,9 @@ func TestReadmeProduction(t *testing.T) {
 			p := startQuan(t, bin, env, "serve")
 			procs = append(procs, p)
 			sh.base = p.url
-		case c.text == "go run ./cmd/quan worker &":
+		case strings.HasPrefix(c.text, "go run ./cmd/quan worker --admin-addr ") && strings.HasSuffix(c.text, " &"):
+			// Each on an admin port of its own, as the README's: a free one
+			// here (startQuan).
 			procs = append(procs, startQuan(t, bin, env, "worker"))
 		case words[0] == "curl":
 			last = words

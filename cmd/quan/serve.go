@@ -21,12 +21,14 @@ type ServeCommand struct {
 
 	Config          app.Config
 	Addr            string
+	AdminAddr       string
 	JWTSecret       string
 	ShutdownTimeout time.Duration
 
 	logger *slog.Logger
 	app    *app.App
 	server *qhttp.Server
+	admin  *adminServer
 }
 
 func (c *ServeCommand) role() app.Role {
@@ -43,6 +45,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 		fs.StringVar(&c.Addr, "addr", ":8080", "listen address")
 		fs.StringVar(&c.JWTSecret, "jwt-secret", "", "token signing secret, at least 32 bytes (default: generated once, kept in the data folder)")
 	}
+	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:9090", `listen address of /metrics, /healthz, /readyz and /debug/pprof/ ("" for none; each process on a host needs its own)`)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to drain requests in flight on SIGINT/SIGTERM")
 	c.Config.Register(fs, c.role())
 	if _, err := c.Main.parse(fs, args); err != nil {
@@ -76,6 +79,12 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 	if err := c.app.Start(); err != nil {
 		return err
 	}
+	if c.AdminAddr != "" {
+		if c.admin, err = openAdmin(c.AdminAddr, c.app, logger); err != nil {
+			return err
+		}
+		logger.Info("quan admin listening", "url", c.admin.URL())
+	}
 	cfg := c.app.Config
 	if c.Worker {
 		logger.Info("quan worker running", "data", cfg.DataDir, "store", app.Redact(cfg.StoreURL),
@@ -94,6 +103,14 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 // URL is the server's base URL once open.
 func (c *ServeCommand) URL() string { return c.server.URL() }
 
+// AdminURL is the admin listener's base URL, "" without one.
+func (c *ServeCommand) AdminURL() string {
+	if c.admin == nil {
+		return ""
+	}
+	return c.admin.URL()
+}
+
 // App is the process's wiring once open.
 func (c *ServeCommand) App() *app.App { return c.app }
 
@@ -107,6 +124,12 @@ func (c *ServeCommand) Close() error {
 		errs = append(errs, c.server.Close(ctx))
 		c.server = nil
 		c.logger.Info("quan stopped")
+	}
+	if c.admin != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, c.admin.Close(ctx))
+		cancel()
+		c.admin = nil
 	}
 	if c.app != nil {
 		c.app.Close()

@@ -253,7 +253,7 @@ func startBenchWorkers(ctx context.Context, stderr io.Writer, bin string, n int,
 	if cfg.LogLevel == "debug" {
 		level = "debug"
 	}
-	args := []string{"worker", "--runner=false", "--data", cfg.DataDir, "--store", cfg.StoreURL,
+	args := []string{"worker", "--runner=false", "--admin-addr", "", "--data", cfg.DataDir, "--store", cfg.StoreURL,
 		"--bus", cfg.BusURL, "--log-level", level, "--chunk-ack-wait", cfg.Runner.AckWait.String()}
 	if cfg.CacheURL != "" {
 		args = append(args, "--cache", cfg.CacheURL)
