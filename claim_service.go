@@ -2,6 +2,8 @@ package quan
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -117,10 +119,10 @@ func (s *ClaimService) init() {
 	})
 }
 
-// publish hands cs to the bus in one message, within HandoffTimeout. Its
-// ID is the first claim's: a claim is in one batch only, so the ID is the
-// batch's, and publishing it again stores it once. With a ClaimLedger the
-// claims then leave the ledger, and each says where it was.
+// publish hands cs to the bus in one message, within HandoffTimeout, under
+// an ID of this batch alone (batchID), so that PublishMany's own retries
+// store it once. With a ClaimLedger the claims then leave the ledger, and
+// each says where it was.
 func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]Handoff, error) {
 	ctx, cancel := context.WithTimeout(ctx, HandoffTimeout)
 	defer cancel()
@@ -128,7 +130,7 @@ func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]Handoff, err
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Bus.PublishMany(ctx, []Message{{Subject: ClaimBatchSubject, ID: "claims:" + cs[0].ID, Data: data}}); err != nil {
+	if err := s.Bus.PublishMany(ctx, []Message{{Subject: ClaimBatchSubject, ID: batchID(cs[0].ID), Data: data}}); err != nil {
 		return nil, err
 	}
 	out := make([]Handoff, len(cs))
@@ -464,4 +466,15 @@ func (s *ClaimService) awaitBacklog(ctx context.Context) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// batchID is the bus message ID of a hand-off batch whose first claim is
+// first: the claim's id and random bits. The claim's id alone would not
+// do: a retry with an Idempotency-Key hands the same claim off again, and
+// its batch, with other users' claims in it, would be dropped as a
+// duplicate of the first try's.
+func batchID(first string) string {
+	var r [8]byte
+	rand.Read(r[:])
+	return "claims:" + first + ":" + hex.EncodeToString(r[:])
 }

@@ -163,7 +163,7 @@ func (b *countingBus) PublishMany(ctx context.Context, ms []quan.Message) error 
 			continue
 		}
 		cs, err := quan.DecodeClaims(m.Data)
-		if err != nil || m.ID != "claims:"+cs[0].ID {
+		if err != nil || !strings.HasPrefix(m.ID, "claims:"+cs[0].ID+":") {
 			b.undecodable++
 			continue
 		}
@@ -468,5 +468,47 @@ func TestClaimHandoffFails(t *testing.T) {
 	}
 	if st.Stock != 5 {
 		t.Errorf("stock %d after a claim that was not handed off, want 5", st.Stock)
+	}
+}
+
+// slowBus takes its time to store a hand-off, so that the claims arriving
+// meanwhile go together in the next batch.
+type slowBus struct{ quan.Bus }
+
+func (b slowBus) PublishMany(ctx context.Context, ms []quan.Message) error {
+	time.Sleep(50 * time.Millisecond)
+	return b.Bus.PublishMany(ctx, ms)
+}
+
+// TestClaimRetryBatchedWithOthers: a retry with its key hands its claim
+// off again, first in a batch with another user's claim: both are
+// persisted (the batch is not taken for the first try's and dropped).
+func TestClaimRetryBatchedWithOthers(t *testing.T) {
+	r := newClaimRig(t, 10)
+	r.serve(t)
+	user := func(id int64) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: id} }
+	first, err := r.s.Claim(t.Context(), user(7), r.tpl.ID, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.s.Bus = slowBus{r.bus}
+	var wg sync.WaitGroup
+	var other *quan.Claim
+	wg.Go(func() { r.s.Claim(t.Context(), user(9), r.tpl.ID, "") }) // holds the hand-off for 50 ms
+	time.Sleep(10 * time.Millisecond)
+	wg.Go(func() { r.s.Claim(t.Context(), user(7), r.tpl.ID, "k") }) // the retry, first in the next batch
+	time.Sleep(10 * time.Millisecond)
+	wg.Go(func() {
+		var err error
+		if other, err = r.s.Claim(t.Context(), user(8), r.tpl.ID, ""); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Wait()
+	for _, id := range []string{first.ID, other.ID} {
+		waitFor(t, "claim "+id+" issued", func() bool {
+			rec, err := r.store.Claim(t.Context(), id)
+			return err == nil && rec.Status == quan.ClaimIssued
+		})
 	}
 }
