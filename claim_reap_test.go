@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 )
 
 // newLedgerRig is newClaimRig on a Redis cache, which keeps a claim
-// ledger. It skips without QUAN_TEST_REDIS (CI sets it).
-func newLedgerRig(t *testing.T, stock int64) (*claimRig, *redis.Cache) {
+// ledger, and a clock that later moves past the reaper's wait (safe while
+// the rig's consumers read it). It skips without QUAN_TEST_REDIS (CI sets
+// it).
+func newLedgerRig(t *testing.T, stock int64) (r *claimRig, c *redis.Cache, later func()) {
 	t.Helper()
 	url := os.Getenv("QUAN_TEST_REDIS")
 	if url == "" {
@@ -30,14 +33,11 @@ func newLedgerRig(t *testing.T, stock int64) (*claimRig, *redis.Cache) {
 		c.Drop(t.Context())
 		c.Close()
 	})
-	r := newClaimRig(t, stock)
+	r = newClaimRig(t, stock)
 	r.cache, r.s.Cache = c, c
-	return r, c
-}
-
-// later moves the rig's clock past the reaper's wait.
-func (r *claimRig) later() {
-	r.s.Now = func() time.Time { return claimAt.Add(quan.DefaultReapAfter + time.Second) }
+	var shift atomic.Int64
+	r.s.Now = func() time.Time { return claimAt.Add(time.Duration(shift.Load())) }
+	return r, c, func() { shift.Store(int64(quan.DefaultReapAfter + time.Second)) }
 }
 
 // TestReap covers the reaper's decision on each interleaving of a claim's
@@ -47,7 +47,7 @@ func TestReap(t *testing.T) {
 
 	t.Run("ReservedNotPublished", func(t *testing.T) {
 		// The process died between the reservation and the hand-off.
-		r, c := newLedgerRig(t, 5)
+		r, c, later := newLedgerRig(t, 5)
 		r.loadCache(t)
 		id := quan.KeyedClaimID(r.tpl.ID, 7, "k")
 		if _, _, out, err := c.ReserveLimited(t.Context(), r.tpl.ID, id, []int64{7}, claimAt, nil); err != nil || out[0] != "" {
@@ -56,7 +56,7 @@ func TestReap(t *testing.T) {
 		if n, err := r.s.Reap(t.Context()); err != nil || n != 0 {
 			t.Fatalf("reap before the wait: %d %v", n, err)
 		}
-		r.later()
+		later()
 		if n, err := r.s.Reap(t.Context()); err != nil || n != 1 {
 			t.Fatalf("reap: %d %v, want 1", n, err)
 		}
@@ -80,12 +80,12 @@ func TestReap(t *testing.T) {
 
 	t.Run("PublishedNotPersisted", func(t *testing.T) {
 		// On the bus, waiting for a consumer: never reaped.
-		r, _ := newLedgerRig(t, 5)
+		r, _, later := newLedgerRig(t, 5)
 		c, err := r.s.Claim(t.Context(), user(7), r.tpl.ID, "k")
 		if err != nil || c.Status != quan.ClaimPending {
 			t.Fatalf("claim: %+v %v", c, err)
 		}
-		r.later()
+		later()
 		if n, err := r.s.Reap(t.Context()); err != nil || n != 0 {
 			t.Fatalf("reap: %d %v, want 0", n, err)
 		}
@@ -98,7 +98,7 @@ func TestReap(t *testing.T) {
 	})
 
 	t.Run("Persisted", func(t *testing.T) {
-		r, _ := newLedgerRig(t, 5)
+		r, _, later := newLedgerRig(t, 5)
 		r.serve(t)
 		c, err := r.s.Claim(t.Context(), user(7), r.tpl.ID, "")
 		if err != nil {
@@ -108,7 +108,7 @@ func TestReap(t *testing.T) {
 			rec, err := r.store.Claim(t.Context(), c.ID)
 			return err == nil && rec.Status == quan.ClaimIssued
 		})
-		r.later()
+		later()
 		if n, err := r.s.Reap(t.Context()); err != nil || n != 0 {
 			t.Fatalf("reap: %d %v, want 0", n, err)
 		}
@@ -118,7 +118,7 @@ func TestReap(t *testing.T) {
 	t.Run("PublishedTwice", func(t *testing.T) {
 		// A retry with the same key hands the claim off again: one
 		// coupon, and the retry answers the first try's claim.
-		r, _ := newLedgerRig(t, 5)
+		r, _, later := newLedgerRig(t, 5)
 		first, err := r.s.Claim(t.Context(), user(7), r.tpl.ID, "k")
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +136,7 @@ func TestReap(t *testing.T) {
 		if err != nil || again.ID != first.ID || again.Status != quan.ClaimIssued || again.CouponID == 0 {
 			t.Fatalf("retry after persisting: %+v %v, want issued %s", again, err, first.ID)
 		}
-		r.later()
+		later()
 		if n, err := r.s.Reap(t.Context()); err != nil || n != 0 {
 			t.Fatalf("reap: %d %v, want 0", n, err)
 		}
@@ -149,7 +149,7 @@ func TestReap(t *testing.T) {
 	t.Run("AbandonedButIssued", func(t *testing.T) {
 		// The hand-off timed out for its process, yet reached the bus and
 		// was issued: the reaper keeps the reservation.
-		r, c := newLedgerRig(t, 5)
+		r, c, later := newLedgerRig(t, 5)
 		r.loadCache(t)
 		r.serve(t)
 		id := quan.KeyedClaimID(r.tpl.ID, 7, "k")
@@ -161,7 +161,7 @@ func TestReap(t *testing.T) {
 			rec, err := r.store.Claim(t.Context(), id)
 			return err == nil && rec.Status == quan.ClaimIssued
 		})
-		r.later()
+		later()
 		if _, err := r.s.Reap(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func TestReap(t *testing.T) {
 	t.Run("RetryRefusedLimitFindsItsClaim", func(t *testing.T) {
 		// The cache was reloaded after the claim issued: its record is
 		// gone, the user holds the limit, and the retry finds the claim.
-		r, _ := newLedgerRig(t, 5)
+		r, _, _ := newLedgerRig(t, 5)
 		r.serve(t)
 		first, err := r.s.Claim(t.Context(), user(7), r.tpl.ID, "k")
 		if err != nil {

@@ -485,13 +485,13 @@ func (b slowBus) PublishMany(ctx context.Context, ms []quan.Message) error {
 // persisted (the batch is not taken for the first try's and dropped).
 func TestClaimRetryBatchedWithOthers(t *testing.T) {
 	r := newClaimRig(t, 10)
+	r.s.Bus = slowBus{r.bus}
 	r.serve(t)
 	user := func(id int64) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: id} }
 	first, err := r.s.Claim(t.Context(), user(7), r.tpl.ID, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.s.Bus = slowBus{r.bus}
 	var wg sync.WaitGroup
 	var other *quan.Claim
 	wg.Go(func() { r.s.Claim(t.Context(), user(9), r.tpl.ID, "") }) // holds the hand-off for 50 ms
