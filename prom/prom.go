@@ -12,15 +12,16 @@ import (
 )
 
 // NewRegistry returns a registry of the Go runtime's and the process's
-// metrics and, for each non-nil use case given, its counters.
-func NewRegistry(claims *quan.ClaimService) *prometheus.Registry {
+// metrics; the wiring registers each use case's and backend's collectors
+// in it as it builds them.
+func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if claims != nil {
-		reg.MustRegister(claimCollector{&claims.Counters})
-	}
 	return reg
 }
+
+// Claims collects a ClaimService's counters.
+func Claims(s *quan.ClaimService) prometheus.Collector { return claimCollector{&s.Counters} }
 
 var (
 	claimsDesc = prometheus.NewDesc("quan_claims_total",

@@ -14,7 +14,6 @@ import (
 
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	qhttp "github.com/quanhq/quan/http"
-	"github.com/quanhq/quan/prom"
 )
 
 // adminServer is the listener of `quan serve` and `quan worker` for the
@@ -32,7 +31,13 @@ func openAdmin(addr string, a *app.App, logger *slog.Logger) (*adminServer, erro
 		return nil, fmt.Errorf("--admin-addr %s: %w (give each process on a host its own --admin-addr, or \"\" for none)", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(prom.NewRegistry(a.Claims), promhttp.HandlerOpts{}))
+	if a.Metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics, promhttp.HandlerOpts{}))
+	} else {
+		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "metrics are off (--metrics=false)", http.StatusNotFound)
+		})
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))

@@ -10,10 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/disk"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/sheet"
 )
@@ -32,6 +35,11 @@ type App struct {
 	Claims      *quan.ClaimService  // nil without a claim bus (Local, or a Worker on the embedded bus)
 	Wallet      *quan.WalletService // nil for Local
 	Codes       *quan.CodeService   // nil for Local
+
+	// Metrics holds what /metrics shows: the Go runtime's and the
+	// process's collectors and those of the use cases and backends,
+	// registered as they are built. nil with Config.MetricsOff.
+	Metrics *prometheus.Registry
 
 	stop func() // stops what Start started and waits for it
 }
@@ -67,6 +75,9 @@ func Open(ctx context.Context, cfg Config, role Role, logger *slog.Logger) (*App
 		return nil, err
 	}
 	a := &App{Config: cfg, Role: role, Logger: logger, Backends: b}
+	if !cfg.MetricsOff {
+		a.Metrics = prom.NewRegistry()
+	}
 	if err := a.build(); err != nil {
 		b.Close()
 		return nil, err
@@ -125,6 +136,9 @@ func (a *App) build() error {
 	if b.ClaimBus != nil {
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: b.ClaimCache, Bus: b.ClaimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger}
+		if a.Metrics != nil {
+			a.Metrics.MustRegister(prom.Claims(a.Claims))
+		}
 	}
 	return nil
 }

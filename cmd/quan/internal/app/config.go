@@ -67,6 +67,10 @@ type Config struct {
 	SweepEvery   time.Duration
 	ArchiveAfter time.Duration
 
+	// MetricsOff leaves out every metric: no registry, no instruments on
+	// the hot paths (to measure what metrics cost).
+	MetricsOff bool
+
 	// Now is the clock of every use case; nil means time.Now.
 	Now func() time.Time
 }
@@ -148,6 +152,11 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 		return
 	}
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	fs.BoolFunc("metrics", "count and time what this process does for /metrics on the admin listener (default true)", func(s string) error {
+		on, err := strconv.ParseBool(s)
+		c.MetricsOff = !on
+		return err
+	})
 	fs.DurationVar(&c.SweepEvery, "sweep-every", time.Minute, "how often to write down expired coupons and locks that ran out (0: never)")
 	fs.DurationVar(&c.ArchiveAfter, "archive-after", 0, "move used, expired and revoked coupons of ended templates this long unchanged to the history table (0: never)")
 	fs.Float64Var(&c.Claims.PersistRate, "claim-persist-rate", 0, fmt.Sprintf("while this process takes claims, write at most this many a second to the store; the rest wait on the bus until claims stop for a second (0: no limit; else at least %d)", quan.MinPersistRate))
