@@ -18,6 +18,15 @@ type Message struct {
 	// Reason is set on messages consumed from a dead-letter subject: the
 	// error of the last failed handling.
 	Reason string
+	// Header holds values by name that travel with the message, such as
+	// the W3C trace context ("traceparent") of the work that published
+	// it. Names are case-sensitive, delivered as published, and a dead
+	// letter keeps its message's. Publish refuses (EINVALID) a name that
+	// is empty or holds a space, colon or control character, a value with
+	// a line break, and the names the bus uses itself (the NATS bus's:
+	// Nats-*, Quan-Id, Quan-Attempts, Reason). A message published
+	// without headers is consumed with none (nil or empty).
+	Header map[string]string
 }
 
 // ConsumeOptions tune a consumer. The zero value works.

@@ -34,6 +34,10 @@ type Claim struct {
 	Reason     string      `json:"reason,omitempty"`   // failed: a cause code, or why the hand-off failed
 	At         time.Time   `json:"at"`                 // when it was accepted
 	DecidedAt  time.Time   `json:"decidedAt,omitzero"`
+	// TraceParent is the trace of the request that made the claim
+	// (Tracer), carried with it to the store's transaction in the
+	// ClaimTracesHeader of its batch; "" when not traced. Not stored.
+	TraceParent string `json:"-"`
 }
 
 // claimIDEncoding writes the random part of claim ids.

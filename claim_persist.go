@@ -56,8 +56,9 @@ func (s *ClaimService) ServeClaims(ctx context.Context) error {
 	return nil
 }
 
-// decodeClaims returns the claims of m, a batch (EncodeClaims). Every
-// claim must name itself, its template and its user.
+// decodeClaims returns the claims of m, a batch (EncodeClaims), each with
+// its trace parent if m carries them (ClaimTracesHeader). Every claim must
+// name itself, its template and its user.
 func decodeClaims(m Message) ([]*Claim, error) {
 	cs, err := DecodeClaims(m.Data)
 	if err != nil {
@@ -71,6 +72,7 @@ func decodeClaims(m Message) ([]*Claim, error) {
 			return nil, Errorf(EINVALID, "message %s: claim %d of %d lacks its id, template or user: %+v", m.ID, i+1, len(cs), *c)
 		}
 	}
+	decodeClaimTraces(cs, m.Header[ClaimTracesHeader])
 	return cs, nil
 }
 

@@ -89,6 +89,10 @@ type ClaimService struct {
 	// ReapAfter is how long a claim may stay reserved and not handed off
 	// before Reap gives its reservation back; 0 means DefaultReapAfter.
 	ReapAfter time.Duration
+	// Tracer, if set, carries each claim's trace from its request to the
+	// store transaction that decides it, through the batches it shares
+	// with other claims (ClaimTracesHeader); nil traces nothing.
+	Tracer Tracer
 
 	once    sync.Once
 	handoff *batch.Batcher[*Claim, Handoff]
@@ -130,7 +134,11 @@ func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]Handoff, err
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Bus.PublishMany(ctx, []Message{{Subject: ClaimBatchSubject, ID: batchID(cs[0].ID), Data: data}}); err != nil {
+	m := Message{Subject: ClaimBatchSubject, ID: batchID(cs[0].ID), Data: data}
+	if traces := encodeClaimTraces(cs); traces != "" {
+		m.Header = map[string]string{ClaimTracesHeader: traces}
+	}
+	if err := s.Bus.PublishMany(ctx, []Message{m}); err != nil {
 		return nil, err
 	}
 	out := make([]Handoff, len(cs))
@@ -202,6 +210,9 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64, 
 		id = KeyedClaimID(template, who.UserID, key)
 	}
 	c := &Claim{ID: id, TemplateID: template, UserID: who.UserID, Status: ClaimPending, At: now}
+	if s.Tracer != nil {
+		c.TraceParent = s.Tracer.TraceParent(ctx)
+	}
 	refusals, err := s.reserve(ctx, template, c.ID, who.UserID, now)
 	if errors.Is(err, ErrNotFound) {
 		s.Counters.UnknownIDs.Add(1)

@@ -84,6 +84,10 @@ type Distributor struct {
 	ChunkConcurrency int
 	Now              Clock
 	Logger           *slog.Logger
+	// Tracer, if set, runs a task under the trace of the request that
+	// created it (Task.TraceParent): the chunks published carry it to
+	// where they are applied. nil traces nothing.
+	Tracer Tracer
 
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -188,6 +192,9 @@ func (d *Distributor) runTask(ctx context.Context, t *Task) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if d.Tracer != nil && t.TraceParent != "" {
+		ctx = d.Tracer.WithTraceParent(ctx, t.TraceParent)
+	}
 
 	// The heartbeat keeps the lease while the task runs; losing it (the
 	// task was canceled, or another runner took over) stops the run.

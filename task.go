@@ -221,6 +221,11 @@ type Task struct {
 	// RetryOf is the finished task whose retryable failed rows this task
 	// tries again (TaskService.Retry); 0 for a task of an uploaded file.
 	RetryOf int64 `json:"retryOf,omitempty"`
+
+	// TraceParent is the trace of the request that created the task
+	// (Tracer), kept so that the runner that takes the task, later and
+	// maybe elsewhere, continues it; "" when not traced.
+	TraceParent string `json:"-"`
 }
 
 // Chunk sizes of a distribution.

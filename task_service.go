@@ -45,6 +45,10 @@ type TaskService struct {
 	// ChunkSize is the rows applied per transaction; 0 means
 	// DefaultChunkSize.
 	ChunkSize int
+	// Tracer, if set, keeps the trace of the request that creates a task
+	// with it (Task.TraceParent), for the runner to continue; nil traces
+	// nothing.
+	Tracer Tracer
 }
 
 // DefaultMaxFileSize is the largest upload accepted by default.
@@ -165,6 +169,9 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 	}
 	if t.Notify == nil {
 		t.Notify = []NotifyType{}
+	}
+	if s.Tracer != nil {
+		t.TraceParent = s.Tracer.TraceParent(ctx)
 	}
 	if err := t.Validate(); err != nil {
 		return nil, err

@@ -284,7 +284,8 @@ func (b *Bus) unwire(subject string) string {
 // subject and ID within Config.Duplicates (and retrying here is safe).
 // While the connection is down Publish retries until ctx ends, or for
 // Config.RetryFor when ctx has no deadline. A subject outside
-// Config.Subjects and an ID with a line break are quan.EINVALID.
+// Config.Subjects, an ID with a line break and a header quan.Message
+// refuses are quan.EINVALID. Headers ride as NATS headers.
 func (b *Bus) Publish(ctx context.Context, m quan.Message) error {
 	msg, err := b.message(m)
 	if err != nil {
@@ -306,6 +307,12 @@ func (b *Bus) message(m quan.Message) (*nats.Msg, error) {
 	}
 	msg := nats.NewMsg(b.wire(m.Subject))
 	msg.Data = m.Data
+	for k, v := range m.Header {
+		if err := checkHeader(k, v); err != nil {
+			return nil, err
+		}
+		msg.Header[k] = []string{v}
+	}
 	if m.ID != "" {
 		msg.Header.Set(headerID, m.ID)
 		// JetStream de-duplicates by Nats-Msg-Id across the whole stream;
@@ -313,6 +320,44 @@ func (b *Bus) message(m quan.Message) (*nats.Msg, error) {
 		msg.Header.Set(jetstream.MsgIDHeader, m.Subject+" "+m.ID)
 	}
 	return msg, nil
+}
+
+// reserved reports whether the header name k is one the bus writes
+// itself (or JetStream reads), which a message may not carry.
+func reserved(k string) bool {
+	return len(k) >= 5 && strings.EqualFold(k[:5], "Nats-") ||
+		strings.EqualFold(k, headerID) || strings.EqualFold(k, headerReason) || strings.EqualFold(k, headerAttempts)
+}
+
+// checkHeader refuses a header a NATS message cannot carry as it is, or
+// that the bus writes itself, as quan.EINVALID.
+func checkHeader(k, v string) error {
+	if k == "" || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r == ':' || r == 0x7f }) {
+		return quan.Errorf(quan.EINVALID, "header name %q: want no space, colon or control character", k)
+	}
+	if reserved(k) {
+		return quan.Errorf(quan.EINVALID, "header %q is the bus's own", k)
+	}
+	if strings.ContainsAny(v, "\r\n") {
+		return quan.Errorf(quan.EINVALID, "header %s holds a line break", k)
+	}
+	return nil
+}
+
+// userHeader returns the headers of h a message was published with,
+// those the bus writes left out; nil if there are none.
+func userHeader(h nats.Header) map[string]string {
+	var out map[string]string
+	for k, vs := range h {
+		if len(vs) == 0 || reserved(k) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(h))
+		}
+		out[k] = vs[0]
+	}
+	return out
 }
 
 // publish sends msg until JetStream acknowledges it, retrying what a

@@ -38,8 +38,8 @@ const prefetch = 64
 // an error asks for redelivery after the backoff of that attempt. A
 // message that fails its MaxDeliver-th delivery, or that comes back once
 // more after an AckWait expired on its last delivery, is published to
-// quan.DeadLetterPrefix+subject, with headers Reason (the error) and
-// Quan-Id (its ID), and terminated. Dead letters that fail are not moved
+// quan.DeadLetterPrefix+subject, with the message's headers and Reason
+// (the error) and Quan-Id (its ID), and terminated. Dead letters that fail are not moved
 // further: they stay in the dead-letter stream.
 //
 // Consume rides out a lost connection and recreates a missing consumer.
@@ -244,6 +244,7 @@ func (c *consumer) deliver(ctx context.Context, msg jetstream.Msg) {
 		Data:    msg.Data(),
 		Attempt: int(md.NumDelivered),
 		Reason:  msg.Headers().Get(headerReason),
+		Header:  userHeader(msg.Headers()),
 	}
 	if m.Attempt > c.opt.MaxDeliver {
 		c.bury(ctx, msg, md, m, fmt.Sprintf("not acknowledged after %d deliveries: handling exceeded AckWait %s or its consumer stopped", m.Attempt-1, c.opt.AckWait))
@@ -282,6 +283,9 @@ func (c *consumer) bury(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 	dead := quan.DeadLetterPrefix + m.Subject
 	dm := nats.NewMsg(c.b.wire(dead))
 	dm.Data = m.Data
+	for k, v := range m.Header {
+		dm.Header[k] = []string{v} // checked when m was published
+	}
 	dm.Header.Set(headerReason, reason)
 	dm.Header.Set(headerAttempts, strconv.Itoa(m.Attempt))
 	id := "seq:" + strconv.FormatUint(md.Sequence.Stream, 10)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +32,83 @@ func TestBus(t *testing.T, newBus func(t *testing.T) quan.Bus) {
 	testBusRedelivery(t, newBus)
 	testBusConsume(t, newBus)
 	testBusBacklog(t, newBus)
+	testBusHeaders(t, newBus)
+}
+
+// testBusHeaders: a message's headers reach its consumer as published,
+// names in their case, by Publish and PublishMany, large ones too (a batch
+// of claims carries one trace parent per claim), and its dead letter
+// keeps them; a header no bus can carry is refused.
+func testBusHeaders(t *testing.T, newBus func(t *testing.T) quan.Bus) {
+	t.Run("Headers", func(t *testing.T) {
+		t.Parallel()
+		parents := make([]string, quan.MaxClaimsPerMessage)
+		for i := range parents {
+			parents[i] = fmt.Sprintf("00-%032x-%016x-01", i+1, i+1)
+		}
+		header := map[string]string{
+			"traceparent":          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+			"Tracestate":           "vendor=a,other=b",
+			quan.ClaimTracesHeader: strings.Join(parents, ","),
+		}
+
+		t.Run("PublishAndPublishMany", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			const subject = "quan.bus.headers"
+			busPublish(t, bus, quan.Message{Subject: subject, ID: "one", Data: []byte("1"), Header: header})
+			many := []quan.Message{
+				{Subject: subject, ID: "many-0", Data: []byte("2"), Header: map[string]string{"traceparent": "x", "empty": ""}},
+				{Subject: subject, ID: "many-1", Data: []byte("3"), Header: header},
+				{Subject: subject, ID: "bare", Data: []byte("4")},
+			}
+			if err := bus.PublishMany(t.Context(), many); err != nil {
+				t.Fatalf("PublishMany: %v", err)
+			}
+			rec := newBusRecorder()
+			busConsume(t, bus, subject, "worker", quan.ConsumeOptions{}, rec.ok)
+			byID := map[string]quan.Message{}
+			for _, m := range rec.wait(t, 4) {
+				byID[m.ID] = m
+			}
+			for id, want := range map[string]map[string]string{"one": header, "many-0": many[0].Header, "many-1": header, "bare": nil} {
+				if got := byID[id].Header; !maps.Equal(got, want) {
+					t.Errorf("message %s: header %.200v, want %.200v", id, got, want)
+				}
+			}
+		})
+
+		t.Run("DeadLetterKeepsThem", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			const subject = "quan.bus.headers.dead"
+			busPublish(t, bus, quan.Message{Subject: subject, ID: "poison", Data: []byte("bad"), Header: header})
+			busConsume(t, bus, subject, "worker", quan.ConsumeOptions{MaxDeliver: 1}, func(context.Context, quan.Message) error {
+				return errors.New("cannot parse")
+			})
+			dead := newBusRecorder()
+			busConsume(t, bus, quan.DeadLetterPrefix+subject, "inspector", quan.ConsumeOptions{}, dead.ok)
+			m := dead.wait(t, 1)[0]
+			if !maps.Equal(m.Header, header) || !strings.Contains(m.Reason, "cannot parse") {
+				t.Errorf("dead letter: header %.200v, reason %q; want the message's header and the reason", m.Header, m.Reason)
+			}
+		})
+
+		t.Run("Refused", func(t *testing.T) {
+			t.Parallel()
+			bus := newBus(t)
+			for _, h := range []map[string]string{{"": "v"}, {"a b": "v"}, {"a:b": "v"}, {"a\nb": "v"}, {"k": "line\nbreak"}, {"k": "cr\r"}} {
+				err := bus.Publish(t.Context(), quan.Message{Subject: "quan.bus.headers.bad", ID: "x", Header: h})
+				if quan.ErrorCode(err) != quan.EINVALID {
+					t.Errorf("publish with header %q: %v, want EINVALID", h, err)
+				}
+				err = bus.PublishMany(t.Context(), []quan.Message{{Subject: "quan.bus.headers.bad", ID: "x", Header: h}})
+				if quan.ErrorCode(err) != quan.EINVALID {
+					t.Errorf("publish many with header %q: %v, want EINVALID", h, err)
+				}
+			}
+		})
+	})
 }
 
 // testBusBacklog: a durable's backlog counts the messages of its subject

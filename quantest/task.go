@@ -190,6 +190,7 @@ func testCreateTaskStoresEveryField(t *testing.T, s TaskStores) {
 	full.Owner = "runner-a"
 	full.LeaseUntil = base.Add(4 * time.Minute)
 	full.RetryOf = 9_000_000_000_001 // beyond 32 bits
+	full.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 	seen := map[int64]bool{}
 	for _, want := range []*quan.Task{plain, full} {
@@ -207,8 +208,8 @@ func testCreateTaskStoresEveryField(t *testing.T, s TaskStores) {
 }
 
 // testCreateTaskRetryOf checks that a retry keeps the link to the task it
-// retries through every way a task is read and written: Task, Tasks,
-// UpdateTask and ClaimTask.
+// retries, and its trace parent, through every way a task is read and
+// written: Task, Tasks, UpdateTask and ClaimTask.
 func testCreateTaskRetryOf(t *testing.T, s TaskStores) {
 	tpl := create(t, s.Templates, newTemplate(t, 1, "distributed"))
 	first := newTask(t, 1, tpl.ID, "first")
@@ -216,6 +217,7 @@ func testCreateTaskRetryOf(t *testing.T, s TaskStores) {
 	createTask(t, s, first)
 	retry := newTask(t, 1, tpl.ID, "first (retry of task)")
 	retry.RetryOf = first.ID
+	retry.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	createTask(t, s, retry)
 
 	if got := getTask(t, s, first.ID); got.RetryOf != 0 {
@@ -228,8 +230,8 @@ func testCreateTaskRetryOf(t *testing.T, s TaskStores) {
 	}
 	now := base.Add(time.Hour)
 	claimed := claim(t, s, "runner-a", now, now.Add(time.Minute))
-	if claimed == nil || claimed.ID != retry.ID || claimed.RetryOf != first.ID {
-		t.Fatalf("ClaimTask = %+v, want task %d retrying %d", claimed, retry.ID, first.ID)
+	if claimed == nil || claimed.ID != retry.ID || claimed.RetryOf != first.ID || claimed.TraceParent != retry.TraceParent {
+		t.Fatalf("ClaimTask = %+v, want task %d retrying %d, under trace %s", claimed, retry.ID, first.ID, retry.TraceParent)
 	}
 	got, err := s.Tasks.UpdateTask(t.Context(), 1, retry.ID, func(t *quan.Task) error {
 		t.BytesTotal = 99
@@ -237,6 +239,9 @@ func testCreateTaskRetryOf(t *testing.T, s TaskStores) {
 	})
 	if err != nil {
 		t.Fatalf("UpdateTask(%d): %v", retry.ID, err)
+	}
+	if got.TraceParent != retry.TraceParent || getTask(t, s, retry.ID).TraceParent != retry.TraceParent {
+		t.Errorf("after UpdateTask: TraceParent = %q, want %q", got.TraceParent, retry.TraceParent)
 	}
 	if got.RetryOf != first.ID || getTask(t, s, retry.ID).RetryOf != first.ID {
 		t.Errorf("after UpdateTask: RetryOf = %d (returned), %d (read); want %d", got.RetryOf, getTask(t, s, retry.ID).RetryOf, first.ID)
