@@ -39,6 +39,9 @@ type Server struct {
 	// Checks are the dependencies /readyz checks, by name ("store",
 	// "cache", "bus"): each returns nil when its dependency answers.
 	Checks map[string]func(ctx context.Context) error
+	// Tracer, if set, traces every request (the tracing package's, on
+	// OpenTelemetry); nil traces nothing.
+	Tracer Tracer
 
 	ln     net.Listener
 	srv    *http.Server
@@ -52,13 +55,26 @@ func (s *Server) now() time.Time {
 	return time.Now()
 }
 
+// Tracer traces the API's requests.
+type Tracer interface {
+	// Handler wraps the whole API, so that a request's span covers its
+	// authentication and the rest.
+	Handler(next http.Handler) http.Handler
+	// Route tells the span of r's request the route pattern it matched.
+	Route(r *http.Request, pattern string)
+}
+
 // maxBody bounds a JSON request body.
 const maxBody = 1 << 20
 
 // Handler returns the API's handler, for tests and embedding.
 func (s *Server) Handler() http.Handler {
 	mux, routes := s.muxes()
-	return s.accessLog(s.recoverer(s.authenticate(s.idempotent(s.unmatchedAsProblem(mux, routes)))))
+	h := s.accessLog(s.recoverer(s.authenticate(s.idempotent(s.unmatchedAsProblem(mux, routes)))))
+	if s.Tracer != nil {
+		h = s.Tracer.Handler(h)
+	}
+	return h
 }
 
 // muxes returns two muxes of the API's routes: routes has only them, and
@@ -74,6 +90,9 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		f := func(w http.ResponseWriter, r *http.Request) {
 			if e := logEntryOf(r.Context()); e != nil {
 				e.route = pattern
+			}
+			if s.Tracer != nil {
+				s.Tracer.Route(r, pattern)
 			}
 			if err := h(w, r); err != nil {
 				s.writeError(w, r, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/sheet"
+	"github.com/quanhq/quan/tracing"
 )
 
 // App is quan wired for one process: its backends and every use case on
@@ -40,6 +41,10 @@ type App struct {
 	// process's collectors and those of the use cases and backends,
 	// registered as they are built. nil with Config.MetricsOff.
 	Metrics *prometheus.Registry
+
+	// Tracer records the spans of requests, claims and tasks; nil without
+	// Config.Tracing, and then nothing is traced.
+	Tracer *tracing.Tracer
 
 	stop func() // stops what Start started and waits for it
 }
@@ -78,8 +83,13 @@ func Open(ctx context.Context, cfg Config, role Role, logger *slog.Logger) (*App
 	if !cfg.MetricsOff {
 		a.Metrics = prom.NewRegistry()
 	}
+	if err := a.openTracer(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
 	if err := a.build(); err != nil {
 		b.Close()
+		a.closeTracer()
 		return nil, err
 	}
 	return a, nil
@@ -95,16 +105,18 @@ func (a *App) build() error {
 	if b.Bus != nil && chunk > maxBusChunk {
 		return fmt.Errorf("--chunk-size %d: with a nats:// bus a chunk is one message; use at most %d rows", chunk, maxBusChunk)
 	}
+	tasks, claims, bus, claimBus, tracer := a.traced(st, b.Bus, b.ClaimBus)
 	files := &disk.Files{Dir: cfg.DataDir}
 	limits := fileLimits{MaxRows: cfg.Files.MaxRows, MaxUncompressed: cfg.Files.MaxUncompressed}
 
 	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now}
 	a.Distributor = &quan.Distributor{
-		Store:            st,
+		Store:            tasks,
 		Templates:        st,
 		Coupons:          st,
 		Cache:            b.Cache,
-		Bus:              b.Bus,
+		Bus:              bus,
+		Tracer:           tracer,
 		Stall:            cfg.Runner.Stall,
 		AckWait:          cfg.Runner.AckWait,
 		ChunkConcurrency: cfg.Runner.ChunkConc,
@@ -118,7 +130,8 @@ func (a *App) build() error {
 		Logger:           logger,
 	}
 	a.Tasks = &quan.TaskService{
-		Tasks:       st,
+		Tasks:       tasks,
+		Tracer:      tracer,
 		Templates:   st,
 		Files:       files,
 		Check:       limits.checkFile,
@@ -134,8 +147,9 @@ func (a *App) build() error {
 	a.Wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger}
 	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger}
 	if b.ClaimBus != nil {
-		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: b.ClaimCache, Bus: b.ClaimBus,
-			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger}
+		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: claims, Cache: b.ClaimCache, Bus: claimBus,
+			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
+			Tracer: tracer}
 		if a.Metrics != nil {
 			a.Metrics.MustRegister(prom.Claims(a.Claims))
 		}
@@ -238,7 +252,7 @@ func (a *App) sweep(ctx context.Context) error {
 // HTTPServer returns the API server over the app's use cases, signing and
 // checking tokens with tokens. The caller opens and closes it.
 func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
-	return &qhttp.Server{
+	srv := &qhttp.Server{
 		Templates:   a.Templates,
 		Tasks:       a.Tasks,
 		Claims:      a.Claims,
@@ -251,16 +265,21 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Checks:      a.Backends.Checks(),
 		Now:         a.Config.Now,
 	}
+	if a.Tracer != nil {
+		srv.Tracer = a.Tracer
+	}
+	return srv
 }
 
-// Close stops the background loops, waits for them, then closes the
-// backends. It is safe to call twice.
+// Close stops the background loops, waits for them, closes the backends,
+// then sends the spans not sent yet. It is safe to call twice.
 func (a *App) Close() {
 	if a.stop != nil {
 		a.stop()
 		a.stop = nil
 	}
 	a.Backends.Close()
+	a.closeTracer()
 }
 
 // runnerName names this process among the runners sharing a store.

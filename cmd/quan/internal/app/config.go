@@ -71,6 +71,10 @@ type Config struct {
 	// the hot paths (to measure what metrics cost).
 	MetricsOff bool
 
+	// Tracing, if set, traces requests, claims and tasks with
+	// OpenTelemetry; the zero value traces nothing.
+	Tracing Tracing
+
 	// Now is the clock of every use case; nil means time.Now.
 	Now func() time.Time
 }
@@ -157,6 +161,7 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 		c.MetricsOff = !on
 		return err
 	})
+	c.Tracing.register(fs)
 	fs.DurationVar(&c.SweepEvery, "sweep-every", time.Minute, "how often to write down expired coupons and locks that ran out (0: never)")
 	fs.DurationVar(&c.ArchiveAfter, "archive-after", 0, "move used, expired and revoked coupons of ended templates this long unchanged to the history table (0: never)")
 	fs.Float64Var(&c.Claims.PersistRate, "claim-persist-rate", 0, fmt.Sprintf("while this process takes claims, write at most this many a second to the store; the rest wait on the bus until claims stop for a second (0: no limit; else at least %d)", quan.MinPersistRate))
@@ -224,7 +229,7 @@ func (c Config) Validate() error {
 	if c.Runner.ChunkSize < 0 {
 		return cli.Usagef("--chunk-size %d: want 0 (the store's recommendation) or more", c.Runner.ChunkSize)
 	}
-	return nil
+	return c.Tracing.validate()
 }
 
 // NewLogger returns the logger c's level and format ask for, writing to
