@@ -273,7 +273,8 @@ func TestTracingFlags(t *testing.T) {
 		{"NoScheme", []string{"serve", "--otlp-endpoint", "collector:4318"}, nil, `--otlp-endpoint "collector:4318": want the URL of an OTLP/HTTP collector`},
 		{"GRPCScheme", []string{"worker", "--otlp-endpoint", "grpc://collector:4317"}, nil, `--otlp-endpoint "grpc://collector:4317"`},
 		{"NoHost", []string{"serve"}, map[string]string{"QUAN_OTLP_ENDPOINT": "http://"}, `--otlp-endpoint "http://"`},
-		{"SampleAboveOne", []string{"serve", "--otlp-endpoint", "http://127.0.0.1:4318", "--trace-sample", "2"}, nil, "--trace-sample 2: want a fraction in (0, 1]"},
+		{"SampleAboveOne", []string{"serve", "--otlp-endpoint", "http://127.0.0.1:4318", "--trace-sample", "2"}, nil, "want a fraction in (0, 1]"},
+		{"SampleZero", []string{"worker"}, map[string]string{"QUAN_TRACE_SAMPLE": "0"}, "QUAN_TRACE_SAMPLE"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := testEnv(t)

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"flag"
+	"fmt"
+	"strconv"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -32,7 +34,15 @@ func (c Tracing) on() bool { return c.OTLPEndpoint != "" || c.Exporter != nil }
 // register binds --otlp-endpoint and --trace-sample to c.
 func (c *Tracing) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "trace requests, claims and tasks with OpenTelemetry, sending spans to this OTLP/HTTP collector: http(s)://HOST:PORT[/PATH], /v1/traces without a path (default: no tracing, at no cost)")
-	fs.Float64Var(&c.Sample, "trace-sample", 1, "with --otlp-endpoint: the fraction of requests whose trace is recorded, in (0, 1]")
+	c.Sample = 1
+	fs.Func("trace-sample", "with --otlp-endpoint: the fraction of requests whose trace is recorded, in (0, 1] (default 1)", func(s string) error {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v > 0 && v <= 1) {
+			return fmt.Errorf("want a fraction in (0, 1]")
+		}
+		c.Sample = v
+		return nil
+	})
 }
 
 // validate reports a setting that cannot work, naming its flag.
