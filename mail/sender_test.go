@@ -235,21 +235,21 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"http://h?from=a@x.com":                        "scheme",
-		"smtp://?from=a@x.com":                         "no host",
-		"smtp://h:0?from=a@x.com":                      "port",
-		"smtp://h:99999?from=a@x.com":                  "port",
-		"smtp://h":                                     "from: missing",
-		"smtp://h?from=nobody":                         "from:",
-		"smtp://h?from=a@x.com&tls=none":               "tls=none",
-		"smtp://h?from=a@x.com&tls=ssl":                "tls \"ssl\"",
-		"smtps://h?from=a@x.com&tls=starttls":          "tls=starttls",
-		"smtp://h?from=a@x.com&auth=plain":             "no user",
-		"smtp://u:p@h?from=a@x.com&auth=cram":          "auth \"cram\"",
-		"smtp://h/x?from=a@x.com":                      "path",
-		"smtp://h?from=a@x.com&form=b":                 "unknown parameter \"form\"",
-		"smtp://u:p%zz@h?from=a@x.com":                 "not a URL",
-		"smtp://:secret@h?from=a@x.com":                "user is empty",
+		"http://h?from=a@x.com":               "scheme",
+		"smtp://?from=a@x.com":                "no host",
+		"smtp://h:0?from=a@x.com":             "port",
+		"smtp://h:99999?from=a@x.com":         "port",
+		"smtp://h":                            "from: missing",
+		"smtp://h?from=nobody":                "from:",
+		"smtp://h?from=a@x.com&tls=none":      "tls=none",
+		"smtp://h?from=a@x.com&tls=ssl":       "tls \"ssl\"",
+		"smtps://h?from=a@x.com&tls=starttls": "tls=starttls",
+		"smtp://h?from=a@x.com&auth=plain":    "no user",
+		"smtp://u:p@h?from=a@x.com&auth=cram": "auth \"cram\"",
+		"smtp://h/x?from=a@x.com":             "path",
+		"smtp://h?from=a@x.com&form=b":        "unknown parameter \"form\"",
+		"smtp://u:p%zz@h?from=a@x.com":        "not a URL",
+		"smtp://:secret@h?from=a@x.com":       "user is empty",
 	}
 	for in, part := range bad {
 		_, err := mail.ParseURL(in)
