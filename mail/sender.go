@@ -172,6 +172,7 @@ func (s *Sender) Send(ctx context.Context, msgs []quan.Outgoing) []quan.SendResu
 // a time, writing results[i].
 func (s *Sender) sendShare(ctx context.Context, msgs []quan.Outgoing, share []int, results []quan.SendResult) {
 	var c *conn
+	redialed := false
 	defer func() {
 		if c != nil {
 			s.put(c)
@@ -195,17 +196,25 @@ func (s *Sender) sendShare(ctx context.Context, msgs []quan.Outgoing, share []in
 				return
 			}
 		}
-		ok := s.sendBatch(ctx, c, msgs, batch, results)
+		ok, stale := s.sendBatch(ctx, c, msgs, batch, results)
 		if !ok { // the connection broke: a fresh one for the rest
 			s.discard(c)
 			c = nil
 		}
+		if stale && !redialed {
+			// A pooled connection the server closed while idle: nothing
+			// was sent, so the same batch goes again on a new one, once.
+			redialed = true
+			continue
+		}
+		redialed = false
 		share = share[k:]
 	}
 }
 
-// sendBatch sends one batch down c and reports whether c is still good.
-func (s *Sender) sendBatch(ctx context.Context, c *conn, msgs []quan.Outgoing, batch []int, results []quan.SendResult) bool {
+// sendBatch sends one batch down c and reports whether c is still good,
+// and whether it was found dead before anything was sent (stale).
+func (s *Sender) sendBatch(ctx context.Context, c *conn, msgs []quan.Outgoing, batch []int, results []quan.SendResult) (good, stale bool) {
 	ms := make([]*gomail.Msg, len(batch))
 	for j, i := range batch {
 		m, err := s.build(msgs[i])
@@ -218,15 +227,12 @@ func (s *Sender) sendBatch(ctx context.Context, c *conn, msgs []quan.Outgoing, b
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
 	err := s.client.SendWithSMTPClient(c.c, ms...)
 	cut := !stop()
-	good := !cut
+	good = !cut
 	var whole *gomail.SendError
 	if errors.As(err, &whole) && whole.Reason == gomail.ErrConnCheck {
-		// The pooled connection died (the server closed it while idle):
-		// nothing was sent; the caller redials for the rest, and these
-		// wait for a retry rather than a second try here, which keeps a
-		// batch to one Timeout.
+		// The connection failed its NOOP: nothing was sent.
 		retry(results, batch, 0, "mail: "+err.Error())
-		return false
+		return false, !cut
 	}
 	for j, i := range batch {
 		m := ms[j]
@@ -243,7 +249,7 @@ func (s *Sender) sendBatch(ctx context.Context, c *conn, msgs []quan.Outgoing, b
 			good = false
 		}
 	}
-	return good
+	return good, false
 }
 
 // outcome maps a message's send error: a server reply by its class; any

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-smtp"
+
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/mail"
 )
@@ -218,6 +220,24 @@ func TestBatchReusesConnections(t *testing.T) {
 	}
 	if c := srv.conns.Load(); c > 3 {
 		t.Errorf("%d connections, want at most 3", c)
+	}
+}
+
+// TestIdleConnectionClosed: a pooled connection the server closed while
+// idle is found dead by its NOOP and the batch goes out on a new one.
+func TestIdleConnectionClosed(t *testing.T) {
+	t.Parallel()
+	srv := startServerWith(t, "", "", nil, func(s *smtp.Server) { s.ReadTimeout = 200 * time.Millisecond })
+	s := newSender(t, "smtp://"+srv.addr+"?from=noreply@quan.test&tls=none", func(c *mail.Config) { c.Conns = 1 })
+	if res := s.Send(context.Background(), []quan.Outgoing{outgoing("m1", "a@example.com")}); res[0].Outcome != quan.Sent {
+		t.Fatalf("first: %+v", res[0])
+	}
+	time.Sleep(500 * time.Millisecond) // past the server's idle timeout
+	if res := s.Send(context.Background(), []quan.Outgoing{outgoing("m2", "a@example.com")}); res[0].Outcome != quan.Sent {
+		t.Fatalf("after the server closed the idle connection: %+v, want sent on a new one", res[0])
+	}
+	if n := srv.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
 	}
 }
 

@@ -46,6 +46,11 @@ type received struct {
 
 func startServer(t testing.TB, user, password string, tlsConf *tls.Config) *server {
 	t.Helper()
+	return startServerWith(t, user, password, tlsConf, nil)
+}
+
+func startServerWith(t testing.TB, user, password string, tlsConf *tls.Config, tweak func(*smtp.Server)) *server {
+	t.Helper()
 	srv := &server{user: user, password: password}
 	s := smtp.NewServer(srv)
 	s.Domain = "localhost"
@@ -53,6 +58,9 @@ func startServer(t testing.TB, user, password string, tlsConf *tls.Config) *serv
 	s.TLSConfig = tlsConf
 	s.MaxRecipients = 10
 	s.ReadTimeout, s.WriteTimeout = 30*time.Second, 30*time.Second
+	if tweak != nil {
+		tweak(s)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
