@@ -6,6 +6,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -260,8 +261,9 @@ func TestAlertRulesShape(t *testing.T) {
 	}
 }
 
-// TestPromtool runs `promtool check rules` and `promtool test rules` if
-// promtool is installed; with QUAN_TEST_PROMTOOL=1 (CI) a missing promtool
+// TestPromtool runs `promtool check rules` and `promtool test rules` on
+// alerts.yml, and has promtool parse the dashboard's queries, if promtool
+// is installed; with QUAN_TEST_PROMTOOL=1 (CI) a missing promtool
 // fails the test.
 func TestPromtool(t *testing.T) {
 	path, err := exec.LookPath("promtool")
@@ -271,15 +273,103 @@ func TestPromtool(t *testing.T) {
 		}
 		t.Skip("promtool not installed; QUAN_TEST_PROMTOOL=1 makes this a failure")
 	}
-	dir := filepath.Join(deployDir, "prometheus")
+	dir, err := filepath.Abs(filepath.Join(deployDir, "prometheus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dashboard's queries as recording rules, so that promtool parses
+	// them too, with Grafana's interval variables given values.
+	var rules strings.Builder
+	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	vars := strings.NewReplacer("$__rate_interval", "5m", "$__range", "1h")
+	for i, q := range dashboardQueries(t, filepath.Join(deployDir, "grafana", "quan.json")) {
+		if strings.HasPrefix(q, "label_values(") || q == "prometheus" {
+			continue // a template variable's query, not PromQL
+		}
+		expr, _ := json.Marshal(vars.Replace(q)) // a JSON string is a YAML string
+		fmt.Fprintf(&rules, "      - record: dashboard:query%d\n        expr: %s\n", i, expr)
+	}
+	dashRules := filepath.Join(t.TempDir(), "dashboard.yml")
+	if err := os.WriteFile(dashRules, []byte(rules.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
 		{"check", "rules", "alerts.yml"},
 		{"test", "rules", "alerts_test.yml"},
+		{"check", "rules", dashRules},
 	} {
 		cmd := exec.CommandContext(t.Context(), path, args...)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+}
+
+// TestDashboardShape checks what Grafana would only show on import: panel
+// ids are unique, every panel and query uses the dashboard's Prometheus
+// variable, and every query has an expression.
+func TestDashboardShape(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(deployDir, "grafana", "quan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type datasource struct{ Type, UID string }
+	var d struct {
+		UID           string
+		SchemaVersion int
+		Templating    struct {
+			List []struct{ Name, Type, Query any }
+		}
+		Panels []struct {
+			ID         int
+			Type       string
+			Title      string
+			Datasource *datasource
+			GridPos    struct{ H, W, X, Y int }
+			Targets    []struct {
+				RefID      string
+				Expr       string
+				Datasource *datasource
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.UID == "" || d.SchemaVersion < 39 {
+		t.Errorf("uid %q, schemaVersion %d", d.UID, d.SchemaVersion)
+	}
+	if !slices.ContainsFunc(d.Templating.List, func(v struct{ Name, Type, Query any }) bool {
+		return v.Name == "datasource" && v.Type == "datasource" && v.Query == "prometheus"
+	}) {
+		t.Error("no datasource variable of type prometheus")
+	}
+	ids := map[int]bool{}
+	rows := 0
+	for _, p := range d.Panels {
+		if ids[p.ID] {
+			t.Errorf("panel id %d twice", p.ID)
+		}
+		ids[p.ID] = true
+		if p.GridPos.W == 0 || p.GridPos.X+p.GridPos.W > 24 {
+			t.Errorf("panel %q: gridPos %+v", p.Title, p.GridPos)
+		}
+		if p.Type == "row" {
+			rows++
+			continue
+		}
+		ds := datasource{"prometheus", "${datasource}"}
+		if p.Datasource == nil || *p.Datasource != ds || len(p.Targets) == 0 {
+			t.Errorf("panel %q: datasource %v, %d queries", p.Title, p.Datasource, len(p.Targets))
+		}
+		for _, q := range p.Targets {
+			if q.Expr == "" || q.RefID == "" || q.Datasource == nil || *q.Datasource != ds {
+				t.Errorf("panel %q: query %+v", p.Title, q)
+			}
+		}
+	}
+	if rows < 7 {
+		t.Errorf("%d rows, want claims, tasks, lifecycle, backends, reconciliation, HTTP, Go", rows)
 	}
 }
