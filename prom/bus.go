@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/quanhq/quan"
 )
 
@@ -31,7 +33,7 @@ var (
 type bus struct {
 	b                             quan.Bus
 	publish, publishMany, backlog *op
-	consume                       interface{ Inc() }
+	consume                       prometheus.Counter
 }
 
 // pingBus is a bus whose adapter has Ping.
