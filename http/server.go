@@ -40,6 +40,11 @@ type Server struct {
 	// "cache", "bus"): each returns nil when its dependency answers.
 	Checks map[string]func(ctx context.Context) error
 
+	// Observe, if set, is called as each request ends with its route
+	// pattern ("unmatched" if no route took it), its status and how long
+	// it took: the hook of the request metrics (prom.HTTP.Observe).
+	Observe func(route string, status int, took time.Duration)
+
 	ln     net.Listener
 	srv    *http.Server
 	routes []string

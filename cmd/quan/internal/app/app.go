@@ -39,7 +39,8 @@ type App struct {
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
 	// registered as they are built. nil with Config.MetricsOff.
-	Metrics *prometheus.Registry
+	Metrics     *prometheus.Registry
+	httpMetrics *prom.HTTP // the API's requests in Metrics; nil with them off
 
 	stop func() // stops what Start started and waits for it
 }
@@ -77,6 +78,8 @@ func Open(ctx context.Context, cfg Config, role Role, logger *slog.Logger) (*App
 	a := &App{Config: cfg, Role: role, Logger: logger, Backends: b}
 	if !cfg.MetricsOff {
 		a.Metrics = prom.NewRegistry()
+		b.instrument(a.Metrics)
+		a.httpMetrics = prom.NewHTTP(a.Metrics)
 	}
 	if err := a.build(); err != nil {
 		b.Close()
@@ -250,6 +253,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Logger:      a.Logger,
 		Checks:      a.Backends.Checks(),
 		Now:         a.Config.Now,
+		Observe:     a.observeHTTP(),
 	}
 }
 
