@@ -72,6 +72,10 @@ type Config struct {
 	// never reconciles; the flag defaults to DefaultReconcileEvery.
 	ReconcileEvery time.Duration
 
+	// NoMigrate opens a store only if it has every migration applied
+	// (`quan migrate up` applies them) instead of applying those it lacks.
+	NoMigrate bool
+
 	// MetricsOff leaves out every metric: no registry, no instruments on
 	// the hot paths (to measure what metrics cost).
 	MetricsOff bool
@@ -157,6 +161,11 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 		return
 	}
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	fs.BoolFunc("migrate", "apply the store's pending schema migrations at start (default true); with --migrate=false a store with migrations pending is refused: apply them first with quan migrate up", func(s string) error {
+		on, err := strconv.ParseBool(s)
+		c.NoMigrate = !on
+		return err
+	})
 	fs.BoolFunc("metrics", "count and time what this process does for /metrics on the admin listener (default true)", func(s string) error {
 		on, err := strconv.ParseBool(s)
 		c.MetricsOff = !on
