@@ -28,13 +28,13 @@ type ServeCommand struct {
 	// that load balancers stop sending requests first.
 	DrainDelay time.Duration
 
-	drain  qhttp.Drain
+	drain qhttp.Drain
 	// delayDone, if set, ends the drain delay early (for tests).
 	delayDone chan struct{}
 	logger    *slog.Logger
-	app    *app.App
-	server *qhttp.Server
-	admin  *adminServer
+	app       *app.App
+	server    *qhttp.Server
+	admin     *adminServer
 }
 
 func (c *ServeCommand) role() app.Role {
