@@ -61,7 +61,9 @@ Usage:
 
 Run 'quan COMMAND -h' for a command's flags. Every flag can also be set
 with an environment variable: --data is QUAN_DATA, --jwt-secret is
-QUAN_JWT_SECRET, and so on. Exit status: 0 done (or help), 1 failed,
+QUAN_JWT_SECRET, and so on; QUAN_X_FILE names a file holding the value
+of QUAN_X instead (secrets: QUAN_JWT_SECRET_FILE, QUAN_STORE_FILE,
+QUAN_CACHE_FILE, QUAN_BUS_FILE). Exit status: 0 done (or help), 1 failed,
 2 a command line that cannot run.
 `
 
