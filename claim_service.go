@@ -96,7 +96,15 @@ type ClaimService struct {
 	pace    *pace
 	prime   flight
 	known   knownIDs
+	// inflight counts the claims between their reservation and the end
+	// of their hand-off (InFlight).
+	inflight atomic.Int64
 }
+
+// InFlight returns how many claims of this process are reserved in the
+// cache and not yet handed to the bus (or given back): work a Reconciler
+// must not take for drift when the cache keeps no ClaimLedger.
+func (s *ClaimService) InFlight() int64 { return s.inflight.Load() }
 
 // MaxClaimsPerMessage bounds the claims one bus message carries (about
 // 45 bytes each, far below a bus message's limit).
@@ -202,6 +210,8 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64, 
 		id = KeyedClaimID(template, who.UserID, key)
 	}
 	c := &Claim{ID: id, TemplateID: template, UserID: who.UserID, Status: ClaimPending, At: now}
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	refusals, err := s.reserve(ctx, template, c.ID, who.UserID, now)
 	if errors.Is(err, ErrNotFound) {
 		s.Counters.UnknownIDs.Add(1)

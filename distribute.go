@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -82,11 +83,18 @@ type Distributor struct {
 	// means 1. A store that plans chunks before it locks (MySQL) overlaps
 	// them.
 	ChunkConcurrency int
-	Now              Clock
-	Logger           *slog.Logger
+	// Reconciler, if set, reconciles the cache with the store when a task
+	// ends (Reconciler.Check), minding the claims and chunks in flight.
+	// Without one the task's end loads the template from the store into
+	// the cache if their stocks differ: right only when nothing else
+	// reserves in that cache (a process that only distributes).
+	Reconciler *Reconciler
+	Now        Clock
+	Logger     *slog.Logger
 
 	wakeOnce sync.Once
 	wake     chan struct{}
+	inflight atomic.Int64 // chunks being applied (InFlight)
 }
 
 func (d *Distributor) now() time.Time {

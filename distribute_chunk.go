@@ -44,6 +44,8 @@ func (d *Distributor) handleChunk(ctx context.Context, m Message) error {
 // applyChunk has the store apply c, reserving in the cache first when
 // there is one.
 func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, error) {
+	d.inflight.Add(1)
+	defer d.inflight.Add(-1)
 	if d.Cache == nil {
 		return d.Store.ApplyChunk(ctx, c)
 	}
@@ -103,6 +105,10 @@ func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, err
 	}
 	return n, nil
 }
+
+// InFlight returns how many chunks this process is applying: reserved in
+// the cache, perhaps, and not yet in the store (see Reconciler).
+func (d *Distributor) InFlight() int64 { return d.inflight.Load() }
 
 // release gives back the reservation of c under key, unless the store
 // applied c, and returns cause. It is called once the store will never

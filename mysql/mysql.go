@@ -88,6 +88,19 @@ type DB struct {
 // session's time_zone to +00:00 and a strict sql_mode, and never allows
 // several statements in one query. A nil logger discards.
 func Open(ctx context.Context, dsn string, logger *slog.Logger) (*DB, error) {
+	return OpenOptions(ctx, dsn, logger, Options{})
+}
+
+// Options tune OpenOptions; the zero value opens as Open does.
+type Options struct {
+	// NoMigrate applies no migration: a database lacking one is not
+	// opened, with an error wrapping ErrMigrationsPending that names
+	// them (apply them first, as `quan migrate up` does, with Open).
+	NoMigrate bool
+}
+
+// OpenOptions is Open with opt.
+func OpenOptions(ctx context.Context, dsn string, logger *slog.Logger, opt Options) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -108,7 +121,7 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
-	if err := db.migrate(ctx); err != nil {
+	if err := db.migrate(ctx, opt.NoMigrate); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}

@@ -23,10 +23,11 @@ import (
 func testEnv(t *testing.T) map[string]string {
 	t.Helper()
 	return map[string]string{
-		"QUAN_DATA":       t.TempDir(),
-		"QUAN_ADDR":       "127.0.0.1:0",
-		"QUAN_ADMIN_ADDR": "127.0.0.1:0",
-		"QUAN_LOG_LEVEL":  "warn",
+		"QUAN_DATA":        t.TempDir(),
+		"QUAN_ADDR":        "127.0.0.1:0",
+		"QUAN_ADMIN_ADDR":  "127.0.0.1:0",
+		"QUAN_LOG_LEVEL":   "warn",
+		"QUAN_DRAIN_DELAY": "0",
 	}
 }
 

@@ -35,6 +35,7 @@ type App struct {
 	Claims      *quan.ClaimService  // nil without a claim bus (Local, or a Worker on the embedded bus)
 	Wallet      *quan.WalletService // nil for Local
 	Codes       *quan.CodeService   // nil for Local
+	Reconciler  *quan.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -143,7 +144,34 @@ func (a *App) build() error {
 			a.Metrics.MustRegister(prom.Claims(a.Claims))
 		}
 	}
+	a.buildReconciler()
 	return nil
+}
+
+// buildReconciler builds the reconciler of the cache claims reserve in
+// (the distributor's, when it has one) with the store, when
+// Config.ReconcileEvery asks for one.
+func (a *App) buildReconciler() {
+	b := a.Backends
+	cache := b.ClaimCache
+	if cache == nil {
+		cache = b.Cache
+	}
+	if a.Config.ReconcileEvery <= 0 || cache == nil {
+		return
+	}
+	local := []quan.InFlight{a.Templates, a.Distributor}
+	if a.Claims != nil {
+		local = append(local, a.Claims)
+	}
+	a.Reconciler = &quan.Reconciler{Templates: b.Store, Tasks: b.Store, Coupons: b.Store, Cache: cache,
+		Buses: []quan.Bus{b.ClaimBus, b.Bus}, Local: local, Logger: a.Logger}
+	if b.Cache == cache {
+		a.Distributor.Reconciler = a.Reconciler
+	}
+	if a.Metrics != nil {
+		a.Metrics.MustRegister(prom.Reconcile(a.Reconciler))
+	}
 }
 
 // Start runs the background loops of the process's role until Close: the
@@ -184,6 +212,10 @@ func (a *App) Start() error {
 		// The sweeper runs where claims are persisted: with a server, or a
 		// worker on a shared bus.
 		loop("sweeper", a.sweep)
+	}
+	if a.Reconciler != nil {
+		every := a.Config.ReconcileEvery
+		loop("reconciler", func(ctx context.Context) error { return a.Reconciler.Run(ctx, every) })
 	}
 	a.Codes.Background = ctx
 	if a.Role == Server {
