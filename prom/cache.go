@@ -39,6 +39,9 @@ func (m *BackendMetrics) Cache(c quan.Cache) quan.Cache {
 		reservation: o("Reservation"),
 		state:       o("State"),
 		held:        o("Held"),
+		holdings:    o("Holdings"),
+		swapStock:   o("SwapStock"),
+		swapHeld:    o("SwapHeld"),
 	}
 	switch s := c.(type) {
 	case sharedCache:
@@ -53,6 +56,7 @@ func (m *BackendMetrics) Cache(c quan.Cache) quan.Cache {
 			begin:          o("Begin"),
 			complete:       o("Complete"),
 			abort:          o("Abort"),
+			unhanded:       o("Unhanded"),
 		}
 	case quan.LimitedReserver, quan.ClaimLedger, quan.RateLimiter, quan.Idempotency, pinger:
 		return c
@@ -69,6 +73,7 @@ var (
 type cache struct {
 	c                                                               quan.Cache
 	reserve, release, prime, load, update, reservation, state, held *op
+	holdings, swapStock, swapHeld                                   *op
 }
 
 func (c *cache) Reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) (_ []quan.Refusal, err error) {
@@ -111,6 +116,20 @@ func (c *cache) Held(ctx context.Context, template, user int64) (_ int64, err er
 	return c.c.Held(ctx, template, user)
 }
 
+func (c *cache) Holdings(ctx context.Context, template int64) iter.Seq2[quan.Holding, error] {
+	return timedSeq(ctx, c.holdings, c.c.Holdings(ctx, template))
+}
+
+func (c *cache) SwapStock(ctx context.Context, template, old, stock int64) (_ bool, err error) {
+	defer c.swapStock.done(ctx, time.Now(), &err)
+	return c.c.SwapStock(ctx, template, old, stock)
+}
+
+func (c *cache) SwapHeld(ctx context.Context, template int64, swaps []quan.HeldSwap) (_ int, err error) {
+	defer c.swapHeld.done(ctx, time.Now(), &err)
+	return c.c.SwapHeld(ctx, template, swaps)
+}
+
 // limitingCache is a shared cache that records its calls. It is the
 // rate limiter and the idempotency store of the process when the cache
 // it wraps is (the wiring passes it on as both), so that ClaimService,
@@ -120,6 +139,12 @@ type limitingCache struct {
 	*cache
 	s                                                                        sharedCache
 	reserveLimited, handed, abandoned, reaped, allow, begin, complete, abort *op
+	unhanded                                                                 *op
+}
+
+func (c *limitingCache) Unhanded(ctx context.Context, template int64) (_ int64, err error) {
+	defer c.unhanded.done(ctx, time.Now(), &err)
+	return c.s.Unhanded(ctx, template)
 }
 
 func (c *limitingCache) Ping(ctx context.Context) error { return c.s.Ping(ctx) }
