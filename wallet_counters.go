@@ -39,7 +39,9 @@ func CouponTransitions() []CouponTransition {
 // counts once per coupon; a change refused or failed counts once per
 // request, under the change it asked for (a lock: available → locked).
 // Requests refused before any change is tried (invalid, not the user's,
-// not usable, a price changed) are not counted.
+// not usable, a price changed) are not counted. A sweep counts each
+// coupon it changed, and a sweep the store failed as one available →
+// expired error.
 type WalletCounters struct {
 	transitions [len(couponStatuses)][len(couponStatuses)][len(transitionResults)]atomic.Int64
 	// LocksExpired counts the order locks that ran out and that the
