@@ -91,6 +91,7 @@ type Distributor struct {
 	Reconciler *Reconciler
 	Now        Clock
 	Logger     *slog.Logger
+	Counters   DistributionCounters
 
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -293,15 +294,18 @@ func (d *Distributor) pass(ctx context.Context, t *Task, round int, lost <-chan 
 func (d *Distributor) sink(ctx context.Context, c *Chunk, round int) error {
 	c.Owner, c.Now = d.Owner, d.now()
 	if d.Bus == nil {
-		_, err := d.applyChunk(ctx, c)
+		n, err := d.applyChunk(ctx, c)
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			return errLost
 		case errors.Is(err, ErrChunkApplied):
+			d.Counters.ChunksRedelivered.Add(1)
 			return nil // by a runner this one took over from, a moment ago
 		case err != nil:
+			d.Counters.ChunksFailed.Add(1)
 			return fmt.Errorf("apply chunk %d: %w", c.Seq, err)
 		}
+		d.Counters.applied(n, false)
 		return nil
 	}
 	data, err := EncodeChunk(c)

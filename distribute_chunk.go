@@ -28,15 +28,19 @@ func (d *Distributor) handleChunk(ctx context.Context, m Message) error {
 	n, err := d.applyChunk(ctx, c)
 	switch {
 	case errors.Is(err, ErrChunkApplied):
+		d.Counters.ChunksRedelivered.Add(1)
 		d.logger().Debug("chunk applied before", "task", c.TaskID, "chunk", c.Seq, "attempt", m.Attempt)
 		return nil
 	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
+		// Not counted: the task ended (or went) before its chunk came.
 		d.logger().Info("chunk of a task not running", "task", c.TaskID, "chunk", c.Seq, "err", err)
 		return nil
 	case err != nil:
+		d.Counters.ChunksFailed.Add(1)
 		d.logger().Warn("apply chunk", "task", c.TaskID, "chunk", c.Seq, "attempt", m.Attempt, "err", err)
 		return err
 	}
+	d.Counters.applied(n, m.Attempt > 1)
 	d.logger().Debug("chunk applied", "task", c.TaskID, "chunk", c.Seq, "issued", n.Issued, "rows", n.Rows)
 	return nil
 }

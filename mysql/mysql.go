@@ -70,6 +70,9 @@ type DB struct {
 	// consecutiveIDs: a multi-row INSERT gets consecutive AUTO_INCREMENT
 	// ids, from the one LAST_INSERT_ID reports (see consecutiveIDs).
 	consecutiveIDs atomic.Bool
+	// retries counts what was tried again after a deadlock, a lock wait
+	// timeout or a concurrent change (quan.MonitorStore.StoreRetries).
+	retries atomic.Int64
 
 	codes *sqlrow.Codes // the key of the coupons' codes, read by Open
 
@@ -245,6 +248,7 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		// jittered so that the losers do not collide again in step.
 		d := time.Millisecond << (attempt - 1)
 		d += rand.N(d)
+		db.retries.Add(1)
 		db.logger.Debug("retrying a transaction", "attempt", attempt, "after", d, "err", err)
 		select {
 		case <-ctx.Done():

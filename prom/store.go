@@ -17,6 +17,7 @@ type Store interface {
 	quan.ClaimStore
 	quan.WalletStore
 	quan.CodeStore
+	quan.MonitorStore
 	Ping(ctx context.Context) error
 }
 
@@ -59,6 +60,9 @@ func (m *BackendMetrics) Store(s Store) Store {
 		generatingCodeBatches: o("GeneratingCodeBatches"),
 		codes:                 o("Codes"),
 		redeemCode:            o("RedeemCode"),
+		taskStatuses:          o("TaskStatuses"),
+		oldestRunningTask:     o("OldestRunningTask"),
+		oldestAvailableEnd:    o("OldestAvailableEnd"),
 	}
 	if a, ok := s.(quan.Archiver); ok {
 		return &archivingStore{store: w, a: a, archiveCoupons: o("ArchiveCoupons")}
@@ -82,6 +86,7 @@ type store struct {
 	issueClaims, failClaim, claim                                                       *op
 	updateCoupons, orderCoupons, swapCoupons, lapseCoupons                              *op
 	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, redeemCode      *op
+	taskStatuses, oldestRunningTask, oldestAvailableEnd                                 *op
 }
 
 // archivingStore is a store whose adapter archives coupons.
@@ -179,6 +184,23 @@ func (s *store) Coupon(ctx context.Context, shop, id int64) (_ *quan.Coupon, err
 }
 
 func (s *store) CodeKey() *quan.CodeKey { return s.s.CodeKey() }
+
+func (s *store) StoreRetries() int64 { return s.s.StoreRetries() }
+
+func (s *store) TaskStatuses(ctx context.Context) (_ map[quan.TaskStatus]int64, err error) {
+	defer s.taskStatuses.done(ctx, time.Now(), &err)
+	return s.s.TaskStatuses(ctx)
+}
+
+func (s *store) OldestRunningTask(ctx context.Context) (_ time.Time, err error) {
+	defer s.oldestRunningTask.done(ctx, time.Now(), &err)
+	return s.s.OldestRunningTask(ctx)
+}
+
+func (s *store) OldestAvailableEnd(ctx context.Context) (_ time.Time, err error) {
+	defer s.oldestAvailableEnd.done(ctx, time.Now(), &err)
+	return s.s.OldestAvailableEnd(ctx)
+}
 
 func (s *store) CouponStats(ctx context.Context, template, task int64) (_ quan.CouponStats, err error) {
 	defer s.couponStats.done(ctx, time.Now(), &err)

@@ -1,85 +1,129 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/quanhq/quan"
 )
 
-// scrape reads the admin listener's /metrics of srv.
-func scrape(t *testing.T, srv *ServeCommand) map[string]*dto.MetricFamily {
+// scrape reads the metrics on the admin listener at base.
+func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
 	t.Helper()
-	res, err := http.Get(srv.AdminURL() + "/metrics")
+	res, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %s", res.Status)
+		t.Fatalf("GET %s/metrics: %s", base, res.Status)
 	}
 	var p expfmt.TextParser
-	families, err := p.TextToMetricFamilies(res.Body)
+	mfs, err := p.TextToMetricFamilies(res.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("parse %s/metrics: %v", base, err)
 	}
-	return families
+	return mfs
 }
 
-// value is the value of name{labels} in families (a histogram's count),
-// and whether it is there.
-func value(families map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	f := families[name]
+// metric returns the value of the series of name with labels (name,
+// value, ...) in mfs: a counter's or gauge's value, a histogram's count;
+// ok is false if there is no such series.
+func metric(mfs map[string]*dto.MetricFamily, name string, labels ...string) (v float64, ok bool) {
+	mf := mfs[name]
+	if mf == nil {
+		return 0, false
+	}
 series:
-	for _, m := range f.GetMetric() {
-		if len(m.GetLabel()) != len(labels) {
-			continue
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			have[lp.GetName()] = lp.GetValue()
 		}
-		for _, l := range m.GetLabel() {
-			if labels[l.GetName()] != l.GetValue() {
+		for i := 0; i+1 < len(labels); i += 2 {
+			if have[labels[i]] != labels[i+1] {
 				continue series
 			}
 		}
-		switch f.GetType() {
-		case dto.MetricType_HISTOGRAM:
-			return float64(m.GetHistogram().GetSampleCount()), true
-		case dto.MetricType_COUNTER:
+		switch {
+		case m.Counter != nil:
 			return m.GetCounter().GetValue(), true
-		default:
+		case m.Gauge != nil:
 			return m.GetGauge().GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
 		}
 	}
 	return 0, false
 }
 
-// TestBackendAndHTTPMetrics: after a claim over HTTP, serve's /metrics
-// counts the request under its route pattern and status and times it,
-// times the store, the cache and the bus calls the claim made, and says
-// each backend it checks is ready; on MySQL, Redis and NATS too.
-func TestBackendAndHTTPMetrics(t *testing.T) {
-	t.Run("Embedded", func(t *testing.T) {
-		testBackendAndHTTPMetrics(t, testEnv(t), "Reserve", []string{"store", "bus"})
-	})
-	t.Run("Production", func(t *testing.T) {
-		env, _ := productionEnv(t)
-		// Redis takes the claim's rate-limit tokens and reserves in one
-		// call: no Allow through the recorded cache.
-		testBackendAndHTTPMetrics(t, env, "ReserveLimited", []string{"store", "cache", "bus"})
-	})
+// wantMetrics checks the series of want ("name{a=b,c=d}" → value) in
+// mfs, naming the process.
+func wantMetrics(t *testing.T, process string, mfs map[string]*dto.MetricFamily, want map[string]float64) {
+	t.Helper()
+	for series, v := range want {
+		name, rest, _ := strings.Cut(series, "{")
+		var labels []string
+		for _, kv := range strings.Split(strings.TrimSuffix(rest, "}"), ",") {
+			if k, val, ok := strings.Cut(kv, "="); ok {
+				labels = append(labels, k, val)
+			}
+		}
+		if got, ok := metric(mfs, name, labels...); !ok || got != v {
+			t.Errorf("%s: %s = %v (present %t), want %v", process, series, got, ok, v)
+		}
+	}
 }
 
-func testBackendAndHTTPMetrics(t *testing.T, env map[string]string, reserve string, checks []string) {
-	srv := startServe(t, env)
+// TestMetricsMoveWithTraffic scrapes a running serve and a running worker
+// on one data folder while they do real work: a claim over HTTP (serve),
+// a distribution task uploaded over HTTP and run by the worker (serve's
+// runner is off), and a sweep expiring the coupons once the clock passes
+// their window (serve, restarted with a sweeper). Both processes read the
+// store's gauges: tasks by status and the expiry lag.
+func TestMetricsMoveWithTraffic(t *testing.T) {
+	env := testEnv(t)
+	env["QUAN_RUNNER"] = "false"
+	env["QUAN_SWEEP_EVERY"] = "0"
+	env["QUAN_TASK_POLL"] = "10ms"
+	clk := &clock{now: time.Now().UTC().Truncate(time.Second)}
+	open := func(env map[string]string, worker bool) *ServeCommand {
+		t.Helper()
+		logs := &syncBuffer{}
+		cmd := &ServeCommand{Main: &Main{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }, Now: clk.Now}, Worker: worker}
+		if err := cmd.ParseFlags(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Open(context.Background()); err != nil {
+			cmd.Close()
+			t.Fatalf("open: %v\n%s", err, logs.String())
+		}
+		t.Cleanup(func() { cmd.Close() })
+		return cmd
+	}
+	srv := open(env, false)
+	wenv := map[string]string{}
+	for k, v := range env {
+		wenv[k] = v
+	}
+	delete(wenv, "QUAN_RUNNER")
+	worker := open(wenv, true)
+
 	tpl, err := srv.App().CreateDemoTemplate(t.Context(), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := strings.TrimSpace(runQuan(t, env, "token --role user --user 7"))
+	// A claim.
+	user := strings.TrimSpace(runQuan(t, env, "token --role user --user 7 --ttl 1000h"))
 	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/v1/templates/%d/claim", srv.URL(), tpl.ID), nil)
-	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Authorization", "Bearer "+user)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -88,49 +132,75 @@ func testBackendAndHTTPMetrics(t *testing.T, env map[string]string, reserve stri
 	if res.StatusCode != http.StatusAccepted {
 		t.Fatalf("claim: %s", res.Status)
 	}
-	res, err = http.Get(srv.URL() + "/api/v1/templates/1/nothing")
-	if err != nil {
+	eventually(t, "the claim persisted", func() bool {
+		v, _ := metric(scrape(t, srv.AdminURL()), "quan_claims_decided_total", "result", "issued")
+		return v == 1
+	})
+	wantMetrics(t, "serve", scrape(t, srv.AdminURL()), map[string]float64{
+		"quan_claims_total{result=accepted}":           1,
+		"quan_claims_total{result=sold_out}":           0,
+		"quan_claim_duration_seconds":                  1,
+		"quan_claim_handoff_pending":                   0,
+		"quan_claim_persist_backlog_messages":          0,
+		"quan_tasks{status=succeeded}":                 0,
+		"quan_coupon_expiry_lag_seconds":               0,
+		"quan_lock_contention_total{lock=store_retry}": 0,
+	})
+
+	// A task, run by the worker.
+	merchant := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1 --ttl 1000h"))
+	api := &apiClient{t: t, base: srv.URL(), token: merchant}
+	task := api.upload(map[string]string{"name": "metrics", "templateId": fmt.Sprint(tpl.ID)}, "u.csv", "userId\n1\n2\n2\nabc\n7\n")
+	if got := api.wait(task); got.Status != quan.TaskSucceeded || got.Counts.Issued != 2 {
+		t.Fatalf("task: %+v", got)
+	}
+	wmfs := scrape(t, worker.AdminURL())
+	wantMetrics(t, "worker", wmfs, map[string]float64{
+		"quan_task_rows_total{outcome=issued}":            2,
+		"quan_task_rows_total{outcome=duplicate_in_file}": 1,
+		"quan_task_rows_total{outcome=invalid_id}":        1,
+		"quan_task_rows_total{outcome=limit_reached}":     1, // user 7 claimed
+		"quan_task_chunks_total{result=applied}":          1,
+		"quan_task_chunks_total{result=failed}":           0,
+		"quan_tasks{status=succeeded}":                    1,
+		"quan_tasks{status=running}":                      0,
+		"quan_task_stalled_seconds":                       0,
+	})
+	if _, ok := metric(wmfs, "quan_claims_total"); ok {
+		t.Error("a worker on the embedded bus takes no claims, but shows quan_claims_total")
+	}
+	wantMetrics(t, "serve", scrape(t, srv.AdminURL()), map[string]float64{
+		"quan_task_rows_total{outcome=issued}": 0, // its runner is off
+		"quan_tasks{status=succeeded}":         1,
+	})
+
+	// Time passes the coupons' window (72 hours): an hour late, until a
+	// sweep expires them.
+	clk.Set(clk.Now().Add(73 * time.Hour))
+	wantMetrics(t, "worker", scrape(t, worker.AdminURL()), map[string]float64{"quan_coupon_expiry_lag_seconds": 3600})
+	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
-
-	m := scrape(t, srv)
-	const route = "POST /api/v1/templates/{id}/claim"
-	for _, tc := range []struct {
-		name   string
-		labels map[string]string
-		ok     func(float64) bool
-		want   string
-	}{
-		{"quan_http_requests_total", map[string]string{"route": route, "code": "202"}, eq(1), "1"},
-		{"quan_http_request_duration_seconds", map[string]string{"route": route}, eq(1), "1 observation"},
-		{"quan_http_requests_total", map[string]string{"route": "unmatched", "code": "404"}, eq(1), "1"},
-		// The demo template was created in the store and primed in the cache.
-		{"quan_backend_duration_seconds", map[string]string{"backend": "store", "op": "CreateTemplate"}, eq(1), "1 observation"},
-		{"quan_backend_errors_total", map[string]string{"backend": "store", "op": "CreateTemplate"}, eq(0), "0"},
-		{"quan_backend_duration_seconds", map[string]string{"backend": "cache", "op": "Prime"}, eq(1), "1 observation"},
-		// The claim was handed to the bus.
-		{"quan_backend_duration_seconds", map[string]string{"backend": "bus", "op": "PublishMany"}, atLeast(1), "observations"},
-	} {
-		if v, ok := value(m, tc.name, tc.labels); !ok || !tc.ok(v) {
-			t.Errorf("%s%v: %v (there: %v), want %s", tc.name, tc.labels, v, ok, tc.want)
-		}
-	}
-	if v, _ := value(m, "quan_backend_duration_seconds", map[string]string{"backend": "cache", "op": reserve}); v < 1 {
-		t.Errorf("no cache %s timed", reserve)
-	}
-	if v, ok := value(m, "quan_backend_duration_seconds", map[string]string{"backend": "cache", "op": "Allow"}); v != 0 {
-		t.Errorf("the claim took its tokens apart from its reservation: %v Allow calls (there: %v)", v, ok)
-	}
-	for _, check := range checks {
-		if v, ok := value(m, "quan_ready", map[string]string{"check": check}); !ok || v != 1 {
-			t.Errorf("quan_ready{check=%q} %v (there: %v), want 1", check, v, ok)
-		}
-	}
-	if n := len(m["quan_ready"].GetMetric()); n != len(checks) {
-		t.Errorf("%d readiness checks reported, want %v", n, checks)
-	}
+	env["QUAN_SWEEP_EVERY"] = "10ms"
+	srv = open(env, false)
+	eventually(t, "the sweep", func() bool {
+		v, _ := metric(scrape(t, srv.AdminURL()), "quan_coupon_transitions_total", "from", "available", "to", "expired", "result", "ok")
+		return v == 3
+	})
+	wantMetrics(t, "serve", scrape(t, srv.AdminURL()), map[string]float64{
+		"quan_coupon_transitions_total{from=available,to=expired,result=error}": 0,
+		"quan_coupon_locks_expired_total":                                       0,
+		"quan_coupon_expiry_lag_seconds":                                        0,
+	})
+	wantMetrics(t, "worker", scrape(t, worker.AdminURL()), map[string]float64{"quan_coupon_expiry_lag_seconds": 0})
 }
 
-func eq(want float64) func(float64) bool     { return func(v float64) bool { return v == want } }
-func atLeast(min float64) func(float64) bool { return func(v float64) bool { return v >= min } }
+// eventually waits up to 20 seconds for ok, failing the test after.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20 s", what)
+		}
+	}
+}

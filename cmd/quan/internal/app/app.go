@@ -121,6 +121,9 @@ func (a *App) build() error {
 		Now:              cfg.Now,
 		Logger:           logger,
 	}
+	if a.Metrics != nil {
+		a.Metrics.MustRegister(prom.Distribution(a.Distributor), prom.Monitor(st, cfg.Now))
+	}
 	a.Tasks = &quan.TaskService{
 		Tasks:       st,
 		Templates:   st,
@@ -136,6 +139,9 @@ func (a *App) build() error {
 		return nil
 	}
 	a.Wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger}
+	if a.Metrics != nil {
+		a.Metrics.MustRegister(prom.Wallet(a.Wallet))
+	}
 	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger}
 	if b.ClaimBus != nil {
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: b.ClaimCache, Bus: b.ClaimBus,
