@@ -96,6 +96,33 @@ type Cache interface {
 	// cache loses everything on restart, Redis on restart or FLUSHALL.
 	State(ctx context.Context, template int64) (TemplateState, error)
 	Held(ctx context.Context, template, user int64) (int64, error)
+
+	// Holdings streams the cached count of every user of template whose
+	// count is above zero, in no particular order: what Reconciler
+	// compares with the store's. A template not loaded yields
+	// ErrCacheCold. It is not a snapshot: reservations made while it
+	// runs may or may not show.
+	Holdings(ctx context.Context, template int64) iter.Seq2[Holding, error]
+	// SwapStock sets the stock of template to stock if it is still old,
+	// in one atomic step, and reports whether it did: a compare-and-set,
+	// so that a repair computed from a reading changes nothing once the
+	// stock moved since (a reservation, a Prime, another repair).
+	// ErrCacheCold if the template is not loaded.
+	SwapStock(ctx context.Context, template, old, stock int64) (bool, error)
+	// SwapHeld does for each swap what SwapStock does for the stock: the
+	// user's count becomes Count if it is still Old (0 for a user the
+	// cache holds no count of; a Count of 0 removes the user). Each swap
+	// is atomic on its own. It returns how many it made; ErrCacheCold if
+	// the template is not loaded.
+	SwapHeld(ctx context.Context, template int64, swaps []HeldSwap) (int, error)
+}
+
+// HeldSwap is one user's count as Cache.SwapHeld corrects it: from Old
+// to Count.
+type HeldSwap struct {
+	UserID int64
+	Old    int64
+	Count  int64
 }
 
 // LimitedReserver is a Cache that also takes rate-limit tokens in the same
@@ -159,4 +186,8 @@ type ClaimLedger interface {
 	// Reaped forgets an entry of the reaping ledger once its reservation
 	// is given back and its failure recorded.
 	Reaped(ctx context.Context, template int64, key string) error
+	// Unhanded returns how many claims of template the ledger and the
+	// reaping ledger hold: reserved in the cache and neither on the bus
+	// yet nor given back, so not in the store's figures.
+	Unhanded(ctx context.Context, template int64) (int64, error)
 }

@@ -31,8 +31,8 @@ const (
 	EPAUSED     = "paused"
 )
 
-// ClaimCounters count what happened to claims in this process. Metrics
-// come later; the counts are kept from the start. Every count is of
+// ClaimCounters count what happened to claims in this process; package
+// prom reads them at each scrape. Every count is of
 // claims, not of bus messages: a message carries a batch of claims, and a
 // failed delivery of it counts each of its claims in Retried. A delivery
 // redone after some of its claims were settled (a give-back that failed)
@@ -50,7 +50,45 @@ type ClaimCounters struct {
 	HandoffFailed atomic.Int64 // claims whose hand-off could not be stored: 503
 	Reaped        atomic.Int64 // abandoned claims whose reservation Reap gave back
 	Found         atomic.Int64 // retried claims answered with the claim of their first try
+
+	// HandoffPending is a gauge: claims reserved whose hand-off to the
+	// bus has not returned yet.
+	HandoffPending atomic.Int64
+
+	refusedBy [len(allRefusals)]atomic.Int64 // Refused by reason
 }
+
+// allRefusals are the cache's refusals, in the order ClaimCounters keeps
+// them.
+var allRefusals = [...]Refusal{RefusedInactive, RefusedNotStarted, RefusedEnded, RefusedLimit, RefusedSoldOut}
+
+// Refusals returns every Refusal a cache answers.
+func Refusals() []Refusal { return append([]Refusal(nil), allRefusals[:]...) }
+
+// RefusedBy returns how many claims the cache refused for r (they are
+// counted in Refused too).
+func (c *ClaimCounters) RefusedBy(r Refusal) int64 {
+	for i, x := range allRefusals {
+		if x == r {
+			return c.refusedBy[i].Load()
+		}
+	}
+	return 0
+}
+
+func (c *ClaimCounters) refused(r Refusal) {
+	c.Refused.Add(1)
+	for i, x := range allRefusals {
+		if x == r {
+			c.refusedBy[i].Add(1)
+			return
+		}
+	}
+}
+
+// Observer takes one measurement, such as a claim's duration in seconds
+// (a prometheus.Observer is one).
+type Observer interface{ Observe(float64) }
 
 // ClaimService takes flash-sale claims: it checks and reserves in the
 // cache at once, hands the claim to the bus durably before it answers, and
@@ -76,6 +114,8 @@ type ClaimService struct {
 	Now       Clock
 	Logger    *slog.Logger
 	Counters  ClaimCounters
+	// Latency, if set, is given the seconds each Claim took.
+	Latency Observer
 	// MaxDeliver is how many times a claim's hand-off is tried before it
 	// is dead-lettered and fails; 0 means DefaultMaxDeliver.
 	MaxDeliver int
@@ -100,7 +140,15 @@ type ClaimService struct {
 	pace    *pace
 	prime   flight
 	known   knownIDs
+	// inflight counts the claims between their reservation and the end
+	// of their hand-off (InFlight).
+	inflight atomic.Int64
 }
+
+// InFlight returns how many claims of this process are reserved in the
+// cache and not yet handed to the bus (or given back): work a Reconciler
+// must not take for drift when the cache keeps no ClaimLedger.
+func (s *ClaimService) InFlight() int64 { return s.inflight.Load() }
 
 // MaxClaimsPerMessage bounds the claims one bus message carries (about
 // 45 bytes each, far below a bus message's limit).
@@ -196,6 +244,16 @@ func (s *ClaimService) logger() *slog.Logger {
 // above the highest template id. Once the reservation is made, the client
 // going away does not abandon it or its hand-off.
 func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64, key string) (*Claim, error) {
+	if s.Latency == nil {
+		return s.claim(ctx, who, template, key)
+	}
+	start := time.Now()
+	c, err := s.claim(ctx, who, template, key)
+	s.Latency.Observe(time.Since(start).Seconds())
+	return c, err
+}
+
+func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, key string) (*Claim, error) {
 	if who.Role != RoleUser {
 		return nil, Errorf(EFORBIDDEN, "only users claim coupons")
 	}
@@ -213,6 +271,8 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64, 
 	if s.Tracer != nil {
 		c.TraceParent = s.Tracer.TraceParent(ctx)
 	}
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	refusals, err := s.reserve(ctx, template, c.ID, who.UserID, now)
 	if errors.Is(err, ErrNotFound) {
 		s.Counters.UnknownIDs.Add(1)
@@ -235,10 +295,12 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64, 
 				return rec, nil
 			}
 		}
-		s.Counters.Refused.Add(1)
+		s.Counters.refused(refusals[0])
 		return nil, s.refusal(ctx, template, refusals[0])
 	}
+	s.Counters.HandoffPending.Add(1)
 	h, err := s.handoff.Do(ctx, c)
+	s.Counters.HandoffPending.Add(-1)
 	if err != nil {
 		s.Counters.HandoffFailed.Add(1)
 		// The claim may be on the bus all the same (a time-out). With a

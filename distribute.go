@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -82,8 +83,15 @@ type Distributor struct {
 	// means 1. A store that plans chunks before it locks (MySQL) overlaps
 	// them.
 	ChunkConcurrency int
-	Now              Clock
-	Logger           *slog.Logger
+	// Reconciler, if set, reconciles the cache with the store when a task
+	// ends (Reconciler.Check), minding the claims and chunks in flight.
+	// Without one the task's end loads the template from the store into
+	// the cache if their stocks differ: right only when nothing else
+	// reserves in that cache (a process that only distributes).
+	Reconciler *Reconciler
+	Now        Clock
+	Logger     *slog.Logger
+	Counters   DistributionCounters
 	// Tracer, if set, runs a task under the trace of the request that
 	// created it (Task.TraceParent): the chunks published carry it to
 	// where they are applied. nil traces nothing.
@@ -91,6 +99,7 @@ type Distributor struct {
 
 	wakeOnce sync.Once
 	wake     chan struct{}
+	inflight atomic.Int64 // chunks being applied (InFlight)
 }
 
 func (d *Distributor) now() time.Time {
@@ -292,15 +301,18 @@ func (d *Distributor) pass(ctx context.Context, t *Task, round int, lost <-chan 
 func (d *Distributor) sink(ctx context.Context, c *Chunk, round int) error {
 	c.Owner, c.Now = d.Owner, d.now()
 	if d.Bus == nil {
-		_, err := d.applyChunk(ctx, c)
+		n, err := d.applyChunk(ctx, c)
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			return errLost
 		case errors.Is(err, ErrChunkApplied):
+			d.Counters.ChunksRedelivered.Add(1)
 			return nil // by a runner this one took over from, a moment ago
 		case err != nil:
+			d.Counters.ChunksFailed.Add(1)
 			return fmt.Errorf("apply chunk %d: %w", c.Seq, err)
 		}
+		d.Counters.applied(n, false)
 		return nil
 	}
 	data, err := EncodeChunk(c)

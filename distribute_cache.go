@@ -84,11 +84,20 @@ func (d *Distributor) primeWith(ctx context.Context, tpl *Template) error {
 
 // reconcile makes the cache agree with the store on the stock of the
 // task's template once the task has ended: they differ only if the cache
-// lost its state or a reservation was never settled while it ran. (Work on
-// the template still under way elsewhere shows as a difference too; the
-// reload then costs time, never coupons.)
+// lost its state or a reservation was never settled while it ran.
+//
+// With a Reconciler it asks that to check the template now: it tells
+// drift from claims and chunks still in flight on the template, and
+// corrects only drift. Without one, a difference of the stocks loads the
+// template from the store: claims in flight on it (a flash sale during a
+// distribution) would be given back by that load, so a process that takes
+// claims has a Reconciler.
 func (d *Distributor) reconcile(ctx context.Context, t *Task) {
 	if d.Cache == nil || t.DryRun {
+		return
+	}
+	if d.Reconciler != nil {
+		d.Reconciler.Check(t.TemplateID)
 		return
 	}
 	tpl, err := d.Templates.Template(ctx, AnyShop, t.TemplateID)

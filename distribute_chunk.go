@@ -28,15 +28,19 @@ func (d *Distributor) handleChunk(ctx context.Context, m Message) error {
 	n, err := d.applyChunk(ctx, c)
 	switch {
 	case errors.Is(err, ErrChunkApplied):
+		d.Counters.ChunksRedelivered.Add(1)
 		d.logger().Debug("chunk applied before", "task", c.TaskID, "chunk", c.Seq, "attempt", m.Attempt)
 		return nil
 	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
+		// Not counted: the task ended (or went) before its chunk came.
 		d.logger().Info("chunk of a task not running", "task", c.TaskID, "chunk", c.Seq, "err", err)
 		return nil
 	case err != nil:
+		d.Counters.ChunksFailed.Add(1)
 		d.logger().Warn("apply chunk", "task", c.TaskID, "chunk", c.Seq, "attempt", m.Attempt, "err", err)
 		return err
 	}
+	d.Counters.applied(n, m.Attempt > 1)
 	d.logger().Debug("chunk applied", "task", c.TaskID, "chunk", c.Seq, "issued", n.Issued, "rows", n.Rows)
 	return nil
 }
@@ -44,6 +48,8 @@ func (d *Distributor) handleChunk(ctx context.Context, m Message) error {
 // applyChunk has the store apply c, reserving in the cache first when
 // there is one.
 func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, error) {
+	d.inflight.Add(1)
+	defer d.inflight.Add(-1)
 	if d.Cache == nil {
 		return d.Store.ApplyChunk(ctx, c)
 	}
@@ -103,6 +109,10 @@ func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, err
 	}
 	return n, nil
 }
+
+// InFlight returns how many chunks this process is applying: reserved in
+// the cache, perhaps, and not yet in the store (see Reconciler).
+func (d *Distributor) InFlight() int64 { return d.inflight.Load() }
 
 // release gives back the reservation of c under key, unless the store
 // applied c, and returns cause. It is called once the store will never

@@ -15,6 +15,7 @@ func (d *Distributor) stopped(ctx context.Context, t *Task) error {
 		return fmt.Errorf("task %d: %w", t.ID, err)
 	}
 	if cur.Status != TaskCanceled {
+		d.Counters.LeasesLost.Add(1)
 		d.logger().Info("task taken over by another runner", "task", t.ID, "status", cur.Status, "owner", cur.Owner)
 		return nil
 	}

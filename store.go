@@ -196,3 +196,24 @@ type Archiver interface {
 	// that still issue stay: the per-user limit counts them.
 	ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (int, error)
 }
+
+// MonitorStore answers what monitoring asks of the store at each scrape
+// (package prom): small reads along indexes, never a scan of coupons.
+type MonitorStore interface {
+	// TaskStatuses returns how many tasks there are of each status; a
+	// status no task has may be missing.
+	TaskStatuses(ctx context.Context) (map[TaskStatus]int64, error)
+	// OldestRunningTask returns the earliest UpdatedAt among running tasks
+	// (a chunk applied or the task taken moves it, a lease renewed does
+	// not), or the zero time if none runs.
+	OldestRunningTask(ctx context.Context) (time.Time, error)
+	// OldestAvailableEnd returns the earliest ValidEnd among available
+	// coupons, or the zero time if none is available: once it is past, a
+	// coupon waits for the sweeper to expire it.
+	OldestAvailableEnd(ctx context.Context) (time.Time, error)
+	// StoreRetries returns how many times the store ran a transaction, or
+	// part of one, again after a deadlock, a lock wait timeout or a busy
+	// database, since it was opened; always 0 on an engine that never
+	// needs to.
+	StoreRetries() int64
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,7 +20,13 @@ type TemplateService struct {
 	Cache  Cache
 	Logger *slog.Logger
 	Now    Clock // nil means time.Now
+
+	inflight atomic.Int64 // changes between the store and the cache
 }
+
+// InFlight returns how many template changes are between the store's
+// commit and the cache's update (see Reconciler).
+func (s *TemplateService) InFlight() int64 { return s.inflight.Load() }
 
 // NewTemplate is what a merchant sends to create a template. ShopNo is
 // taken from a merchant's identity; an admin must give it.
@@ -231,6 +238,9 @@ func (s *TemplateService) update(ctx context.Context, who Identity, id int64, ac
 	}
 	now := s.now()
 	var added int64
+	// From the store's commit to the cache's update the two differ.
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	t, err := s.Store.UpdateTemplate(ctx, shop, id, who.String(), action, func(t *Template) error {
 		before := t.Stock
 		if err := fn(t); err != nil {

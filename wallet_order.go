@@ -78,7 +78,8 @@ func (r LockRequest) Key() string {
 // order again with the same items and coupons (LockRequest.Key) returns its
 // coupons (idempotent); with other items or coupons it is a conflict, as
 // is a coupon that another order holds.
-func (s *WalletService) Lock(ctx context.Context, who Identity, order string, req LockRequest) ([]*Coupon, error) {
+func (s *WalletService) Lock(ctx context.Context, who Identity, order string, req LockRequest) (_ []*Coupon, err error) {
+	defer func() { s.Counters.failed(CouponAvailable, CouponLocked, err) }()
 	user, err := userOf(who)
 	if err != nil {
 		return nil, err
@@ -171,6 +172,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	if err != nil {
 		return nil, fmt.Errorf("lock coupons for order %s: %w", order, err)
 	}
+	s.Counters.written(events)
 	s.publish(ctx, events)
 	return cs, nil
 }
@@ -200,7 +202,7 @@ func validOrderID(order string) error {
 // order again returns its coupons; an order that holds none (never
 // locked, released, or its lock ran out) is an illegal transition.
 func (s *WalletService) Redeem(ctx context.Context, who Identity, order string) ([]*Coupon, error) {
-	return s.orderChange(ctx, who, order, "redeem", func(c *Coupon, now time.Time) (bool, error) {
+	return s.orderChange(ctx, who, order, "redeem", CouponTransition{CouponLocked, CouponUsed}, func(c *Coupon, now time.Time) (bool, error) {
 		switch c.Status {
 		case CouponUsed:
 			return false, nil
@@ -222,7 +224,7 @@ func (s *WalletService) Redeem(ctx context.Context, who Identity, order string) 
 // idempotent: an order that holds nothing releases nothing. A paid order
 // is refunded, not released.
 func (s *WalletService) Release(ctx context.Context, who Identity, order string) ([]*Coupon, error) {
-	return s.orderChange(ctx, who, order, "release", func(c *Coupon, now time.Time) (bool, error) {
+	return s.orderChange(ctx, who, order, "release", CouponTransition{CouponLocked, CouponAvailable}, func(c *Coupon, now time.Time) (bool, error) {
 		switch c.Status {
 		case CouponLocked:
 			return true, c.Release(now)
@@ -236,7 +238,7 @@ func (s *WalletService) Release(ctx context.Context, who Identity, order string)
 // Refund gives back the coupons a paid order used: available again while
 // valid, expired otherwise. It is idempotent.
 func (s *WalletService) Refund(ctx context.Context, who Identity, order string) ([]*Coupon, error) {
-	return s.orderChange(ctx, who, order, "refund", func(c *Coupon, now time.Time) (bool, error) {
+	return s.orderChange(ctx, who, order, "refund", CouponTransition{CouponUsed, CouponAvailable}, func(c *Coupon, now time.Time) (bool, error) {
 		switch c.Status {
 		case CouponUsed:
 			return true, c.Refund(now)
@@ -248,9 +250,11 @@ func (s *WalletService) Refund(ctx context.Context, who Identity, order string) 
 }
 
 // orderChange applies change to the coupons of the user that order holds
-// or used, in one transaction, after check (if any) passes on them.
-func (s *WalletService) orderChange(ctx context.Context, who Identity, order, verb string,
-	change func(c *Coupon, now time.Time) (bool, error), check func([]*Coupon) error) ([]*Coupon, error) {
+// or used, in one transaction, after check (if any) passes on them. tr is
+// the change asked for, under which a refusal or failure is counted.
+func (s *WalletService) orderChange(ctx context.Context, who Identity, order, verb string, tr CouponTransition,
+	change func(c *Coupon, now time.Time) (bool, error), check func([]*Coupon) error) (_ []*Coupon, err error) {
+	defer func() { s.Counters.failed(tr.From, tr.To, err) }()
 	user, err := userOf(who)
 	if err != nil {
 		return nil, err
@@ -303,6 +307,7 @@ func (s *WalletService) orderChange(ctx context.Context, who Identity, order, ve
 	if err != nil {
 		return nil, fmt.Errorf("%s order %s: %w", verb, order, err)
 	}
+	s.Counters.written(events)
 	s.publish(ctx, events)
 	if cs == nil {
 		cs = []*Coupon{}

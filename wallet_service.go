@@ -28,6 +28,7 @@ type WalletService struct {
 	Now       Clock
 	Logger    *slog.Logger
 	LockTTL   time.Duration // 0 means DefaultLockTTL
+	Counters  WalletCounters
 
 	specs specCache
 }

@@ -8,7 +8,12 @@ import (
 // Sweep writes down what time did to coupons, in batches of up to batch:
 // available coupons whose window closed expire, locks that ran out are
 // released. It returns how many coupons it changed.
-func (s *WalletService) Sweep(ctx context.Context, batch int) (int, error) {
+func (s *WalletService) Sweep(ctx context.Context, batch int) (_ int, err error) {
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			s.Counters.add(CouponAvailable, CouponExpired, TransitionError, 1)
+		}
+	}()
 	now := s.now()
 	// The events of a batch go out while the next batch is swept.
 	out := make(chan []CouponEvent, 1)
@@ -30,6 +35,12 @@ func (s *WalletService) Sweep(ctx context.Context, batch int) (int, error) {
 			return n, err
 		}
 		n += len(cs)
+		for i, c := range cs {
+			s.Counters.add(was[i], c.Status, TransitionOK, 1)
+			if was[i] == CouponLocked {
+				s.Counters.LocksExpired.Add(1)
+			}
+		}
 		if s.Bus != nil && len(cs) > 0 {
 			events := make([]CouponEvent, len(cs))
 			for i, c := range cs {

@@ -31,7 +31,7 @@ func logEntryOf(ctx context.Context) *logEntry {
 // printable and at most maxRequestID bytes, else a new one), returns it in
 // X-Request-ID, and logs one line when the request ends: method, route
 // pattern (not the path, which carries ids), status, duration, bytes and
-// the id.
+// the id; and hands route, status and duration to Observe, if set.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-ID")
@@ -45,16 +45,24 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		start := time.Now()
 		next.ServeHTTP(&countingWriter{ResponseWriter: w, e: e}, r.WithContext(context.WithValue(r.Context(), logEntryKey{}, e)))
 		logger := s.logger()
-		if !logger.Enabled(r.Context(), slog.LevelInfo) {
+		logged := logger.Enabled(r.Context(), slog.LevelInfo)
+		if !logged && s.Observe == nil {
 			return
 		}
+		took := time.Since(start)
 		route := e.route
 		if route == "" {
 			route = "unmatched"
 		}
+		if s.Observe != nil {
+			s.Observe(route, e.status, took)
+		}
+		if !logged {
+			return
+		}
 		logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
 			slog.String("method", r.Method), slog.String("route", route), slog.Int("status", e.status),
-			slog.Duration("took", time.Since(start)), slog.Int64("bytes", e.bytes), slog.String("request_id", id))
+			slog.Duration("took", took), slog.Int64("bytes", e.bytes), slog.String("request_id", id))
 	})
 }
 

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // logBuffer collects log lines from concurrent handlers.
@@ -96,5 +98,44 @@ func TestReadyzNamesFailedDependency(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "10.9.8.7") {
 		t.Errorf("the reason is not in the log:\n%s", logs.String())
+	}
+}
+
+// TestObserve: the metrics hook sees each request once as it ends, by its
+// route pattern (never the path's ids) and status, and "unmatched" for a
+// path no route takes.
+func TestObserve(t *testing.T) {
+	type seen struct {
+		route  string
+		status int
+	}
+	var (
+		mu  sync.Mutex
+		got []seen
+	)
+	ts := newServer(t, func(ts *testServer) {
+		ts.api.Observe = func(route string, status int, took time.Duration) {
+			if took <= 0 {
+				t.Errorf("%s %d took %v", route, status, took)
+			}
+			mu.Lock()
+			got = append(got, seen{route, status})
+			mu.Unlock()
+		}
+	})
+	for _, path := range []string{"/api/v1/templates/424242", "/api/v1/nothing-here"} {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+ts.merchant(t, 1))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []seen{{"GET /api/v1/templates/{id}", http.StatusNotFound}, {"unmatched", http.StatusNotFound}}
+	if !slices.Equal(got, want) {
+		t.Errorf("observed %v, want %v", got, want)
 	}
 }

@@ -84,6 +84,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Code:     code,
 		Errors:   quan.ErrorFields(err),
 	}
+	if status == http.StatusInternalServerError {
+		// Whatever the error says (a code no status maps, a panic, an
+		// adapter's text) stays in the log: the client learns nothing of
+		// the servers.
+		p.Detail, p.Code, p.Type, p.Errors = "internal error", quan.EINTERNAL, "urn:quan:problem:"+quan.EINTERNAL, nil
+	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

@@ -39,6 +39,14 @@ type Server struct {
 	// Checks are the dependencies /readyz checks, by name ("store",
 	// "cache", "bus"): each returns nil when its dependency answers.
 	Checks map[string]func(ctx context.Context) error
+	// Drain, once started, fails /readyz with 503 draining; nil never.
+	Drain *Drain
+
+	// Observe, if set, is called as each request ends with its route
+	// pattern ("unmatched" if no route took it), its status and how long
+	// it took: the hook of the request metrics (prom.HTTP.Observe).
+	Observe func(route string, status int, took time.Duration)
+
 	// Tracer, if set, traces every request (the tracing package's, on
 	// OpenTelemetry); nil traces nothing.
 	Tracer Tracer
@@ -212,7 +220,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 
 // readyz answers as ReadyHandler over the server's checks.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
-	ReadyHandler(s.Checks, s.logger()).ServeHTTP(w, r)
+	s.Drain.Ready(ReadyHandler(s.Checks, s.logger())).ServeHTTP(w, r)
 	return nil
 }
 

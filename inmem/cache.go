@@ -245,3 +245,66 @@ func (c *Cache) Reservation(ctx context.Context, id int64, key string) ([]quan.R
 	}
 	return append([]quan.Refusal(nil), r.outcomes...), nil
 }
+
+// Holdings implements quan.Cache. It copies the counts under the
+// template's lock, then yields them.
+func (c *Cache) Holdings(ctx context.Context, id int64) iter.Seq2[quan.Holding, error] {
+	return func(yield func(quan.Holding, error) bool) {
+		t, err := c.get(id)
+		if err != nil {
+			yield(quan.Holding{}, err)
+			return
+		}
+		t.mu.Lock()
+		hs := make([]quan.Holding, 0, len(t.counts))
+		for u, n := range t.counts {
+			if n > 0 {
+				hs = append(hs, quan.Holding{UserID: u, Count: n})
+			}
+		}
+		t.mu.Unlock()
+		for _, h := range hs {
+			if !yield(h, nil) {
+				return
+			}
+		}
+	}
+}
+
+// SwapStock implements quan.Cache.
+func (c *Cache) SwapStock(ctx context.Context, id, old, stock int64) (bool, error) {
+	t, err := c.get(id)
+	if err != nil {
+		return false, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.st.Stock != old {
+		return false, nil
+	}
+	t.st.Stock = stock
+	return true, nil
+}
+
+// SwapHeld implements quan.Cache.
+func (c *Cache) SwapHeld(ctx context.Context, id int64, swaps []quan.HeldSwap) (int, error) {
+	t, err := c.get(id)
+	if err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, s := range swaps {
+		if t.counts[s.UserID] != s.Old {
+			continue
+		}
+		if s.Count > 0 {
+			t.counts[s.UserID] = s.Count
+		} else {
+			delete(t.counts, s.UserID)
+		}
+		n++
+	}
+	return n, nil
+}

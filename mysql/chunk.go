@@ -76,6 +76,7 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 	// InnoDB breaks such a deadlock by rolling back one, and in a stampede
 	// the same chunk lost five times running once (CI). It goes again.
 	for round := 0; round < lockedRounds && (errors.Is(err, errContended) || retryable(err)); round++ {
+		s.db.retries.Add(1)
 		s.db.logger.Debug("chunk met a concurrent change; applying it under the locks", "task", c.TaskID, "chunk", c.Seq, "round", round, "err", err)
 		work, n, err = s.applyChunk(ctx, c, true)
 	}

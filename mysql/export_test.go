@@ -1,5 +1,10 @@
 package mysql
 
+import (
+	"context"
+	"database/sql"
+)
+
 // RefuseLoad makes db write coupons as a server with local_infile=OFF
 // has it do, by INSERT, without changing the server.
 func RefuseLoad(db *DB) { db.noLoad.Store(true) }
@@ -10,3 +15,6 @@ func ReadBackIDs(db *DB) { db.consecutiveIDs.Store(false) }
 
 // ConsecutiveIDs reports whether db takes coupon ids from LAST_INSERT_ID.
 func ConsecutiveIDs(db *DB) bool { return db.consecutiveIDs.Load() }
+
+// InTx runs fn as the store runs its transactions, retries and all.
+func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error { return db.inTx(ctx, fn) }

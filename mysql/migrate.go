@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/quanhq/quan/internal/sqlrow"
 )
 
@@ -57,10 +59,20 @@ const migrateLockSeconds = 60
 // leaves the statements before the failure applied and is not recorded;
 // each migration should therefore be a few statements that can be
 // repaired by hand.
-func (db *DB) migrate(ctx context.Context) error {
+//
+// With noMigrate it applies nothing: a database lacking a migration is an
+// error wrapping ErrMigrationsPending that names them.
+func (db *DB) migrate(ctx context.Context, noMigrate bool) error {
 	ms, err := sqlrow.Migrations(migrationFiles, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	if noMigrate {
+		applied, err := appliedMigrations(ctx, db.db)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		return sqlrow.CheckApplied(ms, applied)
 	}
 	conn, err := db.db.Conn(ctx)
 	if err != nil {
@@ -122,4 +134,62 @@ func (db *DB) migrate(ctx context.Context) error {
 		db.logger.Info("applied migration", "version", m.Version, "name", m.Name)
 	}
 	return nil
+}
+
+// ErrMigrationsPending: see OpenOptions.
+var ErrMigrationsPending = sqlrow.ErrMigrationsPending
+
+// MigrationStatus is a migration and when it was applied.
+type MigrationStatus = sqlrow.MigrationStatus
+
+// Migrations returns every migration this build knows, in order, and when
+// each was applied to the database dsn names (zero: pending). It changes
+// nothing.
+func Migrations(ctx context.Context, dsn string) ([]MigrationStatus, error) {
+	ms, err := sqlrow.Migrations(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql %s: %w", cfg.Addr, err)
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	applied, err := appliedMigrations(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
+	return sqlrow.Statuses(ms, applied), nil
+}
+
+// appliedMigrations reads schema_migrations: none if it does not exist.
+func appliedMigrations(ctx context.Context, db *sql.DB) (map[int]time.Time, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables
+		WHERE table_schema = DATABASE() AND table_name = 'schema_migrations'`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("read applied migrations: %w", err)
+	}
+	applied := map[int]time.Time{}
+	if n == 0 {
+		return applied, nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT version, applied_at FROM schema_migrations`)
+	if err != nil {
+		return nil, fmt.Errorf("read applied migrations: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v int
+		var at time.Time
+		if err := rows.Scan(&v, &at); err != nil {
+			return nil, fmt.Errorf("read applied migrations: %w", err)
+		}
+		applied[v] = at.UTC()
+	}
+	return applied, rows.Err()
 }

@@ -70,6 +70,9 @@ type DB struct {
 	// consecutiveIDs: a multi-row INSERT gets consecutive AUTO_INCREMENT
 	// ids, from the one LAST_INSERT_ID reports (see consecutiveIDs).
 	consecutiveIDs atomic.Bool
+	// retries counts what was tried again after a deadlock, a lock wait
+	// timeout or a concurrent change (quan.MonitorStore.StoreRetries).
+	retries atomic.Int64
 
 	codes *sqlrow.Codes // the key of the coupons' codes, read by Open
 
@@ -88,6 +91,19 @@ type DB struct {
 // session's time_zone to +00:00 and a strict sql_mode, and never allows
 // several statements in one query. A nil logger discards.
 func Open(ctx context.Context, dsn string, logger *slog.Logger) (*DB, error) {
+	return OpenOptions(ctx, dsn, logger, Options{})
+}
+
+// Options tune OpenOptions; the zero value opens as Open does.
+type Options struct {
+	// NoMigrate applies no migration: a database lacking one is not
+	// opened, with an error wrapping ErrMigrationsPending that names
+	// them (apply them first, as `quan migrate up` does, with Open).
+	NoMigrate bool
+}
+
+// OpenOptions is Open with opt.
+func OpenOptions(ctx context.Context, dsn string, logger *slog.Logger, opt Options) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -108,7 +124,7 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
-	if err := db.migrate(ctx); err != nil {
+	if err := db.migrate(ctx, opt.NoMigrate); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
@@ -232,6 +248,7 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		// jittered so that the losers do not collide again in step.
 		d := time.Millisecond << (attempt - 1)
 		d += rand.N(d)
+		db.retries.Add(1)
 		db.logger.Debug("retrying a transaction", "attempt", attempt, "after", d, "err", err)
 		select {
 		case <-ctx.Done():

@@ -231,3 +231,16 @@ func BenchmarkIssueClaims(b *testing.B) {
 		return quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}
 	})
 }
+
+func TestMonitorStore(t *testing.T) {
+	quantest.TestMonitorStore(t, func(t *testing.T) quantest.MonitorStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.MonitorStores{
+			WalletStores: quantest.WalletStores{
+				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+				Wallet:      s,
+			},
+			Monitor: s,
+		}
+	})
+}

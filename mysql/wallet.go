@@ -85,6 +85,7 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 	if len(after) == 1 {
 		ok, err := swapCoupon(ctx, s.db.db, user, before[0], after[0])
 		if retryable(err) {
+			s.db.retries.Add(1)
 			return false, nil
 		}
 		return ok, err
@@ -102,7 +103,10 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 		return nil
 	})
 	switch {
-	case errors.Is(err, errNotSwapped) || retryable(err):
+	case retryable(err):
+		s.db.retries.Add(1)
+		return false, nil
+	case errors.Is(err, errNotSwapped):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("swap coupons of user %d: %w", user, err)
@@ -180,6 +184,7 @@ var errLapseRaced = errors.New("the due coupons changed under the sweep")
 func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*quan.Coupon, []quan.CouponStatus, error) {
 	cs, was, err := s.lapseCoupons(ctx, now, limit, false)
 	if errors.Is(err, errLapseRaced) {
+		s.db.retries.Add(1)
 		cs, was, err = s.lapseCoupons(ctx, now, limit, true)
 	}
 	if err != nil {

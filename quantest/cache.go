@@ -26,6 +26,7 @@ func TestCache(t *testing.T, newCache func(t *testing.T) quan.Cache) {
 	testCachePrime(t, newCache)
 	testCacheState(t, newCache)
 	testCacheStampedes(t, newCache)
+	testCacheRepair(t, newCache)
 }
 
 // testCacheCold: a template not loaded is ErrCacheCold to every call

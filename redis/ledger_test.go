@@ -31,6 +31,13 @@ func TestClaimLedger(t *testing.T) {
 	if out := reserve("c1-3-cccccccccccccccc", 3, young); !slices.Equal(out, []quan.Refusal{quan.RefusedSoldOut}) {
 		t.Fatalf("third claim of a stock of 2: %v", out)
 	}
+	unhanded := func(want int64) {
+		t.Helper()
+		if n, err := c.Unhanded(ctx, 1); err != nil || n != want {
+			t.Fatalf("Unhanded = %d, %v; want %d", n, err, want)
+		}
+	}
+	unhanded(2)
 	hs, err := c.Handed(ctx, 1, []string{"c1-2-bbbbbbbbbbbbbbbb", "c1-3-cccccccccccccccc"})
 	if err != nil || !slices.Equal(hs, []quan.Handoff{quan.HandedNow, quan.HandedBefore}) {
 		t.Fatalf("handed: %v %v; want now (it was in the ledger), before (refused: never in it)", hs, err)
@@ -47,12 +54,14 @@ func TestClaimLedger(t *testing.T) {
 			t.Fatalf("abandoned: %+v %v, want %+v", got, err, want)
 		}
 	}
+	unhanded(1) // the reaper holds it: still not in the store's figures
 	if hs, _ := c.Handed(ctx, 1, []string{"c1-1-aaaaaaaaaaaaaaaa"}); !slices.Equal(hs, []quan.Handoff{quan.HandedReaping}) {
 		t.Fatalf("a claim the reaper holds: %v, want reaping", hs)
 	}
 	if err := c.Reaped(ctx, 1, "c1-1-aaaaaaaaaaaaaaaa"); err != nil {
 		t.Fatal(err)
 	}
+	unhanded(0)
 	if got, err := c.Abandoned(ctx, cutoff, 100); err != nil || len(got) != 0 {
 		t.Fatalf("abandoned after reaped: %+v %v", got, err)
 	}

@@ -45,6 +45,9 @@ func TestQueryPlans(t *testing.T) {
 			"SEARCH coupons USING INDEX coupons_user_template_seq (user_id=?)"}},
 		{"Failures", `SELECT line, raw, cause FROM task_failures WHERE task_id = ? AND line > ? ORDER BY line LIMIT ?`, []string{
 			"SEARCH task_failures USING PRIMARY KEY (task_id=? AND line>?)"}},
+		{"TaskStatuses", taskStatusesSQL, []string{"SCAN tasks USING COVERING INDEX tasks_status_send_at"}},
+		{"OldestRunningTask", oldestRunningSQL, []string{"SEARCH tasks USING INDEX tasks_status_send_at (status=?)"}},
+		{"OldestAvailableEnd", oldestAvailableSQL, []string{"SEARCH coupons USING COVERING INDEX coupons_available_valid_end"}},
 		{"Tasks", `SELECT ` + taskColumns + ` FROM tasks WHERE shop_no = ? AND status = ? ORDER BY id DESC LIMIT ? OFFSET ?`, []string{
 			"SEARCH tasks USING INDEX tasks_shop_id (shop_no=?)"}},
 	} {

@@ -121,6 +121,19 @@ type DB struct {
 // (quan.CodeKey), which the first process to open the file makes. path names a file: an in-memory database cannot
 // be shared by the two pools. A nil logger discards.
 func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
+	return OpenOptions(ctx, path, logger, Options{})
+}
+
+// Options tune OpenOptions; the zero value opens as Open does.
+type Options struct {
+	// NoMigrate applies no migration: a database lacking one is not
+	// opened, with an error wrapping ErrMigrationsPending that names
+	// them (apply them first, as `quan migrate up` does, with Open).
+	NoMigrate bool
+}
+
+// OpenOptions is Open with opt.
+func OpenOptions(ctx context.Context, path string, logger *slog.Logger, opt Options) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -148,7 +161,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	if err := db.migrate(ctx); err != nil {
+	if err := db.migrate(ctx, opt.NoMigrate); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}

@@ -101,3 +101,16 @@ func TestCouponCodes(t *testing.T) {
 		return quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, db.Close, nil
 	})
 }
+
+func TestMonitorStore(t *testing.T) {
+	quantest.TestMonitorStore(t, func(t *testing.T) quantest.MonitorStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.MonitorStores{
+			WalletStores: quantest.WalletStores{
+				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+				Wallet:      s,
+			},
+			Monitor: s,
+		}
+	})
+}

@@ -25,7 +25,8 @@ type adminServer struct {
 }
 
 // openAdmin serves a's metrics, probes and profiler on addr.
-func openAdmin(addr string, a *app.App, logger *slog.Logger) (*adminServer, error) {
+// Its /readyz fails once drain starts.
+func openAdmin(addr string, a *app.App, drain *qhttp.Drain, logger *slog.Logger) (*adminServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--admin-addr %s: %w (give each process on a host its own --admin-addr, or \"\" for none)", addr, err)
@@ -42,7 +43,7 @@ func openAdmin(addr string, a *app.App, logger *slog.Logger) (*adminServer, erro
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
-	mux.Handle("GET /readyz", qhttp.ReadyHandler(a.Backends.Checks(), logger))
+	mux.Handle("GET /readyz", drain.Ready(qhttp.ReadyHandler(a.Backends.Checks(), logger)))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

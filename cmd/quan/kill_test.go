@@ -62,7 +62,7 @@ func startQuan(t *testing.T, bin string, env map[string]string, command string) 
 		}
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "QUAN_LOG_LEVEL=info", "QUAN_ADMIN_ADDR=127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "QUAN_LOG_LEVEL=info", "QUAN_ADMIN_ADDR=127.0.0.1:0", "QUAN_DRAIN_DELAY=0")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -52,6 +52,7 @@ Usage:
   quan distribute [flags] FILE     distribute a template to the users in an .xlsx or .csv file
   quan gen-users  [flags]          write a file of fake target users
   quan token      [flags]          mint a bearer token for development
+  quan migrate    up|status        apply the store's schema migrations, or list them (then serve --migrate=false)
   quan version                     print the version and the source revision
   quan bench distribute [flags]    measure a distribution end to end
   quan bench read [flags]          measure the spreadsheet reader against excelize
@@ -60,7 +61,9 @@ Usage:
 
 Run 'quan COMMAND -h' for a command's flags. Every flag can also be set
 with an environment variable: --data is QUAN_DATA, --jwt-secret is
-QUAN_JWT_SECRET, and so on. Exit status: 0 done (or help), 1 failed,
+QUAN_JWT_SECRET, and so on; QUAN_X_FILE names a file holding the value
+of QUAN_X instead (secrets: QUAN_JWT_SECRET_FILE, QUAN_STORE_FILE,
+QUAN_CACHE_FILE, QUAN_BUS_FILE). Exit status: 0 done (or help), 1 failed,
 2 a command line that cannot run.
 `
 
@@ -86,6 +89,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return cmd.Close()
 	case "token":
 		return (&TokenCommand{Main: m}).Run(ctx, args[1:])
+	case "migrate":
+		return (&MigrateCommand{Main: m}).Run(ctx, args[1:])
 	case "gen-users":
 		return (&GenUsersCommand{Main: m}).Run(ctx, args[1:])
 	case "distribute":

@@ -23,10 +23,11 @@ import (
 func testEnv(t *testing.T) map[string]string {
 	t.Helper()
 	return map[string]string{
-		"QUAN_DATA":       t.TempDir(),
-		"QUAN_ADDR":       "127.0.0.1:0",
-		"QUAN_ADMIN_ADDR": "127.0.0.1:0",
-		"QUAN_LOG_LEVEL":  "warn",
+		"QUAN_DATA":        t.TempDir(),
+		"QUAN_ADDR":        "127.0.0.1:0",
+		"QUAN_ADMIN_ADDR":  "127.0.0.1:0",
+		"QUAN_LOG_LEVEL":   "warn",
+		"QUAN_DRAIN_DELAY": "0",
 	}
 }
 
@@ -378,7 +379,7 @@ func TestAdminListener(t *testing.T) {
 		t.Fatalf("claim: %s", res.Status)
 	}
 	code, metrics := get(srv.AdminURL() + "/metrics")
-	for _, want := range []string{`quan_claims_total{result="accepted"} 1`, `quan_claims_total{result="refused"} 0`, "go_goroutines ", "process_resident_memory_bytes "} {
+	for _, want := range []string{`quan_claims_total{result="accepted"} 1`, `quan_claims_total{result="sold_out"} 0`, "go_goroutines ", "process_resident_memory_bytes "} {
 		if code != http.StatusOK || !strings.Contains(metrics, want) {
 			t.Errorf("metrics %d lack %q", code, want)
 		}

@@ -24,11 +24,17 @@ type ServeCommand struct {
 	AdminAddr       string
 	JWTSecret       string
 	ShutdownTimeout time.Duration
+	// DrainDelay is how long readiness fails before the drain begins, so
+	// that load balancers stop sending requests first.
+	DrainDelay time.Duration
 
-	logger *slog.Logger
-	app    *app.App
-	server *qhttp.Server
-	admin  *adminServer
+	drain qhttp.Drain
+	// delayDone, if set, ends the drain delay early (for tests).
+	delayDone chan struct{}
+	logger    *slog.Logger
+	app       *app.App
+	server    *qhttp.Server
+	admin     *adminServer
 }
 
 func (c *ServeCommand) role() app.Role {
@@ -47,6 +53,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	}
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:9090", `listen address of /metrics, /healthz, /readyz and /debug/pprof/ ("" for none; each process on a host needs its own)`)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to drain requests in flight on SIGINT/SIGTERM")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", DefaultDrainDelay, "on SIGINT/SIGTERM, how long /readyz answers 503 draining, requests still served, before the drain (0: none)")
 	c.Config.Register(fs, c.role())
 	if _, err := c.Main.parse(fs, args); err != nil {
 		return err
@@ -80,7 +87,7 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 		return err
 	}
 	if c.AdminAddr != "" {
-		if c.admin, err = openAdmin(c.AdminAddr, c.app, logger); err != nil {
+		if c.admin, err = openAdmin(c.AdminAddr, c.app, &c.drain, logger); err != nil {
 			return err
 		}
 		logger.Info("quan admin listening", "url", c.admin.URL())
@@ -92,6 +99,7 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 		return nil
 	}
 	c.server = c.app.HTTPServer(tokens)
+	c.server.Drain = &c.drain
 	if err := c.server.Open(c.Addr); err != nil {
 		c.server = nil
 		return err
@@ -114,9 +122,24 @@ func (c *ServeCommand) AdminURL() string {
 // App is the process's wiring once open.
 func (c *ServeCommand) App() *app.App { return c.app }
 
-// Close drains requests in flight, within ShutdownTimeout, then stops the
+// DefaultDrainDelay is --drain-delay's default: a few of a load
+// balancer's readiness probes.
+const DefaultDrainDelay = 5 * time.Second
+
+// Close fails readiness and waits DrainDelay, while requests are still
+// served, then drains requests in flight within ShutdownTimeout, stops the
 // loops and closes the backends. It is safe to call twice.
 func (c *ServeCommand) Close() error {
+	if (c.server != nil || c.admin != nil) && !c.drain.Draining() {
+		c.drain.Start()
+		if c.DrainDelay > 0 {
+			c.logger.Info("draining: /readyz answers 503 until the drain", "delay", c.DrainDelay)
+			select {
+			case <-time.After(c.DrainDelay):
+			case <-c.delayDone:
+			}
+		}
+	}
 	var errs []error
 	if c.server != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)

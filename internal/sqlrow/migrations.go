@@ -1,12 +1,14 @@
 package sqlrow
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Migration is one numbered schema change, a file NNNN_what.sql.
@@ -46,4 +48,43 @@ func Migrations(fsys fs.FS, dir string) ([]Migration, error) {
 		}
 	}
 	return ms, nil
+}
+
+// ErrMigrationsPending is the error of opening a database with migrations
+// not applied when the caller asked not to apply them.
+var ErrMigrationsPending = errors.New("migrations pending")
+
+// MigrationStatus is a migration and whether it was applied.
+type MigrationStatus struct {
+	Version   int
+	Name      string
+	AppliedAt time.Time // zero: pending
+}
+
+// Pending reports whether the migration is still to be applied.
+func (s MigrationStatus) Pending() bool { return s.AppliedAt.IsZero() }
+
+// Statuses returns every migration of ms in version order, with the time
+// applied says it was applied (absent: pending).
+func Statuses(ms []Migration, applied map[int]time.Time) []MigrationStatus {
+	out := make([]MigrationStatus, len(ms))
+	for i, m := range ms {
+		out[i] = MigrationStatus{Version: m.Version, Name: m.Name, AppliedAt: applied[m.Version]}
+	}
+	return out
+}
+
+// CheckApplied returns an error wrapping ErrMigrationsPending that names
+// the migrations of ms not in applied, nil if there are none.
+func CheckApplied(ms []Migration, applied map[int]time.Time) error {
+	var names []string
+	for _, m := range ms {
+		if _, ok := applied[m.Version]; !ok {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d (%s)", ErrMigrationsPending, len(names), strings.Join(names, ", "))
 }

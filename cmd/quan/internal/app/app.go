@@ -36,11 +36,13 @@ type App struct {
 	Claims      *quan.ClaimService  // nil without a claim bus (Local, or a Worker on the embedded bus)
 	Wallet      *quan.WalletService // nil for Local
 	Codes       *quan.CodeService   // nil for Local
+	Reconciler  *quan.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
 	// registered as they are built. nil with Config.MetricsOff.
-	Metrics *prometheus.Registry
+	Metrics     *prometheus.Registry
+	httpMetrics *prom.HTTP // the API's requests in Metrics; nil with them off
 
 	// Tracer records the spans of requests, claims and tasks; nil without
 	// Config.Tracing, and then nothing is traced.
@@ -82,6 +84,8 @@ func Open(ctx context.Context, cfg Config, role Role, logger *slog.Logger) (*App
 	a := &App{Config: cfg, Role: role, Logger: logger, Backends: b}
 	if !cfg.MetricsOff {
 		a.Metrics = prom.NewRegistry()
+		b.instrument(a.Metrics)
+		a.httpMetrics = prom.NewHTTP(a.Metrics)
 	}
 	if err := a.openTracer(ctx); err != nil {
 		b.Close()
@@ -129,6 +133,9 @@ func (a *App) build() error {
 		Now:              cfg.Now,
 		Logger:           logger,
 	}
+	if a.Metrics != nil {
+		a.Metrics.MustRegister(prom.Distribution(a.Distributor), prom.Monitor(st, cfg.Now))
+	}
 	a.Tasks = &quan.TaskService{
 		Tasks:       tasks,
 		Tracer:      tracer,
@@ -145,6 +152,9 @@ func (a *App) build() error {
 		return nil
 	}
 	a.Wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger}
+	if a.Metrics != nil {
+		a.Metrics.MustRegister(prom.Wallet(a.Wallet))
+	}
 	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger}
 	if b.ClaimBus != nil {
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: claims, Cache: b.ClaimCache, Bus: claimBus,
@@ -154,7 +164,34 @@ func (a *App) build() error {
 			a.Metrics.MustRegister(prom.Claims(a.Claims))
 		}
 	}
+	a.buildReconciler()
 	return nil
+}
+
+// buildReconciler builds the reconciler of the cache claims reserve in
+// (the distributor's, when it has one) with the store, when
+// Config.ReconcileEvery asks for one.
+func (a *App) buildReconciler() {
+	b := a.Backends
+	cache := b.ClaimCache
+	if cache == nil {
+		cache = b.Cache
+	}
+	if a.Config.ReconcileEvery <= 0 || cache == nil {
+		return
+	}
+	local := []quan.InFlight{a.Templates, a.Distributor}
+	if a.Claims != nil {
+		local = append(local, a.Claims)
+	}
+	a.Reconciler = &quan.Reconciler{Templates: b.Store, Tasks: b.Store, Coupons: b.Store, Cache: cache,
+		Buses: []quan.Bus{b.ClaimBus, b.Bus}, Local: local, Logger: a.Logger}
+	if b.Cache == cache {
+		a.Distributor.Reconciler = a.Reconciler
+	}
+	if a.Metrics != nil {
+		a.Metrics.MustRegister(prom.Reconcile(a.Reconciler))
+	}
 }
 
 // Start runs the background loops of the process's role until Close: the
@@ -195,6 +232,10 @@ func (a *App) Start() error {
 		// The sweeper runs where claims are persisted: with a server, or a
 		// worker on a shared bus.
 		loop("sweeper", a.sweep)
+	}
+	if a.Reconciler != nil {
+		every := a.Config.ReconcileEvery
+		loop("reconciler", func(ctx context.Context) error { return a.Reconciler.Run(ctx, every) })
 	}
 	a.Codes.Background = ctx
 	if a.Role == Server {
@@ -264,6 +305,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Logger:      a.Logger,
 		Checks:      a.Backends.Checks(),
 		Now:         a.Config.Now,
+		Observe:     a.observeHTTP(),
 	}
 	if a.Tracer != nil {
 		srv.Tracer = a.Tracer

@@ -33,6 +33,7 @@ type Store interface {
 	quan.ClaimStore
 	quan.WalletStore
 	quan.CodeStore
+	quan.MonitorStore
 	Ping(ctx context.Context) error
 }
 
@@ -109,16 +110,16 @@ func OpenBackends(ctx context.Context, cfg Config, role Role, logger *slog.Logge
 	storeScheme, rest, _ := strings.Cut(cfg.StoreURL, ":")
 	switch storeScheme {
 	case StoreSQLite:
-		db, err := sqlite.Open(ctx, sqlitePath(cfg.DataDir, rest), logger)
+		db, err := sqlite.OpenOptions(ctx, sqlitePath(cfg.DataDir, rest), logger, sqlite.Options{NoMigrate: cfg.NoMigrate})
 		if err != nil {
-			return nil, fmt.Errorf("open sqlite store: %w", err)
+			return nil, migrateHint(cfg, fmt.Errorf("open sqlite store: %w", err))
 		}
 		b.closers = append(b.closers, func() { db.Close() })
 		b.Store, b.ChunkSize = sqlite.NewStore(db), sqlite.ChunkSize
 	case StoreMySQL:
-		db, err := mysql.Open(ctx, cfg.StoreURL, logger)
+		db, err := mysql.OpenOptions(ctx, cfg.StoreURL, logger, mysql.Options{NoMigrate: cfg.NoMigrate})
 		if err != nil {
-			return nil, fmt.Errorf("open mysql store: %w", err)
+			return nil, migrateHint(cfg, fmt.Errorf("open mysql store: %w", err))
 		}
 		b.closers = append(b.closers, func() { db.Close() })
 		b.Store, b.ChunkSize, b.Shared = mysql.NewStore(db), mysql.ChunkSize, true

@@ -67,6 +67,15 @@ type Config struct {
 	SweepEvery   time.Duration
 	ArchiveAfter time.Duration
 
+	// ReconcileEvery is how often the cache is compared with the store
+	// and corrected from it (quan.Reconciler); 0 never. The zero Config
+	// never reconciles; the flag defaults to DefaultReconcileEvery.
+	ReconcileEvery time.Duration
+
+	// NoMigrate opens a store only if it has every migration applied
+	// (`quan migrate up` applies them) instead of applying those it lacks.
+	NoMigrate bool
+
 	// MetricsOff leaves out every metric: no registry, no instruments on
 	// the hot paths (to measure what metrics cost).
 	MetricsOff bool
@@ -156,6 +165,11 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 		return
 	}
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	fs.BoolFunc("migrate", "apply the store's pending schema migrations at start (default true); with --migrate=false a store with migrations pending is refused: apply them first with quan migrate up", func(s string) error {
+		on, err := strconv.ParseBool(s)
+		c.NoMigrate = !on
+		return err
+	})
 	fs.BoolFunc("metrics", "count and time what this process does for /metrics on the admin listener (default true)", func(s string) error {
 		on, err := strconv.ParseBool(s)
 		c.MetricsOff = !on
@@ -163,6 +177,7 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 	})
 	c.Tracing.register(fs)
 	fs.DurationVar(&c.SweepEvery, "sweep-every", time.Minute, "how often to write down expired coupons and locks that ran out (0: never)")
+	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", DefaultReconcileEvery, "how often to compare the cache's stock and holdings with the store's for active templates, report the drift and correct the cache from the store (0: never)")
 	fs.DurationVar(&c.ArchiveAfter, "archive-after", 0, "move used, expired and revoked coupons of ended templates this long unchanged to the history table (0: never)")
 	fs.Float64Var(&c.Claims.PersistRate, "claim-persist-rate", 0, fmt.Sprintf("while this process takes claims, write at most this many a second to the store; the rest wait on the bus until claims stop for a second (0: no limit; else at least %d)", quan.MinPersistRate))
 	if role != Server {
@@ -221,10 +236,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// DefaultReconcileEvery is --reconcile-every's default.
+const DefaultReconcileEvery = time.Minute
+
 // Validate reports the first setting that cannot work, naming its flag.
 func (c Config) Validate() error {
 	if p := c.Claims.PersistRate; p != 0 && !(p >= quan.MinPersistRate) {
 		return cli.Usagef("--claim-persist-rate %v: want 0 (no limit) or at least %d claims a second", p, quan.MinPersistRate)
+	}
+	if c.ReconcileEvery < 0 {
+		return cli.Usagef("--reconcile-every %v: want 0 (never) or more", c.ReconcileEvery)
 	}
 	if c.Runner.ChunkSize < 0 {
 		return cli.Usagef("--chunk-size %d: want 0 (the store's recommendation) or more", c.Runner.ChunkSize)

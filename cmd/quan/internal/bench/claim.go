@@ -14,8 +14,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +45,10 @@ type claimBench struct {
 	CPUProfile   string
 	RateLimits   bool
 	PersistRate  float64
+	// MetricsCompare runs the claims 2×Rounds times, metrics off and on
+	// in turn, and prints both side by side.
+	MetricsCompare bool
+	Rounds         int
 	freshDB
 }
 
@@ -57,6 +63,8 @@ func (b *claimBench) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.CeilingRedis, "ceiling-redis", "redis://127.0.0.1:6379", "the Redis --ceiling calls; it writes one key, quanbench:ceiling:RANDOM:stock, deleted at the end")
 	fs.BoolVar(&b.RateLimits, "rate-limits", true, "serve with the claim rate limits of `quan serve` (false: --claim-rate-user 0 --claim-rate-template 0, to see what they cost)")
 	fs.Float64Var(&b.PersistRate, "claim-persist-rate", 0, "serve with this --claim-persist-rate: while claims arrive, write at most this many a second to the store, the rest after (0: as fast as the store goes)")
+	fs.BoolVar(&b.MetricsCompare, "metrics-compare", false, "run the claims with metrics off (as quan serve --metrics=false) and on, in turn, --rounds times each, each run on a server of its own, and print both side by side with their ratio")
+	fs.IntVar(&b.Rounds, "rounds", 2, "with --metrics-compare: runs with metrics off and on, each (in the order off, on, then on, off, and so on)")
 	fs.StringVar(&b.CPUProfile, "cpuprofile", "", "write a CPU profile of the claims' load and drain (server and load generator: one process) to this file")
 	b.registerFreshDB(fs, "bench claim", "Without it, the run's template and coupons stay in the database and its cache keys under the prefix (claim records for 24 h), and its claims go on the stream --bus names, where another bench or quan serve on it takes them")
 }
@@ -79,6 +87,10 @@ func (b *claimBench) validate() error {
 		return cli.Usagef("bench claim: --stock %d: want 1 to %d", b.Stock, quan.MaxStock)
 	case b.Duration < 0:
 		return cli.Usagef("bench claim: --duration %s: want a positive duration", b.Duration)
+	case b.Rounds < 1:
+		return cli.Usagef("bench claim: --rounds %d: want at least 1", b.Rounds)
+	case b.MetricsCompare && (b.Ceiling || b.CPUProfile != ""):
+		return cli.Usagef("bench claim: --metrics-compare runs the claims several times: run --ceiling and --cpuprofile without it")
 	}
 	return b.checkFreshDB(b.Config)
 }
@@ -139,74 +151,15 @@ func (c *Command) claim(ctx context.Context, args []string) error {
 	if !b.RateLimits {
 		cfg.Claims.Limits = quan.ClaimLimits{}
 	}
-	srv, err := startServer(ctx, c, cfg)
-	if err != nil {
-		return fmt.Errorf("bench claim: start the server: %w", err)
+	if b.MetricsCompare {
+		return c.compareMetrics(ctx, &b, cfg, !cli.IsSet(fs, "data"))
 	}
-	defer srv.Close()
-	svc := srv.app.Claims
-
-	tpl, err := srv.app.CreateDemoTemplate(ctx, b.Stock)
-	if err != nil {
-		return fmt.Errorf("bench claim: %w", err)
-	}
-	gen, err := claimLoad(b, srv.tokens)
+	srv, gen, res, err := c.claimPhase(ctx, &b, cfg)
 	if err != nil {
 		return err
 	}
-	gen.URL = fmt.Sprintf("%s/api/v1/templates/%d/claim", srv.http.URL(), tpl.ID)
-	gen.WarmURL = srv.http.URL() + "/healthz"
-	fmt.Fprintf(out, "bench claim: %s; template %d, stock %s, %s users, %s requests on %s connections; client and server share the %d cores (GOMAXPROCS %d)\n",
-		b.setup(), tpl.ID, cli.Thousands(b.Stock), cli.Thousands(int64(len(gen.Auth))), cli.Thousands(int64(len(gen.Order))),
-		cli.Thousands(int64(b.Conns)), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	defer srv.Close()
 
-	runtime.GC()
-	if b.CPUProfile != "" {
-		f, err := os.Create(b.CPUProfile)
-		if err != nil {
-			return fmt.Errorf("bench claim: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("bench claim: %w", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	res, err := gen.run(ctx)
-	if err != nil {
-		return fmt.Errorf("bench claim: %w", err)
-	}
-	ended := res.Start.Add(res.Wall)
-	persistedAtEnd := persisted(svc)
-	fmt.Fprintf(out, "bench claim: %s (%d cores)\n", res.summary(), runtime.NumCPU())
-	if line := cpuLine(res.CPU, res.Sent, res.Wall, runtime.NumCPU()); line != "" {
-		fmt.Fprintf(out, "bench claim: CPU during the load: %s\n", line)
-	}
-	fmt.Fprintf(out, "bench claim: 202 accepted %s (%s claims/s), 409 sold_out %s, 409 limit_reached %s, other 409 %s, 429 %s, other status %s, no response %s%s\n",
-		cli.Thousands(res.Accepted), cli.Thousands(perSecond(res.Accepted, res.Wall)), cli.Thousands(res.SoldOut),
-		cli.Thousands(res.Limit), cli.Thousands(res.Conflict), cli.Thousands(res.RateLimited), cli.Thousands(res.Other),
-		cli.Thousands(res.Errors), res.firstProblem())
-
-	if err := waitDrained(ctx, svc); err != nil {
-		return fmt.Errorf("bench claim: %w", err)
-	}
-	drained := time.Now()
-	pprof.StopCPUProfile()
-	issued := persisted(svc)
-	fmt.Fprintf(out, "bench claim: drain: %s persisted when the load ended, all %s %s after it began: %s coupons/s written to the store; the last %s in %s after the load, %s/s (%d cores)\n",
-		cli.Thousands(persistedAtEnd), cli.Thousands(issued), drained.Sub(res.Start).Round(time.Millisecond),
-		cli.Thousands(perSecond(issued, drained.Sub(res.Start))), cli.Thousands(issued-persistedAtEnd),
-		drained.Sub(ended).Round(time.Millisecond), cli.Thousands(perSecond(issued-persistedAtEnd, drained.Sub(ended))), runtime.NumCPU())
-
-	audit, err := auditClaims(ctx, srv, tpl, res)
-	if err != nil {
-		return fmt.Errorf("bench claim: verify: %w", err)
-	}
-	if err := audit.check(); err != nil {
-		fmt.Fprintf(out, "bench claim: verification FAILED: %v\n", err)
-		return fmt.Errorf("bench claim: %w", err)
-	}
-	fmt.Fprintf(out, "bench claim: verified: %s\n", audit)
 	if !b.Ceiling {
 		return nil
 	}
@@ -232,6 +185,199 @@ func (c *Command) claim(ctx context.Context, args []string) error {
 		claims/ceiling, cli.Thousands(int64(claims)), cli.Thousands(int64(ceiling)),
 		perSecondF(res.Sent, res.Wall)/ceiling, runtime.NumCPU())
 	return nil
+}
+
+// claimPhase starts a server on cfg, creates the template and sends b's
+// claims at it, waits until the store has decided every claim accepted,
+// and checks the invariants, printing the figures. The server it returns
+// is open (idle); the caller closes it.
+func (c *Command) claimPhase(ctx context.Context, b *claimBench, cfg app.Config) (srv *server, gen *loadGen, res *loadResult, err error) {
+	out := c.Stdout
+	srv, err = startServer(ctx, c, cfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bench claim: start the server: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			srv.Close()
+		}
+	}()
+	svc := srv.app.Claims
+
+	tpl, err := srv.app.CreateDemoTemplate(ctx, b.Stock)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
+	}
+	gen, err = claimLoad(*b, srv.tokens)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	gen.URL = fmt.Sprintf("%s/api/v1/templates/%d/claim", srv.http.URL(), tpl.ID)
+	gen.WarmURL = srv.http.URL() + "/healthz"
+	fmt.Fprintf(out, "bench claim: %s; template %d, stock %s, %s users, %s requests on %s connections; client and server share the %d cores (GOMAXPROCS %d)\n",
+		b.setup(), tpl.ID, cli.Thousands(b.Stock), cli.Thousands(int64(len(gen.Auth))), cli.Thousands(int64(len(gen.Order))),
+		cli.Thousands(int64(b.Conns)), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+
+	runtime.GC()
+	if b.CPUProfile != "" {
+		f, err := os.Create(b.CPUProfile)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	res, err = gen.run(ctx)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
+	}
+	ended := res.Start.Add(res.Wall)
+	persistedAtEnd := persisted(svc)
+	fmt.Fprintf(out, "bench claim: %s (%d cores)\n", res.summary(), runtime.NumCPU())
+	if line := cpuLine(res.CPU, res.Sent, res.Wall, runtime.NumCPU()); line != "" {
+		fmt.Fprintf(out, "bench claim: CPU during the load: %s\n", line)
+	}
+	fmt.Fprintf(out, "bench claim: 202 accepted %s (%s claims/s), 409 sold_out %s, 409 limit_reached %s, other 409 %s, 429 %s, other status %s, no response %s%s\n",
+		cli.Thousands(res.Accepted), cli.Thousands(perSecond(res.Accepted, res.Wall)), cli.Thousands(res.SoldOut),
+		cli.Thousands(res.Limit), cli.Thousands(res.Conflict), cli.Thousands(res.RateLimited), cli.Thousands(res.Other),
+		cli.Thousands(res.Errors), res.firstProblem())
+
+	if err := waitDrained(ctx, svc); err != nil {
+		return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
+	}
+	drained := time.Now()
+	pprof.StopCPUProfile()
+	issued := persisted(svc)
+	fmt.Fprintf(out, "bench claim: drain: %s persisted when the load ended, all %s %s after it began: %s coupons/s written to the store; the last %s in %s after the load, %s/s (%d cores)\n",
+		cli.Thousands(persistedAtEnd), cli.Thousands(issued), drained.Sub(res.Start).Round(time.Millisecond),
+		cli.Thousands(perSecond(issued, drained.Sub(res.Start))), cli.Thousands(issued-persistedAtEnd),
+		drained.Sub(ended).Round(time.Millisecond), cli.Thousands(perSecond(issued-persistedAtEnd, drained.Sub(ended))), runtime.NumCPU())
+
+	audit, err := auditClaims(ctx, srv, tpl, res)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bench claim: verify: %w", err)
+	}
+	if err := audit.check(); err != nil {
+		fmt.Fprintf(out, "bench claim: verification FAILED: %v\n", err)
+		return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
+	}
+	fmt.Fprintf(out, "bench claim: verified: %s\n", audit)
+	return srv, gen, res, nil
+}
+
+// compareMetrics runs the claim phase 2×Rounds times on cfg, with
+// metrics off and on in turn (off, on, then on, off, …, so that neither
+// side always goes first), each on a server of its own (in a folder of
+// its own when the bench made the data folder: ownDir), and prints the
+// two side by side: the median of each side's accepted claims/s and p99,
+// and their ratio.
+func (c *Command) compareMetrics(ctx context.Context, b *claimBench, cfg app.Config, ownDir bool) error {
+	out := c.Stdout
+	var runs [2][]*loadResult // metrics off, on
+	n, total := 0, 2*b.Rounds
+	for round := range b.Rounds {
+		for _, on := range [][2]bool{{false, true}, {true, false}}[round%2] {
+			n++
+			rc := cfg
+			rc.MetricsOff = !on
+			if ownDir {
+				rc.DataDir = filepath.Join(cfg.DataDir, fmt.Sprintf("run-%d", n))
+			}
+			fmt.Fprintf(out, "bench claim: run %d of %d: metrics %s\n", n, total, onOff(on))
+			srv, _, res, err := c.claimPhase(ctx, b, rc)
+			if err != nil {
+				return err
+			}
+			timed, err := claimsTimed(srv.app)
+			if err != nil {
+				srv.Close()
+				return fmt.Errorf("bench claim: %w", err)
+			}
+			fmt.Fprintf(out, "bench claim: run %d of %d: metrics %s, %s\n", n, total, onOff(on), timed)
+			if err := srv.Close(); err != nil {
+				return fmt.Errorf("bench claim: stop the server: %w", err)
+			}
+			side := 0
+			if on {
+				side = 1
+			}
+			runs[side] = append(runs[side], res)
+		}
+	}
+	off, on := summarizeRuns(runs[0]), summarizeRuns(runs[1])
+	fmt.Fprintf(out, "bench claim: metrics off: %s | metrics on: %s\n", off, on)
+	fmt.Fprintf(out, "bench claim: metrics on/off %.3f× requests/s (metrics cost %.1f%%), %.3f× accepted claims/s, p99 %s on, %s off (medians of %d runs each, %d cores)\n",
+		on.reqs/off.reqs, 100*(1-on.reqs/off.reqs), on.claims/off.claims, fmtLatency(on.p99), fmtLatency(off.p99), b.Rounds, runtime.NumCPU())
+	return nil
+}
+
+// claimsTimed says what a's metrics counted of the run: how many claims
+// quan_claim_duration_seconds timed, or that there are no metrics.
+func claimsTimed(a *app.App) (string, error) {
+	if a.Metrics == nil {
+		return "no registry", nil
+	}
+	mfs, err := a.Metrics.Gather()
+	if err != nil {
+		return "", fmt.Errorf("gather the metrics: %w", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "quan_claim_duration_seconds" && len(mf.GetMetric()) == 1 {
+			return fmt.Sprintf("quan_claim_duration_seconds timed %s claims", cli.Thousands(int64(mf.GetMetric()[0].GetHistogram().GetSampleCount()))), nil
+		}
+	}
+	return "", errors.New("the registry has no quan_claim_duration_seconds")
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// runsSummary is one side of a comparison: the medians of its runs.
+type runsSummary struct {
+	reqs   float64 // requests/s: every one takes the claim path, accepted or refused
+	claims float64 // accepted claims/s
+	p99    time.Duration
+	each   []float64 // requests/s of each run
+}
+
+func summarizeRuns(rs []*loadResult) runsSummary {
+	var (
+		s      runsSummary
+		claims []float64
+		p99s   []float64
+	)
+	for _, r := range rs {
+		s.each = append(s.each, perSecondF(r.Sent, r.Wall))
+		claims = append(claims, perSecondF(r.Accepted, r.Wall))
+		p99s = append(p99s, float64(r.Lat.quantile(0.99)))
+	}
+	s.reqs, s.claims, s.p99 = median(s.each), median(claims), time.Duration(median(p99s))
+	return s
+}
+
+func (s runsSummary) String() string {
+	each := make([]string, len(s.each))
+	for i, v := range s.each {
+		each[i] = cli.Thousands(int64(v))
+	}
+	return fmt.Sprintf("%s req/s, %s accepted claims/s, p99 %s (runs: %s req/s)",
+		cli.Thousands(int64(s.reqs)), cli.Thousands(int64(s.claims)), fmtLatency(s.p99), strings.Join(each, ", "))
+}
+
+// median returns the median of vs (sorting a copy).
+func median(vs []float64) float64 {
+	vs = slices.Sorted(slices.Values(vs))
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 }
 
 // claimLoad mints a token for each of b.Users users (as many as the

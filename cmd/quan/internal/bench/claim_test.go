@@ -317,3 +317,35 @@ func TestLatencies(t *testing.T) {
 		t.Errorf("quantile(1) = %s, want the max, 100ms", got)
 	}
 }
+
+// TestBenchClaimMetricsCompare runs the claims with metrics off and on in
+// turn, twice each, each run verified, and prints both sides and their
+// ratio; the runs with metrics on timed every claim, those off had no
+// registry. --metrics-compare goes without --ceiling.
+func TestBenchClaimMetricsCompare(t *testing.T) {
+	t.Parallel()
+	out, stderr, err := runBench(t, "bench", "claim", "-c", "50", "-n", "2000", "--stock", "500", "--metrics-compare")
+	if err != nil {
+		t.Fatalf("bench claim: %v\n%s%s", err, out, stderr)
+	}
+	checkBenchClaim(t, out, 500)
+	for _, want := range []string{
+		`(?s)run 1 of 4: metrics off\n.*run 1 of 4: metrics off, no registry\n` +
+			`.*run 2 of 4: metrics on\n.*run 2 of 4: metrics on, quan_claim_duration_seconds timed 2,000 claims\n` +
+			`.*run 3 of 4: metrics on\n.*run 3 of 4: metrics on, quan_claim_duration_seconds timed 2,000 claims\n` +
+			`.*run 4 of 4: metrics off\n.*run 4 of 4: metrics off, no registry\n`,
+		`metrics off: [\d,]+ req/s, [\d,]+ accepted claims/s, p99 \S+ \(runs: [\d,]+, [\d,]+ req/s\) \| metrics on: [\d,]+ req/s, [\d,]+ accepted claims/s, p99 \S+ \(runs: [\d,]+, [\d,]+ req/s\)`,
+		`metrics on/off [\d.]+× requests/s \(metrics cost -?[\d.]+%\), [\d.]+× accepted claims/s, p99 \S+ on, \S+ off \(medians of 2 runs each, \d+ cores\)`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("no match for %q in:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "verified: 500 coupons issued"); n != 4 {
+		t.Errorf("%d runs verified, want 4", n)
+	}
+	_, _, err = runBench(t, "bench", "claim", "-n", "10", "--metrics-compare", "--ceiling")
+	if err == nil || !strings.Contains(err.Error(), "--metrics-compare runs the claims several times") {
+		t.Errorf("--metrics-compare --ceiling: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 )
 
@@ -61,7 +62,11 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string, stderr i
 	fs.SetOutput(stderr)
 	fs.VisitAll(func(f *flag.Flag) {
 		if !strings.Contains(f.Usage, "$QUAN_") {
-			f.Usage += " ($" + EnvName(f.Name) + ")"
+			if secretFlags[f.Name] {
+				f.Usage += " ($" + EnvName(f.Name) + ", or a file holding it: $" + EnvName(f.Name) + "_FILE)"
+			} else {
+				f.Usage += " ($" + EnvName(f.Name) + ")"
+			}
 		}
 	})
 	var pos []string
@@ -105,13 +110,54 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string, stderr i
 		if set[f.Name] || getenv == nil || err != nil {
 			return
 		}
-		if v := getenv(EnvName(f.Name)); v != "" {
+		name := EnvName(f.Name)
+		v, from, e := envValue(getenv, name)
+		if e != nil {
+			err = e
+			return
+		}
+		if v != "" {
 			if e := f.Value.Set(v); e != nil {
-				err = Usagef("%s=%q: %v", EnvName(f.Name), v, e)
+				if from != name { // the value may be a secret: name the file, not its contents
+					err = Usagef("%s: %v", from, e)
+				} else {
+					err = Usagef("%s=%q: %v", name, v, e)
+				}
 			}
 		}
 	})
 	return pos, err
+}
+
+// secretFlags are the flags whose values may carry a secret (a password
+// in a URL): their help names their _FILE variable.
+var secretFlags = map[string]bool{"jwt-secret": true, "store": true, "cache": true, "bus": true}
+
+// envValue returns the value of the variable name, or of the file that
+// name_FILE names (its contents, trailing newlines trimmed), so that
+// secrets can come from files (a container's mounted secrets) rather than
+// the environment, which child processes and crash reports see. Any
+// QUAN_ variable may be given either way; both at once is an error, and
+// so is a file that cannot be read or is empty. from says which was used.
+func envValue(getenv func(string) string, name string) (v, from string, err error) {
+	v = getenv(name)
+	path := getenv(name + "_FILE")
+	if path == "" {
+		return v, name, nil
+	}
+	if v != "" {
+		return "", "", Usagef("both %s and %s_FILE are set: use one", name, name)
+	}
+	from = fmt.Sprintf("%s_FILE=%s", name, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", from, err)
+	}
+	v = strings.TrimRight(string(b), "\r\n")
+	if v == "" {
+		return "", "", Usagef("%s: the file is empty", from)
+	}
+	return v, from, nil
 }
 
 // IsSet reports whether the flag name was given on the command line.

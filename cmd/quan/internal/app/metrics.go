@@ -1,0 +1,64 @@
+package app
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/prom"
+)
+
+// instrument wraps the backends in decorators that time their calls and
+// count their failures in reg (prom.BackendMetrics), and registers the
+// readiness checks as quan_ready. Each backend keeps its place: the
+// limiter and the idempotency store stay the very cache when they were
+// (ClaimService takes tokens and reserves in one call only then), and
+// Cache and ClaimCache, Bus and ClaimBus, stay one when they were one.
+// It runs before the use cases are built over the backends, and only
+// with metrics on: with them off the backends are not wrapped at all.
+func (b *Backends) instrument(reg prometheus.Registerer) {
+	m := prom.NewBackendMetrics(reg)
+	b.Store = m.Store(b.Store)
+
+	cache, claimCache := b.Cache, b.ClaimCache
+	if cache != nil {
+		b.Cache = m.Cache(cache)
+	}
+	switch {
+	case claimCache == nil:
+	case claimCache == cache:
+		b.ClaimCache = b.Cache
+	default:
+		b.ClaimCache = m.Cache(claimCache)
+	}
+	if l, ok := b.ClaimCache.(quan.RateLimiter); ok && claimCache != nil && any(b.Limiter) == any(claimCache) {
+		b.Limiter = l
+	}
+	if i, ok := b.Cache.(quan.Idempotency); ok && cache != nil && any(b.Idempotency) == any(cache) {
+		b.Idempotency = i
+	}
+
+	bus, claimBus := b.Bus, b.ClaimBus
+	if bus != nil {
+		b.Bus = m.Bus(bus)
+	}
+	switch {
+	case claimBus == nil:
+	case claimBus == bus:
+		b.ClaimBus = b.Bus
+	default:
+		b.ClaimBus = m.Bus(claimBus)
+	}
+
+	reg.MustRegister(prom.Ready(b.Checks()))
+}
+
+// observeHTTP is the API's hook into the request metrics, nil with
+// metrics off.
+func (a *App) observeHTTP() func(string, int, time.Duration) {
+	if a.httpMetrics == nil {
+		return nil
+	}
+	return a.httpMetrics.Observe
+}

@@ -1,0 +1,138 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/quanhq/quan"
+)
+
+// holdingsScan is how many users one HSCAN of Holdings asks for.
+const holdingsScan = 1000
+
+// Holdings implements quan.Cache by HSCAN of the user counts, after
+// checking that the template is loaded.
+func (c *Cache) Holdings(ctx context.Context, template int64) iter.Seq2[quan.Holding, error] {
+	return func(yield func(quan.Holding, error) bool) {
+		k := c.keys(template)
+		n, err := c.client.Do(ctx, c.client.B().Exists().Key(k.state()).Build()).AsInt64()
+		if err != nil {
+			yield(quan.Holding{}, fmt.Errorf("redis holdings of template %d: %w", template, err))
+			return
+		}
+		if n == 0 {
+			yield(quan.Holding{}, quan.ErrCacheCold)
+			return
+		}
+		var cursor uint64
+		for {
+			e, err := c.client.Do(ctx, c.client.B().Hscan().Key(k.users()).Cursor(cursor).Count(holdingsScan).Build()).AsScanEntry()
+			if err != nil {
+				yield(quan.Holding{}, fmt.Errorf("redis holdings of template %d: %w", template, err))
+				return
+			}
+			for i := 0; i+1 < len(e.Elements); i += 2 {
+				u, err1 := strconv.ParseInt(e.Elements[i], 10, 64)
+				n, err2 := strconv.ParseInt(e.Elements[i+1], 10, 64)
+				if err1 != nil || err2 != nil {
+					yield(quan.Holding{}, fmt.Errorf("redis holdings of template %d: bad entry %q=%q", template, e.Elements[i], e.Elements[i+1]))
+					return
+				}
+				if n > 0 && !yield(quan.Holding{UserID: u, Count: n}, nil) {
+					return
+				}
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				return
+			}
+		}
+	}
+}
+
+// SwapStock implements quan.Cache with one script call.
+func (c *Cache) SwapStock(ctx context.Context, template, old, stock int64) (bool, error) {
+	n, err := swapStockScript.Exec(ctx, c.client, []string{c.keys(template).state()},
+		[]string{strconv.FormatInt(old, 10), strconv.FormatInt(stock, 10)}).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return false, quan.ErrCacheCold
+	}
+	if err != nil {
+		return false, fmt.Errorf("redis swap the stock of template %d: %w", template, err)
+	}
+	return n == 1, nil
+}
+
+// maxHeldSwaps bounds the swaps one script call of SwapHeld carries.
+const maxHeldSwaps = 1000
+
+// SwapHeld implements quan.Cache: one script call a thousand swaps.
+func (c *Cache) SwapHeld(ctx context.Context, template int64, swaps []quan.HeldSwap) (int, error) {
+	k := c.keys(template)
+	done := 0
+	for len(swaps) > 0 {
+		part := swaps[:min(len(swaps), maxHeldSwaps)]
+		swaps = swaps[len(part):]
+		args := make([]string, 0, 3*len(part))
+		for _, s := range part {
+			args = append(args, strconv.FormatInt(s.UserID, 10), strconv.FormatInt(s.Old, 10), strconv.FormatInt(s.Count, 10))
+		}
+		n, err := swapHeldScript.Exec(ctx, c.client, []string{k.state(), k.users()}, args).AsInt64()
+		if rueidis.IsRedisNil(err) {
+			return done, quan.ErrCacheCold
+		}
+		if err != nil {
+			return done, fmt.Errorf("redis swap the counts of template %d: %w", template, err)
+		}
+		done += int(n)
+	}
+	return done, nil
+}
+
+// Unhanded implements quan.ClaimLedger.
+func (c *Cache) Unhanded(ctx context.Context, template int64) (int64, error) {
+	k := c.keys(template)
+	res := c.client.DoMulti(ctx,
+		c.client.B().Zcard().Key(k.ledger()).Build(),
+		c.client.B().Zcard().Key(k.reaping()).Build())
+	var n int64
+	for _, r := range res {
+		v, err := r.AsInt64()
+		if err != nil {
+			return 0, fmt.Errorf("redis claims not handed off of template %d: %w", template, err)
+		}
+		n += v
+	}
+	return n, nil
+}
+
+// swapStockScript: KEYS state; ARGV old, new. nil when cold, 1 if the
+// stock was old and is now new, else 0.
+var swapStockScript = rueidis.NewLuaScript(`
+local s = redis.call('HGET', KEYS[1], 'stock')
+if not s then return false end
+if tonumber(s) ~= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'stock', ARGV[2])
+return 1
+`)
+
+// swapHeldScript: KEYS state, users; ARGV user, old, new triples. nil
+// when cold, else how many counts were old and are now new (a count of
+// 0 or less is removed: no entry is a count of 0).
+var swapHeldScript = rueidis.NewLuaScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local n = 0
+for i = 1, #ARGV, 3 do
+  local cur = tonumber(redis.call('HGET', KEYS[2], ARGV[i]) or '0')
+  if cur < 0 then cur = 0 end
+  if cur == tonumber(ARGV[i + 1]) then
+    if tonumber(ARGV[i + 2]) > 0 then redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 2])
+    else redis.call('HDEL', KEYS[2], ARGV[i]) end
+    n = n + 1
+  end
+end
+return n
+`)
