@@ -54,9 +54,12 @@ func TestClaims(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(prom.Claims(s))
 
-	for user, want := range map[int64]string{1: "", 2: quan.ESOLDOUT} {
-		if _, err := s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: user}, tpl, ""); quan.ErrorCode(err) != want {
-			t.Fatalf("claim of user %d: %v, want %q", user, err, want)
+	for _, c := range []struct {
+		user int64
+		want string
+	}{{1, ""}, {2, quan.ESOLDOUT}} { // in this order: the stock is one
+		if _, err := s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: c.user}, tpl, ""); quan.ErrorCode(err) != c.want {
+			t.Fatalf("claim of user %d: %v, want %q", c.user, err, c.want)
 		}
 	}
 	if _, err := s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1}, tpl, ""); quan.ErrorCode(err) != quan.ELIMIT {
