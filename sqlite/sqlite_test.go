@@ -101,3 +101,10 @@ func TestCouponCodes(t *testing.T) {
 		return quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, db.Close, nil
 	})
 }
+
+func TestNotificationStore(t *testing.T) {
+	quantest.TestNotificationStore(t, func(t *testing.T) quantest.NotifyStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.NotifyStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Notify: s, Contacts: s}
+	})
+}
