@@ -83,8 +83,8 @@ func (n *Notification) Validate() error {
 		return Errorf(EINVALID, "notification %s: unknown channel %q", n.Source, n.Channel)
 	case n.UserID < 0 || n.UserID == 0 && (!inApp || n.TaskID <= 0):
 		return Errorf(EINVALID, "notification %s: a user, or for an inbox or popup broadcast a task", n.Source)
-	case n.Kind == "":
-		return Errorf(EINVALID, "notification %s: no kind", n.Source)
+	case n.Kind == "" || len(n.Kind) > 16 || len(n.Lang) > 8:
+		return Errorf(EINVALID, "notification %s: a kind of 1 to 16 bytes and a language of at most 8", n.Source)
 	case !inApp && n.Address == "" && n.Status != NotificationFailed:
 		return Errorf(EINVALID, "notification %s to user %d: %s without an address must be recorded failed (no_contact)", n.Source, n.UserID, n.Channel)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/quanhq/quan"
 )
@@ -61,6 +62,7 @@ func NotificationValues[V any](n *quan.Notification, now time.Time, at func(time
 		n.NextAt = time.Time{}
 	}
 	n.CreatedAt, n.UpdatedAt = now, now
+	n.Reason = ClipReason(n.Reason)
 	vars, err := json.Marshal(n.Vars)
 	if err != nil {
 		return nil, fmt.Errorf("notification %s: vars: %w", n.Source, err)
@@ -90,7 +92,7 @@ type ResultGroup struct {
 func GroupResults(rs []quan.NotificationResult) []ResultGroup {
 	var out []ResultGroup
 	for _, r := range rs {
-		g := ResultGroup{Status: r.Status, Reason: r.Reason}
+		g := ResultGroup{Status: r.Status, Reason: ClipReason(r.Reason)}
 		if r.Status == quan.NotificationDeferred {
 			g.NextAt = r.NextAt
 		}
@@ -157,4 +159,20 @@ func ScanContact(row Scanner) (*quan.Contact, error) {
 // EmptyContact is the contact of a user with none on file.
 func EmptyContact(user int64) *quan.Contact {
 	return &quan.Contact{UserID: user, Lang: quan.LangZH, OptOut: []quan.NotifyType{}}
+}
+
+// MaxReason is the most bytes of a reason the stores keep: a provider's
+// answer can be long.
+const MaxReason = 500
+
+// ClipReason cuts r to MaxReason bytes, at a character boundary.
+func ClipReason(r string) string {
+	if len(r) <= MaxReason {
+		return r
+	}
+	i := MaxReason
+	for i > 0 && !utf8.RuneStart(r[i]) {
+		i--
+	}
+	return r[:i]
 }
