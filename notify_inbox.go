@@ -36,7 +36,7 @@ type Notice struct {
 	TaskID    int64             `json:"taskId,omitempty"`
 	CreatedAt time.Time         `json:"createdAt"`
 	ExpiresAt time.Time         `json:"expiresAt,omitzero"`
-	Read      bool              `json:"read"`             // inbox: read; popup: shown
+	Read      bool              `json:"read"` // inbox: read; popup: shown
 	ReadAt    time.Time         `json:"readAt,omitzero"`
 }
 

@@ -35,6 +35,8 @@ type App struct {
 	Claims      *quan.ClaimService  // nil without a claim bus (Local, or a Worker on the embedded bus)
 	Wallet      *quan.WalletService // nil for Local
 	Codes       *quan.CodeService   // nil for Local
+	Notices     *quan.NoticeService // nil for Local
+	Dispatcher  *quan.Dispatcher    // nil for Local and without --smtp-url or --sms-url
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -133,6 +135,9 @@ func (a *App) build() error {
 	}
 	a.Wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger}
 	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger}
+	if err := a.buildNotify(); err != nil {
+		return err
+	}
 	if b.ClaimBus != nil {
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: b.ClaimCache, Bus: b.ClaimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger}
@@ -182,6 +187,7 @@ func (a *App) Start() error {
 		// worker on a shared bus.
 		loop("sweeper", a.sweep)
 	}
+	a.startNotify(loop)
 	a.Codes.Background = ctx
 	if a.Role == Server {
 		if err := a.Codes.Resume(ctx); err != nil {
@@ -244,6 +250,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Claims:      a.Claims,
 		Wallet:      a.Wallet,
 		Codes:       a.Codes,
+		Notices:     a.Notices,
 		CodesExport: report.Codes{},
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,

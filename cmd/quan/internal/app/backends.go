@@ -33,6 +33,8 @@ type Store interface {
 	quan.ClaimStore
 	quan.WalletStore
 	quan.CodeStore
+	quan.NotificationStore
+	quan.ContactStore
 	Ping(ctx context.Context) error
 }
 

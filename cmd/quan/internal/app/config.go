@@ -59,6 +59,7 @@ type Config struct {
 	Files  Files
 	Runner Runner
 	Claims Claims
+	Notify Notify
 
 	// SweepEvery is how often expired coupons and locks that ran out are
 	// written down (0: never); ArchiveAfter, if set, how old spent coupons
@@ -157,6 +158,7 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 		c.MetricsOff = !on
 		return err
 	})
+	c.Notify.register(fs)
 	fs.DurationVar(&c.SweepEvery, "sweep-every", time.Minute, "how often to write down expired coupons and locks that ran out (0: never)")
 	fs.DurationVar(&c.ArchiveAfter, "archive-after", 0, "move used, expired and revoked coupons of ended templates this long unchanged to the history table (0: never)")
 	fs.Float64Var(&c.Claims.PersistRate, "claim-persist-rate", 0, fmt.Sprintf("while this process takes claims, write at most this many a second to the store; the rest wait on the bus until claims stop for a second (0: no limit; else at least %d)", quan.MinPersistRate))
@@ -197,6 +199,7 @@ func (c Config) withDefaults() Config {
 	if f.MaxUncompressed == 0 {
 		f.MaxUncompressed = sheet.DefaultMaxUncompressed
 	}
+	c.Notify = c.Notify.withDefaults()
 	r := &c.Runner
 	if r.Lease == 0 {
 		r.Lease = 15 * time.Second
@@ -220,6 +223,9 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	if p := c.Claims.PersistRate; p != 0 && !(p >= quan.MinPersistRate) {
 		return cli.Usagef("--claim-persist-rate %v: want 0 (no limit) or at least %d claims a second", p, quan.MinPersistRate)
+	}
+	if err := c.Notify.validate(); err != nil {
+		return err
 	}
 	if c.Runner.ChunkSize < 0 {
 		return cli.Usagef("--chunk-size %d: want 0 (the store's recommendation) or more", c.Runner.ChunkSize)
