@@ -26,6 +26,7 @@ type Server struct {
 	Claims    *quan.ClaimService  // nil serves no claim routes
 	Wallet    *quan.WalletService // nil serves no wallet and order routes
 	Codes     *quan.CodeService   // nil serves no code routes
+	Notices   *quan.NoticeService // nil serves no inbox, popup and contact routes
 	// CodesExport writes the codes.xlsx export of a batch; nil serves
 	// codes.csv only.
 	CodesExport quan.CodesExport
@@ -157,6 +158,17 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 			handle("GET /api/v1/code-batches/{id}/codes.xlsx", s.exportCodes(true))
 		}
 		handle("POST /api/v1/codes/redeem", s.redeemCode)
+	}
+	if s.Notices != nil {
+		handle("GET /api/v1/me/contact", s.getContact)
+		handle("PUT /api/v1/me/contact", s.putContact)
+		handle("GET /api/v1/users/{id}/contact", s.getContact)
+		handle("PUT /api/v1/users/{id}/contact", s.putContact)
+		handle("GET /api/v1/me/inbox", s.inbox)
+		handle("GET /api/v1/me/inbox/unread-count", s.unreadCount)
+		handle("POST /api/v1/me/inbox/read", s.markRead)
+		handle("GET /api/v1/me/popups", s.popups)
+		handle("POST /api/v1/me/popups/{id}/ack", s.ackPopup)
 	}
 	mux.Handle("/", s.unmatched(routes))
 	return mux, routes

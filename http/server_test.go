@@ -103,6 +103,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Checks:      map[string]func(context.Context) error{"store": db.Ping},
 		Now:         clock,
 		Wallet:      &quan.WalletService{Coupons: store, Templates: store, Now: clock},
+		Notices:     &quan.NoticeService{Store: store, Contacts: store, Now: clock},
 		Codes:       &quan.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
 		CodesExport: report.Codes{},
 		Idempotency: inmem.NewIdempotency(),

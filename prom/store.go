@@ -18,6 +18,8 @@ type Store interface {
 	quan.WalletStore
 	quan.CodeStore
 	quan.MonitorStore
+	quan.NotificationStore
+	quan.ContactStore
 	Ping(ctx context.Context) error
 }
 
@@ -60,6 +62,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		generatingCodeBatches: o("GeneratingCodeBatches"),
 		codes:                 o("Codes"),
 		redeemCode:            o("RedeemCode"),
+		notifyOps:             newNotifyOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -87,6 +90,7 @@ type store struct {
 	updateCoupons, orderCoupons, swapCoupons, lapseCoupons                              *op
 	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, redeemCode      *op
 	taskStatuses, oldestRunningTask, oldestAvailableEnd                                 *op
+	notifyOps
 }
 
 // archivingStore is a store whose adapter archives coupons.

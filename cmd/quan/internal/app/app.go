@@ -37,6 +37,8 @@ type App struct {
 	Wallet      *quan.WalletService // nil for Local
 	Codes       *quan.CodeService   // nil for Local
 	Reconciler  *quan.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
+	Notices     *quan.NoticeService // nil for Local
+	Dispatcher  *quan.Dispatcher    // nil for Local and without --smtp-url or --sms-url
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -156,6 +158,9 @@ func (a *App) build() error {
 		a.Metrics.MustRegister(prom.Wallet(a.Wallet))
 	}
 	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger}
+	if err := a.buildNotify(); err != nil {
+		return err
+	}
 	if b.ClaimBus != nil {
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: claims, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
@@ -237,6 +242,7 @@ func (a *App) Start() error {
 		every := a.Config.ReconcileEvery
 		loop("reconciler", func(ctx context.Context) error { return a.Reconciler.Run(ctx, every) })
 	}
+	a.startNotify(loop)
 	a.Codes.Background = ctx
 	if a.Role == Server {
 		if err := a.Codes.Resume(ctx); err != nil {
@@ -299,6 +305,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Claims:      a.Claims,
 		Wallet:      a.Wallet,
 		Codes:       a.Codes,
+		Notices:     a.Notices,
 		CodesExport: report.Codes{},
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,

@@ -34,6 +34,8 @@ type Store interface {
 	quan.WalletStore
 	quan.CodeStore
 	quan.MonitorStore
+	quan.NotificationStore
+	quan.ContactStore
 	Ping(ctx context.Context) error
 }
 

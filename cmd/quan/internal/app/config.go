@@ -59,6 +59,7 @@ type Config struct {
 	Files  Files
 	Runner Runner
 	Claims Claims
+	Notify Notify
 
 	// SweepEvery is how often expired coupons and locks that ran out are
 	// written down (0: never); ArchiveAfter, if set, how old spent coupons
@@ -176,6 +177,7 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 		return err
 	})
 	c.Tracing.register(fs)
+	c.Notify.register(fs)
 	fs.DurationVar(&c.SweepEvery, "sweep-every", time.Minute, "how often to write down expired coupons and locks that ran out (0: never)")
 	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", DefaultReconcileEvery, "how often to compare the cache's stock and holdings with the store's for active templates, report the drift and correct the cache from the store (0: never)")
 	fs.DurationVar(&c.ArchiveAfter, "archive-after", 0, "move used, expired and revoked coupons of ended templates this long unchanged to the history table (0: never)")
@@ -217,6 +219,7 @@ func (c Config) withDefaults() Config {
 	if f.MaxUncompressed == 0 {
 		f.MaxUncompressed = sheet.DefaultMaxUncompressed
 	}
+	c.Notify = c.Notify.withDefaults()
 	r := &c.Runner
 	if r.Lease == 0 {
 		r.Lease = 15 * time.Second
@@ -246,6 +249,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReconcileEvery < 0 {
 		return cli.Usagef("--reconcile-every %v: want 0 (never) or more", c.ReconcileEvery)
+	}
+	if err := c.Notify.validate(); err != nil {
+		return err
 	}
 	if c.Runner.ChunkSize < 0 {
 		return cli.Usagef("--chunk-size %d: want 0 (the store's recommendation) or more", c.Runner.ChunkSize)

@@ -1,0 +1,75 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
+)
+
+var _ quan.ContactStore = (*Store)(nil)
+
+const contactColumns = `user_id, phone, mail, lang, opt_out, updated_at`
+
+// Contact implements quan.ContactStore.
+func (s *Store) Contact(ctx context.Context, user int64) (*quan.Contact, error) {
+	return queryContact(ctx, s.db.db, user, "")
+}
+
+func queryContact(ctx context.Context, q rowQueryer, user int64, lock string) (*quan.Contact, error) {
+	c, err := sqlrow.ScanContact(q.QueryRowContext(ctx, `SELECT `+contactColumns+` FROM contacts WHERE user_id = ?`+lock, user))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sqlrow.EmptyContact(user), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read contact of user %d: %w", user, err)
+	}
+	return c, nil
+}
+
+// Contacts implements quan.ContactStore.
+func (s *Store) Contacts(ctx context.Context, users []int64) (map[int64]*quan.Contact, error) {
+	out := make(map[int64]*quan.Contact, len(users))
+	for start := 0; start < len(users); start += notifyBatch {
+		part := users[start:min(start+notifyBatch, len(users))]
+		cs, err := sqlrow.Query(ctx, s.db.db, "read contacts", sqlrow.ScanContact,
+			`SELECT `+contactColumns+` FROM contacts WHERE user_id IN (`+sqlrow.Params(len(part))+`)`, sqlrow.Args(nil, part)[1:]...)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			out[c.UserID] = c
+		}
+	}
+	return out, nil
+}
+
+// UpdateContact implements quan.ContactStore: the row is read FOR
+// UPDATE; two first writes of one user that deadlock on the gap are
+// retried by inTx.
+func (s *Store) UpdateContact(ctx context.Context, user int64, now time.Time, fn func(*quan.Contact) error) (*quan.Contact, error) {
+	var out *quan.Contact
+	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+		c, err := queryContact(ctx, tx, user, ` FOR UPDATE`)
+		if err != nil {
+			return err
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+		c.UserID, c.UpdatedAt = user, now
+		if _, err := tx.ExecContext(ctx, `INSERT INTO contacts (`+contactColumns+`) VALUES (?, ?, ?, ?, ?, ?)
+			ON DUPLICATE KEY UPDATE phone = VALUES(phone), mail = VALUES(mail), lang = VALUES(lang),
+				opt_out = VALUES(opt_out), updated_at = VALUES(updated_at)`,
+			user, c.Phone, c.Mail, c.Lang, sqlrow.OptOutText(c.OptOut), utc(now)); err != nil {
+			return fmt.Errorf("update contact of user %d: %w", user, err)
+		}
+		out = c
+		return nil
+	})
+	return out, err
+}

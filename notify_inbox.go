@@ -1,0 +1,214 @@
+package quan
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DefaultInboxRetention is how long inbox and popup entries are kept.
+const DefaultInboxRetention = 90 * 24 * time.Hour
+
+// NoticeService is what users see of their notifications — the inbox and
+// popups, rendered in their language — and their contact and opt-outs.
+type NoticeService struct {
+	Store    NotificationStore
+	Contacts ContactStore
+	Texts    Texts
+	Now      Clock // nil is time.Now
+}
+
+func (s *NoticeService) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Notice is an inbox message or popup as the API shows it.
+type Notice struct {
+	ID        int64             `json:"id"`
+	Channel   NotifyType        `json:"channel"`
+	Kind      MessageKind       `json:"kind"`
+	Subject   string            `json:"subject"`
+	Text      string            `json:"text"`
+	Params    map[string]string `json:"params"`
+	TaskID    int64             `json:"taskId,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
+	ExpiresAt time.Time         `json:"expiresAt,omitzero"`
+	Read      bool              `json:"read"` // inbox: read; popup: shown
+	ReadAt    time.Time         `json:"readAt,omitzero"`
+}
+
+// contactOwner returns the user whose contact who may see or change: its own
+// (user 0, or its own id) for a user, any for an admin.
+func contactOwner(who Identity, user int64) (int64, error) {
+	switch {
+	case who.Role == "":
+		return 0, ErrUnauthorized
+	case who.Role == RoleUser && (user == 0 || user == who.UserID):
+		return who.UserID, nil
+	case who.Role == RoleAdmin && user > 0:
+		return user, nil
+	case who.Role == RoleAdmin:
+		return 0, Errorf(EFORBIDDEN, "an admin has no contact of its own: use /users/{id}/contact")
+	}
+	return 0, Errorf(EFORBIDDEN, "only the user or an admin may see or change a user's contact")
+}
+
+// inboxUser returns who's user id, or ErrForbidden if who is not a user.
+func inboxUser(who Identity) (int64, error) {
+	switch {
+	case who.Role == "":
+		return 0, ErrUnauthorized
+	case who.Role != RoleUser:
+		return 0, Errorf(EFORBIDDEN, "the inbox is a user's: this needs a user token")
+	}
+	return who.UserID, nil
+}
+
+// Contact returns the contact of user (0: who's own).
+func (s *NoticeService) Contact(ctx context.Context, who Identity, user int64) (*Contact, error) {
+	u, err := contactOwner(who, user)
+	if err != nil {
+		return nil, err
+	}
+	return s.Contacts.Contact(ctx, u)
+}
+
+// SetContact replaces the contact of user (0: who's own) with c: its
+// phone, mail, language and opt-outs. An invalid phone or mail is
+// EINVALID naming the field; nothing is saved then.
+func (s *NoticeService) SetContact(ctx context.Context, who Identity, user int64, c Contact) (*Contact, error) {
+	u, err := contactOwner(who, user)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Normalize(); err != nil {
+		return nil, err
+	}
+	return s.Contacts.UpdateContact(ctx, u, s.now(), func(old *Contact) error {
+		old.Phone, old.Mail, old.Lang, old.OptOut = c.Phone, c.Mail, c.Lang, c.OptOut
+		return nil
+	})
+}
+
+// Inbox returns a page of who's inbox, newest first, and the number of
+// all that match.
+func (s *NoticeService) Inbox(ctx context.Context, who Identity, f InboxFilter) ([]*Notice, int, error) {
+	u, err := inboxUser(who)
+	if err != nil {
+		return nil, 0, err
+	}
+	f.UserID = u
+	es, total, err := s.Store.Inbox(ctx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	ms, err := s.render(ctx, u, es)
+	return ms, total, err
+}
+
+// UnreadCount is how many of who's inbox messages are unread.
+func (s *NoticeService) UnreadCount(ctx context.Context, who Identity) (int, error) {
+	u, err := inboxUser(who)
+	if err != nil {
+		return 0, err
+	}
+	return s.Store.UnreadCount(ctx, u)
+}
+
+// MarkRead marks who's inbox messages ids read, or all of them, and
+// returns how many it marked (ids not in the inbox, or read, count none).
+func (s *NoticeService) MarkRead(ctx context.Context, who Identity, ids []int64, all bool) (int, error) {
+	u, err := inboxUser(who)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case all && len(ids) > 0:
+		return 0, Errorf(EINVALID, "give ids or all, not both")
+	case all:
+		ids = nil
+	case len(ids) == 0:
+		return 0, Errorf(EINVALID, "give the ids to mark read, or all: true")
+	case len(ids) > MaxPageSize*10:
+		return 0, Errorf(EINVALID, "at most %d ids at once", MaxPageSize*10)
+	}
+	return s.Store.MarkRead(ctx, u, ids, s.now())
+}
+
+// Popups returns who's popups not shown yet, newest first, marking none;
+// none if who opted out of popups.
+func (s *NoticeService) Popups(ctx context.Context, who Identity) ([]*Notice, error) {
+	u, err := inboxUser(who)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.Contacts.Contact(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	if c.OptedOut(NotifyPopup) {
+		return []*Notice{}, nil
+	}
+	es, err := s.Store.Popups(ctx, u, s.now())
+	if err != nil {
+		return nil, err
+	}
+	return s.renderIn(c.Lang, es)
+}
+
+// AckPopup marks popup id shown to who. ErrNotFound if who has no such
+// popup.
+func (s *NoticeService) AckPopup(ctx context.Context, who Identity, id int64) error {
+	u, err := inboxUser(who)
+	if err != nil {
+		return err
+	}
+	return s.Store.AckPopup(ctx, u, id, s.now())
+}
+
+// Sweep deletes inbox and popup entries older than retention, batch rows
+// at a time, until none is left, and returns how many rows it deleted.
+func (s *NoticeService) Sweep(ctx context.Context, retention time.Duration, batch int) (int, error) {
+	if retention <= 0 {
+		return 0, nil
+	}
+	before, total := s.now().Add(-retention), 0
+	for ctx.Err() == nil {
+		n, err := s.Store.DeleteInApp(ctx, before, batch)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+	return total, ctx.Err()
+}
+
+func (s *NoticeService) render(ctx context.Context, user int64, es []*InboxEntry) ([]*Notice, error) {
+	c, err := s.Contacts.Contact(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	return s.renderIn(c.Lang, es)
+}
+
+// renderIn renders entries in the user's language; an entry recorded in
+// a language of its own keeps it.
+func (s *NoticeService) renderIn(lang Lang, es []*InboxEntry) ([]*Notice, error) {
+	out := make([]*Notice, len(es))
+	for i, e := range es {
+		l := lang
+		if e.Lang != "" {
+			l = e.Lang
+		}
+		r, err := s.Texts.Render(e.Kind, e.Channel, l, e.Vars)
+		if err != nil {
+			return nil, fmt.Errorf("render message %d: %w", e.ID, err)
+		}
+		out[i] = &Notice{ID: e.ID, Channel: e.Channel, Kind: e.Kind, Subject: r.Subject, Text: r.Text, Params: r.Params,
+			TaskID: e.TaskID, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt, Read: !e.MarkedAt.IsZero(), ReadAt: e.MarkedAt}
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
+)
+
+var _ quan.ContactStore = (*Store)(nil)
+
+const contactColumns = `user_id, phone, mail, lang, opt_out, updated_at`
+
+// Contact implements quan.ContactStore.
+func (s *Store) Contact(ctx context.Context, user int64) (*quan.Contact, error) {
+	return queryContact(ctx, s.db.read, user)
+}
+
+func queryContact(ctx context.Context, q rowQueryer, user int64) (*quan.Contact, error) {
+	c, err := sqlrow.ScanContact(q.QueryRowContext(ctx, `SELECT `+contactColumns+` FROM contacts WHERE user_id = ?`, user))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sqlrow.EmptyContact(user), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read contact of user %d: %w", user, err)
+	}
+	return c, nil
+}
+
+// Contacts implements quan.ContactStore.
+func (s *Store) Contacts(ctx context.Context, users []int64) (map[int64]*quan.Contact, error) {
+	out := make(map[int64]*quan.Contact, len(users))
+	for start := 0; start < len(users); start += notifyBatch {
+		part := users[start:min(start+notifyBatch, len(users))]
+		cs, err := sqlrow.Query(ctx, s.db.read, "read contacts", sqlrow.ScanContact,
+			`SELECT `+contactColumns+` FROM contacts WHERE user_id IN (`+sqlrow.Params(len(part))+`)`, sqlrow.Args(nil, part)[1:]...)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			out[c.UserID] = c
+		}
+	}
+	return out, nil
+}
+
+// UpdateContact implements quan.ContactStore. The write transaction is
+// the lock.
+func (s *Store) UpdateContact(ctx context.Context, user int64, now time.Time, fn func(*quan.Contact) error) (*quan.Contact, error) {
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("update contact of user %d: %w", user, err)
+	}
+	defer tx.Rollback()
+	c, err := queryContact(ctx, tx, user)
+	if err != nil {
+		return nil, err
+	}
+	if err := fn(c); err != nil {
+		return nil, err
+	}
+	c.UserID, c.UpdatedAt = user, now
+	if _, err := tx.ExecContext(ctx, `INSERT INTO contacts (`+contactColumns+`) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (user_id) DO UPDATE SET phone = excluded.phone, mail = excluded.mail, lang = excluded.lang,
+			opt_out = excluded.opt_out, updated_at = excluded.updated_at`,
+		user, c.Phone, c.Mail, c.Lang, sqlrow.OptOutText(c.OptOut), micros(now)); err != nil {
+		return nil, fmt.Errorf("update contact of user %d: %w", user, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("update contact of user %d: commit: %w", user, err)
+	}
+	return c, nil
+}
