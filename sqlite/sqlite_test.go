@@ -101,3 +101,16 @@ func TestCouponCodes(t *testing.T) {
 		return quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, db.Close, nil
 	})
 }
+
+func TestStatsStore(t *testing.T) {
+	quantest.TestStatsStore(t, func(t *testing.T) quantest.StatsStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.StatsStores{
+			WalletStores: quantest.WalletStores{
+				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+				Wallet:      s,
+			},
+			Codes: s, Archiver: s, Stats: s,
+		}
+	})
+}
