@@ -76,6 +76,9 @@ type ClaimService struct {
 	Now       Clock
 	Logger    *slog.Logger
 	Counters  ClaimCounters
+	// Refusals, if set, counts the claims refused before the store (409s
+	// and 429s) for the statistics; nil counts none.
+	Refusals *RefusalCounter
 	// MaxDeliver is how many times a claim's hand-off is tried before it
 	// is dead-lettered and fails; 0 means DefaultMaxDeliver.
 	MaxDeliver int
@@ -209,6 +212,7 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64, 
 	}
 	if ErrorCode(err) == ERATELIMITED {
 		s.Counters.RateLimited.Add(1)
+		s.Refusals.Add(template, ERATELIMITED)
 		return nil, err
 	}
 	if err != nil {
@@ -225,7 +229,11 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64, 
 			}
 		}
 		s.Counters.Refused.Add(1)
-		return nil, s.refusal(ctx, template, refusals[0])
+		err := s.refusal(ctx, template, refusals[0])
+		if code := ErrorCode(err); code != ENOTFOUND {
+			s.Refusals.Add(template, code)
+		}
+		return nil, err
 	}
 	h, err := s.handoff.Do(ctx, c)
 	if err != nil {

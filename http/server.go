@@ -26,6 +26,7 @@ type Server struct {
 	Claims    *quan.ClaimService  // nil serves no claim routes
 	Wallet    *quan.WalletService // nil serves no wallet and order routes
 	Codes     *quan.CodeService   // nil serves no code routes
+	Stats     *quan.StatsService  // nil serves no statistics routes
 	// CodesExport writes the codes.xlsx export of a batch; nil serves
 	// codes.csv only.
 	CodesExport quan.CodesExport
@@ -96,6 +97,11 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 	handle("POST /api/v1/templates/{id}/terminate", s.changeTemplate((*quan.TemplateService).Terminate))
 	handle("POST /api/v1/templates/{id}/stock", s.increaseStock)
 	handle("GET /api/v1/templates/{id}/history", s.templateHistory)
+
+	if s.Stats != nil {
+		handle("GET /api/v1/templates/{id}/stats", s.templateStats)
+		handle("GET /api/v1/stats", s.shopStats)
+	}
 
 	if s.Tasks != nil {
 		handle("POST /api/v1/tasks", s.createTask)

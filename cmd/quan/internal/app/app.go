@@ -35,6 +35,7 @@ type App struct {
 	Claims      *quan.ClaimService  // nil without a claim bus (Local, or a Worker on the embedded bus)
 	Wallet      *quan.WalletService // nil for Local
 	Codes       *quan.CodeService   // nil for Local
+	Stats       *quan.StatsService
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -99,6 +100,7 @@ func (a *App) build() error {
 	limits := fileLimits{MaxRows: cfg.Files.MaxRows, MaxUncompressed: cfg.Files.MaxUncompressed}
 
 	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now}
+	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
 	a.Distributor = &quan.Distributor{
 		Store:            st,
 		Templates:        st,
@@ -135,7 +137,8 @@ func (a *App) build() error {
 	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger}
 	if b.ClaimBus != nil {
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: st, Cache: b.ClaimCache, Bus: b.ClaimBus,
-			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger}
+			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
+			Refusals: &quan.RefusalCounter{Store: st, Logger: logger}}
 		if a.Metrics != nil {
 			a.Metrics.MustRegister(prom.Claims(a.Claims))
 		}
@@ -175,6 +178,9 @@ func (a *App) Start() error {
 			a.Logger.Info("claims are written to the store at most at this rate while claims arrive, the rest once they stop for a second", "claims_per_second", a.Config.Claims.PersistRate)
 		}
 		loop("claim consumer", a.Claims.ServeClaims)
+		// Refusals counted in memory go to the statistics every few
+		// seconds, and once more when the process stops.
+		loop("claim refusal counts", a.Claims.Refusals.Run)
 		// Claims reserved in a shared cache by a process that died before
 		// handing them off are given back (a no-op in process memory).
 		loop("claim reaper", func(ctx context.Context) error { return a.Claims.ServeReaper(ctx, ReapEvery) })
@@ -244,6 +250,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Claims:      a.Claims,
 		Wallet:      a.Wallet,
 		Codes:       a.Codes,
+		Stats:       a.Stats,
 		CodesExport: report.Codes{},
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,

@@ -33,6 +33,7 @@ type Store interface {
 	quan.ClaimStore
 	quan.WalletStore
 	quan.CodeStore
+	quan.StatsStore
 	Ping(ctx context.Context) error
 }
 
