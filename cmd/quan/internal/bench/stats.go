@@ -19,7 +19,7 @@ import (
 )
 
 // statsSeedBatch is how many coupons one seeding transaction writes.
-const statsSeedBatch = 500_000
+const statsSeedBatch = 100_000
 
 // statsSeeder is what `bench stats` needs of the bare SQL next to the
 // store: the wallet benchmarks' seed, and the counters of what it seeded.
@@ -40,7 +40,7 @@ type statsSeeder interface {
 func (c *Command) stats(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench stats", flag.ContinueOnError)
 	var cfg app.Config
-	cfg.RegisterBackends(fs, app.Server)
+	cfg.RegisterBackends(fs, app.Local) // --log-level warn: no access log line per request
 	coupons := fs.Int("coupons", 10_000_000, "coupons of the template the statistics are asked of")
 	requests := fs.Int("requests", 2000, "requests timed")
 	conns := fs.Int("c", 4, "connections the requests go on at once")
@@ -66,6 +66,9 @@ func (c *Command) stats(ctx context.Context, args []string) error {
 		defer os.RemoveAll(dir)
 		cfg.DataDir = dir
 	}
+	// As `quan serve --runner=false`: no runner polls the store for tasks
+	// while the seed holds SQLite's write lock.
+	cfg.Runner.Off = true
 	drop, err := fresh.isolate(ctx, c.Stderr, &cfg)
 	if err != nil {
 		return err
