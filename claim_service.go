@@ -116,6 +116,9 @@ type ClaimService struct {
 	Counters  ClaimCounters
 	// Latency, if set, is given the seconds each Claim took.
 	Latency Observer
+	// Refusals, if set, counts the claims refused before the store (409s
+	// and 429s) for the statistics; nil counts none.
+	Refusals *RefusalCounter
 	// MaxDeliver is how many times a claim's hand-off is tried before it
 	// is dead-lettered and fails; 0 means DefaultMaxDeliver.
 	MaxDeliver int
@@ -280,6 +283,7 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 	}
 	if ErrorCode(err) == ERATELIMITED {
 		s.Counters.RateLimited.Add(1)
+		s.Refusals.Add(template, ERATELIMITED)
 		return nil, err
 	}
 	if err != nil {
@@ -296,7 +300,11 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 			}
 		}
 		s.Counters.refused(refusals[0])
-		return nil, s.refusal(ctx, template, refusals[0])
+		err := s.refusal(ctx, template, refusals[0])
+		if code := ErrorCode(err); code != ENOTFOUND {
+			s.Refusals.Add(template, code)
+		}
+		return nil, err
 	}
 	s.Counters.HandoffPending.Add(1)
 	h, err := s.handoff.Do(ctx, c)

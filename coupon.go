@@ -52,7 +52,11 @@ type Coupon struct {
 	// (LockRequest.Key): locking the order again with the same request
 	// answers the lock, with another one is a conflict. It goes with
 	// OrderID.
-	LockKey   string    `json:"-"`
+	LockKey string `json:"-"`
+	// Discount is what the coupon takes off the order that holds or used
+	// it, in fen, as the lock priced it (its share of the order's
+	// discount); 0 when no order holds it. It goes with OrderID.
+	Discount  int64     `json:"discount,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
@@ -145,7 +149,7 @@ func (c *Coupon) Revoke(now time.Time) error {
 	if c.Status != CouponAvailable && c.Status != CouponLocked {
 		return c.transitionErr("revoke")
 	}
-	c.OrderID, c.LockedUntil, c.LockKey = "", time.Time{}, ""
+	c.OrderID, c.LockedUntil, c.LockKey, c.Discount = "", time.Time{}, "", 0
 	c.set(CouponRevoked, now)
 	return nil
 }
@@ -153,7 +157,7 @@ func (c *Coupon) Revoke(now time.Time) error {
 // giveBack makes a coupon available again while it is valid, expired
 // otherwise: a release or refund never revives an expired coupon.
 func (c *Coupon) giveBack(now time.Time) {
-	c.OrderID, c.LockedUntil, c.LockKey = "", time.Time{}, ""
+	c.OrderID, c.LockedUntil, c.LockKey, c.Discount = "", time.Time{}, "", 0
 	if now.Before(c.ValidEnd) {
 		c.set(CouponAvailable, now)
 	} else {

@@ -146,6 +146,15 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	if discount != req.ExpectedDiscount {
 		return nil, Errorf(EPRICECHANGED, "these coupons take %d fen off this order, not the %d expected: quote again", discount, req.ExpectedDiscount)
 	}
+	// Each coupon keeps its share of the discount, the statistics' discount
+	// given once it is used: its own, in turn, until the order's total
+	// caps them.
+	shares := map[int64]int64{}
+	left := discount
+	for _, cq := range q.Coupons {
+		shares[cq.CouponID] = min(cq.Discount, left)
+		left -= shares[cq.CouponID]
+	}
 	until := now.Add(cmp0(s.LockTTL, DefaultLockTTL))
 	var events []CouponEvent
 	cs, err := s.change(ctx, user, all, req.CouponIDs, func(cs []*Coupon) error {
@@ -164,7 +173,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 			if err := c.Lock(order, now, until); err != nil {
 				return err
 			}
-			c.LockKey = key
+			c.LockKey, c.Discount = key, shares[c.ID]
 			events = append(events, eventOf(c, old, now))
 		}
 		return nil

@@ -27,6 +27,7 @@ type Server struct {
 	Wallet    *quan.WalletService // nil serves no wallet and order routes
 	Codes     *quan.CodeService   // nil serves no code routes
 	Notices   *quan.NoticeService // nil serves no inbox, popup and contact routes
+	Stats     *quan.StatsService  // nil serves no statistics routes
 	// CodesExport writes the codes.xlsx export of a batch; nil serves
 	// codes.csv only.
 	CodesExport quan.CodesExport
@@ -124,6 +125,11 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 	handle("POST /api/v1/templates/{id}/terminate", s.changeTemplate((*quan.TemplateService).Terminate))
 	handle("POST /api/v1/templates/{id}/stock", s.increaseStock)
 	handle("GET /api/v1/templates/{id}/history", s.templateHistory)
+
+	if s.Stats != nil {
+		handle("GET /api/v1/templates/{id}/stats", s.templateStats)
+		handle("GET /api/v1/stats", s.shopStats)
+	}
 
 	if s.Tasks != nil {
 		handle("POST /api/v1/tasks", s.createTask)

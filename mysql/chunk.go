@@ -162,6 +162,14 @@ func (s *Store) applyChunk(ctx context.Context, c *quan.Chunk, locked bool) (qua
 				return err
 			}
 		}
+		// The counters last, under the template's lock: one row per chunk.
+		if take != nil {
+			var d quan.StatsDelta
+			d.Issued(take.planned.ID, take.planned.ShopNo, quan.FromDistribution, quan.CouponAvailable, take.n, c.Now)
+			if err := addStats(ctx, tx, &d); err != nil {
+				return err
+			}
+		}
 		f := n.Failed
 		if _, err := tx.ExecContext(ctx, `
 			UPDATE tasks SET

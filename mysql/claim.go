@@ -144,7 +144,16 @@ func (db *DB) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs 
 			return err
 		}
 	}
-	return insertClaims(ctx, tx, failed)
+	if err := insertClaims(ctx, tx, failed); err != nil {
+		return err
+	}
+	// One row of counters per template and batch, not per claim.
+	var d quan.StatsDelta
+	d.Issued(template, t.ShopNo, quan.FromClaim, quan.CouponAvailable, int64(len(issued)), now)
+	for _, c := range failed {
+		d.Failed(template, c.Reason, 1)
+	}
+	return addStats(ctx, tx, &d)
 }
 
 // insertClaimCoupons writes the coupons of the claims cs[part], each
@@ -433,7 +442,12 @@ func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now
 		f := *c
 		f.Status, f.Reason, f.CouponID, f.DecidedAt = quan.ClaimFailed, reason, 0, now
 		rec = &f
-		return insertClaims(ctx, tx, []*quan.Claim{rec})
+		if err := insertClaims(ctx, tx, []*quan.Claim{rec}); err != nil {
+			return err
+		}
+		var d quan.StatsDelta
+		d.Failed(c.TemplateID, reason, 1)
+		return addStats(ctx, tx, &d)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fail claim %s: %w", c.ID, err)

@@ -169,6 +169,11 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 			user, c.ID, utc(now), code); err != nil {
 			return translate(err)
 		}
+		var d quan.StatsDelta
+		d.Issued(t.ID, t.ShopNo, c.Source, c.Status, 1, now)
+		if err := addStats(ctx, tx, &d); err != nil {
+			return err
+		}
 		out = &c
 		return nil
 	})

@@ -15,7 +15,7 @@ import (
 // couponColumns is the column list of every coupon SELECT, in
 // sqlrow.ScanCoupon's order.
 const couponColumns = `id, template_id, shop_no, user_id, seq, status, valid_start, valid_end,
-	source, task_id, order_id, created_at, updated_at, locked_until, lock_key`
+	source, task_id, order_id, created_at, updated_at, locked_until, lock_key, discount`
 
 // CodeKey implements quan.CouponStore: the key Open read.
 func (s *Store) CodeKey() *quan.CodeKey { return s.db.codes.Key }

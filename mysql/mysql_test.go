@@ -244,3 +244,16 @@ func TestMonitorStore(t *testing.T) {
 		}
 	})
 }
+
+func TestStatsStore(t *testing.T) {
+	quantest.TestStatsStore(t, func(t *testing.T) quantest.StatsStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.StatsStores{
+			WalletStores: quantest.WalletStores{
+				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+				Wallet:      s,
+			},
+			Codes: s, Archiver: s, Stats: s,
+		}
+	})
+}

@@ -35,6 +35,7 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 		if err := fn(cs); err != nil {
 			return err
 		}
+		var d quan.StatsDelta
 		for i, c := range cs {
 			if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) && c.LockKey == before[i].LockKey {
 				continue
@@ -42,6 +43,10 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 			if err := saveCoupon(ctx, tx, c); err != nil {
 				return err
 			}
+			d.Changed(&before[i], c)
+		}
+		if err := addStats(ctx, tx, &d); err != nil {
+			return err
 		}
 		out = cs
 		return nil
@@ -82,7 +87,11 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 			return false, fmt.Errorf("swap coupons of user %d: coupon %d after, %d before", user, c.ID, before[i].ID)
 		}
 	}
-	if len(after) == 1 {
+	var d quan.StatsDelta
+	for i, c := range after {
+		d.Changed(before[i], c)
+	}
+	if len(after) == 1 && d.Empty() {
 		ok, err := swapCoupon(ctx, s.db.db, user, before[0], after[0])
 		if retryable(err) {
 			s.db.retries.Add(1)
@@ -90,6 +99,7 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 		}
 		return ok, err
 	}
+	// A change the statistics count goes in a transaction with them.
 	err := s.db.tryTx(ctx, func(tx *sql.Tx) error {
 		for i, c := range after {
 			ok, err := swapCoupon(ctx, tx, user, before[i], c)
@@ -100,7 +110,7 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 				return errNotSwapped
 			}
 		}
-		return nil
+		return addStats(ctx, tx, &d)
 	})
 	switch {
 	case retryable(err):
@@ -128,9 +138,9 @@ func swapCoupon(ctx context.Context, db execer, user int64, was, c *quan.Coupon)
 	wasOrder, wasUntil := couponLock(was)
 	// By the primary key: MariaDB would go through (user_id, …) first.
 	// Every change of lock_key changes updated_at, which is compared.
-	res, err := db.ExecContext(ctx, `UPDATE coupons FORCE INDEX (PRIMARY) SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, updated_at = ?
+	res, err := db.ExecContext(ctx, `UPDATE coupons FORCE INDEX (PRIMARY) SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, discount = ?, updated_at = ?
 		WHERE id = ? AND user_id = ? AND status = ? AND order_id <=> ? AND locked_until <=> ? AND updated_at = ?`,
-		string(c.Status), order, until, lockKey(c), utc(c.UpdatedAt),
+		string(c.Status), order, until, lockKey(c), c.Discount, utc(c.UpdatedAt),
 		c.ID, user, string(was.Status), wasOrder, wasUntil, utc(was.UpdatedAt))
 	if err != nil {
 		return false, fmt.Errorf("swap coupon %d: %w", c.ID, translate(err))
@@ -155,8 +165,8 @@ func lockKey(c *quan.Coupon) sql.NullString {
 
 func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
 	order, until := couponLock(c)
-	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, updated_at = ? WHERE id = ?`,
-		string(c.Status), order, until, lockKey(c), utc(c.UpdatedAt), c.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, discount = ?, updated_at = ? WHERE id = ?`,
+		string(c.Status), order, until, lockKey(c), c.Discount, utc(c.UpdatedAt), c.ID); err != nil {
 		return fmt.Errorf("save coupon %d: %w", c.ID, translate(err))
 	}
 	return nil
@@ -255,7 +265,11 @@ func (s *Store) lapseCoupons(ctx context.Context, now time.Time, limit int, lock
 				cs, was = append(cs, c), append(was, quan.CouponLocked)
 			}
 		}
-		return nil
+		var d quan.StatsDelta
+		for i, c := range cs {
+			d.Moved(c.TemplateID, c.ShopNo, was[i], c.Status)
+		}
+		return addStats(ctx, tx, &d)
 	})
 	return cs, was, err
 }
@@ -293,7 +307,7 @@ func lapse(ctx context.Context, tx *sql.Tx, cs []*quan.Coupon, now time.Time) er
 	}
 	for status, ids := range by {
 		args := append([]any{string(status), utc(now)}, ids...)
-		if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = NULL, locked_until = NULL, lock_key = NULL, updated_at = ?
+		if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = NULL, locked_until = NULL, lock_key = NULL, discount = 0, updated_at = ?
 			WHERE id IN (`+sqlrow.Params(len(ids))+`)`, args...); err != nil {
 			return fmt.Errorf("lapse %d coupons: %w", len(ids), translate(err))
 		}

@@ -20,6 +20,7 @@ type Store interface {
 	quan.MonitorStore
 	quan.NotificationStore
 	quan.ContactStore
+	quan.StatsStore
 	Ping(ctx context.Context) error
 }
 
@@ -63,6 +64,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		codes:                 o("Codes"),
 		redeemCode:            o("RedeemCode"),
 		notifyOps:             newNotifyOps(o),
+		statsOps:              newStatsOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -91,6 +93,7 @@ type store struct {
 	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, redeemCode      *op
 	taskStatuses, oldestRunningTask, oldestAvailableEnd                                 *op
 	notifyOps
+	statsOps
 }
 
 // archivingStore is a store whose adapter archives coupons.

@@ -91,7 +91,11 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 	}
 
 	if !dryRun {
-		if err := issueChunk(ctx, tx, &work, template); err != nil {
+		var d quan.StatsDelta
+		if err := issueChunk(ctx, tx, &work, template, &d); err != nil {
+			return quan.TaskCounts{}, fmt.Errorf("%s: %w", op, err)
+		}
+		if err := s.addStats(ctx, tx, &d); err != nil {
 			return quan.TaskCounts{}, fmt.Errorf("%s: %w", op, err)
 		}
 	}
@@ -155,7 +159,9 @@ func (s *Store) AppliedChunks(ctx context.Context, id int64) ([]int64, error) {
 // Coupons are never deleted and each is issued with seq = held + 1, so a
 // user who holds n coupons of a template holds seq 1 … n: holding none is
 // holding no seq 1.
-func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64) error {
+//
+// The coupons issued are counted in d, all at once.
+func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64, d *quan.StatsDelta) error {
 	t, err := queryTemplate(ctx, tx, quan.AnyShop, templateID)
 	if err != nil {
 		return err
@@ -250,6 +256,7 @@ func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			return fmt.Errorf("take %d of the stock: the stock read in this transaction changed (%d rows, %v)", len(issues), n, err)
 		}
+		d.Issued(templateID, t.ShopNo, proto.Source, proto.Status, int64(len(issues)), proto.CreatedAt)
 	}
 	return nil
 }

@@ -81,6 +81,7 @@ func (s *Store) issueTemplateClaims(ctx context.Context, tx *sql.Tx, template in
 		return nil
 	}
 	if t == nil {
+		// No statistics: there is no template to count them for.
 		for _, c := range fresh {
 			c.Status, c.Reason, c.DecidedAt = quan.ClaimFailed, string(quan.CauseTemplateInactive), now
 		}
@@ -119,7 +120,17 @@ func (s *Store) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, c
 			return fmt.Errorf("take %d of the stock: the stock changed under the write lock (%d rows, %v)", len(issued), n, err)
 		}
 	}
-	return insertClaims(ctx, tx, failedOnly(cs))
+	failed := failedOnly(cs)
+	// One row of counters per template and batch, not per claim.
+	var d quan.StatsDelta
+	d.Issued(t.ID, t.ShopNo, quan.FromClaim, quan.CouponAvailable, int64(len(issued)), now)
+	for _, c := range failed {
+		d.Failed(t.ID, c.Reason, 1)
+	}
+	if err := s.addStats(ctx, tx, &d); err != nil {
+		return err
+	}
+	return insertClaims(ctx, tx, failed)
 }
 
 // claimCouponsSQL inserts the coupons of n claims and returns their ids,
@@ -304,6 +315,11 @@ func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now
 		if _, err := tx.ExecContext(ctx, `INSERT INTO claims (`+claimColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			sqlrow.ClaimValues(&f, micros)...); err != nil {
 			return nil, fmt.Errorf("fail claim %s: %w", c.ID, translate(err))
+		}
+		var d quan.StatsDelta
+		d.Failed(f.TemplateID, reason, 1)
+		if err := s.addStats(ctx, tx, &d); err != nil {
+			return nil, fmt.Errorf("fail claim %s: %w", c.ID, err)
 		}
 		rec, err = &f, nil
 	}

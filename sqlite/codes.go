@@ -158,6 +158,11 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 		user, c.ID, micros(now), code); err != nil {
 		return nil, fmt.Errorf("redeem code: %w", translate(err))
 	}
+	var d quan.StatsDelta
+	d.Issued(t.ID, t.ShopNo, c.Source, c.Status, 1, now)
+	if err := s.addStats(ctx, tx, &d); err != nil {
+		return nil, fmt.Errorf("redeem code: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("redeem code: commit: %w", translate(err))
 	}

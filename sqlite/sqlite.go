@@ -189,7 +189,8 @@ func OpenOptions(ctx context.Context, path string, logger *slog.Logger, opt Opti
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	db.readStmts.db, db.writeStmts.db = db.read, db.write
-	if err := db.writeStmts.prepare(ctx, swapCouponSQL, fullClaimCouponsSQL); err != nil {
+	if err := db.writeStmts.prepare(ctx, swapCouponSQL, fullClaimCouponsSQL,
+		addTemplateStatsSQL, addHourStatsSQL, addFailedSQL); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}

@@ -121,3 +121,16 @@ func TestNotificationStore(t *testing.T) {
 		return quantest.NotifyStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Notify: s, Contacts: s}
 	})
 }
+
+func TestStatsStore(t *testing.T) {
+	quantest.TestStatsStore(t, func(t *testing.T) quantest.StatsStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.StatsStores{
+			WalletStores: quantest.WalletStores{
+				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+				Wallet:      s,
+			},
+			Codes: s, Archiver: s, Stats: s,
+		}
+	})
+}

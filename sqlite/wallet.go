@@ -31,6 +31,7 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 	if err := fn(cs); err != nil {
 		return nil, err
 	}
+	var d quan.StatsDelta
 	for i, c := range cs {
 		if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) && c.LockKey == before[i].LockKey {
 			continue
@@ -38,6 +39,10 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 		if err := saveCoupon(ctx, tx, c); err != nil {
 			return nil, err
 		}
+		d.Changed(&before[i], c)
+	}
+	if err := s.addStats(ctx, tx, &d); err != nil {
+		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("update coupons of user %d: commit: %w", user, translate(err))
@@ -66,8 +71,8 @@ func (s *Store) userCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []i
 }
 
 func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, updated_at = ? WHERE id = ?`,
-		c.Status, sqlrow.NullString(c.OrderID), nullMicros(c.LockedUntil), sqlrow.NullString(c.LockKey), micros(c.UpdatedAt), c.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, discount = ?, updated_at = ? WHERE id = ?`,
+		c.Status, sqlrow.NullString(c.OrderID), nullMicros(c.LockedUntil), sqlrow.NullString(c.LockKey), c.Discount, micros(c.UpdatedAt), c.ID); err != nil {
 		return fmt.Errorf("save coupon %d: %w", c.ID, translate(err))
 	}
 	return nil
@@ -75,7 +80,7 @@ func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
 
 // swapCouponSQL writes a coupon if it is as it was read. Every change of
 // lock_key changes updated_at, which is compared.
-const swapCouponSQL = `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, updated_at = ?
+const swapCouponSQL = `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, discount = ?, updated_at = ?
 	WHERE id = ? AND user_id = ? AND status = ? AND order_id IS ? AND locked_until IS ? AND updated_at = ?`
 
 // SwapCoupons implements quan.WalletStore in one write transaction.
@@ -88,13 +93,14 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 		return false, fmt.Errorf("swap coupons of user %d: %w", user, err)
 	}
 	defer tx.Rollback()
+	var d quan.StatsDelta
 	for i, c := range after {
 		was := before[i]
 		if c.ID != was.ID {
 			return false, fmt.Errorf("swap coupons of user %d: coupon %d after, %d before", user, c.ID, was.ID)
 		}
 		res, err := s.db.writeStmts.exec(ctx, tx, swapCouponSQL,
-			c.Status, sqlrow.NullString(c.OrderID), nullMicros(c.LockedUntil), sqlrow.NullString(c.LockKey), micros(c.UpdatedAt),
+			c.Status, sqlrow.NullString(c.OrderID), nullMicros(c.LockedUntil), sqlrow.NullString(c.LockKey), c.Discount, micros(c.UpdatedAt),
 			c.ID, user, was.Status, sqlrow.NullString(was.OrderID), nullMicros(was.LockedUntil), micros(was.UpdatedAt))
 		if err != nil {
 			return false, fmt.Errorf("swap coupon %d: %w", c.ID, translate(err))
@@ -104,6 +110,10 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 		} else if n != 1 {
 			return false, nil
 		}
+		d.Changed(was, c)
+	}
+	if err := s.addStats(ctx, tx, &d); err != nil {
+		return false, fmt.Errorf("swap coupons of user %d: %w", user, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("swap coupons of user %d: commit: %w", user, translate(err))
@@ -120,7 +130,7 @@ const (
 		RETURNING id, template_id, shop_no, user_id`
 	lapseLockedSQL = `UPDATE coupons
 		SET status = CASE WHEN valid_end <= ?1 THEN 'expired' ELSE 'available' END,
-			order_id = NULL, locked_until = NULL, lock_key = NULL, updated_at = ?1
+			order_id = NULL, locked_until = NULL, lock_key = NULL, discount = 0, updated_at = ?1
 		WHERE id IN (SELECT id FROM coupons WHERE status = 'locked' AND locked_until <= ?1 LIMIT ?2)
 		RETURNING id, template_id, shop_no, user_id, status`
 )
@@ -169,6 +179,13 @@ func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*
 		if err := run(lapseLockedSQL, quan.CouponLocked, at, left); err != nil {
 			return nil, nil, err
 		}
+	}
+	var d quan.StatsDelta
+	for i, c := range cs {
+		d.Moved(c.TemplateID, c.ShopNo, was[i], c.Status)
+	}
+	if err := s.addStats(ctx, tx, &d); err != nil {
+		return nil, nil, fmt.Errorf("lapse coupons: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, nil, fmt.Errorf("lapse coupons: commit: %w", translate(err))

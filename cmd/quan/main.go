@@ -58,6 +58,7 @@ Usage:
   quan bench read [flags]          measure the spreadsheet reader against excelize
   quan bench claim [flags]         load the claim API over HTTP and verify no claim is lost
   quan bench wallet lock|sweep     lock+redeem orders against the raw loop; the expiry sweep
+  quan bench stats [flags]         p99 of GET /templates/{id}/stats with 10 million coupons
 
 Run 'quan COMMAND -h' for a command's flags. Every flag can also be set
 with an environment variable: --data is QUAN_DATA, --jwt-secret is

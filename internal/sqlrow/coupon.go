@@ -12,7 +12,7 @@ import (
 //
 //	id, template_id, shop_no, user_id, seq, status, valid_start, valid_end,
 //	source, task_id, order_id, created_at, updated_at, locked_until,
-//	lock_key
+//	lock_key, discount
 //
 // in that order; task_id, order_id, locked_until and lock_key may be
 // NULL, which reads as 0, "" and the zero time. The coupon's Code is not
@@ -25,7 +25,7 @@ func ScanCoupon(row Scanner) (*quan.Coupon, error) {
 	)
 	if err := row.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, &c.Seq, &c.Status,
 		Time(&c.ValidStart), Time(&c.ValidEnd), &c.Source, &task, &order,
-		Time(&c.CreatedAt), Time(&c.UpdatedAt), NullTime(&c.LockedUntil), &lockKey); err != nil {
+		Time(&c.CreatedAt), Time(&c.UpdatedAt), NullTime(&c.LockedUntil), &lockKey, &c.Discount); err != nil {
 		return nil, err
 	}
 	c.TaskID, c.OrderID, c.LockKey = task.Int64, order.String, lockKey.String

@@ -218,3 +218,28 @@ func countStatuses(ctx context.Context, db *sql.DB, template, first, last int64)
 	}
 	return counts, nil
 }
+
+// CountSeeded adds n coupons of tpl, seeded by Seed with created as their
+// creation time, to the template's statistics, as the store counts the
+// coupons it issues by claim (see mysql/stats.go), in slot 0.
+func (b *Baseline) CountSeeded(ctx context.Context, tpl *quan.Template, n int64, created time.Time) error {
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("count %d seeded coupons: %w", n, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO template_stats (template_id, slot, shop_no, issued_claim, available) VALUES (?, 0, ?, ?, ?)
+		ON DUPLICATE KEY UPDATE issued_claim = issued_claim + VALUES(issued_claim), available = available + VALUES(available)`,
+		tpl.ID, tpl.ShopNo, n, n); err != nil {
+		return fmt.Errorf("count %d seeded coupons: %w", n, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO template_stats_hourly (template_id, hour, slot, shop_no, issued) VALUES (?, ?, 0, ?, ?)
+		ON DUPLICATE KEY UPDATE issued = issued + VALUES(issued)`,
+		tpl.ID, created.UTC().Truncate(time.Hour), tpl.ShopNo, n); err != nil {
+		return fmt.Errorf("count %d seeded coupons: %w", n, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("count %d seeded coupons: %w", n, err)
+	}
+	return nil
+}

@@ -203,3 +203,29 @@ func (b *Baseline) Audit(ctx context.Context, template, first int64, n int, pref
 	}
 	return counts, own, nil
 }
+
+// CountSeeded adds n coupons of tpl, seeded by Seed with created as their
+// creation time, to the template's statistics, as the store counts the
+// coupons it issues by claim (see sqlite/stats.go): one upsert of the
+// template's counters and one of its hour's.
+func (b *Baseline) CountSeeded(ctx context.Context, tpl *quan.Template, n int64, created time.Time) error {
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("count %d seeded coupons: %w", n, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO template_stats (template_id, shop_no, issued_claim, available) VALUES (?, ?, ?, ?)
+		ON CONFLICT (template_id) DO UPDATE SET issued_claim = issued_claim + excluded.issued_claim, available = available + excluded.available`,
+		tpl.ID, tpl.ShopNo, n, n); err != nil {
+		return fmt.Errorf("count %d seeded coupons: %w", n, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO template_stats_hourly (template_id, hour, shop_no, issued) VALUES (?, ?, ?, ?)
+		ON CONFLICT (template_id, hour) DO UPDATE SET issued = issued + excluded.issued`,
+		tpl.ID, micros(created.Truncate(time.Hour)), tpl.ShopNo, n); err != nil {
+		return fmt.Errorf("count %d seeded coupons: %w", n, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("count %d seeded coupons: %w", n, err)
+	}
+	return nil
+}

@@ -39,6 +39,7 @@ type App struct {
 	Reconciler  *quan.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
 	Notices     *quan.NoticeService // nil for Local
 	Dispatcher  *quan.Dispatcher    // nil for Local and without --smtp-url or --sms-url
+	Stats       *quan.StatsService  // nil for Local
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -116,6 +117,7 @@ func (a *App) build() error {
 	limits := fileLimits{MaxRows: cfg.Files.MaxRows, MaxUncompressed: cfg.Files.MaxUncompressed}
 
 	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now}
+	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
 	a.Distributor = &quan.Distributor{
 		Store:            tasks,
 		Templates:        st,
@@ -164,7 +166,7 @@ func (a *App) build() error {
 	if b.ClaimBus != nil {
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: claims, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
-			Tracer: tracer}
+			Tracer: tracer, Refusals: &quan.RefusalCounter{Store: st, Logger: logger}}
 		if a.Metrics != nil {
 			a.Metrics.MustRegister(prom.Claims(a.Claims))
 		}
@@ -231,6 +233,9 @@ func (a *App) Start() error {
 			a.Logger.Info("claims are written to the store at most at this rate while claims arrive, the rest once they stop for a second", "claims_per_second", a.Config.Claims.PersistRate)
 		}
 		loop("claim consumer", a.Claims.ServeClaims)
+		// Refusals counted in memory go to the statistics every few
+		// seconds, and once more when the process stops.
+		loop("claim refusal counts", a.Claims.Refusals.Run)
 		// Claims reserved in a shared cache by a process that died before
 		// handing them off are given back (a no-op in process memory).
 		loop("claim reaper", func(ctx context.Context) error { return a.Claims.ServeReaper(ctx, ReapEvery) })
@@ -306,6 +311,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Wallet:      a.Wallet,
 		Codes:       a.Codes,
 		Notices:     a.Notices,
+		Stats:       a.Stats,
 		CodesExport: report.Codes{},
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,

@@ -29,10 +29,10 @@ type Command struct {
 	Now            func() time.Time    // nil: time.Now
 }
 
-// Run dispatches "distribute", "read", "claim" and "wallet".
+// Run dispatches "distribute", "read", "claim", "wallet" and "stats".
 func (c *Command) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cli.Usagef("bench: say what to measure: distribute, read, claim or wallet")
+		return cli.Usagef("bench: say what to measure: distribute, read, claim, wallet or stats")
 	}
 	switch args[0] {
 	case "distribute":
@@ -43,10 +43,12 @@ func (c *Command) Run(ctx context.Context, args []string) error {
 		return c.claim(ctx, args[1:])
 	case "wallet":
 		return c.wallet(ctx, args[1:])
+	case "stats":
+		return c.stats(ctx, args[1:])
 	case "read-child": // one measurement of "bench read", in a process of its own
 		return readChild(ctx, c.Stdout, args[1:])
 	}
-	return cli.Usagef("bench: unknown benchmark %q: use distribute, read, claim or wallet", args[0])
+	return cli.Usagef("bench: unknown benchmark %q: use distribute, read, claim, wallet or stats", args[0])
 }
 
 // parse parses a benchmark's flags, with QUAN_* variables as fallback.

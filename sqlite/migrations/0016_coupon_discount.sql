@@ -1,0 +1,6 @@
+-- discount is what a coupon takes off the order that holds or used it, in
+-- fen (quan.Coupon.Discount): the lock prices it, and the statistics count
+-- it as discount given once the coupon is used. Coupons locked or used
+-- before this migration have 0: their discount was not kept.
+ALTER TABLE coupons ADD COLUMN discount INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE coupons_archive ADD COLUMN discount INTEGER NOT NULL DEFAULT 0;
