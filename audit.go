@@ -69,7 +69,8 @@ func DiffTemplates(before, after *Template) []FieldChange {
 
 var templateFieldOrder = []string{
 	"id", "shopNo", "name", "description", "kind", "rule", "source", "scope",
-	"issueStart", "issueEnd", "validity", "perUserLimit", "codePrefix", "stock", "totalStock",
+	"issueStart", "issueEnd", "validity", "perUserLimit", "codePrefix",
+	"remindBefore", "remindChannels", "remindLead", "stock", "totalStock",
 	"status", "createdBy", "createdAt", "updatedAt",
 }
 

@@ -113,6 +113,17 @@ type TemplateSpec struct {
 	// CodePrefix, 0 to MaxCodePrefix symbols of CodeAlphabet, starts the
 	// code of every coupon of the template.
 	CodePrefix string `json:"codePrefix,omitempty"`
+	// RemindBefore, if positive, reminds the holder of every coupon still
+	// available RemindBefore before its valid end, once, on
+	// RemindChannels. Whole seconds, shorter than the validity.
+	RemindBefore Duration `json:"remindBefore,omitempty"`
+	// RemindChannels are the channels of the expiry reminders, and the
+	// email and SMS of the opening reminders (see OpeningChannels).
+	RemindChannels []NotifyType `json:"remindChannels,omitempty"`
+	// RemindLead is how long before IssueStart the users who asked are
+	// reminded that the template opens (预约); 0 means
+	// DefaultRemindLead. Whole seconds, at most MaxRemindLead.
+	RemindLead Duration `json:"remindLead,omitempty"`
 }
 
 // Template defines a coupon: its rule, scope, windows, limits and stock.
@@ -204,6 +215,7 @@ func (s *TemplateSpec) validate(v *validator) {
 	if s.PerUserLimit < 1 || s.PerUserLimit > MaxPerUserLimit {
 		v.add("perUserLimit", fmt.Sprintf("must be between 1 and %d", MaxPerUserLimit))
 	}
+	s.validateReminders(v)
 }
 
 func (s *TemplateSpec) validateRule(v *validator) {

@@ -272,9 +272,16 @@ func (s *TemplateService) update(ctx context.Context, who Identity, id int64, ac
 }
 
 // normalizeSpec keeps times in UTC to the microsecond, the precision every
-// engine stores, so a template reads back exactly as it was written.
+// engine stores, so a template reads back exactly as it was written, and
+// shows the opening reminders' lead it will use.
 func normalizeSpec(s *TemplateSpec) {
 	for _, t := range []*time.Time{&s.IssueStart, &s.IssueEnd, &s.Validity.Start, &s.Validity.End} {
 		*t = t.UTC().Truncate(time.Microsecond)
+	}
+	if s.RemindLead == 0 {
+		s.RemindLead = DefaultRemindLead
+	}
+	if len(s.RemindChannels) == 0 {
+		s.RemindChannels = nil
 	}
 }

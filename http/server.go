@@ -22,12 +22,13 @@ import (
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
 type Server struct {
 	Templates *quan.TemplateService
-	Tasks     *quan.TaskService   // nil serves no task routes
-	Claims    *quan.ClaimService  // nil serves no claim routes
-	Wallet    *quan.WalletService // nil serves no wallet and order routes
-	Codes     *quan.CodeService   // nil serves no code routes
-	Notices   *quan.NoticeService // nil serves no inbox, popup and contact routes
-	Stats     *quan.StatsService  // nil serves no statistics routes
+	Tasks     *quan.TaskService     // nil serves no task routes
+	Claims    *quan.ClaimService    // nil serves no claim routes
+	Wallet    *quan.WalletService   // nil serves no wallet and order routes
+	Codes     *quan.CodeService     // nil serves no code routes
+	Notices   *quan.NoticeService   // nil serves no inbox, popup and contact routes
+	Stats     *quan.StatsService    // nil serves no statistics routes
+	Reminders *quan.ReminderService // nil serves no reminder routes
 	// CodesExport writes the codes.xlsx export of a batch; nil serves
 	// codes.csv only.
 	CodesExport quan.CodesExport
@@ -175,6 +176,11 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("POST /api/v1/me/inbox/read", s.markRead)
 		handle("GET /api/v1/me/popups", s.popups)
 		handle("POST /api/v1/me/popups/{id}/ack", s.ackPopup)
+	}
+	if s.Reminders != nil {
+		handle("POST /api/v1/templates/{id}/reminders", s.subscribe)
+		handle("DELETE /api/v1/templates/{id}/reminders", s.unsubscribe)
+		handle("GET /api/v1/me/reminders", s.reminders)
 	}
 	mux.Handle("/", s.unmatched(routes))
 	return mux, routes

@@ -106,6 +106,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Notices:     &quan.NoticeService{Store: store, Contacts: store, Now: clock},
 		Codes:       &quan.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
 		Stats:       &quan.StatsService{Store: store, Now: clock},
+		Reminders:   &quan.ReminderService{Store: store, Templates: store, Now: clock},
 		CodesExport: report.Codes{},
 		Idempotency: inmem.NewIdempotency(),
 	}

@@ -28,7 +28,8 @@ const templateColumns = `id, shop_no, name, description, kind,
 	rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
 	source, scope_kind, scope_ids, issue_start, issue_end,
 	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
-	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at`
+	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
+	remind_before, remind_channels, remind_lead`
 
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
 // in the same transaction. t.ID is left alone if anything fails.
@@ -45,8 +46,9 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 				rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
 				source, scope_kind, scope_ids, issue_start, issue_end,
 				validity_kind, validity_start, validity_end, validity_hours, code_prefix,
-				per_user_limit, stock, total_stock, status, created_by, created_at, updated_at
-			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
+				remind_before, remind_channels, remind_lead
+			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			append([]any{t.ShopNo}, vals...)...,
 		)
 		if err != nil {
@@ -148,7 +150,8 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 				source = ?, scope_kind = ?, scope_ids = ?, issue_start = ?, issue_end = ?,
 				validity_kind = ?, validity_start = ?, validity_end = ?, validity_hours = ?, code_prefix = ?,
 				per_user_limit = ?, stock = ?, total_stock = ?, status = ?,
-				created_by = ?, created_at = ?, updated_at = ?
+				created_by = ?, created_at = ?, updated_at = ?,
+				remind_before = ?, remind_channels = ?, remind_lead = ?
 			WHERE id = ?`,
 			append(vals, id)...,
 		); err != nil {

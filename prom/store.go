@@ -21,6 +21,7 @@ type Store interface {
 	quan.NotificationStore
 	quan.ContactStore
 	quan.StatsStore
+	quan.ReminderStore
 	Ping(ctx context.Context) error
 }
 
@@ -65,6 +66,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		redeemCode:            o("RedeemCode"),
 		notifyOps:             newNotifyOps(o),
 		statsOps:              newStatsOps(o),
+		remindOps:             newRemindOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -94,6 +96,7 @@ type store struct {
 	taskStatuses, oldestRunningTask, oldestAvailableEnd                                 *op
 	notifyOps
 	statsOps
+	remindOps
 }
 
 // archivingStore is a store whose adapter archives coupons.

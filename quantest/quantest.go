@@ -85,6 +85,9 @@ func withKind(t *testing.T, tpl *quan.Template, k quan.Kind) *quan.Template {
 		tpl.Source = quan.SourcePlatform
 		tpl.Scope = quan.Scope{Kind: quan.ScopeAll}
 		tpl.Validity = quan.Validity{Kind: quan.ValidRelative, Hours: 72}
+		tpl.RemindBefore = quan.Duration(24 * time.Hour)
+		tpl.RemindChannels = []quan.NotifyType{quan.NotifyEmail, quan.NotifyPopup}
+		tpl.RemindLead = quan.Duration(10 * time.Minute)
 	case quan.KindStep:
 		tpl.Rule = quan.Rule{Amount: 500, Step: 5000, Cap: 2000}
 		tpl.Scope = quan.Scope{Kind: quan.ScopeCategories, IDs: []string{"c-10"}}

@@ -57,7 +57,7 @@ Usage:
   quan bench distribute [flags]    measure a distribution end to end
   quan bench read [flags]          measure the spreadsheet reader against excelize
   quan bench claim [flags]         load the claim API over HTTP and verify no claim is lost
-  quan bench wallet lock|sweep     lock+redeem orders against the raw loop; the expiry sweep
+  quan bench wallet lock|sweep|remind  lock+redeem orders against the raw loop; the expiry sweep; expiry reminders
   quan bench stats [flags]         p99 of GET /templates/{id}/stats with 10 million coupons
 
 Run 'quan COMMAND -h' for a command's flags. Every flag can also be set

@@ -3,6 +3,7 @@ package sqlrow
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -14,23 +15,35 @@ import (
 //	rule_amount, rule_threshold, rule_rate, rule_cap, rule_step,
 //	source, scope_kind, scope_ids, issue_start, issue_end,
 //	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
-//	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at
+//	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
+//	remind_before, remind_channels, remind_lead
 //
-// in that order, scope_ids a JSON array of strings. A template with no
+// in that order, scope_ids a JSON array of strings, the reminders'
+// durations whole seconds and their channels a comma list. A template with no
 // scope ids reads them as nil, as the domain writes "no ids". The row's
 // own error (sql.ErrNoRows) is returned as it is.
 func ScanTemplate(row Scanner) (*quan.Template, error) {
 	var (
-		t   quan.Template
-		ids string
+		t            quan.Template
+		ids          string
+		before, lead int64
+		channels     string
 	)
 	if err := row.Scan(&t.ID, &t.ShopNo, &t.Name, &t.Description, &t.Kind,
 		&t.Rule.Amount, &t.Rule.Threshold, &t.Rule.Rate, &t.Rule.Cap, &t.Rule.Step,
 		&t.Source, &t.Scope.Kind, &ids, Time(&t.IssueStart), Time(&t.IssueEnd),
 		&t.Validity.Kind, NullTime(&t.Validity.Start), NullTime(&t.Validity.End), &t.Validity.Hours, &t.CodePrefix,
 		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, Time(&t.CreatedAt), Time(&t.UpdatedAt),
+		&before, &channels, &lead,
 	); err != nil {
 		return nil, err
+	}
+	t.RemindBefore = quan.Duration(time.Duration(before) * time.Second)
+	t.RemindLead = quan.Duration(time.Duration(lead) * time.Second)
+	if channels != "" {
+		for _, ch := range strings.Split(channels, ",") {
+			t.RemindChannels = append(t.RemindChannels, quan.NotifyType(ch))
+		}
 	}
 	if err := json.Unmarshal([]byte(ids), &t.Scope.IDs); err != nil {
 		return nil, fmt.Errorf("template %d: scope ids: %w", t.ID, err)
@@ -42,7 +55,7 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 }
 
 // TemplateValues returns the values of t's columns after id and shop_no,
-// name … updated_at in ScanTemplate's order, for an INSERT (after shop_no)
+// name … remind_lead in ScanTemplate's order, for an INSERT (after shop_no)
 // or an UPDATE (before id). at is how the store writes an instant;
 // validity_start and validity_end are NULL for the zero time.
 func TemplateValues[V any](t *quan.Template, at func(time.Time) V) ([]any, error) {
@@ -59,7 +72,17 @@ func TemplateValues[V any](t *quan.Template, at func(time.Time) V) ([]any, error
 		t.Source, t.Scope.Kind, ids, at(t.IssueStart), at(t.IssueEnd),
 		t.Validity.Kind, Null(at, t.Validity.Start), Null(at, t.Validity.End), t.Validity.Hours, t.CodePrefix,
 		t.PerUserLimit, t.Stock, t.TotalStock, t.Status, t.CreatedBy, at(t.CreatedAt), at(t.UpdatedAt),
+		int64(time.Duration(t.RemindBefore) / time.Second), joinChannels(t.RemindChannels), int64(time.Duration(t.RemindLead) / time.Second),
 	}, nil
+}
+
+// joinChannels writes channels as a comma list.
+func joinChannels(chs []quan.NotifyType) string {
+	ss := make([]string, len(chs))
+	for i, ch := range chs {
+		ss[i] = string(ch)
+	}
+	return strings.Join(ss, ",")
 }
 
 // ScanAudit reads an audit entry from a row of the columns id,

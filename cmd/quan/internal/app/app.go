@@ -33,13 +33,14 @@ type App struct {
 	Templates   *quan.TemplateService
 	Tasks       *quan.TaskService
 	Distributor *quan.Distributor
-	Claims      *quan.ClaimService  // nil without a claim bus (Local, or a Worker on the embedded bus)
-	Wallet      *quan.WalletService // nil for Local
-	Codes       *quan.CodeService   // nil for Local
-	Reconciler  *quan.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
-	Notices     *quan.NoticeService // nil for Local
-	Dispatcher  *quan.Dispatcher    // nil for Local and without --smtp-url or --sms-url
-	Stats       *quan.StatsService  // nil for Local
+	Claims      *quan.ClaimService    // nil without a claim bus (Local, or a Worker on the embedded bus)
+	Wallet      *quan.WalletService   // nil for Local
+	Codes       *quan.CodeService     // nil for Local
+	Reconciler  *quan.Reconciler      // nil for Local, without a cache, or with Config.ReconcileEvery 0
+	Notices     *quan.NoticeService   // nil for Local
+	Dispatcher  *quan.Dispatcher      // nil for Local and without --smtp-url or --sms-url
+	Stats       *quan.StatsService    // nil for Local
+	Reminders   *quan.ReminderService // nil for Local
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -160,6 +161,7 @@ func (a *App) build() error {
 		a.Metrics.MustRegister(prom.Wallet(a.Wallet))
 	}
 	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger}
+	a.Reminders = &quan.ReminderService{Store: st, Templates: st, Now: cfg.Now, Logger: logger}
 	if err := a.buildNotify(); err != nil {
 		return err
 	}
@@ -263,7 +265,8 @@ func (a *App) Start() error {
 }
 
 // sweep writes down what time did to templates (their issue window
-// closed) and coupons (expired windows, locks that ran out) every
+// closed) and coupons (expired windows, locks that ran out), and records
+// the reminders due (expiring coupons, templates opening), every
 // SweepEvery, until ctx ends. Reads apply it at once anyway; the sweep
 // keeps the store, and the events downstream, in step.
 func (a *App) sweep(ctx context.Context) error {
@@ -293,6 +296,12 @@ func (a *App) sweep(ctx context.Context) error {
 		case n > 0:
 			logger.Info("coupons swept", "changed", n, "took", time.Since(start))
 		}
+		start = time.Now()
+		if e, o, err := a.Reminders.Remind(ctx, 10_000); err != nil && ctx.Err() == nil {
+			logger.Warn("record reminders", "err", err, "expiring", e, "opening", o)
+		} else if e+o > 0 {
+			logger.Info("reminders recorded", "expiring", e, "opening", o, "took", time.Since(start))
+		}
 		if n, err := a.Wallet.Archive(ctx, a.Config.ArchiveAfter, 10_000); err != nil && ctx.Err() == nil {
 			logger.Warn("archive coupons", "err", err)
 		} else if n > 0 {
@@ -312,6 +321,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Codes:       a.Codes,
 		Notices:     a.Notices,
 		Stats:       a.Stats,
+		Reminders:   a.Reminders,
 		CodesExport: report.Codes{},
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,

@@ -37,6 +37,7 @@ type Store interface {
 	quan.NotificationStore
 	quan.ContactStore
 	quan.StatsStore
+	quan.ReminderStore
 	Ping(ctx context.Context) error
 }
 

@@ -35,6 +35,7 @@ type walletBench struct {
 	Sweepers   int
 	WithBus    bool
 	CPUProfile string
+	Channels   string // remind: the template's remindChannels
 }
 
 // storeConns is the connection pool of the mysql store (mysql's
@@ -58,6 +59,11 @@ func (b *walletBench) register(fs *flag.FlagSet, verb string) {
 		fs.IntVar(&b.Batch, "batch", 10_000, "coupons per LapseCoupons call (default: the batch `quan serve` sweeps in)")
 		fs.IntVar(&b.Sweepers, "sweepers", 1, "sweeps running at once, as several `quan serve` on one database")
 		fs.BoolVar(&b.WithBus, "with-bus", true, "after the sweep without a bus, seed -n coupons more and sweep them with an embedded NATS bus taking the events")
+	case "remind":
+		fs.IntVar(&b.N, "n", 1_000_000, "available coupons ending within the next day")
+		fs.IntVar(&b.Batch, "batch", 10_000, "coupons per RemindExpiring call (default: the batch `quan serve` sweeps in)")
+		fs.IntVar(&b.Sweepers, "sweepers", 1, "sweeps running at once, as several `quan serve` on one database")
+		fs.StringVar(&b.Channels, "channels", "inbox,popup", "the template's remindChannels: a notification per coupon and channel")
 	}
 }
 
@@ -69,26 +75,29 @@ func (b *walletBench) validate(verb string) error {
 		return cli.Usagef("bench wallet lock: -c %d: want at least 1", b.Conns)
 	case verb == "lock" && b.RawConns < 1:
 		return cli.Usagef("bench wallet lock: --raw-conns %d: want at least 1", b.RawConns)
-	case verb == "sweep" && b.Batch < 1:
-		return cli.Usagef("bench wallet sweep: --batch %d: want at least 1", b.Batch)
-	case verb == "sweep" && b.Sweepers < 1:
-		return cli.Usagef("bench wallet sweep: --sweepers %d: want at least 1", b.Sweepers)
+	case verb != "lock" && b.Batch < 1:
+		return cli.Usagef("bench wallet %s: --batch %d: want at least 1", verb, b.Batch)
+	case verb != "lock" && b.Sweepers < 1:
+		return cli.Usagef("bench wallet %s: --sweepers %d: want at least 1", verb, b.Sweepers)
 	}
 	return nil
 }
 
-// wallet dispatches "bench wallet lock" and "bench wallet sweep".
+// wallet dispatches "bench wallet lock", "bench wallet sweep" and "bench
+// wallet remind".
 func (c *Command) wallet(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cli.Usagef("bench wallet: say what to measure: lock or sweep")
+		return cli.Usagef("bench wallet: say what to measure: lock, sweep or remind")
 	}
 	switch args[0] {
 	case "lock":
 		return c.walletLock(ctx, args[1:])
 	case "sweep":
 		return c.walletSweep(ctx, args[1:])
+	case "remind":
+		return c.walletRemind(ctx, args[1:])
 	}
-	return cli.Usagef("bench wallet: unknown benchmark %q: use lock or sweep", args[0])
+	return cli.Usagef("bench wallet: unknown benchmark %q: use lock, sweep or remind", args[0])
 }
 
 // walletEnv is what both wallet benchmarks run on: the store, the wallet
