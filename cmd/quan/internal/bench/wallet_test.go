@@ -147,7 +147,7 @@ func TestBenchWalletFlags(t *testing.T) {
 		args  []string
 		wants string
 	}{
-		{[]string{"bench", "wallet"}, "say what to measure: lock or sweep"},
+		{[]string{"bench", "wallet"}, "say what to measure: lock, sweep or remind"},
 		{[]string{"bench", "wallet", "settle"}, `unknown benchmark "settle"`},
 		{[]string{"bench", "wallet", "lock", "-c", "0"}, "-c 0: want at least 1"},
 		{[]string{"bench", "wallet", "sweep", "--sweepers", "0"}, "--sweepers 0: want at least 1"},
