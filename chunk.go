@@ -11,6 +11,11 @@ type ChunkRow struct {
 	UserID int64  // parsed; 0 when Cause was set by the file check
 	Raw    string // the user id as written, for the failure report
 	Cause  Cause  // "" for a row still to be decided by the store
+	// Phone and Mail are the row's contact columns as written (trimmed,
+	// clipped by ClipContact), kept only when the task notifies by SMS or
+	// email: the store picks each issued row's address from them first
+	// (PickContact). "" when blank or not kept.
+	Phone, Mail string
 }
 
 // Chunk is a run of consecutive rows that a store applies atomically.
