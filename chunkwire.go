@@ -87,9 +87,9 @@ var causeCodes = []Cause{"", CauseInvalidID, CauseInexactNumber, CauseDuplicate,
 func EncodeChunk(c *Chunk) ([]byte, error) {
 	magic, extra := chunkMagic, 0
 	for _, r := range c.Rows {
-		if r.Phone != "" || r.Mail != "" {
+		if k := r.contact(); k != (RowContact{}) {
 			magic = chunkMagicV2
-			extra += 2 + len(r.Phone) + len(r.Mail)
+			extra += 2 + len(k.Phone) + len(k.Mail)
 		}
 	}
 	b := make([]byte, 0, 64+len(c.Owner)+len(c.Rows)*16+extra)
@@ -121,17 +121,18 @@ func EncodeChunk(c *Chunk) ([]byte, error) {
 		if raw {
 			flags |= flagRaw
 		}
-		if r.Phone != "" {
+		k := r.contact()
+		if k.Phone != "" {
 			flags |= flagPhone
 		}
-		if r.Mail != "" {
+		if k.Mail != "" {
 			flags |= flagMail
 		}
 		b = append(b, flags)
 		for _, s := range [...]struct {
 			on   bool
 			text string
-		}{{raw, r.Raw}, {r.Phone != "", r.Phone}, {r.Mail != "", r.Mail}} {
+		}{{raw, r.Raw}, {k.Phone != "", k.Phone}, {k.Mail != "", k.Mail}} {
 			if s.on {
 				b = binary.AppendUvarint(b, uint64(len(s.text)))
 				b = append(b, s.text...)
@@ -190,11 +191,14 @@ func DecodeChunk(b []byte) (*Chunk, error) {
 		} else {
 			r.Raw = strconv.FormatInt(r.UserID, 10)
 		}
-		if flags&flagPhone != 0 {
-			r.Phone = d.text("phone")
-		}
-		if flags&flagMail != 0 {
-			r.Mail = d.text("mail")
+		if flags&(flagPhone|flagMail) != 0 {
+			r.Contact = &RowContact{}
+			if flags&flagPhone != 0 {
+				r.Contact.Phone = d.text("phone")
+			}
+			if flags&flagMail != 0 {
+				r.Contact.Mail = d.text("mail")
+			}
 		}
 		if d.err != nil {
 			return nil, d.err

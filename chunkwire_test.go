@@ -60,9 +60,9 @@ func TestChunkWireRoundTrip(t *testing.T) {
 // consumers of the first version still read it.
 func TestChunkWireContacts(t *testing.T) {
 	c := &quan.Chunk{TaskID: 7, Seq: 1, Now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), Rows: []quan.ChunkRow{
-		{Line: 2, UserID: 1, Raw: "1", Phone: "13812345678", Mail: "a@example.com"},
-		{Line: 3, UserID: 2, Raw: " 2", Phone: "+86 139-0000-0000"},
-		{Line: 4, UserID: 3, Raw: "3", Mail: "李@例子.中国"},
+		{Line: 2, UserID: 1, Raw: "1", Contact: &quan.RowContact{Phone: "13812345678", Mail: "a@example.com"}},
+		{Line: 3, UserID: 2, Raw: " 2", Contact: &quan.RowContact{Phone: "+86 139-0000-0000"}},
+		{Line: 4, UserID: 3, Raw: "3", Contact: &quan.RowContact{Mail: "李@例子.中国"}},
 		{Line: 5, UserID: 4, Raw: "4"},
 		{Line: 6, UserID: 4, Raw: "4", Cause: quan.CauseDuplicate},
 	}}
@@ -121,7 +121,7 @@ func TestClipContact(t *testing.T) {
 func FuzzDecodeChunk(f *testing.F) {
 	b, _ := quan.EncodeChunk(&quan.Chunk{TaskID: 1, Seq: 1, Rows: []quan.ChunkRow{{Line: 2, UserID: 3, Raw: "x3"}}})
 	f.Add(b)
-	b, _ = quan.EncodeChunk(&quan.Chunk{TaskID: 1, Seq: 1, Rows: []quan.ChunkRow{{Line: 2, UserID: 3, Raw: "3", Phone: "138", Mail: "a@b.cn"}}})
+	b, _ = quan.EncodeChunk(&quan.Chunk{TaskID: 1, Seq: 1, Rows: []quan.ChunkRow{{Line: 2, UserID: 3, Raw: "3", Contact: &quan.RowContact{Phone: "138", Mail: "a@b.cn"}}}})
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := quan.DecodeChunk(b)

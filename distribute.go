@@ -447,7 +447,9 @@ func (d *Distributor) readChunks(ctx context.Context, t *Task, rows RowReader, a
 			default:
 				r.UserID = id
 				if contacts {
-					r.Phone, r.Mail = ClipContact(fr.Phone), ClipContact(fr.Mail)
+					if k := (RowContact{ClipContact(fr.Phone), ClipContact(fr.Mail)}); k != (RowContact{}) {
+						r.Contact = &k
+					}
 				}
 			}
 			cur.Rows = append(cur.Rows, r)

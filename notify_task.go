@@ -102,9 +102,10 @@ func ChunkNotifications(c *Chunk, chs []NotifyType, t *Template, contacts map[in
 					continue
 				}
 				n := Notification{Source: src, UserID: r.UserID, TaskID: c.TaskID, Channel: ch, Kind: MessageIssued, Vars: vars}
-				row, onFile := r.Mail, ""
+				k := r.contact()
+				row, onFile := k.Mail, ""
 				if ch == NotifySMS {
-					row = r.Phone
+					row = k.Phone
 				}
 				if k := contacts[r.UserID]; k != nil {
 					n.Lang = k.Lang

@@ -45,7 +45,9 @@ func notifyingTask(t *testing.T, s NotifyStores, name string, stock int64, chs .
 // columns as written.
 func contactRow(line, id int64, phone, mail string) quan.ChunkRow {
 	r := user(line, id)
-	r.Phone, r.Mail = phone, mail
+	if phone != "" || mail != "" {
+		r.Contact = &quan.RowContact{Phone: phone, Mail: mail}
+	}
 	return r
 }
 
@@ -120,8 +122,8 @@ func testTaskPerRow(t *testing.T, s NotifyStores) {
 		contactRow(4, 3, "", ""),                                  // nothing anywhere
 		contactRow(5, 4, "12345", "not-a-mail"),                   // invalid in the row
 		contactRow(6, 5, "bad", ""),                               // the row's invalid phone wins over the one on file
-		quan.ChunkRow{Line: 7, Raw: "x", Cause: quan.CauseInvalidID, Phone: "13800000000"}, // no coupon, no message
-		contactRow(8, 6, "13800000006", "u6@example.com"),                                  // beyond the stock of 5: no coupon, no message
+		quan.ChunkRow{Line: 7, Raw: "x", Cause: quan.CauseInvalidID, Contact: &quan.RowContact{Phone: "13800000000"}}, // no coupon, no message
+		contactRow(8, 6, "13800000006", "u6@example.com"),                                                             // beyond the stock of 5: no coupon, no message
 	)
 	apply(t, s.TaskStores, c, quan.TaskCounts{Rows: 7, Valid: 5, Issued: 5, Failed: quan.FailedCounts{InvalidID: 1, OutOfStock: 1}})
 
