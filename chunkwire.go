@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -34,8 +35,45 @@ func clipRaw(s string) string {
 	return s[:cut] + "…"
 }
 
-// chunkMagic starts an encoded chunk and names its version.
-const chunkMagic = "qc1"
+// MaxContactBytes is the most of a row's phone or mail column, as
+// written, that a chunk keeps: no valid address is longer (a mail address
+// is at most 254 bytes), so a longer cell is kept cut and marked with "…",
+// which no address contains: it stays invalid_contact, and a 128 KiB cell
+// costs a chunk no more than a real address.
+const MaxContactBytes = 254
+
+// ClipContact trims the white space around s and cuts it to
+// MaxContactBytes at a character boundary, ending it with "…".
+func ClipContact(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= MaxContactBytes {
+		return s
+	}
+	cut := MaxContactBytes - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// Chunk versions: the first three bytes of an encoded chunk. A chunk none
+// of whose rows carries a contact is encoded as version 1, byte for byte
+// as before contacts travelled; one that does is version 2, which a
+// consumer of version 1 refuses by its first bytes rather than misread.
+const (
+	chunkMagic   = "qc1"
+	chunkMagicV2 = "qc2" // rows may carry phone and mail (flagPhone, flagMail)
+)
+
+// A row's flags byte: bit 0 says its user id text follows; bits 1–3 are
+// its cause code (causeCodes, at most 7); in version 2, bits 4 and 5 say
+// its phone and its mail follow, in that order.
+const (
+	flagRaw   = 1 << 0
+	flagPhone = 1 << 4
+	flagMail  = 1 << 5
+	codeMask  = 7
+)
 
 // causeCodes numbers the causes a chunk row may carry on the wire; 0 is
 // none. The numbers are part of the wire format: append, never reorder.
@@ -44,10 +82,18 @@ var causeCodes = []Cause{"", CauseInvalidID, CauseInexactNumber, CauseDuplicate,
 
 // EncodeChunk encodes c for the bus: varints, and a row's text only where
 // it is not the decimal of its user id, so 5,000 rows of a valid file take
-// about 50 KB.
+// about 50 KB; a row's phone and mail only where they are not blank (a
+// chunk of a task that notifies by SMS or email).
 func EncodeChunk(c *Chunk) ([]byte, error) {
-	b := make([]byte, 0, 64+len(c.Owner)+len(c.Rows)*16)
-	b = append(b, chunkMagic...)
+	magic, extra := chunkMagic, 0
+	for _, r := range c.Rows {
+		if k := r.contact(); k != (RowContact{}) {
+			magic = chunkMagicV2
+			extra += 2 + len(k.Phone) + len(k.Mail)
+		}
+	}
+	b := make([]byte, 0, 64+len(c.Owner)+len(c.Rows)*16+extra)
+	b = append(b, magic...)
 	b = binary.AppendVarint(b, c.TaskID)
 	b = binary.AppendVarint(b, c.Seq)
 	b = binary.AppendVarint(b, c.BytesRead)
@@ -69,14 +115,29 @@ func EncodeChunk(c *Chunk) ([]byte, error) {
 		}
 		b = binary.AppendVarint(b, r.Line)
 		b = binary.AppendVarint(b, r.UserID)
+		flags := byte(code) << 1
 		num = strconv.AppendInt(num[:0], r.UserID, 10)
-		if r.Raw == string(num) {
-			b = append(b, byte(code)<<1)
-			continue
+		raw := r.Raw != string(num)
+		if raw {
+			flags |= flagRaw
 		}
-		b = append(b, byte(code)<<1|1)
-		b = binary.AppendUvarint(b, uint64(len(r.Raw)))
-		b = append(b, r.Raw...)
+		k := r.contact()
+		if k.Phone != "" {
+			flags |= flagPhone
+		}
+		if k.Mail != "" {
+			flags |= flagMail
+		}
+		b = append(b, flags)
+		for _, s := range [...]struct {
+			on   bool
+			text string
+		}{{raw, r.Raw}, {k.Phone != "", k.Phone}, {k.Mail != "", k.Mail}} {
+			if s.on {
+				b = binary.AppendUvarint(b, uint64(len(s.text)))
+				b = append(b, s.text...)
+			}
+		}
 	}
 	return b, nil
 }
@@ -85,8 +146,13 @@ func EncodeChunk(c *Chunk) ([]byte, error) {
 // invalid error that says where it went wrong.
 func DecodeChunk(b []byte) (*Chunk, error) {
 	d := wireDecoder{of: "chunk", b: b}
-	if len(b) < len(chunkMagic) || string(b[:len(chunkMagic)]) != chunkMagic {
-		return nil, Errorf(EINVALID, "decode chunk: not a chunk of this version (want %q first)", chunkMagic)
+	var v2 bool
+	switch {
+	case len(b) >= len(chunkMagic) && string(b[:len(chunkMagic)]) == chunkMagic:
+	case len(b) >= len(chunkMagicV2) && string(b[:len(chunkMagicV2)]) == chunkMagicV2:
+		v2 = true
+	default:
+		return nil, Errorf(EINVALID, "decode chunk: not a chunk of a known version (want %q or %q first)", chunkMagic, chunkMagicV2)
 	}
 	d.off = len(chunkMagic)
 	c := &Chunk{
@@ -112,15 +178,27 @@ func DecodeChunk(b []byte) (*Chunk, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		code := int(flags >> 1)
+		if !v2 && flags&(flagPhone|flagMail) != 0 || flags&^(flagRaw|codeMask<<1|flagPhone|flagMail) != 0 {
+			return nil, Errorf(EINVALID, "decode chunk: row %d has unknown flags %#x", i+1, flags)
+		}
+		code := int(flags>>1) & codeMask
 		if code >= len(causeCodes) {
 			return nil, Errorf(EINVALID, "decode chunk: row %d has an unknown cause code %d", i+1, code)
 		}
 		r.Cause = causeCodes[code]
-		if flags&1 == 1 {
+		if flags&flagRaw != 0 {
 			r.Raw = d.text("user id text")
 		} else {
 			r.Raw = strconv.FormatInt(r.UserID, 10)
+		}
+		if flags&(flagPhone|flagMail) != 0 {
+			r.Contact = &RowContact{}
+			if flags&flagPhone != 0 {
+				r.Contact.Phone = d.text("phone")
+			}
+			if flags&flagMail != 0 {
+				r.Contact.Mail = d.text("mail")
+			}
 		}
 		if d.err != nil {
 			return nil, d.err

@@ -1,8 +1,10 @@
 package quan_test
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,8 +55,73 @@ func TestChunkWireRoundTrip(t *testing.T) {
 	}
 }
 
+// TestChunkWireContacts: rows carry their phone and mail over the bus,
+// and a chunk without any is encoded as before contacts travelled, so that
+// consumers of the first version still read it.
+func TestChunkWireContacts(t *testing.T) {
+	c := &quan.Chunk{TaskID: 7, Seq: 1, Now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), Rows: []quan.ChunkRow{
+		{Line: 2, UserID: 1, Raw: "1", Contact: &quan.RowContact{Phone: "13812345678", Mail: "a@example.com"}},
+		{Line: 3, UserID: 2, Raw: " 2", Contact: &quan.RowContact{Phone: "+86 139-0000-0000"}},
+		{Line: 4, UserID: 3, Raw: "3", Contact: &quan.RowContact{Mail: "李@例子.中国"}},
+		{Line: 5, UserID: 4, Raw: "4"},
+		{Line: 6, UserID: 4, Raw: "4", Cause: quan.CauseDuplicate},
+	}}
+	b, err := quan.EncodeChunk(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b[:3]) != "qc2" {
+		t.Errorf("a chunk with contacts starts %q, want qc2", b[:3])
+	}
+	got, err := quan.DecodeChunk(b)
+	if err != nil || !reflect.DeepEqual(got, c) {
+		t.Fatalf("round trip: %+v, %v\nwant %+v", got, err, c)
+	}
+	for i := range len(b) {
+		if _, err := quan.DecodeChunk(b[:i]); !errors.Is(err, quan.ErrInvalid) {
+			t.Fatalf("decoding the first %d of %d bytes: %v, want invalid", i, len(b), err)
+		}
+	}
+
+	plain := *c
+	plain.Rows = []quan.ChunkRow{{Line: 2, UserID: 1, Raw: "1"}, {Line: 3, UserID: 2, Raw: "x"}}
+	v1, err := quan.EncodeChunk(&plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rows end the message as version 1 wrote them: the count, then
+	// line, user and flags (and the text) of each.
+	if tail := []byte{2, 4, 2, 0, 6, 4, 1, 1, 'x'}; string(v1[:3]) != "qc1" || !bytes.HasSuffix(v1, tail) {
+		t.Errorf("a chunk without contacts: % x, want qc1 … % x", v1, tail)
+	}
+	// A version 1 chunk whose row claims a contact is refused.
+	bad := slices.Clone(v1)
+	bad[len(bad)-6] |= 1 << 4
+	if _, err := quan.DecodeChunk(bad); !errors.Is(err, quan.ErrInvalid) {
+		t.Errorf("a qc1 row with a phone flag: %v, want invalid", err)
+	}
+}
+
+func TestClipContact(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{" 13812345678\t", "13812345678"},
+		{strings.Repeat("1", 254), strings.Repeat("1", 254)},
+		{strings.Repeat("1", 300), strings.Repeat("1", 251) + "…"},
+		{strings.Repeat("邮", 100), strings.Repeat("邮", 83) + "…"},
+	} {
+		if got := quan.ClipContact(c.in); got != c.want {
+			t.Errorf("ClipContact(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if _, problem := quan.PickContact(quan.NotifySMS, quan.ClipContact(c.in)); len(c.in) > 254 && problem != quan.InvalidContact {
+			t.Errorf("a clipped phone is %q, want invalid_contact", problem)
+		}
+	}
+}
+
 func FuzzDecodeChunk(f *testing.F) {
 	b, _ := quan.EncodeChunk(&quan.Chunk{TaskID: 1, Seq: 1, Rows: []quan.ChunkRow{{Line: 2, UserID: 3, Raw: "x3"}}})
+	f.Add(b)
+	b, _ = quan.EncodeChunk(&quan.Chunk{TaskID: 1, Seq: 1, Rows: []quan.ChunkRow{{Line: 2, UserID: 3, Raw: "3", Contact: &quan.RowContact{Phone: "138", Mail: "a@b.cn"}}}})
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := quan.DecodeChunk(b)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +17,10 @@ import (
 type FileRow struct {
 	Line    int64
 	UserID  string // as written
-	Inexact bool   // a numeric cell beyond 2^53: the digits typed are lost
+	Inexact bool   // the user id is a numeric cell beyond 2^53: the digits typed are lost
+	// Phone and Mail are the contact columns as written; "" when blank or
+	// the file has no such column.
+	Phone, Mail string
 }
 
 // RowReader streams the data rows of a distribution file in one pass.
@@ -408,6 +412,9 @@ func (d *Distributor) readChunks(ctx context.Context, t *Task, rows RowReader, a
 	seen := newUserSet(1 << 16)
 	buf := make([]FileRow, 1024)
 	size := t.ChunkSize
+	// The contact columns travel with the rows only when the store needs
+	// them: the chunks of other tasks stay as small as before.
+	contacts := slices.Contains(t.Notify, NotifyEmail) || slices.Contains(t.Notify, NotifySMS)
 	cur := &Chunk{TaskID: t.ID, Seq: 1, Rows: make([]ChunkRow, 0, size)}
 	var n int64
 	send := func() bool {
@@ -439,6 +446,11 @@ func (d *Distributor) readChunks(ctx context.Context, t *Task, rows RowReader, a
 				r.Cause = CauseDuplicate
 			default:
 				r.UserID = id
+				if contacts {
+					if k := (RowContact{ClipContact(fr.Phone), ClipContact(fr.Mail)}); k != (RowContact{}) {
+						r.Contact = &k
+					}
+				}
 			}
 			cur.Rows = append(cur.Rows, r)
 			n++

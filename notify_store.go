@@ -47,7 +47,7 @@ type Notification struct {
 	Channel NotifyType         `json:"channel"`
 	Status  NotificationStatus `json:"status"`
 	Reason  string             `json:"reason,omitempty"`  // failed or deferred: why
-	Address string             `json:"address,omitempty"` // email and SMS: the normalised address
+	Address string             `json:"address,omitempty"` // email and SMS: the normalised address; failed invalid_contact: as written
 	Kind    MessageKind        `json:"kind"`
 	Lang    Lang               `json:"lang,omitempty"`
 	Vars    MessageVars        `json:"vars"`
@@ -164,6 +164,11 @@ type NotificationStore interface {
 	// NotificationCounts counts the notifications of source by channel and
 	// status (a broadcast counts once).
 	NotificationCounts(ctx context.Context, source string) ([]NotificationCount, error)
+
+	// FailedNotifications returns up to limit failed notifications of
+	// source on ch with an ID above afterID, in ID order: a page of a
+	// task's failed notifications report.
+	FailedNotifications(ctx context.Context, source string, ch NotifyType, afterID int64, limit int) ([]*Notification, error)
 
 	// TakeNotifications gives owner up to limit queued or deferred
 	// messages of ch whose NextAt has come, earliest first: their NextAt

@@ -49,6 +49,10 @@ type TaskService struct {
 	// with it (Task.TraceParent), for the runner to continue; nil traces
 	// nothing.
 	Tracer Tracer
+	// Outbox holds the notifications the tasks' chunks record, for their
+	// progress (NotificationProgress) and failed notifications; nil shows
+	// none.
+	Outbox NotificationStore
 }
 
 // DefaultMaxFileSize is the largest upload accepted by default.

@@ -52,14 +52,12 @@ func TestInboxAndPopupsAPI(t *testing.T) {
 	ts := newTestServer(t)
 	m := ts.merchant(t, 1001)
 	tpl := ts.activeTemplate(t, m, 100, 1)
-	task := ts.distribute(t, m, tpl.ID, "users.csv", []byte("userId\n1\n2\n"), map[string]string{"notify": "inbox,popup"})
-	// What a distribution source records: one broadcast per in-app
-	// channel, and a reminder of one user's own.
-	src := fmt.Sprintf("task:%d", task.ID)
+	ts.distribute(t, m, tpl.ID, "users.csv", []byte("userId\n1\n2\n"), map[string]string{"notify": "inbox,popup"})
+	// The distribution recorded one broadcast per in-app channel, the
+	// popup shown until the coupons' valid end (72 hours); a reminder of
+	// one user's own is recorded here.
 	vars := quan.MessageVars{TemplateName: "新人券", AmountOff: 2000, Threshold: 10000, ValidUntil: time.Date(2026, 12, 31, 15, 59, 0, 0, time.UTC)}
 	if _, err := ts.store.RecordNotifications(t.Context(), ts.clock(), []*quan.Notification{
-		{Source: src, TaskID: task.ID, Channel: quan.NotifyInbox, Kind: quan.MessageIssued, Vars: vars},
-		{Source: src, TaskID: task.ID, Channel: quan.NotifyPopup, Kind: quan.MessageIssued, Vars: vars, ExpiresAt: ts.clock().Add(24 * time.Hour)},
 		{Source: "expiring:coupon:1", UserID: 1, Channel: quan.NotifyInbox, Kind: quan.MessageExpiring, Vars: vars},
 	}); err != nil {
 		t.Fatal(err)
@@ -74,7 +72,7 @@ func TestInboxAndPopupsAPI(t *testing.T) {
 	if p.Total != 2 || len(p.Items) != 2 || p.Items[0].Kind != quan.MessageExpiring || p.Items[1].Kind != quan.MessageIssued {
 		t.Fatalf("user 1's inbox %+v", p)
 	}
-	if want := "「新人券」已发放到您的账户：满100减20元，有效期至2026-12-31 23:59。"; p.Items[1].Text != want || p.Items[1].Read {
+	if want := "「满100减10」已发放到您的账户：满100减10元，有效期至2026-11-04 16:00。"; p.Items[1].Text != want || p.Items[1].Read {
 		t.Errorf("the broadcast reads %q (read %v), want %q", p.Items[1].Text, p.Items[1].Read, want)
 	}
 	ts.do(t, "GET", "/api/v1/me/inbox", u3, nil).decode(t, &p)
@@ -132,10 +130,17 @@ func TestInboxAndPopupsAPI(t *testing.T) {
 	if len(pops.Items) != 0 {
 		t.Errorf("popups shown to a user who opted out: %+v", pops)
 	}
-	// Past its window an unshown popup is gone.
+	// Past its window, the coupons' valid end, an unshown popup is gone.
 	ts.do(t, "PUT", "/api/v1/me/contact", u2, map[string]any{}).want(t, http.StatusOK, "")
-	ts.setNow(ts.clock().Add(25 * time.Hour))
 	ts.do(t, "GET", "/api/v1/me/popups", u2, nil).decode(t, &pops)
+	if len(pops.Items) != 1 {
+		t.Errorf("user 2's popups before the window ends: %+v", pops)
+	}
+	ts.setNow(ts.clock().Add(72 * time.Hour))
+	r := ts.do(t, "GET", "/api/v1/me/popups", ts.user(t, 2), nil) // a token of the new time
+	r.want(t, http.StatusOK, "")
+	pops.Items = nil
+	r.decode(t, &pops)
 	if len(pops.Items) != 0 {
 		t.Errorf("an expired popup is shown: %+v", pops)
 	}

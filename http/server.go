@@ -140,6 +140,8 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("GET /api/v1/tasks/{id}/failures.xlsx", s.taskFailures)
 		handle("GET /api/v1/tasks/{id}/failures.csv", s.taskFailuresCSV)
 		handle("POST /api/v1/tasks/{id}/retry", s.retryTask)
+		handle("GET /api/v1/tasks/{id}/notifications", s.taskNotifications)
+		handle("GET /api/v1/tasks/{id}/notifications/failures.csv", s.taskNotificationFailuresCSV)
 	}
 
 	if s.Claims != nil {

@@ -98,6 +98,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 			Wake:      dist.Wake,
 			Now:       clock,
 			ChunkSize: 4, // several chunks even in small files
+			Outbox:    store,
 		},
 		Tokens:      tokens,
 		Checks:      map[string]func(context.Context) error{"store": db.Ping},

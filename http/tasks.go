@@ -154,6 +154,16 @@ type TaskView struct {
 	Progress TaskProgress `json:"progress"`
 	Report   string       `json:"failureReport,omitempty"`    // URL of the failure report
 	CSV      string       `json:"failureReportCsv,omitempty"` // URL of the same as CSV
+	// Notifications is the task's notification progress, in GET
+	// /tasks/{id} of a task that notifies (not in lists).
+	Notifications *NotificationsView `json:"notifications,omitempty"`
+}
+
+// NotificationsView is a task's notification progress as the API shows
+// it, with the URL of its failed notifications.
+type NotificationsView struct {
+	*quan.TaskNotifications
+	FailuresCSV string `json:"failuresCsv"`
 }
 
 // TaskProgress is how far a task is and how fast it goes.
@@ -202,8 +212,74 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, s.taskView(t))
+	v := s.taskView(t)
+	if len(t.Notify) > 0 {
+		n, err := s.Tasks.TaskNotificationsFor(r.Context(), t)
+		if err != nil {
+			return err
+		}
+		v.Notifications = notificationsView(t.ID, n)
+	}
+	s.writeJSON(w, http.StatusOK, v)
 	return nil
+}
+
+func notificationsView(id int64, n *quan.TaskNotifications) *NotificationsView {
+	return &NotificationsView{TaskNotifications: n, FailuresCSV: fmt.Sprintf("/api/v1/tasks/%d/notifications/failures.csv", id)}
+}
+
+// taskNotifications is GET /tasks/{id}/notifications: the task's
+// notification counts by channel and status.
+func (s *Server) taskNotifications(w http.ResponseWriter, r *http.Request) error {
+	who, id, err := target(r, "task")
+	if err != nil {
+		return err
+	}
+	n, err := s.Tasks.NotificationProgress(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, notificationsView(id, n))
+	return nil
+}
+
+// taskNotificationFailuresCSV is GET
+// /tasks/{id}/notifications/failures.csv: the task's failed email and SMS
+// messages, one a line, the addresses masked, streamed as they are read.
+func (s *Server) taskNotificationFailuresCSV(w http.ResponseWriter, r *http.Request) error {
+	who, id, err := target(r, "task")
+	if err != nil {
+		return err
+	}
+	ns, err := s.Tasks.FailedNotifications(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="task-%d-notification-failures.csv"`, id))
+	cw := csv.NewWriter(w)
+	cw.Write(quan.NotificationFailureColumns())
+	for n, err := range ns {
+		if err != nil {
+			// The status is sent: a cut-short file is all that can tell.
+			s.logger().Warn("task notification failures csv", "task", id, "err", err)
+			break
+		}
+		cw.Write([]string{strconv.FormatInt(n.UserID, 10), string(n.Channel), csvText(quan.MaskAddress(n.Channel, n.Address)),
+			n.Reason, quan.DescribeReason(n.Reason)})
+	}
+	cw.Flush()
+	return nil
+}
+
+// csvText keeps a spreadsheet from running text as a formula: text
+// starting with =, +, -, @ or a tab gets a leading apostrophe. An address
+// as written in a file may be anything.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {

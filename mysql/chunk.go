@@ -151,6 +151,12 @@ func (s *Store) applyChunk(ctx context.Context, c *quan.Chunk, locked bool) (qua
 			}
 			return err
 		}
+		var broadcasts []*quan.Notification
+		if take != nil && task.notify != "" {
+			if broadcasts, err = notifyChunk(ctx, tx, &work, task.notify, take.planned); err != nil {
+				return err
+			}
+		}
 		if !locked {
 			if _, err := chunkTask(ctx, tx, c, true); err != nil {
 				return err
@@ -161,6 +167,11 @@ func (s *Store) applyChunk(ctx context.Context, c *quan.Chunk, locked bool) (qua
 			if err := take.commit(ctx, tx); err != nil {
 				return err
 			}
+		}
+		// The task's broadcasts, which every chunk of it records, under the
+		// task's lock: chunks of the task take turns over their key.
+		if _, err := recordNotifications(ctx, tx, c.Now, broadcasts); err != nil {
+			return err
 		}
 		// The counters last, under the template's lock: one row per chunk.
 		if take != nil {
@@ -198,12 +209,13 @@ func (s *Store) applyChunk(ctx context.Context, c *quan.Chunk, locked bool) (qua
 type chunkTaskRow struct {
 	template int64
 	dryRun   bool
+	notify   string // the channels, a comma list
 }
 
 // chunkTask reads c's task, locked with FOR UPDATE or not, and refuses
 // it unless it is running: quan.ErrNotFound, or quan.ELEASELOST.
 func chunkTask(ctx context.Context, tx *sql.Tx, c *quan.Chunk, lock bool) (chunkTaskRow, error) {
-	query := `SELECT status, template_id, dry_run FROM tasks WHERE id = ?`
+	query := `SELECT status, template_id, dry_run, notify FROM tasks WHERE id = ?`
 	if lock {
 		query += ` FOR UPDATE`
 	}
@@ -211,7 +223,7 @@ func chunkTask(ctx context.Context, tx *sql.Tx, c *quan.Chunk, lock bool) (chunk
 		t      chunkTaskRow
 		status string
 	)
-	err := tx.QueryRowContext(ctx, query, c.TaskID).Scan(&status, &t.template, &t.dryRun)
+	err := tx.QueryRowContext(ctx, query, c.TaskID).Scan(&status, &t.template, &t.dryRun, &t.notify)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, fmt.Errorf("task %d: %w", c.TaskID, quan.ErrNotFound)
 	}

@@ -17,3 +17,14 @@ func TestTaskStoreByInsert(t *testing.T) {
 		return quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}
 	})
 }
+
+// TestTaskNotificationsByInsert runs the distribution's notifications
+// suite with coupons written by INSERT instead of LOAD DATA.
+func TestTaskNotificationsByInsert(t *testing.T) {
+	quantest.TestTaskNotifications(t, func(t *testing.T) quantest.NotifyStores {
+		db := openDB(t)
+		mysql.RefuseLoad(db)
+		s := mysql.NewStore(db)
+		return quantest.NotifyStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Notify: s, Contacts: s}
+	})
+}

@@ -75,8 +75,19 @@ func (s *Store) Notification(ctx context.Context, source string, user int64, ch 
 	return n, nil
 }
 
+// FailedNotifications implements quan.NotificationStore along
+// notifications_failed.
+func (s *Store) FailedNotifications(ctx context.Context, source string, ch quan.NotifyType, afterID int64, limit int) ([]*quan.Notification, error) {
+	return sqlrow.Query(ctx, s.db.db, "failed notifications", func(r sqlrow.Scanner) (*quan.Notification, error) {
+		n, _, err := sqlrow.ScanNotification(r)
+		return n, err
+	}, `SELECT `+sqlrow.NotificationColumns+` FROM notifications FORCE INDEX (notifications_failed)
+		WHERE source = ? AND status = ? AND channel = ? AND id > ? ORDER BY id LIMIT ?`,
+		source, quan.NotificationFailed, ch, afterID, max(limit, 0))
+}
+
 // NotificationCounts implements quan.NotificationStore along
-// notifications_key.
+// notifications_failed, which holds the columns it reads.
 func (s *Store) NotificationCounts(ctx context.Context, source string) ([]quan.NotificationCount, error) {
 	return sqlrow.Query(ctx, s.db.db, "count notifications", func(r sqlrow.Scanner) (quan.NotificationCount, error) {
 		var c quan.NotificationCount

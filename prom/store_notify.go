@@ -9,7 +9,7 @@ import (
 
 // notifyOps record the notification and contact stores' calls.
 type notifyOps struct {
-	recordNotifications, notificationOp, notificationCounts, takeNotifications, finishNotifications, inbox, unreadCount, markRead, popups, ackPopup, deleteInApp, contactOp, contacts, updateContact *op
+	recordNotifications, notificationOp, notificationCounts, failedNotifications, takeNotifications, finishNotifications, inbox, unreadCount, markRead, popups, ackPopup, deleteInApp, contactOp, contacts, updateContact *op
 }
 
 func newNotifyOps(o func(string) *op) notifyOps {
@@ -17,6 +17,7 @@ func newNotifyOps(o func(string) *op) notifyOps {
 		recordNotifications: o("RecordNotifications"),
 		notificationOp:      o("Notification"),
 		notificationCounts:  o("NotificationCounts"),
+		failedNotifications: o("FailedNotifications"),
 		takeNotifications:   o("TakeNotifications"),
 		finishNotifications: o("FinishNotifications"),
 		inbox:               o("Inbox"),
@@ -43,6 +44,11 @@ func (s *store) Notification(ctx context.Context, source string, user int64, ch 
 func (s *store) NotificationCounts(ctx context.Context, source string) (_ []quan.NotificationCount, err error) {
 	defer s.notificationCounts.done(ctx, time.Now(), &err)
 	return s.s.NotificationCounts(ctx, source)
+}
+
+func (s *store) FailedNotifications(ctx context.Context, source string, ch quan.NotifyType, afterID int64, limit int) (_ []*quan.Notification, err error) {
+	defer s.failedNotifications.done(ctx, time.Now(), &err)
+	return s.s.FailedNotifications(ctx, source, ch, afterID, limit)
 }
 
 func (s *store) TakeNotifications(ctx context.Context, ch quan.NotifyType, owner string, now, lease time.Time, limit int) (_ []*quan.Notification, err error) {

@@ -309,8 +309,9 @@ func testNotificationCounts(t *testing.T, s NotifyStores) {
 // task, and returns the task.
 func heldTask(t *testing.T, s NotifyStores, name string, users ...int64) *quan.Task {
 	t.Helper()
-	tpl := activeTemplate(t, s.TaskStores, name, 100, 1)
-	task := runningTask(t, s.TaskStores, tpl, name)
+	// A task that notifies on no channel: the tests record its
+	// notifications themselves.
+	_, task := notifyingTask(t, s, name, 100)
 	rows := make([]quan.ChunkRow, len(users))
 	for i, u := range users {
 		rows[i] = user(int64(i+1), u)

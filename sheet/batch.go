@@ -74,10 +74,12 @@ func (b *batch) setNumber(row, field int, v []byte, header string) {
 	b.setBytes(row, field, out)
 }
 
-// inexact marks the row with ErrInexactNumber for value v.
+// inexact marks the row with ErrInexactNumber for value v of the user id.
+// A phone beyond 2^53 has more digits than any phone number: it is kept
+// as written, for the caller to find it invalid, and the row stays usable.
 func (b *batch) inexact(row, field int, v []byte, header string) {
 	r := &b.rows[row]
-	if r.Err == nil {
+	if field == fUser && r.Err == nil {
 		r.Err = fmt.Errorf("%w: %s %s (column %q) is above 2^53 = 9007199254740992, where Excel "+
 			"drops digits (it keeps 17 at most); store the column as text (format the cells as Text and type the ids again)",
 			ErrInexactNumber, fieldNames[field], v, header)
@@ -152,7 +154,7 @@ var headerNames = [nFields][]string{
 	// "用户ID User ID" heads the user column of a failure report, so a
 	// report can be uploaded again as it is.
 	{"userid", "user_id", "用户id", "user id", "用户id user id"},
-	{"phone", "手机号"},
+	{"phone", "手机号", "mobile"},
 	{"mail", "email", "邮箱"},
 }
 
@@ -189,7 +191,7 @@ func matchHeader(cells []string) (cols [nFields]int, names [nFields]string, err 
 			}
 		}
 		return cols, names, fmt.Errorf("%w: the header row must name it userId, user_id, user id, 用户ID or 用户ID User ID "+
-			"(phone: phone or 手机号; mail: mail, email or 邮箱); found %s",
+			"(phone: phone, mobile or 手机号; mail: mail, email or 邮箱); found %s",
 			ErrNoUserIDColumn, strings.Join(found, ", "))
 	}
 	return cols, names, nil

@@ -9,8 +9,8 @@ import (
 )
 
 // RowReader serves a Reader's rows as the quan.RowReader a distribution
-// reads: the user id column only, and inexact numbers (ErrInexactNumber)
-// flagged.
+// reads: the user id, phone and mail columns, and inexact user ids
+// (ErrInexactNumber) flagged.
 type RowReader struct {
 	r   *Reader
 	buf []Row
@@ -34,7 +34,8 @@ func (rr *RowReader) Read(dst []quan.FileRow) (int, error) {
 	}
 	n, err := rr.r.Read(rr.buf[:len(dst)])
 	for i, row := range rr.buf[:n] {
-		dst[i] = quan.FileRow{Line: row.Line, UserID: row.UserID, Inexact: errors.Is(row.Err, ErrInexactNumber)}
+		dst[i] = quan.FileRow{Line: row.Line, UserID: row.UserID, Inexact: errors.Is(row.Err, ErrInexactNumber),
+			Phone: row.Phone, Mail: row.Mail}
 	}
 	return n, err
 }

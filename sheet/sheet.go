@@ -124,8 +124,10 @@ type Row struct {
 	Phone  string
 	Mail   string
 	// Err is non-nil when the row cannot be used as written; it wraps
-	// ErrInexactNumber when a numeric cell holds an integer above 2^53 that
-	// a double could have printed (see ErrInexactNumber).
+	// ErrInexactNumber when the user id is a numeric cell holding an
+	// integer above 2^53 that a double could have printed (see
+	// ErrInexactNumber). Such a phone is kept as written: no phone number
+	// is that long, and the row's user id is still good.
 	Err error
 }
 

@@ -61,10 +61,11 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 		status   string
 		template int64
 		dryRun   bool
+		notify   string
 	)
 	err = tx.QueryRowContext(ctx,
-		`SELECT status, template_id, dry_run FROM tasks WHERE id = ?`, c.TaskID,
-	).Scan(&status, &template, &dryRun)
+		`SELECT status, template_id, dry_run, notify FROM tasks WHERE id = ?`, c.TaskID,
+	).Scan(&status, &template, &dryRun, &notify)
 	if errors.Is(err, sql.ErrNoRows) {
 		return quan.TaskCounts{}, fmt.Errorf("%s: task %d: %w", op, c.TaskID, quan.ErrNotFound)
 	}
@@ -92,10 +93,14 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 
 	if !dryRun {
 		var d quan.StatsDelta
-		if err := issueChunk(ctx, tx, &work, template, &d); err != nil {
+		t, err := issueChunk(ctx, tx, &work, template, &d)
+		if err != nil {
 			return quan.TaskCounts{}, fmt.Errorf("%s: %w", op, err)
 		}
 		if err := s.addStats(ctx, tx, &d); err != nil {
+			return quan.TaskCounts{}, fmt.Errorf("%s: %w", op, err)
+		}
+		if err := notifyChunk(ctx, tx, &work, notify, t); err != nil {
 			return quan.TaskCounts{}, fmt.Errorf("%s: %w", op, err)
 		}
 	}
@@ -160,12 +165,21 @@ func (s *Store) AppliedChunks(ctx context.Context, id int64) ([]int64, error) {
 // user who holds n coupons of a template holds seq 1 … n: holding none is
 // holding no seq 1.
 //
-// The coupons issued are counted in d, all at once.
-func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64, d *quan.StatsDelta) error {
+// The coupons issued are counted in d, all at once. It returns the
+// template as it read it.
+func issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templateID int64, d *quan.StatsDelta) (*quan.Template, error) {
 	t, err := queryTemplate(ctx, tx, quan.AnyShop, templateID)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if err := issueCoupons(ctx, tx, c, t, d); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func issueCoupons(ctx context.Context, tx *sql.Tx, c *quan.Chunk, t *quan.Template, d *quan.StatsDelta) error {
+	templateID := t.ID
 	proto := quan.NewCoupon(t, 0, 0, c.TaskID, c.Now)
 	ins, err := newCouponInserter(ctx, tx, "coupons", &proto)
 	if err != nil {

@@ -33,10 +33,16 @@ func queryContact(ctx context.Context, q rowQueryer, user int64) (*quan.Contact,
 
 // Contacts implements quan.ContactStore.
 func (s *Store) Contacts(ctx context.Context, users []int64) (map[int64]*quan.Contact, error) {
-	out := make(map[int64]*quan.Contact, len(users))
+	return contactsOf(ctx, s.db.read, users)
+}
+
+// contactsOf reads the contacts of users through q, notifyBatch users a
+// query along the primary key.
+func contactsOf(ctx context.Context, q sqlrow.Queryer, users []int64) (map[int64]*quan.Contact, error) {
+	out := make(map[int64]*quan.Contact)
 	for start := 0; start < len(users); start += notifyBatch {
 		part := users[start:min(start+notifyBatch, len(users))]
-		cs, err := sqlrow.Query(ctx, s.db.read, "read contacts", sqlrow.ScanContact,
+		cs, err := sqlrow.Query(ctx, q, "read contacts", sqlrow.ScanContact,
 			`SELECT `+contactColumns+` FROM contacts WHERE user_id IN (`+sqlrow.Params(len(part))+`)`, sqlrow.Args(nil, part)[1:]...)
 		if err != nil {
 			return nil, err

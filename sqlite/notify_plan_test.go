@@ -33,7 +33,8 @@ func TestNotifyQueryPlans(t *testing.T) {
 		want        []string
 	}{
 		{"take", takeSQL, []string{"SEARCH notifications USING INDEX notifications_due (channel=? AND next_at<?)"}},
-		{"counts", countsSQL, []string{"SEARCH notifications USING INDEX notifications_key (source=?)"}},
+		{"counts", countsSQL, []string{"SEARCH notifications USING COVERING INDEX notifications_failed (source=?)", "USE TEMP B-TREE FOR ORDER BY"}},
+		{"failed", failedSQL, []string{"SEARCH notifications USING INDEX notifications_failed (source=? AND status=? AND channel=? AND rowid>?)"}},
 		{"inbox", entriesSQL("inbox", true) + ` ORDER BY n.id DESC LIMIT ?2 OFFSET ?3`, append(mine("inbox"),
 			"SEARCH n USING INTEGER PRIMARY KEY (rowid=?)",
 			"SEARCH m USING INDEX sqlite_autoindex_notification_marks_1 (notification_id=? AND user_id=?)")},

@@ -115,6 +115,13 @@ func TestMonitorStore(t *testing.T) {
 	})
 }
 
+func TestTaskNotifications(t *testing.T) {
+	quantest.TestTaskNotifications(t, func(t *testing.T) quantest.NotifyStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.NotifyStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Notify: s, Contacts: s}
+	})
+}
+
 func TestNotificationStore(t *testing.T) {
 	quantest.TestNotificationStore(t, func(t *testing.T) quantest.NotifyStores {
 		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))

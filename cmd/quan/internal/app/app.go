@@ -152,6 +152,7 @@ func (a *App) build() error {
 		Now:         cfg.Now,
 		MaxFileSize: cfg.Files.MaxUpload,
 		ChunkSize:   chunk,
+		Outbox:      st,
 	}
 	if a.Role == Local {
 		return nil

@@ -81,6 +81,7 @@ func (c *Command) distribute(ctx context.Context, args []string) error {
 	shared := fs.Bool("shared", false, "the file uses shared strings")
 	keep := fs.Bool("keep", false, "keep the data folder (default: a fresh temporary one, removed after)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the distribution to this file")
+	notify := fs.String("notify", "", "run the distribution twice, without notifications and then notifying on these channels (inbox,popup,email,sms), each on a store of its own, and print both and their ratio (no floor)")
 	var prod benchProd
 	prod.register(fs)
 	if err := c.parse(fs, args); err != nil {
@@ -89,6 +90,16 @@ func (c *Command) distribute(ctx context.Context, args []string) error {
 	if err := prod.validate(cfg); err != nil {
 		return err
 	}
+	var channels []quan.NotifyType
+	if *notify != "" {
+		var err error
+		if channels, err = quan.ParseNotifyTypes(*notify); err != nil {
+			return cli.Usagef("bench distribute: --notify: %v", err)
+		}
+		if err := checkNotifyStore(cfg, &prod); err != nil {
+			return err
+		}
+	}
 	if !*keep && !cli.IsSet(fs, "data") {
 		dir, err := os.MkdirTemp("", "quan-bench-")
 		if err != nil {
@@ -96,6 +107,14 @@ func (c *Command) distribute(ctx context.Context, args []string) error {
 		}
 		defer os.RemoveAll(dir)
 		cfg.DataDir = dir
+	}
+	if len(channels) > 0 {
+		format := sheet.GenXLSXInline
+		if *shared {
+			format = sheet.GenXLSXShared
+		}
+		r := notifyRuns{cmd: c, cfg: cfg, prod: &prod, n: *n, format: format, channels: channels}
+		return r.run(ctx)
 	}
 	if prod.FreshDB {
 		iso, err := app.Isolate(ctx, cfg)
