@@ -9,25 +9,26 @@ import (
 
 // notifyOps record the notification and contact stores' calls.
 type notifyOps struct {
-	recordNotifications, notificationOp, notificationCounts, takeNotifications, finishNotifications, inbox, unreadCount, markRead, popups, ackPopup, deleteInApp, contactOp, contacts, updateContact *op
+	recordNotifications, notificationOp, notificationCounts, pendingNotifications, takeNotifications, finishNotifications, inbox, unreadCount, markRead, popups, ackPopup, deleteInApp, contactOp, contacts, updateContact *op
 }
 
 func newNotifyOps(o func(string) *op) notifyOps {
 	return notifyOps{
-		recordNotifications: o("RecordNotifications"),
-		notificationOp:      o("Notification"),
-		notificationCounts:  o("NotificationCounts"),
-		takeNotifications:   o("TakeNotifications"),
-		finishNotifications: o("FinishNotifications"),
-		inbox:               o("Inbox"),
-		unreadCount:         o("UnreadCount"),
-		markRead:            o("MarkRead"),
-		popups:              o("Popups"),
-		ackPopup:            o("AckPopup"),
-		deleteInApp:         o("DeleteInApp"),
-		contactOp:           o("Contact"),
-		contacts:            o("Contacts"),
-		updateContact:       o("UpdateContact"),
+		recordNotifications:  o("RecordNotifications"),
+		notificationOp:       o("Notification"),
+		notificationCounts:   o("NotificationCounts"),
+		pendingNotifications: o("PendingNotifications"),
+		takeNotifications:    o("TakeNotifications"),
+		finishNotifications:  o("FinishNotifications"),
+		inbox:                o("Inbox"),
+		unreadCount:          o("UnreadCount"),
+		markRead:             o("MarkRead"),
+		popups:               o("Popups"),
+		ackPopup:             o("AckPopup"),
+		deleteInApp:          o("DeleteInApp"),
+		contactOp:            o("Contact"),
+		contacts:             o("Contacts"),
+		updateContact:        o("UpdateContact"),
 	}
 }
 func (s *store) RecordNotifications(ctx context.Context, now time.Time, ns []*quan.Notification) (_ int, err error) {
@@ -43,6 +44,17 @@ func (s *store) Notification(ctx context.Context, source string, user int64, ch 
 func (s *store) NotificationCounts(ctx context.Context, source string) (_ []quan.NotificationCount, err error) {
 	defer s.notificationCounts.done(ctx, time.Now(), &err)
 	return s.s.NotificationCounts(ctx, source)
+}
+
+func (s *store) PendingNotifications(ctx context.Context, now time.Time) (_ map[quan.NotifyType]int64, err error) {
+	defer s.pendingNotifications.done(ctx, time.Now(), &err)
+	return s.s.PendingNotifications(ctx, now)
+}
+
+// Secret passes through untimed, like CodeKey: it is read once when the
+// process wires its senders.
+func (s *store) Secret(ctx context.Context, name string) ([]byte, error) {
+	return s.s.Secret(ctx, name)
 }
 
 func (s *store) TakeNotifications(ctx context.Context, ch quan.NotifyType, owner string, now, lease time.Time, limit int) (_ []*quan.Notification, err error) {
