@@ -65,7 +65,7 @@ type Dispatcher struct {
 
 	once     sync.Once
 	limiters map[NotifyType]*rate.Limiter
-	stats    dispatchCounters
+	stats    map[NotifyType]*dispatchCounters // made by init, never changed after
 }
 
 // DispatchStats counts what a dispatcher did since it was made.
@@ -86,9 +86,30 @@ type dispatchCounters struct {
 	sent, retried, failed, optedOut, quiet, dupes atomic.Int64
 }
 
-// Stats returns the dispatcher's counts.
+// Stats returns the dispatcher's counts of every channel.
 func (d *Dispatcher) Stats() DispatchStats {
-	s := &d.stats
+	d.init()
+	var sum DispatchStats
+	for ch := range d.stats {
+		s := d.ChannelStats(ch)
+		sum.Sent += s.Sent
+		sum.Retried += s.Retried
+		sum.Failed += s.Failed
+		sum.OptedOut += s.OptedOut
+		sum.Quiet += s.Quiet
+		sum.PossibleDuplicates += s.PossibleDuplicates
+	}
+	return sum
+}
+
+// ChannelStats returns the dispatcher's counts of ch; zero for a channel
+// it does not send.
+func (d *Dispatcher) ChannelStats(ch NotifyType) DispatchStats {
+	d.init()
+	s := d.stats[ch]
+	if s == nil {
+		return DispatchStats{}
+	}
 	return DispatchStats{Sent: s.sent.Load(), Retried: s.retried.Load(), Failed: s.failed.Load(),
 		OptedOut: s.optedOut.Load(), Quiet: s.quiet.Load(), PossibleDuplicates: s.dupes.Load()}
 }
@@ -115,6 +136,12 @@ func (d *Dispatcher) init() {
 		}
 		if len(d.Backoff) == 0 {
 			d.Backoff = DefaultNotifyBackoff
+		}
+		d.stats = map[NotifyType]*dispatchCounters{NotifyEmail: {}, NotifySMS: {}}
+		for ch := range d.Senders {
+			if d.stats[ch] == nil {
+				d.stats[ch] = &dispatchCounters{}
+			}
 		}
 		d.limiters = map[NotifyType]*rate.Limiter{}
 		for ch, r := range d.Rates {
@@ -165,6 +192,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, erro
 	if sender == nil {
 		return 0, fmt.Errorf("dispatch %s: no sender", ch)
 	}
+	stats := d.stats[ch]
 	now := d.Now()
 	ns, err := d.Store.TakeNotifications(ctx, ch, d.Owner, now, now.Add(d.Lease), d.Batch)
 	if err != nil || len(ns) == 0 {
@@ -175,7 +203,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, erro
 		for i, n := range ns {
 			results[i] = NotificationResult{ID: n.ID, Status: NotificationDeferred, Reason: "quiet_hours", NextAt: end, GiveBack: true}
 		}
-		d.stats.quiet.Add(int64(len(ns)))
+		stats.quiet.Add(int64(len(ns)))
 		return len(ns), d.finish(ctx, results)
 	}
 	users := make([]int64, len(ns))
@@ -193,17 +221,17 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, erro
 	for i, n := range ns {
 		if contacts[n.UserID].OptedOut(ch) {
 			results[i] = NotificationResult{ID: n.ID, Status: NotificationFailed, Reason: ReasonOptedOut}
-			d.stats.optedOut.Add(1)
+			stats.optedOut.Add(1)
 			continue
 		}
 		r, err := d.Texts.Render(n.Kind, ch, n.Lang, n.Vars)
 		if err != nil {
 			results[i] = NotificationResult{ID: n.ID, Status: NotificationFailed, Reason: "render: " + err.Error()}
-			d.stats.failed.Add(1)
+			stats.failed.Add(1)
 			continue
 		}
 		if n.Retaken {
-			d.stats.dupes.Add(1)
+			stats.dupes.Add(1)
 		}
 		out = append(out, Outgoing{ID: n.MessageID(), UserID: n.UserID, Channel: ch, To: n.Address, Kind: n.Kind,
 			Lang: n.Lang, Subject: r.Subject, Text: r.Text, Params: r.Params})
@@ -219,30 +247,30 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, erro
 		at := d.Now()
 		for j, r := range sent {
 			n := ns[index[j]]
-			results[index[j]] = d.result(n, r, at)
+			results[index[j]] = d.result(stats, n, r, at)
 		}
 	}
 	return len(ns), d.finish(ctx, results)
 }
 
 // result is what becomes of n after the provider's answer r at now.
-func (d *Dispatcher) result(n *Notification, r SendResult, now time.Time) NotificationResult {
+func (d *Dispatcher) result(stats *dispatchCounters, n *Notification, r SendResult, now time.Time) NotificationResult {
 	switch r.Outcome {
 	case Sent:
-		d.stats.sent.Add(1)
+		stats.sent.Add(1)
 		return NotificationResult{ID: n.ID, Status: NotificationSent}
 	case RetryLater:
 		if n.Attempts >= d.MaxAttempts {
-			d.stats.failed.Add(1)
+			stats.failed.Add(1)
 			return NotificationResult{ID: n.ID, Status: NotificationFailed,
 				Reason: fmt.Sprintf("%s after %d tries: %s", ReasonTooManyTries, n.Attempts, r.Reason)}
 		}
 		wait := d.Backoff[min(n.Attempts, len(d.Backoff))-1]
 		wait = max(wait, r.After)
-		d.stats.retried.Add(1)
+		stats.retried.Add(1)
 		return NotificationResult{ID: n.ID, Status: NotificationDeferred, Reason: r.Reason, NextAt: now.Add(wait)}
 	}
-	d.stats.failed.Add(1)
+	stats.failed.Add(1)
 	reason := r.Reason
 	if reason == "" {
 		reason = "refused by the provider"

@@ -175,6 +175,8 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("POST /api/v1/me/inbox/read", s.markRead)
 		handle("GET /api/v1/me/popups", s.popups)
 		handle("POST /api/v1/me/popups/{id}/ack", s.ackPopup)
+		handle("GET /api/v1/unsubscribe", s.unsubscribeForm)
+		handle("POST /api/v1/unsubscribe", s.unsubscribe)
 	}
 	mux.Handle("/", s.unmatched(routes))
 	return mux, routes

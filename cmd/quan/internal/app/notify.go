@@ -2,9 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"time"
@@ -12,6 +9,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/mail"
+	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/sms"
 )
 
@@ -94,17 +92,20 @@ func (n Notify) validate() error {
 }
 
 // buildNotify makes the inbox service and, if a provider is configured,
-// the dispatcher with its senders.
-func (a *App) buildNotify() error {
+// the dispatcher with its senders. The key of the unsubscribe links is
+// kept in the store, so that a link any process signed is good on every
+// API server of the store.
+func (a *App) buildNotify(ctx context.Context) error {
 	cfg, st := a.Config.Notify, a.Backends.Store
-	a.Notices = &quan.NoticeService{Store: st, Contacts: st, Now: a.Config.Now}
+	secret, err := st.Secret(ctx, quan.SecretUnsubscribe)
+	if err != nil {
+		return fmt.Errorf("unsubscribe links: %w", err)
+	}
+	key := quan.UnsubscribeKey(secret)
+	a.Notices = &quan.NoticeService{Store: st, Contacts: st, UnsubscribeKey: key, Now: a.Config.Now}
 	senders := map[quan.NotifyType]quan.Sender{}
 	if cfg.SMTPURL != "" {
-		key, err := LoadSecret(a.Config.DataDir, "")
-		if err != nil {
-			return fmt.Errorf("unsubscribe links: %w", err)
-		}
-		unsub, err := mail.UnsubscribeLink(cfg.UnsubscribeURL, unsubscribeToken(key))
+		unsub, err := mail.UnsubscribeLink(cfg.UnsubscribeURL, func(m quan.Outgoing) string { return key.Token(m.ID) })
 		if err != nil {
 			return cli.Usagef("--unsubscribe-url: %v", err)
 		}
@@ -139,17 +140,10 @@ func (a *App) buildNotify() error {
 		Now:      a.Config.Now,
 		Logger:   a.Logger,
 	}
-	return nil
-}
-
-// unsubscribeToken signs a message's id: "ID.SIGNATURE", the id naming
-// the user and channel (quan.Notification.MessageID).
-func unsubscribeToken(key []byte) func(quan.Outgoing) string {
-	return func(m quan.Outgoing) string {
-		h := hmac.New(sha256.New, key)
-		h.Write([]byte("unsubscribe\x00" + m.ID))
-		return m.ID + "." + hex.EncodeToString(h.Sum(nil)[:16])
+	if a.Metrics != nil {
+		a.Metrics.MustRegister(prom.Notifications(a.Dispatcher, st, a.Config.Now))
 	}
+	return nil
 }
 
 // startNotify runs the dispatcher, if any, and the inbox retention sweep.
