@@ -17,7 +17,10 @@ const (
 	DefaultDispatchLease = 2 * time.Minute
 	DefaultDispatchBatch = 500
 	DefaultDispatchPoll  = time.Second
-	DefaultMaxAttempts   = 5
+	// DefaultDispatchConcurrency is the batches of a channel a process
+	// has in flight at once.
+	DefaultDispatchConcurrency = 1
+	DefaultMaxAttempts         = 5
 )
 
 // DefaultNotifyBackoff is how long a message the provider asked to retry waits
@@ -54,9 +57,13 @@ type Dispatcher struct {
 	Texts Texts
 	Quiet QuietHours // the zero value has none
 
-	Owner       string          // names this dispatcher among processes; required
-	Lease       time.Duration   // default DefaultDispatchLease; longer than a batch takes to send
-	Batch       int             // messages a take; default DefaultDispatchBatch
+	Owner string        // names this dispatcher among processes; required
+	Lease time.Duration // default DefaultDispatchLease; longer than a batch takes to send
+	Batch int           // messages a take; default DefaultDispatchBatch
+	// Concurrency is how many batches of one channel this process has in
+	// flight at once (each taken, sent and recorded on its own); default
+	// 1. More hide the provider's and the store's round trips.
+	Concurrency int
 	Poll        time.Duration   // wait when nothing was due; default DefaultDispatchPoll
 	MaxAttempts int             // default DefaultMaxAttempts
 	Backoff     []time.Duration // default DefaultNotifyBackoff; the last repeats
@@ -162,30 +169,38 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	for ch := range d.Senders {
-		wg.Go(func() {
-			for {
-				n, err := d.DispatchOnce(ctx, ch)
-				if err != nil && ctx.Err() == nil {
-					d.Logger.Warn("dispatch notifications", "channel", ch, "err", err)
-				}
-				if n >= d.Batch && err == nil {
-					continue
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(d.Poll):
-				}
-			}
-		})
+		for range max(1, d.Concurrency) {
+			wg.Go(func() { d.loop(ctx, ch) })
+		}
 	}
 	wg.Wait()
 	return nil
 }
 
+// loop dispatches batches of ch until ctx ends, waiting Poll when none
+// was full.
+func (d *Dispatcher) loop(ctx context.Context, ch NotifyType) {
+	for {
+		n, err := d.DispatchOnce(ctx, ch)
+		if err != nil && ctx.Err() == nil {
+			d.Logger.Warn("dispatch notifications", "channel", ch, "err", err)
+		}
+		if n >= d.Batch && err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d.Poll):
+		}
+	}
+}
+
 // DispatchOnce takes one batch of ch's due messages, sends it and records
-// the results, and returns how many it took. If ctx ends before the
-// record, nothing is recorded: the batch is taken again after the lease.
+// the results, and returns how many it took. If ctx ends while the batch
+// is sent, what the provider answered is still recorded (within
+// finishTimeout), the rest deferred as RetryLater; a batch whose process
+// dies before the record is taken again after the lease.
 func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, error) {
 	d.init()
 	sender := d.Senders[ch]
@@ -268,6 +283,7 @@ func (d *Dispatcher) result(stats *dispatchCounters, n *Notification, r SendResu
 		wait := d.Backoff[min(n.Attempts, len(d.Backoff))-1]
 		wait = max(wait, r.After)
 		stats.retried.Add(1)
+		d.Logger.Debug("notification to retry", "id", n.MessageID(), "attempt", n.Attempts, "reason", r.Reason, "wait", wait)
 		return NotificationResult{ID: n.ID, Status: NotificationDeferred, Reason: r.Reason, NextAt: now.Add(wait)}
 	}
 	stats.failed.Add(1)
@@ -278,7 +294,15 @@ func (d *Dispatcher) result(stats *dispatchCounters, n *Notification, r SendResu
 	return NotificationResult{ID: n.ID, Status: NotificationFailed, Reason: reason}
 }
 
+// finishTimeout bounds the record of a batch after ctx ended.
+const finishTimeout = 10 * time.Second
+
+// finish records rs, also when ctx ended meanwhile (the process stops):
+// what the provider accepted is written down rather than sent again, as
+// a possible duplicate, after the lease.
 func (d *Dispatcher) finish(ctx context.Context, rs []NotificationResult) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	if _, err := d.Store.FinishNotifications(ctx, d.Owner, d.Now(), rs); err != nil {
 		return fmt.Errorf("record sent notifications: %w", err)
 	}
