@@ -34,8 +34,16 @@ var DefaultNotifyBackoff = []time.Duration{30 * time.Second, 2 * time.Minute, 10
 // work, and a batch whose process died before recording it is taken again
 // once the lease runs out and sent with the same message ids. The store's
 // status is the truth; there is nothing to lose on a crash but the time of
-// a lease. (The issue suggests the bus; the store's lease is simpler and
-// as safe, and the bus could later carry a wake-up, never the work.)
+// a lease.
+//
+// The work is not carried on the bus, nor is a wake-up: the store's
+// lease already shares batches across processes and survives kill -9
+// (cmd/quan TestNotifyKill), and the Bus port delivers each message to
+// one consumer of a durable, so a "quan.notify.due" wake-up would reach
+// one dispatcher, not all, and leave a durable per process behind. What
+// a wake-up would save is at most Poll (1 s) of latency when messages
+// are recorded into an idle outbox; a busy dispatcher takes full batches
+// back to back without polling.
 //
 // For each message, at send time: quiet hours defer it to their end
 // without counting a try; a user who opted out of the channel gets it

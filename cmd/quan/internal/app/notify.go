@@ -25,6 +25,10 @@ type Notify struct {
 	QuietHours     string  // HH:MM-HH:MM, or off
 	QuietTZ        string  // the quiet hours' time zone
 	InboxRetention time.Duration
+	// Lease is how long a dispatcher holds a batch: a process that dies
+	// mid-batch leaves it to the others for this long. 0 is
+	// quan.DefaultDispatchLease.
+	Lease time.Duration
 }
 
 // Notification defaults.
@@ -45,6 +49,7 @@ func (n *Notify) register(fs *flag.FlagSet) {
 	fs.Float64Var(&n.EmailRate, "email-rate", DefaultEmailRate, "emails a second this process sends at most (per process; 0: no limit)")
 	fs.StringVar(&n.QuietHours, "quiet-hours", DefaultQuietHours, "no email or SMS in this daily window (HH:MM-HH:MM, or off): they wait until it ends")
 	fs.StringVar(&n.QuietTZ, "quiet-tz", DefaultQuietTZ, "the time zone of --quiet-hours")
+	fs.DurationVar(&n.Lease, "notify-lease", quan.DefaultDispatchLease, "how long a dispatcher holds a batch of email or SMS: a process that dies mid-batch leaves it to the others for this long (longer than a batch takes to send)")
 	fs.DurationVar(&n.InboxRetention, "inbox-retention", quan.DefaultInboxRetention, "how long inbox and popup messages are kept (0: for ever)")
 }
 
@@ -87,6 +92,8 @@ func (n Notify) validate() error {
 		return cli.Usagef("--sms-url needs --sms-secret (or QUAN_SMS_SECRET)")
 	case n.SMSRate < 0 || n.EmailRate < 0:
 		return cli.Usagef("--sms-rate and --email-rate: 0 (no limit) or more")
+	case n.Lease < 0:
+		return cli.Usagef("--notify-lease: 0 (the default, %v) or more", quan.DefaultDispatchLease)
 	}
 	return nil
 }
@@ -137,6 +144,7 @@ func (a *App) buildNotify(ctx context.Context) error {
 		Rates:    map[quan.NotifyType]float64{quan.NotifySMS: cfg.SMSRate, quan.NotifyEmail: cfg.EmailRate},
 		Quiet:    quiet,
 		Owner:    runnerName(),
+		Lease:    cfg.Lease,
 		Now:      a.Config.Now,
 		Logger:   a.Logger,
 	}
