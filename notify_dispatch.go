@@ -17,7 +17,10 @@ const (
 	DefaultDispatchLease = 2 * time.Minute
 	DefaultDispatchBatch = 500
 	DefaultDispatchPoll  = time.Second
-	DefaultMaxAttempts   = 5
+	// DefaultDispatchConcurrency is the batches of a channel a process
+	// has in flight at once.
+	DefaultDispatchConcurrency = 1
+	DefaultMaxAttempts         = 5
 )
 
 // DefaultNotifyBackoff is how long a message the provider asked to retry waits
@@ -31,8 +34,16 @@ var DefaultNotifyBackoff = []time.Duration{30 * time.Second, 2 * time.Minute, 10
 // work, and a batch whose process died before recording it is taken again
 // once the lease runs out and sent with the same message ids. The store's
 // status is the truth; there is nothing to lose on a crash but the time of
-// a lease. (The issue suggests the bus; the store's lease is simpler and
-// as safe, and the bus could later carry a wake-up, never the work.)
+// a lease.
+//
+// The work is not carried on the bus, nor is a wake-up: the store's
+// lease already shares batches across processes and survives kill -9
+// (cmd/quan TestNotifyKill), and the Bus port delivers each message to
+// one consumer of a durable, so a "quan.notify.due" wake-up would reach
+// one dispatcher, not all, and leave a durable per process behind. What
+// a wake-up would save is at most Poll (1 s) of latency when messages
+// are recorded into an idle outbox; a busy dispatcher takes full batches
+// back to back without polling.
 //
 // For each message, at send time: quiet hours defer it to their end
 // without counting a try; a user who opted out of the channel gets it
@@ -54,9 +65,13 @@ type Dispatcher struct {
 	Texts Texts
 	Quiet QuietHours // the zero value has none
 
-	Owner       string          // names this dispatcher among processes; required
-	Lease       time.Duration   // default DefaultDispatchLease; longer than a batch takes to send
-	Batch       int             // messages a take; default DefaultDispatchBatch
+	Owner string        // names this dispatcher among processes; required
+	Lease time.Duration // default DefaultDispatchLease; longer than a batch takes to send
+	Batch int           // messages a take; default DefaultDispatchBatch
+	// Concurrency is how many batches of one channel this process has in
+	// flight at once (each taken, sent and recorded on its own); default
+	// 1. More hide the provider's and the store's round trips.
+	Concurrency int
 	Poll        time.Duration   // wait when nothing was due; default DefaultDispatchPoll
 	MaxAttempts int             // default DefaultMaxAttempts
 	Backoff     []time.Duration // default DefaultNotifyBackoff; the last repeats
@@ -65,7 +80,7 @@ type Dispatcher struct {
 
 	once     sync.Once
 	limiters map[NotifyType]*rate.Limiter
-	stats    dispatchCounters
+	stats    map[NotifyType]*dispatchCounters // made by init, never changed after
 }
 
 // DispatchStats counts what a dispatcher did since it was made.
@@ -86,9 +101,30 @@ type dispatchCounters struct {
 	sent, retried, failed, optedOut, quiet, dupes atomic.Int64
 }
 
-// Stats returns the dispatcher's counts.
+// Stats returns the dispatcher's counts of every channel.
 func (d *Dispatcher) Stats() DispatchStats {
-	s := &d.stats
+	d.init()
+	var sum DispatchStats
+	for ch := range d.stats {
+		s := d.ChannelStats(ch)
+		sum.Sent += s.Sent
+		sum.Retried += s.Retried
+		sum.Failed += s.Failed
+		sum.OptedOut += s.OptedOut
+		sum.Quiet += s.Quiet
+		sum.PossibleDuplicates += s.PossibleDuplicates
+	}
+	return sum
+}
+
+// ChannelStats returns the dispatcher's counts of ch; zero for a channel
+// it does not send.
+func (d *Dispatcher) ChannelStats(ch NotifyType) DispatchStats {
+	d.init()
+	s := d.stats[ch]
+	if s == nil {
+		return DispatchStats{}
+	}
 	return DispatchStats{Sent: s.sent.Load(), Retried: s.retried.Load(), Failed: s.failed.Load(),
 		OptedOut: s.optedOut.Load(), Quiet: s.quiet.Load(), PossibleDuplicates: s.dupes.Load()}
 }
@@ -116,6 +152,12 @@ func (d *Dispatcher) init() {
 		if len(d.Backoff) == 0 {
 			d.Backoff = DefaultNotifyBackoff
 		}
+		d.stats = map[NotifyType]*dispatchCounters{NotifyEmail: {}, NotifySMS: {}}
+		for ch := range d.Senders {
+			if d.stats[ch] == nil {
+				d.stats[ch] = &dispatchCounters{}
+			}
+		}
 		d.limiters = map[NotifyType]*rate.Limiter{}
 		for ch, r := range d.Rates {
 			if r > 0 {
@@ -135,36 +177,45 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	for ch := range d.Senders {
-		wg.Go(func() {
-			for {
-				n, err := d.DispatchOnce(ctx, ch)
-				if err != nil && ctx.Err() == nil {
-					d.Logger.Warn("dispatch notifications", "channel", ch, "err", err)
-				}
-				if n >= d.Batch && err == nil {
-					continue
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(d.Poll):
-				}
-			}
-		})
+		for range max(1, d.Concurrency) {
+			wg.Go(func() { d.loop(ctx, ch) })
+		}
 	}
 	wg.Wait()
 	return nil
 }
 
+// loop dispatches batches of ch until ctx ends, waiting Poll when none
+// was full.
+func (d *Dispatcher) loop(ctx context.Context, ch NotifyType) {
+	for {
+		n, err := d.DispatchOnce(ctx, ch)
+		if err != nil && ctx.Err() == nil {
+			d.Logger.Warn("dispatch notifications", "channel", ch, "err", err)
+		}
+		if n >= d.Batch && err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d.Poll):
+		}
+	}
+}
+
 // DispatchOnce takes one batch of ch's due messages, sends it and records
-// the results, and returns how many it took. If ctx ends before the
-// record, nothing is recorded: the batch is taken again after the lease.
+// the results, and returns how many it took. If ctx ends while the batch
+// is sent, what the provider answered is still recorded (within
+// finishTimeout), the rest deferred as RetryLater; a batch whose process
+// dies before the record is taken again after the lease.
 func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, error) {
 	d.init()
 	sender := d.Senders[ch]
 	if sender == nil {
 		return 0, fmt.Errorf("dispatch %s: no sender", ch)
 	}
+	stats := d.stats[ch]
 	now := d.Now()
 	ns, err := d.Store.TakeNotifications(ctx, ch, d.Owner, now, now.Add(d.Lease), d.Batch)
 	if err != nil || len(ns) == 0 {
@@ -175,7 +226,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, erro
 		for i, n := range ns {
 			results[i] = NotificationResult{ID: n.ID, Status: NotificationDeferred, Reason: "quiet_hours", NextAt: end, GiveBack: true}
 		}
-		d.stats.quiet.Add(int64(len(ns)))
+		stats.quiet.Add(int64(len(ns)))
 		return len(ns), d.finish(ctx, results)
 	}
 	users := make([]int64, len(ns))
@@ -193,17 +244,17 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, erro
 	for i, n := range ns {
 		if contacts[n.UserID].OptedOut(ch) {
 			results[i] = NotificationResult{ID: n.ID, Status: NotificationFailed, Reason: ReasonOptedOut}
-			d.stats.optedOut.Add(1)
+			stats.optedOut.Add(1)
 			continue
 		}
 		r, err := d.Texts.Render(n.Kind, ch, n.Lang, n.Vars)
 		if err != nil {
 			results[i] = NotificationResult{ID: n.ID, Status: NotificationFailed, Reason: "render: " + err.Error()}
-			d.stats.failed.Add(1)
+			stats.failed.Add(1)
 			continue
 		}
 		if n.Retaken {
-			d.stats.dupes.Add(1)
+			stats.dupes.Add(1)
 		}
 		out = append(out, Outgoing{ID: n.MessageID(), UserID: n.UserID, Channel: ch, To: n.Address, Kind: n.Kind,
 			Lang: n.Lang, Subject: r.Subject, Text: r.Text, Params: r.Params})
@@ -219,30 +270,31 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, erro
 		at := d.Now()
 		for j, r := range sent {
 			n := ns[index[j]]
-			results[index[j]] = d.result(n, r, at)
+			results[index[j]] = d.result(stats, n, r, at)
 		}
 	}
 	return len(ns), d.finish(ctx, results)
 }
 
 // result is what becomes of n after the provider's answer r at now.
-func (d *Dispatcher) result(n *Notification, r SendResult, now time.Time) NotificationResult {
+func (d *Dispatcher) result(stats *dispatchCounters, n *Notification, r SendResult, now time.Time) NotificationResult {
 	switch r.Outcome {
 	case Sent:
-		d.stats.sent.Add(1)
+		stats.sent.Add(1)
 		return NotificationResult{ID: n.ID, Status: NotificationSent}
 	case RetryLater:
 		if n.Attempts >= d.MaxAttempts {
-			d.stats.failed.Add(1)
+			stats.failed.Add(1)
 			return NotificationResult{ID: n.ID, Status: NotificationFailed,
 				Reason: fmt.Sprintf("%s after %d tries: %s", ReasonTooManyTries, n.Attempts, r.Reason)}
 		}
 		wait := d.Backoff[min(n.Attempts, len(d.Backoff))-1]
 		wait = max(wait, r.After)
-		d.stats.retried.Add(1)
+		stats.retried.Add(1)
+		d.Logger.Debug("notification to retry", "id", n.MessageID(), "attempt", n.Attempts, "reason", r.Reason, "wait", wait)
 		return NotificationResult{ID: n.ID, Status: NotificationDeferred, Reason: r.Reason, NextAt: now.Add(wait)}
 	}
-	d.stats.failed.Add(1)
+	stats.failed.Add(1)
 	reason := r.Reason
 	if reason == "" {
 		reason = "refused by the provider"
@@ -250,7 +302,15 @@ func (d *Dispatcher) result(n *Notification, r SendResult, now time.Time) Notifi
 	return NotificationResult{ID: n.ID, Status: NotificationFailed, Reason: reason}
 }
 
+// finishTimeout bounds the record of a batch after ctx ended.
+const finishTimeout = 10 * time.Second
+
+// finish records rs, also when ctx ended meanwhile (the process stops):
+// what the provider accepted is written down rather than sent again, as
+// a possible duplicate, after the lease.
 func (d *Dispatcher) finish(ctx context.Context, rs []NotificationResult) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	if _, err := d.Store.FinishNotifications(ctx, d.Owner, d.Now(), rs); err != nil {
 		return fmt.Errorf("record sent notifications: %w", err)
 	}

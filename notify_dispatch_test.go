@@ -3,6 +3,7 @@ package quan_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -298,17 +299,31 @@ func TestDispatchSharedWork(t *testing.T) {
 	}
 }
 
-// dying sends through its Sender and then kills the dispatcher (cancels
-// its context) before it can record what was sent.
+// dying sends through its Sender and then kills the dispatcher's
+// process: the store it records through (crashed) takes nothing more.
 type dying struct {
 	quan.Sender
-	kill context.CancelFunc
+	dead *atomic.Bool
 }
 
 func (d dying) Send(ctx context.Context, msgs []quan.Outgoing) []quan.SendResult {
 	rs := d.Sender.Send(ctx, msgs)
-	d.kill()
+	d.dead.Store(true)
 	return rs
+}
+
+// crashed is the store as a process that died sees it: nothing it
+// records after dead arrives.
+type crashed struct {
+	quan.NotificationStore
+	dead *atomic.Bool
+}
+
+func (c crashed) FinishNotifications(ctx context.Context, owner string, now time.Time, rs []quan.NotificationResult) (int, error) {
+	if c.dead.Load() {
+		return 0, errors.New("killed")
+	}
+	return c.NotificationStore.FinishNotifications(ctx, owner, now, rs)
 }
 
 // TestDispatchKilled: a dispatcher dies between the gateway's acceptance
@@ -319,10 +334,10 @@ func TestDispatchKilled(t *testing.T) {
 	clock := newDispatchClock(noonCST(2))
 	gw := startGateway(t, nil)
 	recordAll(t, st, clock.now(), smsTo(1, "+8613800000001"), smsTo(2, "+8613800000002"))
-	ctx, kill := context.WithCancel(t.Context())
-	a := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: dying{gw.sender(t), kill}},
+	dead := new(atomic.Bool)
+	a := &quan.Dispatcher{Store: crashed{st, dead}, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: dying{gw.sender(t), dead}},
 		Owner: "a", Lease: time.Minute, Now: clock.at()}
-	if _, err := a.DispatchOnce(ctx, quan.NotifySMS); err == nil {
+	if _, err := a.DispatchOnce(t.Context(), quan.NotifySMS); err == nil {
 		t.Fatal("the dying dispatcher recorded its batch")
 	}
 	if got := status(t, st, 1, quan.NotifySMS); got.Status != quan.NotificationQueued {
@@ -350,6 +365,40 @@ func TestDispatchKilled(t *testing.T) {
 	}
 	if s := b.Stats(); s.PossibleDuplicates != 2 || s.Sent != 2 {
 		t.Errorf("b's stats %+v, want 2 possible duplicates", s)
+	}
+}
+
+// stopping cancels the dispatcher's context once its Sender returns: the
+// process is told to stop while a batch is out.
+type stopping struct {
+	quan.Sender
+	stop context.CancelFunc
+}
+
+func (s stopping) Send(ctx context.Context, msgs []quan.Outgoing) []quan.SendResult {
+	rs := s.Sender.Send(ctx, msgs)
+	s.stop()
+	return rs
+}
+
+// TestDispatchStopRecords: a dispatcher told to stop (its context ends)
+// after the gateway accepted a batch still records it sent: nothing is
+// sent again after the lease.
+func TestDispatchStopRecords(t *testing.T) {
+	st := newNotifyStore(t)
+	clock := newDispatchClock(noonCST(2))
+	gw := startGateway(t, nil)
+	recordAll(t, st, clock.now(), smsTo(1, "+8613800000001"), smsTo(2, "+8613800000002"))
+	ctx, stop := context.WithCancel(t.Context())
+	d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: stopping{gw.sender(t), stop}},
+		Owner: "a", Now: clock.at()}
+	if n, err := d.DispatchOnce(ctx, quan.NotifySMS); err != nil || n != 2 {
+		t.Fatalf("DispatchOnce = %d, %v; want 2 recorded", n, err)
+	}
+	for _, u := range []int64{1, 2} {
+		if got := status(t, st, u, quan.NotifySMS); got.Status != quan.NotificationSent {
+			t.Errorf("user %d after the stop: %+v, want sent", u, got)
+		}
 	}
 }
 

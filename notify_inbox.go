@@ -15,7 +15,10 @@ type NoticeService struct {
 	Store    NotificationStore
 	Contacts ContactStore
 	Texts    Texts
-	Now      Clock // nil is time.Now
+	// UnsubscribeKey checks the tokens of mails' unsubscribe links
+	// (Unsubscribe); nil refuses every token.
+	UnsubscribeKey UnsubscribeKey
+	Now            Clock // nil is time.Now
 }
 
 func (s *NoticeService) now() time.Time {

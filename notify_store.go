@@ -184,6 +184,13 @@ type NotificationStore interface {
 	// its NextAt.
 	FinishNotifications(ctx context.Context, owner string, now time.Time, rs []NotificationResult) (int, error)
 
+	// PendingNotifications counts, by channel, the email and SMS messages
+	// waiting to be sent at now: queued or deferred whose NextAt has come,
+	// and those a dispatcher holds (taken, not finished). Messages waiting
+	// for a backoff or the end of quiet hours are not counted. Channels
+	// with none may be missing.
+	PendingNotifications(ctx context.Context, now time.Time) (map[NotifyType]int64, error)
+
 	// Inbox returns a page of the inbox messages of f.UserID, newest
 	// first — its own and the broadcasts of the tasks it holds a coupon
 	// of — and the number of all that match.
@@ -277,3 +284,19 @@ type ContactStore interface {
 	// lock, calls fn, and saves it with UpdatedAt now if fn returns nil.
 	UpdateContact(ctx context.Context, user int64, now time.Time, fn func(*Contact) error) (*Contact, error)
 }
+
+// SecretStore keeps secrets with the data, so that every process on one
+// store signs and checks with the same key (the coupon code key is kept
+// the same way, by the store itself).
+type SecretStore interface {
+	// Secret returns the secret named name: SecretSize random bytes made
+	// by the first caller on the store and returned to every caller, in
+	// every process, after. EINVALID for a name not 1 to 64 bytes.
+	Secret(ctx context.Context, name string) ([]byte, error)
+}
+
+// SecretSize is the length of a SecretStore's secrets.
+const SecretSize = 32
+
+// SecretUnsubscribe names the key of the unsubscribe links of mails.
+const SecretUnsubscribe = "unsubscribe"

@@ -6,10 +6,10 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// subscribe is POST /templates/{id}/reminders: the user asks to be
+// remindMe is POST /templates/{id}/reminders: the user asks to be
 // reminded when the template opens for claims. 201 for a new request,
 // 200 for one made before (the first, unchanged).
-func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) remindMe(w http.ResponseWriter, r *http.Request) error {
 	who, id, err := target(r, "template")
 	if err != nil {
 		return err
@@ -26,9 +26,9 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// unsubscribe is DELETE /templates/{id}/reminders: 204, whether or not
+// cancelReminder is DELETE /templates/{id}/reminders: 204, whether or not
 // the user had asked.
-func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) cancelReminder(w http.ResponseWriter, r *http.Request) error {
 	who, id, err := target(r, "template")
 	if err != nil {
 		return err

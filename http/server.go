@@ -178,10 +178,12 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("POST /api/v1/me/inbox/read", s.markRead)
 		handle("GET /api/v1/me/popups", s.popups)
 		handle("POST /api/v1/me/popups/{id}/ack", s.ackPopup)
+		handle("GET /api/v1/unsubscribe", s.unsubscribeForm)
+		handle("POST /api/v1/unsubscribe", s.unsubscribe)
 	}
 	if s.Reminders != nil {
-		handle("POST /api/v1/templates/{id}/reminders", s.subscribe)
-		handle("DELETE /api/v1/templates/{id}/reminders", s.unsubscribe)
+		handle("POST /api/v1/templates/{id}/reminders", s.remindMe)
+		handle("DELETE /api/v1/templates/{id}/reminders", s.cancelReminder)
 		handle("GET /api/v1/me/reminders", s.reminders)
 	}
 	mux.Handle("/", s.unmatched(routes))

@@ -42,8 +42,11 @@ type Sender struct {
 
 	slots chan struct{} // one per connection that may be open
 	mu    sync.Mutex
-	idle  []*conn
-	done  bool
+	// idle holds the open connections not in use; a Send waiting for a
+	// slot takes one the moment another Send puts it back. Its capacity
+	// is Conns, so a put never blocks.
+	idle chan *conn
+	done bool
 }
 
 type conn struct {
@@ -81,7 +84,7 @@ func New(cfg Config) (*Sender, error) {
 	if tlsConf.ServerName == "" {
 		tlsConf.ServerName = ep.Host
 	}
-	s := &Sender{ep: ep, cfg: cfg, log: log, slots: make(chan struct{}, cfg.Conns)}
+	s := &Sender{ep: ep, cfg: cfg, log: log, slots: make(chan struct{}, cfg.Conns), idle: make(chan *conn, cfg.Conns)}
 	s.domain = ep.From[strings.LastIndexByte(ep.From, '@')+1:]
 
 	opts := []gomail.Option{
@@ -319,15 +322,14 @@ func footer(lang quan.Lang, link string) string {
 // get returns an idle connection or dials a new one, waiting for a slot
 // while Conns are open.
 func (s *Sender) get(ctx context.Context) (*conn, error) {
-	s.mu.Lock()
-	if n := len(s.idle); n > 0 {
-		c := s.idle[n-1]
-		s.idle = s.idle[:n-1]
-		s.mu.Unlock()
-		return c, nil
-	}
-	s.mu.Unlock()
 	select {
+	case c := <-s.idle:
+		return c, nil
+	default:
+	}
+	select {
+	case c := <-s.idle:
+		return c, nil
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("mail: waiting for a connection: %w", ctx.Err())
@@ -351,7 +353,7 @@ func (s *Sender) get(ctx context.Context) (*conn, error) {
 func (s *Sender) put(c *conn) {
 	s.mu.Lock()
 	if !s.done {
-		s.idle = append(s.idle, c)
+		s.idle <- c
 		s.mu.Unlock()
 		return
 	}
@@ -373,13 +375,15 @@ func (s *Sender) discard(c *conn) {
 func (s *Sender) Close() error {
 	s.mu.Lock()
 	s.done = true
-	idle := s.idle
-	s.idle = nil
 	s.mu.Unlock()
-	for _, c := range idle {
-		s.discard(c)
+	for {
+		select {
+		case c := <-s.idle:
+			s.discard(c)
+		default:
+			return nil
+		}
 	}
-	return nil
 }
 
 type authError struct{ err error }

@@ -7,6 +7,7 @@ import (
 	"mime/quotedprintable"
 	netmail "net/mail"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,5 +286,37 @@ func TestParseURL(t *testing.T) {
 func TestNewRequiresUnsubscribe(t *testing.T) {
 	if _, err := mail.New(mail.Config{URL: "smtp://localhost?from=a@x.com&tls=none"}); err == nil || !strings.Contains(err.Error(), "nsubscribe") {
 		t.Fatalf("New without Unsubscribe = %v", err)
+	}
+}
+
+// TestConcurrentSendsShareConns: Sends at once that need more
+// connections than Conns take turns on the pool: a Send waiting for a
+// slot gets a connection another puts back (it used to wait for a slot
+// that idle connections kept for ever).
+func TestConcurrentSendsShareConns(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "", "", nil)
+	srv.discard = true
+	s := newSender(t, "smtp://"+srv.addr+"?from=noreply@quan.test&tls=none", func(c *mail.Config) { c.Conns = 1 })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Go(func() {
+			msgs := make([]quan.Outgoing, 200)
+			for i := range msgs {
+				msgs[i] = outgoing(fmt.Sprintf("w%d-%d", w, i), fmt.Sprintf("u%d@example.com", i))
+			}
+			for i, r := range s.Send(ctx, msgs) {
+				if r.Outcome != quan.Sent {
+					t.Errorf("send %d, message %d: %+v", w, i, r)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := srv.count.Load(); n != 600 {
+		t.Errorf("the server received %d mails, want 600", n)
 	}
 }

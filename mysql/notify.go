@@ -333,3 +333,28 @@ func (s *Store) DeleteInApp(ctx context.Context, before time.Time, limit int) (i
 	}
 	return total, nil
 }
+
+// PendingNotifications implements quan.NotificationStore along
+// notifications_due.
+func (s *Store) PendingNotifications(ctx context.Context, now time.Time) (map[quan.NotifyType]int64, error) {
+	counts, err := sqlrow.Query(ctx, s.db.db, "count pending notifications", func(r sqlrow.Scanner) (quan.NotificationCount, error) {
+		var c quan.NotificationCount
+		return c, r.Scan(&c.Channel, &c.Count)
+	}, `SELECT channel, count(*) FROM notifications WHERE next_at IS NOT NULL AND (next_at <= ? OR owner <> '')
+		GROUP BY channel`, utc(now))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[quan.NotifyType]int64, len(counts))
+	for _, c := range counts {
+		out[c.Channel] = c.Count
+	}
+	return out, nil
+}
+
+var _ quan.SecretStore = (*Store)(nil)
+
+// Secret implements quan.SecretStore in the secrets table.
+func (s *Store) Secret(ctx context.Context, name string) ([]byte, error) {
+	return sqlrow.Secret(ctx, s.db.db, `INSERT IGNORE INTO secrets (name, value) VALUES (?, ?)`, name)
+}

@@ -17,6 +17,6 @@ func TestTaskNotifications(t *testing.T) {
 func TestNotificationStore(t *testing.T) {
 	quantest.TestNotificationStore(t, func(t *testing.T) quantest.NotifyStores {
 		s := mysql.NewStore(openDB(t))
-		return quantest.NotifyStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Notify: s, Contacts: s}
+		return quantest.NotifyStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Notify: s, Contacts: s, Secrets: s}
 	})
 }

@@ -20,6 +20,7 @@ type Store interface {
 	quan.MonitorStore
 	quan.NotificationStore
 	quan.ContactStore
+	quan.SecretStore
 	quan.StatsStore
 	quan.ReminderStore
 	Ping(ctx context.Context) error

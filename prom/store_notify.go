@@ -9,26 +9,27 @@ import (
 
 // notifyOps record the notification and contact stores' calls.
 type notifyOps struct {
-	recordNotifications, notificationOp, notificationCounts, failedNotifications, takeNotifications, finishNotifications, inbox, unreadCount, markRead, popups, ackPopup, deleteInApp, contactOp, contacts, updateContact *op
+	recordNotifications, notificationOp, notificationCounts, failedNotifications, pendingNotifications, takeNotifications, finishNotifications, inbox, unreadCount, markRead, popups, ackPopup, deleteInApp, contactOp, contacts, updateContact *op
 }
 
 func newNotifyOps(o func(string) *op) notifyOps {
 	return notifyOps{
-		recordNotifications: o("RecordNotifications"),
-		notificationOp:      o("Notification"),
-		notificationCounts:  o("NotificationCounts"),
-		failedNotifications: o("FailedNotifications"),
-		takeNotifications:   o("TakeNotifications"),
-		finishNotifications: o("FinishNotifications"),
-		inbox:               o("Inbox"),
-		unreadCount:         o("UnreadCount"),
-		markRead:            o("MarkRead"),
-		popups:              o("Popups"),
-		ackPopup:            o("AckPopup"),
-		deleteInApp:         o("DeleteInApp"),
-		contactOp:           o("Contact"),
-		contacts:            o("Contacts"),
-		updateContact:       o("UpdateContact"),
+		recordNotifications:  o("RecordNotifications"),
+		notificationOp:       o("Notification"),
+		notificationCounts:   o("NotificationCounts"),
+		failedNotifications:  o("FailedNotifications"),
+		pendingNotifications: o("PendingNotifications"),
+		takeNotifications:    o("TakeNotifications"),
+		finishNotifications:  o("FinishNotifications"),
+		inbox:                o("Inbox"),
+		unreadCount:          o("UnreadCount"),
+		markRead:             o("MarkRead"),
+		popups:               o("Popups"),
+		ackPopup:             o("AckPopup"),
+		deleteInApp:          o("DeleteInApp"),
+		contactOp:            o("Contact"),
+		contacts:             o("Contacts"),
+		updateContact:        o("UpdateContact"),
 	}
 }
 func (s *store) RecordNotifications(ctx context.Context, now time.Time, ns []*quan.Notification) (_ int, err error) {
@@ -49,6 +50,17 @@ func (s *store) NotificationCounts(ctx context.Context, source string) (_ []quan
 func (s *store) FailedNotifications(ctx context.Context, source string, ch quan.NotifyType, afterID int64, limit int) (_ []*quan.Notification, err error) {
 	defer s.failedNotifications.done(ctx, time.Now(), &err)
 	return s.s.FailedNotifications(ctx, source, ch, afterID, limit)
+}
+
+func (s *store) PendingNotifications(ctx context.Context, now time.Time) (_ map[quan.NotifyType]int64, err error) {
+	defer s.pendingNotifications.done(ctx, time.Now(), &err)
+	return s.s.PendingNotifications(ctx, now)
+}
+
+// Secret passes through untimed, like CodeKey: it is read once when the
+// process wires its senders.
+func (s *store) Secret(ctx context.Context, name string) ([]byte, error) {
+	return s.s.Secret(ctx, name)
 }
 
 func (s *store) TakeNotifications(ctx context.Context, ch quan.NotifyType, owner string, now, lease time.Time, limit int) (_ []*quan.Notification, err error) {

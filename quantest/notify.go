@@ -3,6 +3,7 @@ package quantest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ type NotifyStores struct {
 	TaskStores
 	Notify   quan.NotificationStore
 	Contacts quan.ContactStore
+	Secrets  quan.SecretStore
 }
 
 // TestNotificationStore runs the conformance suite of
@@ -38,6 +40,8 @@ func TestNotificationStore(t *testing.T, newStores func(t *testing.T) NotifyStor
 	run("Finish/SentDeferredFailed", testFinish)
 	run("Finish/OnlyByTheHolder", testFinishHolder)
 	run("Counts", testNotificationCounts)
+	run("Pending/DueAndHeld", testPending)
+	run("Secret/OnePerName", testSecret)
 	run("Inbox/BroadcastSeenByHolders", testInboxBroadcast)
 	run("Inbox/MarkRead", testInboxMarkRead)
 	run("Popups/ShownOnceUntilExpired", testPopups)
@@ -302,6 +306,79 @@ func testNotificationCounts(t *testing.T, s NotifyStores) {
 	}
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("NotificationCounts = %v, %v; want %v", got, err, want)
+	}
+}
+
+func testPending(t *testing.T, s NotifyStores) {
+	later := outbox("task:1", 4, quan.NotifySMS)
+	later.NextAt = notifyNow.Add(time.Hour)
+	record(t, s, notifyNow, 7, outbox("task:1", 1, quan.NotifySMS), outbox("task:1", 2, quan.NotifySMS),
+		outbox("task:1", 3, quan.NotifySMS), later, outbox("task:1", 1, quan.NotifyEmail),
+		&quan.Notification{Source: "task:1", UserID: 5, Channel: quan.NotifySMS, Kind: quan.MessageIssued, Status: quan.NotificationFailed, Reason: quan.ReasonNoContact},
+		&quan.Notification{Source: "task:1", TaskID: 1, Channel: quan.NotifyInbox, Kind: quan.MessageIssued})
+	pending := func(at time.Time) map[quan.NotifyType]int64 {
+		t.Helper()
+		got, err := s.Notify.PendingNotifications(t.Context(), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ch, n := range got { // a channel with none may be there with 0
+			if n == 0 {
+				delete(got, ch)
+			}
+		}
+		return got
+	}
+	want := map[quan.NotifyType]int64{quan.NotifySMS: 3, quan.NotifyEmail: 1}
+	if got := pending(notifyNow); !maps.Equal(got, want) {
+		t.Fatalf("pending at first: %v, want %v (due, not the one due later, not failed, no inbox)", got, want)
+	}
+	got := take(t, s, quan.NotifySMS, "a", notifyNow, 2)
+	if got := pending(notifyNow); !maps.Equal(got, want) {
+		t.Errorf("pending with two held: %v, want %v (held still count)", got, want)
+	}
+	if _, err := s.Notify.FinishNotifications(t.Context(), "a", notifyNow, []quan.NotificationResult{
+		{ID: got[0].ID, Status: quan.NotificationSent},
+		{ID: got[1].ID, Status: quan.NotificationDeferred, Reason: "busy", NextAt: notifyNow.Add(30 * time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	want = map[quan.NotifyType]int64{quan.NotifySMS: 1, quan.NotifyEmail: 1}
+	if got := pending(notifyNow); !maps.Equal(got, want) {
+		t.Errorf("pending after one sent, one deferred: %v, want %v", got, want)
+	}
+	want = map[quan.NotifyType]int64{quan.NotifySMS: 3, quan.NotifyEmail: 1}
+	if got := pending(notifyNow.Add(time.Hour)); !maps.Equal(got, want) {
+		t.Errorf("pending an hour later: %v, want %v (the deferred and the later one due)", got, want)
+	}
+}
+
+func testSecret(t *testing.T, s NotifyStores) {
+	const workers = 8
+	got := make([][]byte, workers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range workers {
+		wg.Go(func() {
+			<-start
+			var err error
+			if got[i], err = s.Secrets.Secret(t.Context(), quan.SecretUnsubscribe); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, g := range got {
+		if len(g) != quan.SecretSize || !slices.Equal(g, got[0]) {
+			t.Fatalf("caller %d got secret %x, caller 0 %x: want the same %d bytes", i, g, got[0], quan.SecretSize)
+		}
+	}
+	other, err := s.Secrets.Secret(t.Context(), "other")
+	if err != nil || slices.Equal(other, got[0]) {
+		t.Errorf("another name's secret: %x, %v; want another secret", other, err)
+	}
+	if _, err := s.Secrets.Secret(t.Context(), ""); !errors.Is(err, quan.ErrInvalid) {
+		t.Errorf("an empty name: %v, want ErrInvalid", err)
 	}
 }
 

@@ -383,3 +383,32 @@ const (
 	deleteInAppSQL = `DELETE FROM notifications WHERE id IN (
 		SELECT id FROM notifications WHERE channel IN ('inbox', 'popup') AND created_at < ? LIMIT ?)`
 )
+
+// PendingNotifications implements quan.NotificationStore along
+// notifications_due, which holds only the messages still to send.
+func (s *Store) PendingNotifications(ctx context.Context, now time.Time) (map[quan.NotifyType]int64, error) {
+	return pendingNotifications(ctx, s.db.read, micros(now))
+}
+
+func pendingNotifications(ctx context.Context, q sqlrow.Queryer, now any) (map[quan.NotifyType]int64, error) {
+	counts, err := sqlrow.Query(ctx, q, "count pending notifications", func(r sqlrow.Scanner) (quan.NotificationCount, error) {
+		var c quan.NotificationCount
+		return c, r.Scan(&c.Channel, &c.Count)
+	}, `SELECT channel, count(*) FROM notifications WHERE next_at IS NOT NULL AND (next_at <= ? OR owner <> '')
+		GROUP BY channel`, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[quan.NotifyType]int64, len(counts))
+	for _, c := range counts {
+		out[c.Channel] = c.Count
+	}
+	return out, nil
+}
+
+var _ quan.SecretStore = (*Store)(nil)
+
+// Secret implements quan.SecretStore in the secrets table.
+func (s *Store) Secret(ctx context.Context, name string) ([]byte, error) {
+	return sqlrow.Secret(ctx, s.db.write, `INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)`, name)
+}

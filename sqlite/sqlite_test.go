@@ -125,7 +125,7 @@ func TestTaskNotifications(t *testing.T) {
 func TestNotificationStore(t *testing.T) {
 	quantest.TestNotificationStore(t, func(t *testing.T) quantest.NotifyStores {
 		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
-		return quantest.NotifyStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Notify: s, Contacts: s}
+		return quantest.NotifyStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Notify: s, Contacts: s, Secrets: s}
 	})
 }
 

@@ -53,12 +53,14 @@ Usage:
   quan gen-users  [flags]          write a file of fake target users
   quan token      [flags]          mint a bearer token for development
   quan migrate    up|status        apply the store's schema migrations, or list them (then serve --migrate=false)
+  quan sms-sink   [flags]          a local SMS gateway that prints the messages quan sends (for trying notify=sms)
   quan version                     print the version and the source revision
   quan bench distribute [flags]    measure a distribution end to end
   quan bench read [flags]          measure the spreadsheet reader against excelize
   quan bench claim [flags]         load the claim API over HTTP and verify no claim is lost
   quan bench wallet lock|sweep|remind  lock+redeem orders against the raw loop; the expiry sweep; expiry reminders
   quan bench stats [flags]         p99 of GET /templates/{id}/stats with 10 million coupons
+  quan bench notify [flags]        SMS/s and emails/s of the dispatcher to a local gateway and SMTP server
 
 Run 'quan COMMAND -h' for a command's flags. Every flag can also be set
 with an environment variable: --data is QUAN_DATA, --jwt-secret is
@@ -98,6 +100,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return (&DistributeCommand{Main: m}).Run(ctx, args[1:])
 	case "demo":
 		return (&DemoCommand{Main: m}).Run(ctx, args[1:])
+	case "sms-sink":
+		return (&SMSSinkCommand{Main: m}).Run(ctx, args[1:])
 	case "bench":
 		b := &bench.Command{Stdout: m.Stdout, Stderr: m.Stderr, Getenv: m.Getenv, Now: m.Now}
 		return b.Run(ctx, args[1:])

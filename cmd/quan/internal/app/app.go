@@ -95,7 +95,7 @@ func Open(ctx context.Context, cfg Config, role Role, logger *slog.Logger) (*App
 		b.Close()
 		return nil, err
 	}
-	if err := a.build(); err != nil {
+	if err := a.build(ctx); err != nil {
 		b.Close()
 		a.closeTracer()
 		return nil, err
@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg Config, role Role, logger *slog.Logger) (*App
 }
 
 // build makes the use cases over the backends.
-func (a *App) build() error {
+func (a *App) build(ctx context.Context) error {
 	cfg, b, st, logger := a.Config, a.Backends, a.Backends.Store, a.Logger
 	chunk := b.ChunkSize
 	if cfg.Runner.ChunkSize > 0 {
@@ -163,7 +163,7 @@ func (a *App) build() error {
 	}
 	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger}
 	a.Reminders = &quan.ReminderService{Store: st, Templates: st, Now: cfg.Now, Logger: logger}
-	if err := a.buildNotify(); err != nil {
+	if err := a.buildNotify(ctx); err != nil {
 		return err
 	}
 	if b.ClaimBus != nil {

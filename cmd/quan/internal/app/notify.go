@@ -2,9 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"time"
@@ -12,6 +9,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/mail"
+	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/sms"
 )
 
@@ -27,6 +25,10 @@ type Notify struct {
 	QuietHours     string  // HH:MM-HH:MM, or off
 	QuietTZ        string  // the quiet hours' time zone
 	InboxRetention time.Duration
+	// Lease is how long a dispatcher holds a batch: a process that dies
+	// mid-batch leaves it to the others for this long. 0 is
+	// quan.DefaultDispatchLease.
+	Lease time.Duration
 }
 
 // Notification defaults.
@@ -47,6 +49,7 @@ func (n *Notify) register(fs *flag.FlagSet) {
 	fs.Float64Var(&n.EmailRate, "email-rate", DefaultEmailRate, "emails a second this process sends at most (per process; 0: no limit)")
 	fs.StringVar(&n.QuietHours, "quiet-hours", DefaultQuietHours, "no email or SMS in this daily window (HH:MM-HH:MM, or off): they wait until it ends")
 	fs.StringVar(&n.QuietTZ, "quiet-tz", DefaultQuietTZ, "the time zone of --quiet-hours")
+	fs.DurationVar(&n.Lease, "notify-lease", quan.DefaultDispatchLease, "how long a dispatcher holds a batch of email or SMS: a process that dies mid-batch leaves it to the others for this long (longer than a batch takes to send)")
 	fs.DurationVar(&n.InboxRetention, "inbox-retention", quan.DefaultInboxRetention, "how long inbox and popup messages are kept (0: for ever)")
 }
 
@@ -89,22 +92,27 @@ func (n Notify) validate() error {
 		return cli.Usagef("--sms-url needs --sms-secret (or QUAN_SMS_SECRET)")
 	case n.SMSRate < 0 || n.EmailRate < 0:
 		return cli.Usagef("--sms-rate and --email-rate: 0 (no limit) or more")
+	case n.Lease < 0:
+		return cli.Usagef("--notify-lease: 0 (the default, %v) or more", quan.DefaultDispatchLease)
 	}
 	return nil
 }
 
 // buildNotify makes the inbox service and, if a provider is configured,
-// the dispatcher with its senders.
-func (a *App) buildNotify() error {
+// the dispatcher with its senders. The key of the unsubscribe links is
+// kept in the store, so that a link any process signed is good on every
+// API server of the store.
+func (a *App) buildNotify(ctx context.Context) error {
 	cfg, st := a.Config.Notify, a.Backends.Store
-	a.Notices = &quan.NoticeService{Store: st, Contacts: st, Now: a.Config.Now}
+	secret, err := st.Secret(ctx, quan.SecretUnsubscribe)
+	if err != nil {
+		return fmt.Errorf("unsubscribe links: %w", err)
+	}
+	key := quan.UnsubscribeKey(secret)
+	a.Notices = &quan.NoticeService{Store: st, Contacts: st, UnsubscribeKey: key, Now: a.Config.Now}
 	senders := map[quan.NotifyType]quan.Sender{}
 	if cfg.SMTPURL != "" {
-		key, err := LoadSecret(a.Config.DataDir, "")
-		if err != nil {
-			return fmt.Errorf("unsubscribe links: %w", err)
-		}
-		unsub, err := mail.UnsubscribeLink(cfg.UnsubscribeURL, unsubscribeToken(key))
+		unsub, err := mail.UnsubscribeLink(cfg.UnsubscribeURL, func(m quan.Outgoing) string { return key.Token(m.ID) })
 		if err != nil {
 			return cli.Usagef("--unsubscribe-url: %v", err)
 		}
@@ -136,20 +144,14 @@ func (a *App) buildNotify() error {
 		Rates:    map[quan.NotifyType]float64{quan.NotifySMS: cfg.SMSRate, quan.NotifyEmail: cfg.EmailRate},
 		Quiet:    quiet,
 		Owner:    runnerName(),
+		Lease:    cfg.Lease,
 		Now:      a.Config.Now,
 		Logger:   a.Logger,
 	}
-	return nil
-}
-
-// unsubscribeToken signs a message's id: "ID.SIGNATURE", the id naming
-// the user and channel (quan.Notification.MessageID).
-func unsubscribeToken(key []byte) func(quan.Outgoing) string {
-	return func(m quan.Outgoing) string {
-		h := hmac.New(sha256.New, key)
-		h.Write([]byte("unsubscribe\x00" + m.ID))
-		return m.ID + "." + hex.EncodeToString(h.Sum(nil)[:16])
+	if a.Metrics != nil {
+		a.Metrics.MustRegister(prom.Notifications(a.Dispatcher, st, a.Config.Now))
 	}
+	return nil
 }
 
 // startNotify runs the dispatcher, if any, and the inbox retention sweep.

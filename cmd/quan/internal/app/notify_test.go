@@ -84,3 +84,26 @@ func TestNotifyWiring(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsubscribeKeyShared: two processes on one store sign unsubscribe
+// links with the same key, kept in the store, so a link one process's
+// mail carries is good on the other's API.
+func TestUnsubscribeKeyShared(t *testing.T) {
+	dir := t.TempDir()
+	var keys []quan.UnsubscribeKey
+	for range 2 {
+		a, err := Open(context.Background(), Config{DataDir: dir}, Server, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, a.Notices.UnsubscribeKey)
+		a.Close()
+	}
+	token := keys[0].Token("task.1_7_email")
+	if user, ch, err := keys[1].Check(token); err != nil || user != 7 || ch != quan.NotifyEmail {
+		t.Fatalf("a token of the first process checked on the second: %d %s %v", user, ch, err)
+	}
+	if len(keys[0]) != quan.SecretSize {
+		t.Errorf("the key is %d bytes, want %d", len(keys[0]), quan.SecretSize)
+	}
+}

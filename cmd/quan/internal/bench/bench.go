@@ -29,10 +29,11 @@ type Command struct {
 	Now            func() time.Time    // nil: time.Now
 }
 
-// Run dispatches "distribute", "read", "claim", "wallet" and "stats".
+// Run dispatches "distribute", "read", "claim", "wallet", "stats" and
+// "notify".
 func (c *Command) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cli.Usagef("bench: say what to measure: distribute, read, claim, wallet or stats")
+		return cli.Usagef("bench: say what to measure: distribute, read, claim, wallet, stats or notify")
 	}
 	switch args[0] {
 	case "distribute":
@@ -45,10 +46,12 @@ func (c *Command) Run(ctx context.Context, args []string) error {
 		return c.wallet(ctx, args[1:])
 	case "stats":
 		return c.stats(ctx, args[1:])
+	case "notify":
+		return c.notify(ctx, args[1:])
 	case "read-child": // one measurement of "bench read", in a process of its own
 		return readChild(ctx, c.Stdout, args[1:])
 	}
-	return cli.Usagef("bench: unknown benchmark %q: use distribute, read, claim, wallet or stats", args[0])
+	return cli.Usagef("bench: unknown benchmark %q: use distribute, read, claim, wallet, stats or notify", args[0])
 }
 
 // parse parses a benchmark's flags, with QUAN_* variables as fallback.
