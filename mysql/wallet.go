@@ -76,8 +76,13 @@ func (s *Store) lockedCoupons(ctx context.Context, tx *sql.Tx, where string, use
 // SwapCoupons implements quan.WalletStore. One coupon, what an order
 // usually holds, is one UPDATE in a transaction of its own, where a
 // locked read and write take five round trips (SET TRANSACTION, BEGIN,
-// SELECT … FOR UPDATE, UPDATE, COMMIT). Several coupons are UPDATEd in one
-// transaction that rolls back at the first that changed. An UPDATE that
+// SELECT … FOR UPDATE, UPDATE, COMMIT); its change of status goes into
+// the template's counters in that same UPDATE (swapCounted), which a
+// transaction of UPDATE and upserts had made 2.6 times slower. When that
+// UPDATE finds no row, the coupon changed or its counters' rows are not
+// made yet, and the transaction of several coupons tells which. Several
+// coupons are UPDATEd in one transaction that rolls back at the first that
+// changed, and adds to the counters before it commits. An UPDATE that
 // meets a lock it would wait for in a transaction (a deadlock, a lock
 // wait timeout) reports false too: the locked way decides.
 func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*quan.Coupon) (bool, error) {
