@@ -77,8 +77,8 @@ func (s *Store) lockedCoupons(ctx context.Context, tx *sql.Tx, where string, use
 // usually holds, is one UPDATE in a transaction of its own, where a
 // locked read and write take five round trips (SET TRANSACTION, BEGIN,
 // SELECT … FOR UPDATE, UPDATE, COMMIT); its change of status goes into
-// the template's counters in that same UPDATE (swapCounted), which a
-// transaction of UPDATE and upserts had made 2.6 times slower. When that
+// the template's counters in that same UPDATE (swapCounted), rather than
+// in a transaction around it with an upsert per table. When that
 // UPDATE finds no row, the coupon changed or its counters' rows are not
 // made yet, and the transaction of several coupons tells which. Several
 // coupons are UPDATEd in one transaction that rolls back at the first that

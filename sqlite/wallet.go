@@ -179,10 +179,26 @@ func (s *Store) leadSwaps(ctx context.Context) {
 	batch := q.pending
 	q.pending = nil
 	q.mu.Unlock()
+	answered := false
+	defer func() {
+		if !answered {
+			// A panic: nobody of the batch waits for ever, and the next
+			// swap finds a leader.
+			for _, r := range batch {
+				r.done <- swapResult{err: fmt.Errorf("swap coupons of user %d: the batch's writer panicked", r.user)}
+			}
+		}
+		q.handOn()
+	}()
 	results := s.swapBatch(context.WithoutCancel(ctx), batch)
 	for i, r := range batch {
 		r.done <- results[i]
 	}
+	answered = true
+}
+
+// handOn hands the lead to the first swap waiting, if any.
+func (q *swapQueue) handOn() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.pending) == 0 {
