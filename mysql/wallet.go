@@ -115,6 +115,9 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 			s.db.retries.Add(1)
 			return false, nil
 		}
+		if ok && counted {
+			s.db.countedSwaps.Add(1)
+		}
 		if ok || err != nil || !counted {
 			return ok, err
 		}
