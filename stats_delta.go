@@ -10,6 +10,11 @@ import (
 // that a store writes one row per template (and per hour and reason)
 // however many coupons the transaction changed: a chunk of 50,000 coupons
 // adds to its template's counters once. Its zero value is empty.
+//
+// The contract is that the counters change in the commit that changes the
+// coupons, whatever carries it: a store may gather the changes of several
+// callers that commit together (SQLite's SwapCoupons batches), or add the
+// change of one coupon in the statement that writes it (MySQL's).
 type StatsDelta struct {
 	templates map[int64]*TemplateDelta
 	hours     map[hourKey]*HourDelta

@@ -18,3 +18,7 @@ func ConsecutiveIDs(db *DB) bool { return db.consecutiveIDs.Load() }
 
 // InTx runs fn as the store runs its transactions, retries and all.
 func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error { return db.inTx(ctx, fn) }
+
+// CountedSwaps reports how many swaps db wrote with their counters in one
+// statement.
+func CountedSwaps(db *DB) int64 { return db.countedSwaps.Load() }

@@ -73,6 +73,9 @@ type DB struct {
 	// retries counts what was tried again after a deadlock, a lock wait
 	// timeout or a concurrent change (quan.MonitorStore.StoreRetries).
 	retries atomic.Int64
+	// countedSwaps counts the swaps written with their counters in one
+	// statement (SwapCoupons), for tests.
+	countedSwaps atomic.Int64
 
 	codes *sqlrow.Codes // the key of the coupons' codes, read by Open
 

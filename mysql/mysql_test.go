@@ -3,6 +3,7 @@ package mysql_test
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -247,7 +248,20 @@ func TestMonitorStore(t *testing.T) {
 
 func TestStatsStore(t *testing.T) {
 	quantest.TestStatsStore(t, func(t *testing.T) quantest.StatsStores {
-		s := mysql.NewStore(openDB(t))
+		db := openDB(t)
+		s := mysql.NewStore(db)
+		if strings.HasSuffix(t.Name(), "/SwapCoupons/ConcurrentOrdersOfOneTemplate") {
+			// Once a coupon's lock has made its template's rows, at least
+			// its release (no hour) counts in the coupon's own UPDATE; most
+			// swaps do, bar the first of each template and hour.
+			t.Cleanup(func() {
+				n := mysql.CountedSwaps(db)
+				if n == 0 {
+					t.Error("no swap written with its counters in one statement")
+				}
+				t.Logf("%d of the 60 swaps written with their counters in one statement", n)
+			})
+		}
 		return quantest.StatsStores{
 			WalletStores: quantest.WalletStores{
 				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},

@@ -42,9 +42,13 @@ func addValues(cols []string) string {
 }
 
 // addStats writes d in tx, the transaction of the changes it counts, into
-// one slot.
+// one slot, picked at random.
 func addStats(ctx context.Context, tx execer, d *quan.StatsDelta) error {
-	slot := rand.IntN(statsSlots)
+	return addStatsSlot(ctx, tx, d, rand.IntN(statsSlots))
+}
+
+// addStatsSlot writes d in tx into slot.
+func addStatsSlot(ctx context.Context, tx execer, d *quan.StatsDelta, slot int) error {
 	for _, t := range d.Templates() {
 		args := append([]any{t.TemplateID, slot, t.ShopNo}, sqlrow.TemplateDeltaArgs(t)...)
 		if _, err := tx.ExecContext(ctx, addTemplateStatsSQL, args...); err != nil {
@@ -59,6 +63,35 @@ func addStats(ctx context.Context, tx execer, d *quan.StatsDelta) error {
 	for _, f := range d.Failures() {
 		if _, err := tx.ExecContext(ctx, addFailedSQL, f.TemplateID, f.Reason, f.N); err != nil {
 			return fmt.Errorf("count the failed claims of template %d: %w", f.TemplateID, err)
+		}
+	}
+	return nil
+}
+
+// ensureStatsRows makes every slot of the rows d adds to, with counters
+// 0, for SwapCoupons's one statement (swapCounted), which changes rows but
+// makes none. Rows of 0 change no sum. It runs on its own, after the
+// transaction that counted d: inside, it would lock every slot of the
+// template until the commit.
+func ensureStatsRows(ctx context.Context, db execer, d *quan.StatsDelta) error {
+	for _, t := range d.Templates() {
+		args := make([]any, 0, 3*statsSlots)
+		for slot := range statsSlots {
+			args = append(args, t.TemplateID, slot, t.ShopNo)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT IGNORE INTO template_stats (template_id, slot, shop_no) VALUES `+
+			strings.Repeat("(?, ?, ?), ", statsSlots-1)+`(?, ?, ?)`, args...); err != nil {
+			return fmt.Errorf("make the statistics' rows of template %d: %w", t.TemplateID, err)
+		}
+	}
+	for _, h := range d.Hours() {
+		args := make([]any, 0, 4*statsSlots)
+		for slot := range statsSlots {
+			args = append(args, h.TemplateID, utc(h.Hour), slot, h.ShopNo)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT IGNORE INTO template_stats_hourly (template_id, hour, slot, shop_no) VALUES `+
+			strings.Repeat("(?, ?, ?, ?), ", statsSlots-1)+`(?, ?, ?, ?)`, args...); err != nil {
+			return fmt.Errorf("make the hourly statistics' rows of template %d: %w", h.TemplateID, err)
 		}
 	}
 	return nil

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -74,8 +76,13 @@ func (s *Store) lockedCoupons(ctx context.Context, tx *sql.Tx, where string, use
 // SwapCoupons implements quan.WalletStore. One coupon, what an order
 // usually holds, is one UPDATE in a transaction of its own, where a
 // locked read and write take five round trips (SET TRANSACTION, BEGIN,
-// SELECT … FOR UPDATE, UPDATE, COMMIT). Several coupons are UPDATEd in one
-// transaction that rolls back at the first that changed. An UPDATE that
+// SELECT … FOR UPDATE, UPDATE, COMMIT); its change of status goes into
+// the template's counters in that same UPDATE (swapCounted), rather than
+// in a transaction around it with an upsert per table. When that
+// UPDATE finds no row, the coupon changed or its counters' rows are not
+// made yet, and the transaction of several coupons tells which. Several
+// coupons are UPDATEd in one transaction that rolls back at the first that
+// changed, and adds to the counters before it commits. An UPDATE that
 // meets a lock it would wait for in a transaction (a deadlock, a lock
 // wait timeout) reports false too: the locked way decides.
 func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*quan.Coupon) (bool, error) {
@@ -91,13 +98,31 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 	for i, c := range after {
 		d.Changed(before[i], c)
 	}
-	if len(after) == 1 && d.Empty() {
-		ok, err := swapCoupon(ctx, s.db.db, user, before[0], after[0])
+	slot := rand.IntN(statsSlots)
+	counted := false // whether one statement tried the coupon and its counters
+	if len(after) == 1 {
+		var (
+			ok  bool
+			err error
+		)
+		if d.Empty() {
+			ok, err = swapCoupon(ctx, s.db.db, user, before[0], after[0])
+		} else {
+			counted = true
+			ok, err = swapCounted(ctx, s.db.db, user, before[0], after[0], &d, slot)
+		}
 		if retryable(err) {
 			s.db.retries.Add(1)
 			return false, nil
 		}
-		return ok, err
+		if ok && counted {
+			s.db.countedSwaps.Add(1)
+		}
+		if ok || err != nil || !counted {
+			return ok, err
+		}
+		// Either the coupon changed or its counters' rows are not there
+		// yet: the transaction tells which.
 	}
 	// A change the statistics count goes in a transaction with them.
 	err := s.db.tryTx(ctx, func(tx *sql.Tx) error {
@@ -110,8 +135,15 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 				return errNotSwapped
 			}
 		}
-		return addStats(ctx, tx, &d)
+		return addStatsSlot(ctx, tx, &d, slot)
 	})
+	if err == nil && counted {
+		// The coupon was as read, so the one statement missed the
+		// counters' rows: they are made for the next.
+		if err := ensureStatsRows(ctx, s.db.db, &d); err != nil {
+			return false, fmt.Errorf("swap coupons of user %d: %w", user, err)
+		}
+	}
 	switch {
 	case retryable(err):
 		s.db.retries.Add(1)
@@ -151,6 +183,65 @@ func swapCoupon(ctx context.Context, db execer, user int64, was, c *quan.Coupon)
 		return false, fmt.Errorf("swap coupon %d: %w", c.ID, err)
 	}
 	return n == 1, nil
+}
+
+// swapCounted writes c over was if the coupon is still as was and adds d,
+// the change of that coupon, to its template's counters in slot (and to
+// those of the hour d names), all in one statement: one round trip and one
+// commit, as swapCoupon alone. The tables are joined in the order the
+// transactions of the other changes lock them (the coupon, its template's
+// slot, the hour's slot), so that the two ways cannot deadlock on each
+// other. It reports false when the coupon is not as was or when a
+// counters' row is missing: the join then finds no row and nothing
+// changes.
+func swapCounted(ctx context.Context, db execer, user int64, was, c *quan.Coupon, d *quan.StatsDelta, slot int) (bool, error) {
+	ts, hs := d.Templates(), d.Hours()
+	if len(ts) != 1 || len(hs) > 1 || len(d.Failures()) > 0 || ts[0].TemplateID != c.TemplateID {
+		return false, fmt.Errorf("swap coupon %d: the change of one coupon counts in its template's row and at most one hour's", c.ID)
+	}
+	order, until := couponLock(c)
+	wasOrder, wasUntil := couponLock(was)
+	var q strings.Builder
+	q.WriteString(`UPDATE coupons c FORCE INDEX (PRIMARY) STRAIGHT_JOIN template_stats s`)
+	if len(hs) == 1 {
+		q.WriteString(` STRAIGHT_JOIN template_stats_hourly h`)
+	}
+	q.WriteString(` SET c.status = ?, c.order_id = ?, c.locked_until = ?, c.lock_key = ?, c.discount = ?, c.updated_at = ?`)
+	args := []any{string(c.Status), order, until, lockKey(c), c.Discount, utc(c.UpdatedAt)}
+	for i, n := range sqlrow.TemplateDeltaArgs(ts[0]) {
+		if n.(int64) != 0 {
+			col := sqlrow.StatsCounters[i]
+			q.WriteString(`, s.` + col + ` = s.` + col + ` + ?`)
+			args = append(args, n)
+		}
+	}
+	if len(hs) == 1 {
+		q.WriteString(`, h.issued = h.issued + ?, h.used = h.used + ?`)
+		args = append(args, hs[0].Issued, hs[0].Used)
+	}
+	q.WriteString(` WHERE c.id = ? AND c.user_id = ? AND c.status = ? AND c.order_id <=> ? AND c.locked_until <=> ? AND c.updated_at = ?
+		AND s.template_id = c.template_id AND s.slot = ?`)
+	args = append(args, c.ID, user, string(was.Status), wasOrder, wasUntil, utc(was.UpdatedAt), slot)
+	rows := int64(2)
+	if len(hs) == 1 {
+		q.WriteString(` AND h.template_id = c.template_id AND h.hour = ? AND h.slot = ?`)
+		args = append(args, utc(hs[0].Hour), slot)
+		rows++
+	}
+	res, err := db.ExecContext(ctx, q.String(), args...)
+	if err != nil {
+		return false, fmt.Errorf("swap coupon %d: %w", c.ID, translate(err))
+	}
+	// Found rows (clientFoundRows), summed over the tables: one each, or
+	// none when the join found nothing.
+	n, err := res.RowsAffected()
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("swap coupon %d: %w", c.ID, err)
+	case n != 0 && n != rows:
+		return false, fmt.Errorf("swap coupon %d: %d rows changed, want %d", c.ID, n, rows)
+	}
+	return n == rows, nil
 }
 
 // couponLock returns the order and lock end of c as the columns hold them.

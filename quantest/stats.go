@@ -2,9 +2,12 @@ package quantest
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +41,7 @@ func TestStatsStore(t *testing.T, newStores func(t *testing.T) StatsStores) {
 	run("RedeemCode/CountsTheIssued", testStatsCodes)
 	run("UpdateCoupons/LockRedeemRefund", testStatsUpdateCoupons)
 	run("SwapCoupons/LockRedeemRelease", testStatsSwapCoupons)
+	run("SwapCoupons/ConcurrentOrdersOfOneTemplate", testStatsSwapConcurrent)
 	run("LapseCoupons/ExpiresAndReleases", testStatsLapse)
 	run("ArchiveCoupons/ChangesNothing", testStatsArchive)
 	run("AddRefusals/ByTemplateAndCode", testStatsRefusals)
@@ -320,6 +324,113 @@ func testStatsSwapCoupons(t *testing.T, s StatsStores) {
 		t.Fatalf("a stale swap: %v, %v; want no write", ok, err)
 	}
 	assertStats(t, s, "a stale swap", tpl, 1, 2)
+}
+
+// testStatsSwapConcurrent takes the orders of many users of one template
+// through the wallet's ways at once, two orders racing for each coupon
+// from one read: lock, redeem, release and refund by SwapCoupons (the way
+// a store may count in the coupon's own statement), some by UpdateCoupons,
+// in two hours. Exactly one order of each coupon wins, and the counters
+// then agree with the coupons.
+func testStatsSwapConcurrent(t *testing.T, s StatsStores) {
+	const n = 24
+	users := make([]int64, n)
+	for i := range users {
+		users[i] = int64(i + 1)
+	}
+	cs := walletCoupons(t, s.WalletStores, users...)
+	tpl := cs[0].TemplateID
+	later := walletNow.Add(2 * time.Hour)
+	ctx := t.Context()
+	// step changes the coupon of user as fn makes it from what the store
+	// holds now, by SwapCoupons or, locked, by UpdateCoupons.
+	step := func(user int64, locked bool, fn func(*quan.Coupon) error) error {
+		if locked {
+			_, err := s.Wallet.UpdateCoupons(ctx, user, []int64{cs[user-1].ID}, func(cs []*quan.Coupon) error { return fn(cs[0]) })
+			return err
+		}
+		before, err := s.Coupons.UserCoupons(ctx, user, tpl)
+		if err != nil || len(before) != 1 {
+			return fmt.Errorf("coupons of user %d: %d, %v", user, len(before), err)
+		}
+		after := *before[0]
+		if err := fn(&after); err != nil {
+			return err
+		}
+		// No one else changes the coupon now: the swap must write.
+		if ok, err := s.Wallet.SwapCoupons(ctx, user, before, []*quan.Coupon{&after}); err != nil || !ok {
+			return fmt.Errorf("SwapCoupons of user %d: %v, %v", user, ok, err)
+		}
+		return nil
+	}
+	type change struct {
+		locked bool
+		fn     func(*quan.Coupon) error
+	}
+	redeem := func(at time.Time) change {
+		return change{fn: func(c *quan.Coupon) error { return c.Redeem(at) }}
+	}
+	refund := change{fn: func(c *quan.Coupon) error { return c.Refund(later) }}
+	// rest is what the order that locked coupon i does next, in turn.
+	rest := func(i int) []change {
+		switch i % 4 {
+		case 0:
+			return []change{redeem(walletNow)}
+		case 1:
+			return []change{redeem(later), refund} // locked later
+		case 2:
+			return []change{{fn: func(c *quan.Coupon) error { return c.Release(walletNow) }},
+				{locked: true, fn: func(c *quan.Coupon) error { return lockAt(c, "again", 50, later) }},
+				redeem(later)}
+		default:
+			return []change{redeem(later), {locked: true, fn: refund.fn}} // locked later
+		}
+	}
+	wins := make([]atomic.Int32, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		read := *c
+		for _, order := range []string{"a", "b"} {
+			wg.Go(func() {
+				<-start
+				before, after := read, read
+				at := walletNow
+				if i%2 == 1 {
+					at = later
+				}
+				if err := lockAt(&after, fmt.Sprintf("o-%d-%s", c.UserID, order), 100+int64(i), at); err != nil {
+					t.Error(err)
+					return
+				}
+				ok, err := s.Wallet.SwapCoupons(ctx, c.UserID, []*quan.Coupon{&before}, []*quan.Coupon{&after})
+				if err != nil {
+					t.Errorf("lock the coupon of user %d: %v", c.UserID, err)
+				}
+				if !ok {
+					return
+				}
+				wins[i].Add(1)
+				for _, ch := range rest(i) {
+					if err := step(c.UserID, ch.locked, ch.fn); err != nil {
+						t.Errorf("the order of user %d: %v", c.UserID, err)
+						return
+					}
+				}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	for i := range wins {
+		if w := wins[i].Load(); w != 1 {
+			t.Errorf("the coupon of user %d: %d orders locked it from one read, want 1", users[i], w)
+		}
+	}
+	st := assertStats(t, s, "concurrent orders", tpl, users...)
+	if st.Used != n/2 || st.Available != n/2 || st.Locked != 0 {
+		t.Errorf("after concurrent orders: %+v, want %d used, %d available", st.StatsCounts, n/2, n/2)
+	}
 }
 
 func testStatsLapse(t *testing.T, s StatsStores) {

@@ -112,6 +112,8 @@ type DB struct {
 
 	codes *sqlrow.Codes // the key of the coupons' codes, read by Open
 
+	swaps swapQueue // SwapCoupons waiting for the writer (wallet.go)
+
 	closeOnce sync.Once
 	closeErr  error
 }

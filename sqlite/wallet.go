@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -83,42 +84,199 @@ func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
 const swapCouponSQL = `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, discount = ?, updated_at = ?
 	WHERE id = ? AND user_id = ? AND status = ? AND order_id IS ? AND locked_until IS ? AND updated_at = ?`
 
-// SwapCoupons implements quan.WalletStore in one write transaction.
+// SwapCoupons implements quan.WalletStore. The swaps waiting for the
+// one writer go together in one write transaction (a group commit), whose
+// counters (quan.StatsDelta) are written once: each commit appends every
+// page it changed to the WAL, and the pages of a template's counters,
+// which every swap that changes a status would otherwise write on its
+// own, and of its neighbours' coupons, are then written once per batch.
+// A swap whose coupons are not as read changes nothing (a SAVEPOINT undoes
+// the coupons of several it wrote); a statement that fails fails the
+// batch, and every swap of it reports the error with nothing written.
 func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*quan.Coupon) (bool, error) {
 	if len(before) != len(after) {
 		return false, fmt.Errorf("swap coupons of user %d: %d coupons before, %d after", user, len(before), len(after))
 	}
+	for i, c := range after {
+		if c.ID != before[i].ID {
+			return false, fmt.Errorf("swap coupons of user %d: coupon %d after, %d before", user, c.ID, before[i].ID)
+		}
+	}
+	r := &swapRequest{ctx: ctx, user: user, before: before, after: after, done: make(chan swapResult, 1)}
+	q := &s.db.swaps
+	q.mu.Lock()
+	q.pending = append(q.pending, r)
+	lead := !q.leading
+	q.leading = true
+	q.mu.Unlock()
+	if lead {
+		s.leadSwaps(ctx)
+	}
+	for {
+		var res swapResult
+		select {
+		case res = <-r.done:
+		case <-ctx.Done():
+			if q.withdraw(r) {
+				return false, fmt.Errorf("swap coupons of user %d: %w", user, ctx.Err())
+			}
+			res = <-r.done
+		}
+		if !res.lead {
+			return res.ok, res.err
+		}
+		s.leadSwaps(ctx)
+	}
+}
+
+// swapQueue holds the swaps waiting for the writer. One caller at a time
+// leads: it takes every swap waiting, writes them in one transaction,
+// answers them, and hands the lead to the first swap that came meanwhile,
+// so that no caller writes more than one batch of others'.
+type swapQueue struct {
+	mu      sync.Mutex
+	pending []*swapRequest
+	leading bool
+}
+
+type swapRequest struct {
+	ctx           context.Context
+	user          int64
+	before, after []*quan.Coupon
+	done          chan swapResult // buffered: one answer, or the lead
+	handed        bool            // the lead was handed to it; under mu
+}
+
+type swapResult struct {
+	ok   bool
+	err  error
+	lead bool // lead the next batch, which holds this swap
+}
+
+// withdraw takes r out of the queue if no batch took it and the lead
+// was not handed to it, and reports whether it did.
+func (q *swapQueue) withdraw(r *swapRequest) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r.handed {
+		return false
+	}
+	for i, p := range q.pending {
+		if p == r {
+			q.pending = slices.Delete(q.pending, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
+// leadSwaps writes the swaps waiting as one batch, then hands the lead to
+// the first that came meanwhile, if any. The batch runs without ctx's
+// cancellation: it writes others' swaps too.
+func (s *Store) leadSwaps(ctx context.Context) {
+	q := &s.db.swaps
+	q.mu.Lock()
+	batch := q.pending
+	q.pending = nil
+	q.mu.Unlock()
+	answered := false
+	defer func() {
+		if !answered {
+			// A panic: nobody of the batch waits for ever, and the next
+			// swap finds a leader.
+			for _, r := range batch {
+				r.done <- swapResult{err: fmt.Errorf("swap coupons of user %d: the batch's writer panicked", r.user)}
+			}
+		}
+		q.handOn()
+	}()
+	results := s.swapBatch(context.WithoutCancel(ctx), batch)
+	for i, r := range batch {
+		r.done <- results[i]
+	}
+	answered = true
+}
+
+// handOn hands the lead to the first swap waiting, if any.
+func (q *swapQueue) handOn() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.pending) == 0 {
+		q.leading = false
+		return
+	}
+	next := q.pending[0]
+	next.handed = true
+	next.done <- swapResult{lead: true}
+}
+
+// swapBatch writes the swaps of batch in one write transaction and
+// returns their answers, in order.
+func (s *Store) swapBatch(ctx context.Context, batch []*swapRequest) []swapResult {
+	out := make([]swapResult, len(batch))
+	fail := func(err error) []swapResult {
+		for i, r := range batch {
+			out[i] = swapResult{err: fmt.Errorf("swap coupons of user %d: %w", r.user, err)}
+		}
+		return out
+	}
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("swap coupons of user %d: %w", user, err)
+		return fail(err)
 	}
 	defer tx.Rollback()
 	var d quan.StatsDelta
-	for i, c := range after {
-		was := before[i]
-		if c.ID != was.ID {
-			return false, fmt.Errorf("swap coupons of user %d: coupon %d after, %d before", user, c.ID, was.ID)
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			out[i] = swapResult{err: fmt.Errorf("swap coupons of user %d: %w", r.user, err)}
+			continue
 		}
-		res, err := s.db.writeStmts.exec(ctx, tx, swapCouponSQL,
-			c.Status, sqlrow.NullString(c.OrderID), nullMicros(c.LockedUntil), sqlrow.NullString(c.LockKey), c.Discount, micros(c.UpdatedAt),
-			c.ID, user, was.Status, sqlrow.NullString(was.OrderID), nullMicros(was.LockedUntil), micros(was.UpdatedAt))
-		if err != nil {
-			return false, fmt.Errorf("swap coupon %d: %w", c.ID, translate(err))
+		several := len(r.after) > 1
+		if several {
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT swap`); err != nil {
+				return fail(err)
+			}
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return false, fmt.Errorf("swap coupon %d: %w", c.ID, err)
-		} else if n != 1 {
-			return false, nil
+		ok := true
+		for j, c := range r.after {
+			was := r.before[j]
+			res, err := s.db.writeStmts.exec(ctx, tx, swapCouponSQL,
+				c.Status, sqlrow.NullString(c.OrderID), nullMicros(c.LockedUntil), sqlrow.NullString(c.LockKey), c.Discount, micros(c.UpdatedAt),
+				c.ID, r.user, was.Status, sqlrow.NullString(was.OrderID), nullMicros(was.LockedUntil), micros(was.UpdatedAt))
+			if err != nil {
+				return fail(fmt.Errorf("swap coupon %d: %w", c.ID, translate(err)))
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return fail(fmt.Errorf("swap coupon %d: %w", c.ID, err))
+			} else if n != 1 {
+				ok = false
+				break
+			}
 		}
-		d.Changed(was, c)
+		if several && !ok {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO swap`); err != nil {
+				return fail(err)
+			}
+		}
+		if several {
+			if _, err := tx.ExecContext(ctx, `RELEASE swap`); err != nil {
+				return fail(err)
+			}
+		}
+		if ok {
+			for j, c := range r.after {
+				d.Changed(r.before[j], c)
+			}
+		}
+		out[i] = swapResult{ok: ok}
 	}
 	if err := s.addStats(ctx, tx, &d); err != nil {
-		return false, fmt.Errorf("swap coupons of user %d: %w", user, err)
+		return fail(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("swap coupons of user %d: commit: %w", user, translate(err))
+		return fail(fmt.Errorf("commit: %w", translate(err)))
 	}
-	return true, nil
+	return out
 }
 
 // The statements of LapseCoupons: ?1 now, ?2 the most coupons. Each walks

@@ -8,6 +8,12 @@
 -- its transaction commits is then shared by an eighth of the writers, and
 -- wallet changes of one template in a flash sale do not queue on one row.
 -- Readers sum the slots.
+--
+-- A wallet swap of one coupon (SwapCoupons) adds to a slot in the UPDATE
+-- of the coupon itself, a join that changes rows but makes none: after the
+-- first transaction that counts a template (an hour), every slot of it has
+-- a row, of 0 until something adds to it (mysql/stats.go,
+-- ensureStatsRows). Rows of 0 change no sum.
 
 CREATE TABLE template_stats (
 	template_id         BIGINT  NOT NULL,
