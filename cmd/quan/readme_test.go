@@ -23,7 +23,10 @@ import (
 // TestReadmeExamples runs the README's example blocks against a real
 // server started as the API tour's intro starts it, as a user would paste
 // them into a shell. It interprets the few shell and curl forms the blocks
-// use, so it needs no shell or curl.
+// use, so it needs no shell or curl: `printf 'TEXT\n' > FILE`, a
+// background `go run ./cmd/quan sms-sink ... &` (in-process, on the port
+// the tour's server sends to) and "# → sms-sink prints: LINE", which waits
+// for the sink to print a line matching LINE, "…" standing for any text.
 func TestReadmeExamples(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
