@@ -49,13 +49,14 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startServe opens `quan serve` configured by env and closes it at cleanup.
-func startServe(t *testing.T, env map[string]string) *ServeCommand {
+// startServe opens `quan serve` configured by env and args and closes it
+// at cleanup.
+func startServe(t *testing.T, env map[string]string, args ...string) *ServeCommand {
 	t.Helper()
 	logs := &syncBuffer{}
 	m := &Main{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }}
 	cmd := &ServeCommand{Main: m}
-	if err := cmd.ParseFlags(nil); err != nil {
+	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Open(context.Background()); err != nil {

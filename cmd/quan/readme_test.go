@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,21 +20,26 @@ import (
 	"time"
 )
 
-// TestReadmeExamples runs the README's example block against a real
-// server, as a user would paste it into a shell. It interprets the few
-// shell and curl forms the block uses, so it needs no shell or curl.
+// TestReadmeExamples runs the README's example blocks against a real
+// server started as the API tour's intro starts it, as a user would paste
+// them into a shell. It interprets the few shell and curl forms the blocks
+// use, so it needs no shell or curl: `printf 'TEXT\n' > FILE`, a
+// background `go run ./cmd/quan sms-sink ... &` (in-process, on the port
+// the tour's server sends to) and "# → sms-sink prints: LINE", which waits
+// for the sink to print a line matching LINE, "…" standing for any text.
 func TestReadmeExamples(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	blocks := readmeBlocks(t, string(readme), "")
-	if len(blocks) != 4 {
-		t.Fatalf("README has %d readme-test blocks, want 4", len(blocks))
+	if len(blocks) != 5 {
+		t.Fatalf("README has %d readme-test blocks, want 5", len(blocks))
 	}
 	env := testEnv(t)
-	srv := startServe(t, env)
-	sh := &readmeShell{t: t, env: env, base: srv.URL(), dir: t.TempDir(), vars: map[string]string{}}
+	sh := &readmeShell{t: t, env: env, dir: t.TempDir(), vars: map[string]string{}, sink: &syncBuffer{}}
+	srv := startServe(t, env, sh.serveArgs(string(readme))...)
+	sh.base = srv.URL()
 	for _, block := range blocks {
 		cmds := splitCommands(block)
 		if len(cmds) < 5 {
@@ -42,6 +49,10 @@ func TestReadmeExamples(t *testing.T) {
 		var res *http.Response
 		var body []byte
 		for _, c := range cmds {
+			if pattern, ok := strings.CutPrefix(c.expect, "sms-sink prints: "); ok {
+				sh.waitSink(pattern)
+				continue
+			}
 			if c.expect != "" {
 				// A GET may describe a state reached "in a moment": ask
 				// again for a while, as a person would.
@@ -78,6 +89,10 @@ func TestReadmeExamples(t *testing.T) {
 			case words[0] == "curl":
 				last = words
 				res, body = sh.curl(words)
+			case len(words) > 4 && strings.Join(words[:4], " ") == "go run ./cmd/quan sms-sink" && words[len(words)-1] == "&":
+				sh.startSink(words[4 : len(words)-1])
+			case words[0] == "printf" && len(words) == 4 && words[2] == ">":
+				sh.printf(words[1], words[3])
 			case len(words) > 3 && strings.Join(words[:3], " ") == "go run ./cmd/quan":
 				runQuan(t, env, sh.dataArgs(strings.Join(sh.files(words[3:]), " ")))
 			default:
@@ -95,6 +110,124 @@ type readmeShell struct {
 	base string
 	dir  string
 	vars map[string]string
+
+	// The server's --sms-url and --sms-secret as the README writes them,
+	// and a free port held for the sink the README starts later.
+	smsURL, smsSecret string
+	smsPort           net.Listener
+	sink              *syncBuffer // what the sink printed
+}
+
+// tourServeRE finds the API tour's serve command in the README's prose.
+var tourServeRE = regexp.MustCompile("`go run ./cmd/quan serve (--data ./quan-try[^`]*)`")
+
+// serveArgs returns the flags of the API tour's serve command, for the
+// test's server: its data folder, and for --sms-url a free port that
+// startSink gives the README's sms-sink.
+func (sh *readmeShell) serveArgs(readme string) []string {
+	t := sh.t
+	m := tourServeRE.FindStringSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README's API tour does not start with `go run ./cmd/quan serve --data ./quan-try ...`")
+	}
+	args := strings.Fields(m[1])
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--data":
+			args[i+1] = sh.env["QUAN_DATA"]
+		case "--sms-url":
+			u, err := url.Parse(args[i+1])
+			if err != nil {
+				t.Fatalf("README's --sms-url: %v", err)
+			}
+			if sh.smsPort, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sh.smsPort.Close() })
+			sh.smsURL = u.String()
+			u.Host = sh.smsPort.Addr().String()
+			args[i+1] = u.String()
+		case "--sms-secret":
+			sh.smsSecret = args[i+1]
+		}
+	}
+	return args
+}
+
+// startSink runs `quan sms-sink args... &` in the background until the
+// test ends, on the port the server sends to. Its --addr and
+// --sms-secret must be the ones the tour's server was given.
+func (sh *readmeShell) startSink(args []string) {
+	t := sh.t
+	args = slices.Clone(args)
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--addr":
+			if want := "http://" + args[i+1] + "/send"; sh.smsURL != want {
+				t.Fatalf("README starts sms-sink at %s, the server sends SMS to %q", want, sh.smsURL)
+			}
+			args[i+1] = sh.smsPort.Addr().String()
+		case "--sms-secret":
+			if args[i+1] != sh.smsSecret {
+				t.Fatalf("README's sms-sink has --sms-secret %q, the server %q", args[i+1], sh.smsSecret)
+			}
+		}
+	}
+	sh.smsPort.Close() // for the sink to take it at once
+	stderr := &syncBuffer{}
+	m := &Main{Stdout: sh.sink, Stderr: stderr, Getenv: func(string) string { return "" }}
+	ctx, stop := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- (&SMSSinkCommand{Main: m, Ready: func(string) { close(ready) }}).Run(ctx, args)
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		stop()
+		t.Fatalf("quan sms-sink %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("sms-sink: %v", err)
+		}
+	})
+}
+
+// waitSink waits until the sink has printed a line that matches pattern,
+// where "…" stands for any text.
+func (sh *readmeShell) waitSink(pattern string) {
+	parts := strings.Split(pattern, "…")
+	matches := func(line string) bool {
+		for _, p := range parts {
+			i := strings.Index(line, p)
+			if i < 0 {
+				return false
+			}
+			line = line[i+len(p):]
+		}
+		return true
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if slices.ContainsFunc(strings.Split(sh.sink.String(), "\n"), matches) {
+			return
+		}
+		if time.Now().After(deadline) {
+			sh.t.Fatalf("README says sms-sink prints %q; it printed:\n%s", pattern, sh.sink.String())
+		}
+	}
+}
+
+// printf runs `printf 'FORMAT' > FILE` for a format of text and \n only.
+func (sh *readmeShell) printf(format, file string) {
+	if strings.ContainsAny(format, "%") || strings.Contains(strings.ReplaceAll(format, `\n`, ""), `\`) {
+		sh.t.Fatalf("printf format %q: the test knows only text and \\n", format)
+	}
+	path := sh.files([]string{file})[0]
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(format, `\n`, "\n")), 0o600); err != nil {
+		sh.t.Fatal(err)
+	}
 }
 
 // dataArgs points a quan command's --data ./quan-try at the test server's
@@ -384,7 +517,8 @@ func runCurl(t *testing.T, base string, words []string) (*http.Response, []byte)
 }
 
 // checkExpectation checks "STATUS[, or : text]" against the last response:
-// the status, and each "quoted":value fragment appears in the body.
+// the status, and each "quoted":value fragment appears in the body, its
+// value a string, a number or a flat {...} object written in full.
 func checkExpectation(expect string, res *http.Response, body []byte) error {
 	if res == nil {
 		return fmt.Errorf("expectation %q before any request", expect)
@@ -397,7 +531,7 @@ func checkExpectation(expect string, res *http.Response, body []byte) error {
 		return fmt.Errorf("README says %q, got %d %s", expect, res.StatusCode, body)
 	}
 	compact := strings.Join(strings.Fields(string(body)), "")
-	for _, frag := range regexp.MustCompile(`"[A-Za-z]+":("[^"]*"|[0-9]+)`).FindAllString(expect, -1) {
+	for _, frag := range regexp.MustCompile(`"[A-Za-z]+":("[^"]*"|[0-9]+|\{[^{}]*\})`).FindAllString(expect, -1) {
 		if !strings.Contains(compact, frag) {
 			return fmt.Errorf("README says %q: body lacks %s: %s", expect, frag, body)
 		}
