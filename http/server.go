@@ -173,6 +173,7 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("PUT /api/v1/me/contact", s.putContact)
 		handle("GET /api/v1/users/{id}/contact", s.getContact)
 		handle("PUT /api/v1/users/{id}/contact", s.putContact)
+		handle("POST /api/v1/contacts/import", s.importContacts)
 		handle("GET /api/v1/me/inbox", s.inbox)
 		handle("GET /api/v1/me/inbox/unread-count", s.unreadCount)
 		handle("POST /api/v1/me/inbox/read", s.markRead)
