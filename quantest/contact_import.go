@@ -90,3 +90,26 @@ func pad8(u int64) string {
 	}
 	return string(b)
 }
+
+// BenchmarkImportContacts stores 100,000 contacts (a phone and a mail
+// each) on a fresh store, quan.ContactImportBatch rows a call as a
+// contacts import does, and reports the rows stored a second.
+func BenchmarkImportContacts(b *testing.B, newContacts func(b *testing.B) quan.ContactStore) {
+	const rows = 100_000
+	all := make([]quan.ContactRow, rows)
+	for i := range all {
+		u := int64(1_000_000 + i)
+		all[i] = quan.ContactRow{UserID: u, Phone: "+86138" + pad8(int64(i)), Mail: "user" + pad8(int64(i)) + "@example.com"}
+	}
+	for b.Loop() {
+		b.StopTimer()
+		s := newContacts(b)
+		b.StartTimer()
+		for start := 0; start < rows; start += quan.ContactImportBatch {
+			if _, err := s.ImportContacts(b.Context(), notifyNow, all[start:min(start+quan.ContactImportBatch, rows)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
