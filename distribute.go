@@ -21,6 +21,9 @@ type FileRow struct {
 	// Phone and Mail are the contact columns as written; "" when blank or
 	// the file has no such column.
 	Phone, Mail string
+	// Lang is the language column as written, or "": a contacts import
+	// reads it; a distribution does not.
+	Lang string
 }
 
 // RowReader streams the data rows of a distribution file in one pass.

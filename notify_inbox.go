@@ -19,6 +19,16 @@ type NoticeService struct {
 	// (Unsubscribe); nil refuses every token.
 	UnsubscribeKey UnsubscribeKey
 	Now            Clock // nil is time.Now
+
+	// Files keeps an uploaded contacts file while ImportContacts reads
+	// it, and OpenRows reads it; either nil refuses imports.
+	Files    FileStore
+	OpenRows func(path string) (RowReader, error)
+	// MaxFileSize bounds a contacts file; 0 means DefaultMaxFileSize.
+	MaxFileSize int64
+	// MaxImportRows bounds a contacts file's data rows; 0 means
+	// DefaultMaxContactRows.
+	MaxImportRows int64
 }
 
 func (s *NoticeService) now() time.Time {

@@ -283,6 +283,24 @@ type ContactStore interface {
 	// UpdateContact loads the contact of user (empty if none) under a
 	// lock, calls fn, and saves it with UpdatedAt now if fn returns nil.
 	UpdateContact(ctx context.Context, user int64, now time.Time, fn func(*Contact) error) (*Contact, error)
+	// ImportContacts stores rows in one transaction and returns how many
+	// it stored (all of them, or none with an error). Each row's non-blank
+	// phone, mail and language replace the user's; a blank one leaves
+	// what is stored (a user with no contact on file gets one, zh if the
+	// row has no language). Opt-outs are never touched, so an unsubscribe
+	// racing an import stands. UpdatedAt becomes now. Rows are normalised
+	// (see ContactRow) and name each user once: the caller's duty.
+	ImportContacts(ctx context.Context, now time.Time, rows []ContactRow) (int, error)
+}
+
+// ContactRow is one user's contact from a contacts import: Phone in E.164
+// (NormalizePhone), Mail normalised (NormalizeMail), Lang zh or en; any of
+// them "" to leave the stored one as it is.
+type ContactRow struct {
+	UserID int64
+	Phone  string
+	Mail   string
+	Lang   Lang
 }
 
 // SecretStore keeps secrets with the data, so that every process on one

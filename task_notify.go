@@ -2,6 +2,7 @@ package quan
 
 import (
 	"context"
+	"io"
 	"iter"
 	"slices"
 )
@@ -133,6 +134,14 @@ func (s *TaskService) FailedNotifications(ctx context.Context, who Identity, id 
 			}
 		}
 	}, nil
+}
+
+// NotificationFailuresExport writes a task's failed notifications to w
+// as a spreadsheet file, headed by NotificationFailureColumns, the
+// addresses masked (MaskAddress), streamed row by row. It returns the
+// first error of ns, or ctx's when ctx ends; w holds a partial file then.
+type NotificationFailuresExport interface {
+	Write(ctx context.Context, w io.Writer, ns iter.Seq2[*Notification, error]) error
 }
 
 // NotificationFailureColumns heads the columns of a task's failed

@@ -32,6 +32,9 @@ type Server struct {
 	// CodesExport writes the codes.xlsx export of a batch; nil serves
 	// codes.csv only.
 	CodesExport quan.CodesExport
+	// NotificationFailuresExport writes the notifications/failures.xlsx
+	// of a task; nil serves failures.csv only.
+	NotificationFailuresExport quan.NotificationFailuresExport
 	// Idempotency keeps responses by Idempotency-Key for every POST; nil
 	// ignores the header.
 	Idempotency quan.Idempotency
@@ -142,6 +145,9 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("POST /api/v1/tasks/{id}/retry", s.retryTask)
 		handle("GET /api/v1/tasks/{id}/notifications", s.taskNotifications)
 		handle("GET /api/v1/tasks/{id}/notifications/failures.csv", s.taskNotificationFailuresCSV)
+		if s.NotificationFailuresExport != nil {
+			handle("GET /api/v1/tasks/{id}/notifications/failures.xlsx", s.taskNotificationFailuresXLSX)
+		}
 	}
 
 	if s.Claims != nil {
@@ -173,6 +179,7 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("PUT /api/v1/me/contact", s.putContact)
 		handle("GET /api/v1/users/{id}/contact", s.getContact)
 		handle("PUT /api/v1/users/{id}/contact", s.putContact)
+		handle("POST /api/v1/contacts/import", s.importContacts)
 		handle("GET /api/v1/me/inbox", s.inbox)
 		handle("GET /api/v1/me/inbox/unread-count", s.unreadCount)
 		handle("POST /api/v1/me/inbox/read", s.markRead)

@@ -111,6 +111,10 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		CodesExport: report.Codes{},
 		Idempotency: inmem.NewIdempotency(),
 	}
+	ts.api.NotificationFailuresExport = report.NotificationFailures{}
+	// Contacts files are kept and read like distribution files.
+	ts.api.Notices.Files = files
+	ts.api.Notices.OpenRows = func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, sheet.Options{}) }
 	if setup != nil {
 		setup(ts)
 	}

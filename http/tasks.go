@@ -163,7 +163,8 @@ type TaskView struct {
 // it, with the URL of its failed notifications.
 type NotificationsView struct {
 	*quan.TaskNotifications
-	FailuresCSV string `json:"failuresCsv"`
+	FailuresCSV  string `json:"failuresCsv"`
+	FailuresXLSX string `json:"failuresXlsx,omitempty"` // when the server writes xlsx
 }
 
 // TaskProgress is how far a task is and how fast it goes.
@@ -218,14 +219,18 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		v.Notifications = notificationsView(t.ID, n)
+		v.Notifications = s.notificationsView(t.ID, n)
 	}
 	s.writeJSON(w, http.StatusOK, v)
 	return nil
 }
 
-func notificationsView(id int64, n *quan.TaskNotifications) *NotificationsView {
-	return &NotificationsView{TaskNotifications: n, FailuresCSV: fmt.Sprintf("/api/v1/tasks/%d/notifications/failures.csv", id)}
+func (s *Server) notificationsView(id int64, n *quan.TaskNotifications) *NotificationsView {
+	v := &NotificationsView{TaskNotifications: n, FailuresCSV: fmt.Sprintf("/api/v1/tasks/%d/notifications/failures.csv", id)}
+	if s.NotificationFailuresExport != nil {
+		v.FailuresXLSX = fmt.Sprintf("/api/v1/tasks/%d/notifications/failures.xlsx", id)
+	}
+	return v
 }
 
 // taskNotifications is GET /tasks/{id}/notifications: the task's
@@ -239,7 +244,7 @@ func (s *Server) taskNotifications(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, notificationsView(id, n))
+	s.writeJSON(w, http.StatusOK, s.notificationsView(id, n))
 	return nil
 }
 
@@ -269,6 +274,27 @@ func (s *Server) taskNotificationFailuresCSV(w http.ResponseWriter, r *http.Requ
 			n.Reason, quan.DescribeReason(n.Reason)})
 	}
 	cw.Flush()
+	return nil
+}
+
+// taskNotificationFailuresXLSX is GET
+// /tasks/{id}/notifications/failures.xlsx: failures.csv as a workbook,
+// with the Chinese and English headers of the task failure report.
+func (s *Server) taskNotificationFailuresXLSX(w http.ResponseWriter, r *http.Request) error {
+	who, id, err := target(r, "task")
+	if err != nil {
+		return err
+	}
+	ns, err := s.Tasks.FailedNotifications(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="task-%d-notification-failures.xlsx"`, id))
+	if err := s.NotificationFailuresExport.Write(r.Context(), w, ns); err != nil {
+		// The status is sent: a cut-short file is all that can tell.
+		s.logger().Warn("task notification failures xlsx", "task", id, "err", err)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"bytes"
 	"encoding/csv"
 	"fmt"
 	"net/http"
@@ -10,13 +11,14 @@ import (
 
 	"github.com/quanhq/quan"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/xuri/excelize/v2"
 )
 
 // TestTaskNotificationsAPI: a file with phone and mail columns uploaded
 // with notify=inbox,sms issues its coupons, every holder sees the task's
 // inbox entry, and the task shows its SMS queued, or failed for the rows
 // without a usable number, which the failed notifications CSV lists with
-// the numbers masked.
+// the numbers masked, and so does failures.xlsx.
 func TestTaskNotificationsAPI(t *testing.T) {
 	ts := newTestServer(t)
 	m := ts.merchant(t, 1001)
@@ -88,10 +90,41 @@ func TestTaskNotificationsAPI(t *testing.T) {
 		t.Errorf("failures.csv:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
+	// The same rows as a workbook, headed like the task failure report.
+	if xlsxURL := fmt.Sprintf("/api/v1/tasks/%d/notifications/failures.xlsx", task.ID); n.FailuresXLSX != xlsxURL || v.Notifications.FailuresXLSX != xlsxURL {
+		t.Errorf("failures.xlsx at %q and %q, want %q", n.FailuresXLSX, v.Notifications.FailuresXLSX, xlsxURL)
+	}
+	r = ts.do(t, "GET", n.FailuresXLSX, m, nil)
+	r.want(t, http.StatusOK, "")
+	if ct := r.Header.Get("Content-Type"); !strings.Contains(ct, "spreadsheetml") {
+		t.Errorf("failures.xlsx Content-Type %q", ct)
+	}
+	f, err := excelize.OpenReader(bytes.NewReader(r.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sheetRows, err := f.GetRows(f.GetSheetList()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = make([]string, len(sheetRows))
+	for i, row := range sheetRows {
+		got[i] = strings.Join(row, "|")
+	}
+	if want := []string{
+		"用户ID User ID|渠道 Channel|地址 Address|原因 Reason|说明 Details",
+		"2|sms||no_contact|" + quan.DescribeReason(quan.ReasonNoContact),
+		"4|sms|138******7890|invalid_contact|" + quan.DescribeReason(quan.ReasonInvalidContact),
+	}; !slices.Equal(got, want) {
+		t.Errorf("failures.xlsx:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
 	// Another shop's merchant sees nothing of it.
 	other := ts.merchant(t, 2002)
 	ts.do(t, "GET", fmt.Sprintf("/api/v1/tasks/%d/notifications", task.ID), other, nil).want(t, http.StatusNotFound, quan.ENOTFOUND)
 	ts.do(t, "GET", n.FailuresCSV, other, nil).want(t, http.StatusNotFound, quan.ENOTFOUND)
+	ts.do(t, "GET", n.FailuresXLSX, other, nil).want(t, http.StatusNotFound, quan.ENOTFOUND)
 	// A task that notifies on no channel shows none in GET /tasks/{id}.
 	quiet := ts.distribute(t, m, tpl.ID, "more.csv", []byte("userId\n9\n"), nil)
 	if quiet.Notifications != nil {

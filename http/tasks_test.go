@@ -21,6 +21,13 @@ import (
 // upload posts a task form with the file last, as browsers do.
 func (ts *testServer) upload(t *testing.T, token string, fields map[string]string, fileName string, content []byte) response {
 	t.Helper()
+	return ts.postForm(t, "/api/v1/tasks", token, fields, fileName, content)
+}
+
+// postForm posts a multipart form of fields and, if fileName is set, a
+// file part named "file" to path.
+func (ts *testServer) postForm(t *testing.T, path, token string, fields map[string]string, fileName string, content []byte) response {
+	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	for k, v := range fields {
@@ -31,7 +38,7 @@ func (ts *testServer) upload(t *testing.T, token string, fields map[string]strin
 		fw.Write(content)
 	}
 	mw.Close()
-	req, _ := http.NewRequest("POST", ts.URL+"/api/v1/tasks", &body)
+	req, _ := http.NewRequest("POST", ts.URL+path, &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -271,3 +271,7 @@ func TestStatsStore(t *testing.T) {
 		}
 	})
 }
+
+func BenchmarkImportContacts(b *testing.B) {
+	quantest.BenchmarkImportContacts(b, func(b *testing.B) quan.ContactStore { return mysql.NewStore(openDB(b)) })
+}

@@ -9,7 +9,7 @@ import (
 
 // notifyOps record the notification and contact stores' calls.
 type notifyOps struct {
-	recordNotifications, notificationOp, notificationCounts, failedNotifications, pendingNotifications, takeNotifications, finishNotifications, inbox, unreadCount, markRead, popups, ackPopup, deleteInApp, contactOp, contacts, updateContact *op
+	recordNotifications, notificationOp, notificationCounts, failedNotifications, pendingNotifications, takeNotifications, finishNotifications, inbox, unreadCount, markRead, popups, ackPopup, deleteInApp, contactOp, contacts, updateContact, importContacts *op
 }
 
 func newNotifyOps(o func(string) *op) notifyOps {
@@ -30,6 +30,7 @@ func newNotifyOps(o func(string) *op) notifyOps {
 		contactOp:            o("Contact"),
 		contacts:             o("Contacts"),
 		updateContact:        o("UpdateContact"),
+		importContacts:       o("ImportContacts"),
 	}
 }
 func (s *store) RecordNotifications(ctx context.Context, now time.Time, ns []*quan.Notification) (_ int, err error) {
@@ -116,4 +117,9 @@ func (s *store) Contacts(ctx context.Context, users []int64) (_ map[int64]*quan.
 func (s *store) UpdateContact(ctx context.Context, user int64, now time.Time, fn func(*quan.Contact) error) (_ *quan.Contact, err error) {
 	defer s.updateContact.done(ctx, time.Now(), &err)
 	return s.s.UpdateContact(ctx, user, now, fn)
+}
+
+func (s *store) ImportContacts(ctx context.Context, now time.Time, rows []quan.ContactRow) (_ int, err error) {
+	defer s.importContacts.done(ctx, time.Now(), &err)
+	return s.s.ImportContacts(ctx, now, rows)
 }

@@ -47,6 +47,7 @@ func TestNotificationStore(t *testing.T, newStores func(t *testing.T) NotifyStor
 	run("Popups/ShownOnceUntilExpired", testPopups)
 	run("DeleteInApp/KeepsOutbox", testDeleteInApp)
 	run("Contacts", testContacts)
+	run("Contacts/Import", testImportContacts)
 }
 
 var notifyNow = base.Add(2 * time.Hour)

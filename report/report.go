@@ -5,6 +5,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"io"
 	"iter"
 	"os"
 	"path/filepath"
@@ -27,61 +28,25 @@ func (Failures) Write(ctx context.Context, path string, t *quan.Task, rows iter.
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create report folder: %w", err)
 	}
-	f := excelize.NewFile()
-	defer f.Close()
-	const sheet = "Failures"
-	if err := f.SetSheetName("Sheet1", sheet); err != nil {
-		return err
-	}
-	sw, err := f.NewStreamWriter(sheet)
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := sw.SetColWidth(2, 2, 24); err != nil {
-		return err
-	}
-	if err := sw.SetColWidth(3, 3, 36); err != nil {
-		return err
-	}
-	if err := sw.SetColWidth(4, 4, 18); err != nil {
-		return err
-	}
-	if err := sw.SetColWidth(5, 5, 80); err != nil {
-		return err
-	}
-	var header []any
-	for _, h := range quan.FailureColumns() {
-		header = append(header, h)
-	}
-	if err := sw.SetRow("A1", header); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	n := 2
-	for fl, err := range rows {
-		if err != nil {
-			return fmt.Errorf("report: read failures: %w", err)
-		}
-		if n%10000 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		cell, _ := excelize.CoordinatesToCellName(1, n)
-		row := []any{fl.Line, userCell(fl), fl.Cause.Label(), string(fl.Cause), fl.Cause.Describe()}
-		if err := sw.SetRow(cell, row); err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		n++
-	}
-	if err := sw.Flush(); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
 	out, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.partial")
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	defer os.Remove(out.Name()) // a no-op once renamed
-	if _, err := f.WriteTo(out); err != nil {
+	cells := func(yield func([]any, error) bool) {
+		for fl, err := range rows {
+			if err != nil {
+				yield(nil, fmt.Errorf("read failures: %w", err))
+				return
+			}
+			if !yield([]any{fl.Line, userCell(fl), fl.Cause.Label(), string(fl.Cause), fl.Cause.Describe()}, nil) {
+				return
+			}
+		}
+	}
+	if err := writeSheet(ctx, out, "Failures", []float64{0, 24, 36, 18, 80}, quan.FailureColumns(), cells); err != nil {
 		out.Close()
-		return fmt.Errorf("report: save: %w", err)
+		return fmt.Errorf("report: %w", err)
 	}
 	if err := out.Sync(); err != nil {
 		out.Close()
@@ -109,4 +74,55 @@ func userCell(f quan.Failure) any {
 		}
 	}
 	return f.Raw
+}
+
+// writeSheet streams rows into a workbook of one sheet named name, headed
+// by header, and writes it to w. widths[i] is the width of column i+1, 0
+// the default. It returns the first error of rows, or ctx's when ctx
+// ends.
+func writeSheet(ctx context.Context, w io.Writer, name string, widths []float64, header []string, rows iter.Seq2[[]any, error]) error {
+	f := excelize.NewFile()
+	defer f.Close()
+	if err := f.SetSheetName("Sheet1", name); err != nil {
+		return err
+	}
+	sw, err := f.NewStreamWriter(name)
+	if err != nil {
+		return err
+	}
+	for i, wd := range widths {
+		if wd > 0 {
+			if err := sw.SetColWidth(i+1, i+1, wd); err != nil {
+				return err
+			}
+		}
+	}
+	head := make([]any, len(header))
+	for i, h := range header {
+		head[i] = h
+	}
+	if err := sw.SetRow("A1", head); err != nil {
+		return err
+	}
+	n := 2
+	for row, err := range rows {
+		if err != nil {
+			return err
+		}
+		if n%10000 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		cell, _ := excelize.CoordinatesToCellName(1, n)
+		if err := sw.SetRow(cell, row); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := sw.Flush(); err != nil {
+		return err
+	}
+	if _, err := f.WriteTo(w); err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	return nil
 }

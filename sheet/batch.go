@@ -10,15 +10,16 @@ import (
 	"unsafe"
 )
 
-// Field indexes into the three columns a Reader extracts.
+// Field indexes into the columns a Reader extracts.
 const (
 	fUser = iota
 	fPhone
 	fMail
+	fLang
 	nFields
 )
 
-var fieldNames = [nFields]string{"user id", "phone", "mail"}
+var fieldNames = [nFields]string{"user id", "phone", "mail", "lang"}
 
 // batch collects the rows of one Read call. Values that are not already
 // stable strings are appended to arena and converted with one allocation in
@@ -62,6 +63,8 @@ func (b *batch) setString(row, field int, s string) {
 		r.Phone = s
 	case fMail:
 		r.Mail = s
+	case fLang:
+		r.Lang = s
 	}
 }
 
@@ -156,6 +159,7 @@ var headerNames = [nFields][]string{
 	{"userid", "user_id", "用户id", "user id", "用户id user id"},
 	{"phone", "手机号", "mobile"},
 	{"mail", "email", "邮箱"},
+	{"lang", "language", "语言"},
 }
 
 // matchHeader maps header cells to fields. cols[f] is the index in cells of

@@ -28,6 +28,8 @@ func TestCSV(t *testing.T) {
 		{"OKCRLFNoFinalNewline", "userId,phone,mail\r\n1,138,a@b\r\n2,139,c@d", "2|1|138|a@b\n3|2|139|c@d\n"},
 		{"OKBOM", "\xef\xbb\xbfuserId,mail\n1,a@b\n", "2|1||a@b\n"},
 		{"OKChineseUTF8", "姓名,用户ID,手机号,邮箱\n张三,1,138,a@b\n", "2|1|138|a@b\n"},
+		{"OKLang", "userId,phone,Language\n1,138,en\n2,139,\n", "2|1|138||lang=en\n3|2|139|\n"},
+		{"OKLangChinese", "用户ID,语言\n1,zh\n", "2|1|||lang=zh\n"},
 		{"OKMobileEmail", "Mobile,EMAIL,userId\n138,a@b,1\n", "2|1|138|a@b\n"},
 		{"OKPhoneBeyond2p53KeepsTheRow", "userId,phone\n1,1.8E+19\n", "2|1|1.8E+19|\n"},
 		{"OKGBK", gbk(t, "姓名,用户ID,手机号,邮箱\r\n张三,1,138,a@b\r\n李四,2,139,\r\n"), "2|1|138|a@b\n3|2|139|\n"},

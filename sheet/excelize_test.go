@@ -73,8 +73,8 @@ func TestExcelizeWritten(t *testing.T) {
 			t.Fatal(err)
 		}
 		rows := [][]any{
-			{"用户ID", "手机号", "邮箱", "备注"},
-			{"1234567890123456789", "13800000000", "x@y.cn", "第一"},
+			{"用户ID", "手机号", "邮箱", "备注", "语言"},
+			{"1234567890123456789", "13800000000", "x@y.cn", "第一", "en"},
 			{int64(42), 13900000000, nil, "数字"},
 		}
 		for i, r := range rows {
@@ -95,7 +95,7 @@ func TestExcelizeWritten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "2|1234567890123456789|13800000000|x@y.cn\n3|42|13900000000|\n7|7||m7\n"
+		want := "2|1234567890123456789|13800000000|x@y.cn|lang=en\n3|42|13900000000|\n7|7||m7\n"
 		if s := rowsString(got); s != want {
 			t.Errorf("got\n%s\nwant\n%s", s, want)
 		}
@@ -183,7 +183,7 @@ func hashMine(t *testing.T, path string) (sum [32]byte, n int, st GenStats) {
 			t.Fatal(err)
 		}
 		for _, row := range buf[:k] {
-			rowHash(h, row.Line, row.UserID, row.Phone, row.Mail)
+			rowHash(h, row.Line, row.UserID, row.Phone, row.Mail, row.Lang)
 			st.Rows++
 			switch {
 			case len(row.UserID) != 19 || strings.Trim(row.UserID, "0123456789") != "":

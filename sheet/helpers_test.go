@@ -129,6 +129,9 @@ func rowsString(rows []Row) string {
 	var b strings.Builder
 	for _, r := range rows {
 		fmt.Fprintf(&b, "%d|%s|%s|%s", r.Line, r.UserID, r.Phone, r.Mail)
+		if r.Lang != "" {
+			b.WriteString("|lang=" + r.Lang)
+		}
 		if r.Err != nil {
 			b.WriteString("|ERR")
 			if errors.Is(r.Err, ErrInexactNumber) {

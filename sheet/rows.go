@@ -320,6 +320,8 @@ func (src *xlsxSource) field(col int) int {
 		return fPhone
 	case src.cols[fMail]:
 		return fMail
+	case src.cols[fLang]:
+		return fLang
 	}
 	return -1
 }

@@ -1,9 +1,10 @@
 // Package sheet streams target-user rows out of .xlsx and .csv files.
 //
 // It knows nothing about coupons: it finds the header row, picks the user
-// id, phone and mail columns by name and hands back their values row by row,
-// with the row number the user sees in Excel or the CSV line number, so that
-// a caller can report "row 7: invalid user id" in terms the user understands.
+// id, phone, mail and language columns by name and hands back their values
+// row by row, with the row number the user sees in Excel or the CSV line
+// number, so that a caller can report "row 7: invalid user id" in terms the
+// user understands.
 //
 // The xlsx reader is a byte-level scanner over archive/zip: inflating runs in
 // its own goroutine and feeds buffers through a channel, and no encoding/xml
@@ -123,6 +124,9 @@ type Row struct {
 	UserID string
 	Phone  string
 	Mail   string
+	// Lang is the language column (lang, language or 语言) as written, or
+	// "": a contacts import reads it, a distribution does not.
+	Lang string
 	// Err is non-nil when the row cannot be used as written; it wraps
 	// ErrInexactNumber when the user id is a numeric cell holding an
 	// integer above 2^53 that a double could have printed (see

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -80,4 +81,68 @@ func (s *Store) UpdateContact(ctx context.Context, user int64, now time.Time, fn
 		return nil, fmt.Errorf("update contact of user %d: commit: %w", user, err)
 	}
 	return c, nil
+}
+
+// contactImportBatch is the most rows one INSERT of ImportContacts
+// carries: 5 parameters a row, well under SQLite's 32,766.
+const contactImportBatch = 1000
+
+// importContactsSQL inserts n contacts, or, for a user with one on file,
+// sets the phone and mail that are not blank (and the language, if
+// withLang) and leaves the opt-outs be.
+func importContactsSQL(n int, withLang bool) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO contacts (` + contactColumns + `) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`(?, ?, ?, ?, '', ?)`)
+	}
+	b.WriteString(` ON CONFLICT (user_id) DO UPDATE SET
+		phone = CASE excluded.phone WHEN '' THEN contacts.phone ELSE excluded.phone END,
+		mail = CASE excluded.mail WHEN '' THEN contacts.mail ELSE excluded.mail END,
+		updated_at = excluded.updated_at`)
+	if withLang {
+		b.WriteString(`, lang = excluded.lang`)
+	}
+	return b.String()
+}
+
+// ImportContacts implements quan.ContactStore: the rows with a language
+// and those without go in statements of their own, so that a blank
+// language keeps the stored one and a new contact without one gets zh.
+func (s *Store) ImportContacts(ctx context.Context, now time.Time, rows []quan.ContactRow) (int, error) {
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("import contacts: %w", err)
+	}
+	defer tx.Rollback()
+	withLang, noLang := sqlrow.SplitByLang(rows)
+	for _, group := range []struct {
+		rows     []quan.ContactRow
+		withLang bool
+	}{{withLang, true}, {noLang, false}} {
+		for start := 0; start < len(group.rows); start += contactImportBatch {
+			part := group.rows[start:min(start+contactImportBatch, len(group.rows))]
+			args := make([]any, 0, 5*len(part))
+			for _, r := range part {
+				lang := r.Lang
+				if lang == "" {
+					lang = quan.LangZH // a new contact's; an old one keeps its own
+				}
+				args = append(args, r.UserID, r.Phone, r.Mail, lang, micros(now))
+			}
+			if _, err := tx.ExecContext(ctx, importContactsSQL(len(part), group.withLang), args...); err != nil {
+				return 0, fmt.Errorf("import contacts: %w", err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("import contacts: commit: %w", err)
+	}
+	return len(rows), nil
 }

@@ -141,3 +141,9 @@ func TestStatsStore(t *testing.T) {
 		}
 	})
 }
+
+func BenchmarkImportContacts(b *testing.B) {
+	quantest.BenchmarkImportContacts(b, func(b *testing.B) quan.ContactStore {
+		return sqlite.NewStore(openDB(b, filepath.Join(b.TempDir(), "quan.db")))
+	})
+}

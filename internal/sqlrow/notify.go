@@ -176,3 +176,17 @@ func ClipReason(r string) string {
 	}
 	return r[:i]
 }
+
+// SplitByLang returns the contact import rows that set a language and
+// those that do not: the stores write them in statements of their own,
+// for a blank language keeps the stored one.
+func SplitByLang(rows []quan.ContactRow) (withLang, noLang []quan.ContactRow) {
+	for _, r := range rows {
+		if r.Lang != "" {
+			withLang = append(withLang, r)
+		} else {
+			noLang = append(noLang, r)
+		}
+	}
+	return withLang, noLang
+}

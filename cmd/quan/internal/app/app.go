@@ -331,6 +331,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 		Now:         a.Config.Now,
 		Observe:     a.observeHTTP(),
 	}
+	srv.NotificationFailuresExport = report.NotificationFailures{}
 	if a.Tracer != nil {
 		srv.Tracer = a.Tracer
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/mail"
 	"github.com/quanhq/quan/prom"
+	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/sms"
 )
 
@@ -109,7 +110,12 @@ func (a *App) buildNotify(ctx context.Context) error {
 		return fmt.Errorf("unsubscribe links: %w", err)
 	}
 	key := quan.UnsubscribeKey(secret)
-	a.Notices = &quan.NoticeService{Store: st, Contacts: st, UnsubscribeKey: key, Now: a.Config.Now}
+	a.Notices = &quan.NoticeService{Store: st, Contacts: st, UnsubscribeKey: key, Now: a.Config.Now,
+		// A contacts import is kept and read like a distribution file.
+		Files:       a.Tasks.Files,
+		OpenRows:    func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, a.SheetOptions("")) },
+		MaxFileSize: a.Config.Files.MaxUpload,
+	}
 	senders := map[quan.NotifyType]quan.Sender{}
 	if cfg.SMTPURL != "" {
 		unsub, err := mail.UnsubscribeLink(cfg.UnsubscribeURL, func(m quan.Outgoing) string { return key.Token(m.ID) })
