@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -21,52 +20,23 @@ const (
 	oldestAvailableSQL = `SELECT MIN(valid_end) FROM coupons WHERE status = 'available'`
 )
 
-// TaskStatuses counts the tasks by status along tasks_status_send_at.
+func (s *Store) monitor() sqlrow.Monitor {
+	return sqlrow.Monitor{DB: s.db.db, ByStatusSQL: taskStatusesSQL, OldestRunningSQL: oldestRunningSQL, OldestAvailableSQL: oldestAvailableSQL}
+}
+
+// TaskStatuses implements quan.MonitorStore.
 func (s *Store) TaskStatuses(ctx context.Context) (map[quan.TaskStatus]int64, error) {
-	rows, err := s.db.db.QueryContext(ctx, taskStatusesSQL)
-	if err != nil {
-		return nil, fmt.Errorf("count tasks by status: %w", err)
-	}
-	defer rows.Close()
-	out := map[quan.TaskStatus]int64{}
-	for rows.Next() {
-		var (
-			st quan.TaskStatus
-			n  int64
-		)
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("count tasks by status: %w", err)
-		}
-		out[st] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count tasks by status: %w", err)
-	}
-	return out, nil
+	return s.monitor().TaskStatuses(ctx)
 }
 
-// OldestRunningTask reads the running tasks, few, along
-// tasks_status_send_at.
+// OldestRunningTask implements quan.MonitorStore.
 func (s *Store) OldestRunningTask(ctx context.Context) (time.Time, error) {
-	var t time.Time
-	err := s.db.db.QueryRowContext(ctx, oldestRunningSQL, quan.TaskRunning).
-		Scan(sqlrow.NullTime(&t))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("oldest running task: %w", err)
-	}
-	return t, nil
+	return s.monitor().OldestRunningTask(ctx)
 }
 
-// OldestAvailableEnd reads the first entry of coupons_status_valid_end
-// for available coupons.
+// OldestAvailableEnd implements quan.MonitorStore.
 func (s *Store) OldestAvailableEnd(ctx context.Context) (time.Time, error) {
-	var t time.Time
-	err := s.db.db.QueryRowContext(ctx, oldestAvailableSQL).
-		Scan(sqlrow.NullTime(&t))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("oldest available coupon: %w", err)
-	}
-	return t, nil
+	return s.monitor().OldestAvailableEnd(ctx)
 }
 
 // StoreRetries counts the transactions inTx ran again, the chunks applied
