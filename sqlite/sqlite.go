@@ -60,6 +60,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/sqlrow"
@@ -159,9 +160,9 @@ func OpenOptions(ctx context.Context, path string, logger *slog.Logger, opt Opti
 	}
 	db.write.SetMaxOpenConns(1)
 	db.write.SetMaxIdleConns(1)
-	if err := db.write.PingContext(ctx); err != nil {
+	if err := connectWriter(ctx, db.write); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("open sqlite %s: connect the writer: %w", path, err)
 	}
 	if err := db.migrate(ctx, opt.NoMigrate); err != nil {
 		db.Close()
@@ -169,7 +170,7 @@ func OpenOptions(ctx context.Context, path string, logger *slog.Logger, opt Opti
 	}
 	if db.codes, err = sqlrow.OpenCodes(ctx, db.write, `INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)`); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("open sqlite %s: coupon code key: %w", path, err)
 	}
 
 	db.read, err = sql.Open("sqlite", dsn(abs, url.Values{
@@ -188,13 +189,13 @@ func OpenOptions(ctx context.Context, path string, logger *slog.Logger, opt Opti
 	db.read.SetMaxIdleConns(n)
 	if err := db.read.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("open sqlite %s: connect a reader: %w", path, err)
 	}
 	db.readStmts.db, db.writeStmts.db = db.read, db.write
 	if err := db.writeStmts.prepare(ctx, swapCouponSQL, fullClaimCouponsSQL,
 		addTemplateStatsSQL, addHourStatsSQL, addFailedSQL); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("open sqlite %s: prepare: %w", path, err)
 	}
 	db.writeStmts.fixed = true
 	return db, nil
@@ -240,6 +241,27 @@ func (db *DB) Ping(ctx context.Context) error {
 		return fmt.Errorf("ping sqlite reader: %w", err)
 	}
 	return nil
+}
+
+// connectWriter opens the writer's connection, whose pragmas switch a new
+// file to WAL. That switch needs the file to itself, and SQLite answers
+// SQLITE_BUSY at once, without the busy handler, when another process is
+// opening the same new file at that moment; so a busy connect is tried
+// again for as long as busy_timeout would have waited.
+func connectWriter(ctx context.Context, w *sql.DB) error {
+	deadline := time.Now().Add(busyTimeoutMS * time.Millisecond)
+	for {
+		err := w.PingContext(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // translate maps a driver error to quan's vocabulary where one applies: a
