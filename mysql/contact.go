@@ -16,7 +16,7 @@ import (
 
 var _ quan.ContactStore = (*Store)(nil)
 
-const contactColumns = `user_id, phone, mail, lang, opt_out, updated_at`
+const contactColumns = sqlrow.ContactColumns
 
 // Contact implements quan.ContactStore.
 func (s *Store) Contact(ctx context.Context, user int64) (*quan.Contact, error) {
@@ -36,25 +36,7 @@ func queryContact(ctx context.Context, q rowQueryer, user int64, lock string) (*
 
 // Contacts implements quan.ContactStore.
 func (s *Store) Contacts(ctx context.Context, users []int64) (map[int64]*quan.Contact, error) {
-	return contactsOf(ctx, s.db.db, users)
-}
-
-// contactsOf reads the contacts of users through q, notifyBatch users a
-// query along the primary key.
-func contactsOf(ctx context.Context, q sqlrow.Queryer, users []int64) (map[int64]*quan.Contact, error) {
-	out := make(map[int64]*quan.Contact)
-	for start := 0; start < len(users); start += notifyBatch {
-		part := users[start:min(start+notifyBatch, len(users))]
-		cs, err := sqlrow.Query(ctx, q, "read contacts", sqlrow.ScanContact,
-			`SELECT `+contactColumns+` FROM contacts WHERE user_id IN (`+sqlrow.Params(len(part))+`)`, sqlrow.Args(nil, part)[1:]...)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range cs {
-			out[c.UserID] = c
-		}
-	}
-	return out, nil
+	return sqlrow.ContactsOf(ctx, s.db.db, users)
 }
 
 // UpdateContact implements quan.ContactStore: the row is read FOR

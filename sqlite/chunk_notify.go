@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 // notifyChunk records, in the chunk's transaction, the notifications that
@@ -32,7 +33,7 @@ func notifyChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, notify string, 
 			return nil
 		}
 		slices.Sort(users) // along the primary key
-		if contacts, err = contactsOf(ctx, tx, users); err != nil {
+		if contacts, err = sqlrow.ContactsOf(ctx, tx, users); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package sqlrow
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -135,6 +136,32 @@ func OptOutText(chs []quan.NotifyType) string {
 		s[i] = string(c)
 	}
 	return strings.Join(s, ",")
+}
+
+// ContactColumns are the columns ScanContact reads, in its order; both
+// engines' contacts tables have them.
+const ContactColumns = `user_id, phone, mail, lang, opt_out, updated_at`
+
+// contactsBatch is how many users one query of ContactsOf names.
+const contactsBatch = 1000
+
+// ContactsOf reads the contacts of users through q (a store's read pool,
+// or the transaction of a chunk), contactsBatch users a query along the
+// primary key; a user with none on file is missing from the map.
+func ContactsOf(ctx context.Context, q Queryer, users []int64) (map[int64]*quan.Contact, error) {
+	out := make(map[int64]*quan.Contact)
+	for start := 0; start < len(users); start += contactsBatch {
+		part := users[start:min(start+contactsBatch, len(users))]
+		cs, err := Query(ctx, q, "read contacts", ScanContact,
+			`SELECT `+ContactColumns+` FROM contacts WHERE user_id IN (`+Params(len(part))+`)`, Args(nil, part)[1:]...)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			out[c.UserID] = c
+		}
+	}
+	return out, nil
 }
 
 // ScanContact reads a contact from a row of user_id, phone, mail, lang,
