@@ -211,22 +211,13 @@ func entriesSQL(channel string, unread bool) string {
 
 func scanEntry(r sqlrow.Scanner) (*quan.InboxEntry, error) {
 	var e quan.InboxEntry
-	n, _, err := sqlrow.ScanNotification(scanTail{r, sqlrow.NullTime(&e.MarkedAt)})
+	n, _, err := sqlrow.ScanNotification(sqlrow.ScanTail{R: r, Tail: sqlrow.NullTime(&e.MarkedAt)})
 	if err != nil {
 		return nil, err
 	}
 	e.Notification = *n
 	return &e, nil
 }
-
-// scanTail scans a row with one column more than its reader asks for,
-// into tail.
-type scanTail struct {
-	r    sqlrow.Scanner
-	tail any
-}
-
-func (s scanTail) Scan(dest ...any) error { return s.r.Scan(append(dest, s.tail)...) }
 
 // Inbox implements quan.NotificationStore.
 func (s *Store) Inbox(ctx context.Context, f quan.InboxFilter) ([]*quan.InboxEntry, int, error) {

@@ -255,7 +255,7 @@ func countSQL(channel string, unread bool) string {
 func scanEntry(r sqlrow.Scanner) (*quan.InboxEntry, error) {
 	var e quan.InboxEntry
 	var marked int64
-	n, _, err := sqlrow.ScanNotification(scanTail{r, &marked})
+	n, _, err := sqlrow.ScanNotification(sqlrow.ScanTail{R: r, Tail: &marked})
 	if err != nil {
 		return nil, err
 	}
@@ -265,15 +265,6 @@ func scanEntry(r sqlrow.Scanner) (*quan.InboxEntry, error) {
 	}
 	return &e, nil
 }
-
-// scanTail scans a row with one column more than its reader asks for,
-// into tail.
-type scanTail struct {
-	r    sqlrow.Scanner
-	tail any
-}
-
-func (s scanTail) Scan(dest ...any) error { return s.r.Scan(append(dest, s.tail)...) }
 
 // Inbox implements quan.NotificationStore.
 func (s *Store) Inbox(ctx context.Context, f quan.InboxFilter) ([]*quan.InboxEntry, int, error) {

@@ -80,3 +80,13 @@ func One[T any](row Scanner, what string, id int64, scan func(Scanner) (T, error
 	}
 	return item, nil
 }
+
+// ScanTail scans a row with one column more than the reader R asks for:
+// the last column goes into Tail.
+type ScanTail struct {
+	R    Scanner
+	Tail any
+}
+
+// Scan implements Scanner.
+func (s ScanTail) Scan(dest ...any) error { return s.R.Scan(append(dest, s.Tail)...) }
