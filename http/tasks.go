@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"log/slog"
 	"mime"
 	"net/http"
 	"os"
@@ -260,20 +262,11 @@ func (s *Server) taskNotificationFailuresCSV(w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="task-%d-notification-failures.csv"`, id))
-	cw := csv.NewWriter(w)
-	cw.Write(quan.NotificationFailureColumns())
-	for n, err := range ns {
-		if err != nil {
-			// The status is sent: a cut-short file is all that can tell.
-			s.logger().Warn("task notification failures csv", "task", id, "err", err)
-			break
-		}
-		cw.Write([]string{strconv.FormatInt(n.UserID, 10), string(n.Channel), csvText(quan.MaskAddress(n.Channel, n.Address)),
-			n.Reason, quan.DescribeReason(n.Reason)})
-	}
-	cw.Flush()
+	writeCSV(w, s.logger(), fmt.Sprintf("task-%d-notification-failures.csv", id), quan.NotificationFailureColumns(), ns,
+		func(n *quan.Notification) []string {
+			return []string{strconv.FormatInt(n.UserID, 10), string(n.Channel), csvText(quan.MaskAddress(n.Channel, n.Address)),
+				n.Reason, quan.DescribeReason(n.Reason)}
+		})
 	return nil
 }
 
@@ -386,20 +379,30 @@ func (s *Server) taskFailuresCSV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	writeCSV(w, s.logger(), fmt.Sprintf("task-%d-failures.csv", id), quan.FailureColumns(), rows,
+		func(f quan.Failure) []string {
+			return []string{strconv.FormatInt(f.Line, 10), csvUserID(f), f.Cause.Label(), string(f.Cause), f.Cause.Describe()}
+		})
+	return nil
+}
+
+// writeCSV streams rows to w as the CSV attachment name under header,
+// each row's fields made by fields. The status is sent before the rows
+// are read: a read that fails cuts the file short, which is all that can
+// tell the client, and is logged.
+func writeCSV[T any](w http.ResponseWriter, logger *slog.Logger, name string, header []string, rows iter.Seq2[T, error], fields func(T) []string) {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="task-%d-failures.csv"`, id))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, name))
 	cw := csv.NewWriter(w)
-	cw.Write(quan.FailureColumns())
-	for f, err := range rows {
+	cw.Write(header)
+	for row, err := range rows {
 		if err != nil {
-			// The status is sent: a cut-short file is all that can tell.
-			s.logger().Warn("task failures csv", "task", id, "err", err)
+			logger.Warn("csv cut short", "file", name, "err", err)
 			break
 		}
-		cw.Write([]string{strconv.FormatInt(f.Line, 10), csvUserID(f), f.Cause.Label(), string(f.Cause), f.Cause.Describe()})
+		cw.Write(fields(row))
 	}
 	cw.Flush()
-	return nil
 }
 
 // csvUserID is the user id of a failed row as failures.csv writes it: as
