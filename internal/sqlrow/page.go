@@ -20,6 +20,14 @@ import (
 // ? OFFSET ?, read the same on SQLite and MySQL.
 func Page[T any](ctx context.Context, db *sql.DB, what, table, columns string, where Where,
 	offset, limit int, scan func(Scanner) (T, error)) ([]T, int, error) {
+	return PageBy(ctx, db, what, table, columns, where, `id DESC`, offset, limit, scan)
+}
+
+// PageBy is Page with the rows in the order of orderBy, an ORDER BY list
+// such as "name_key, id" that must order the rows completely, so that
+// pages neither skip nor repeat one.
+func PageBy[T any](ctx context.Context, db *sql.DB, what, table, columns string, where Where, orderBy string,
+	offset, limit int, scan func(Scanner) (T, error)) ([]T, int, error) {
 	if limit <= 0 {
 		limit = quan.DefaultPageSize
 	}
@@ -40,7 +48,7 @@ func Page[T any](ctx context.Context, db *sql.DB, what, table, columns string, w
 		return []T{}, total, nil
 	}
 	items, err := Query(ctx, tx, "list "+what, scan,
-		`SELECT `+columns+` FROM `+table+where.String()+` ORDER BY id DESC LIMIT ? OFFSET ?`,
+		`SELECT `+columns+` FROM `+table+where.String()+` ORDER BY `+orderBy+` LIMIT ? OFFSET ?`,
 		append(where.Args(), limit, offset)...)
 	if err != nil {
 		return nil, 0, err
