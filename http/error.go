@@ -112,3 +112,7 @@ func (s *Server) logger() *slog.Logger {
 	}
 	return s.Logger
 }
+
+// StatusOf is the HTTP status of an error code, for the console, which
+// answers the same errors as pages.
+func StatusOf(code string) int { return statusOf(code) }

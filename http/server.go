@@ -35,6 +35,9 @@ type Server struct {
 	// NotificationFailuresExport writes the notifications/failures.xlsx
 	// of a task; nil serves failures.csv only.
 	NotificationFailuresExport quan.NotificationFailuresExport
+	// Console, if set, serves the operator console at /console (package
+	// console): its own pages and sign-in, beside the API.
+	Console http.Handler
 	// Idempotency keeps responses by Idempotency-Key for every POST; nil
 	// ignores the header.
 	Idempotency quan.Idempotency
@@ -192,6 +195,10 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("POST /api/v1/templates/{id}/reminders", s.remindMe)
 		handle("DELETE /api/v1/templates/{id}/reminders", s.cancelReminder)
 		handle("GET /api/v1/me/reminders", s.reminders)
+	}
+	if s.Console != nil {
+		mux.Handle("/console/", s.Console)
+		mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusSeeOther))
 	}
 	mux.Handle("/", s.unmatched(routes))
 	return mux, routes

@@ -1,0 +1,138 @@
+// Package console is quan's operator console in the browser, served at
+// /console: merchants' operators and platform admins sign in with a
+// password and run their campaigns through the same services as the API
+// (quan.TemplateService, TaskService, StatsService, CodeService), with
+// their identity's rights. Pages are rendered on the server from embedded
+// html/template files; a little JavaScript (static/console.js) adds the
+// live parts: progress pushed as Server-Sent Events, the discount preview,
+// and the charts, drawn by the vendored uPlot.
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+//go:embed static templates
+var assets embed.FS
+
+// Prefix is where the console is served.
+const Prefix = "/console"
+
+// Accounts signs operators in and out; quan.AccountService is one.
+type Accounts interface {
+	Login(ctx context.Context, name, password, addr string) (token string, s *quan.Session, a *quan.Account, err error)
+	Authenticate(ctx context.Context, token string) (*quan.Session, *quan.Account, error)
+	Logout(ctx context.Context, token string) error
+}
+
+// Console serves the operator console. Set the fields, then call Handler
+// once.
+type Console struct {
+	Accounts  Accounts
+	Templates *quan.TemplateService
+	Tasks     *quan.TaskService  // nil: no distribution pages
+	Stats     *quan.StatsService // nil: no statistics pages
+	Codes     *quan.CodeService  // nil: no code pages
+	Now       func() time.Time   // nil: time.Now
+	Logger    *slog.Logger       // nil discards
+
+	pages map[string]*template.Template
+	zones sync.Map // of *time.Location by name: see zone
+}
+
+func (c *Console) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *Console) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Handler returns the console's handler for every path under Prefix.
+func (c *Console) Handler() (http.Handler, error) {
+	if c.Accounts == nil || c.Templates == nil {
+		return nil, errors.New("console: Accounts and Templates are required")
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	c.pages = pages
+	static, err := fs.Sub(assets, "static")
+	if err != nil {
+		return nil, fmt.Errorf("console static assets: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET "+Prefix+"/static/", http.StripPrefix(Prefix+"/static/", staticFiles(static)))
+	mux.HandleFunc("GET "+Prefix+"/login", c.loginForm)
+	mux.HandleFunc("POST "+Prefix+"/login", c.login)
+	mux.HandleFunc("GET "+Prefix+"/lang", c.setLang)
+
+	// Every other page needs a session; state-changing requests also need
+	// its CSRF token (see signedIn).
+	page := func(pattern string, h pageFunc) {
+		mux.Handle(pattern, c.signedIn(h))
+	}
+	page("POST "+Prefix+"/logout", c.logout)
+	page("GET "+Prefix+"/{$}", func(w http.ResponseWriter, r *http.Request, s *session) error {
+		http.Redirect(w, r, Prefix+"/templates", http.StatusSeeOther)
+		return nil
+	})
+	c.templateRoutes(page)
+	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		c.signedIn(func(w http.ResponseWriter, r *http.Request, s *session) error {
+			return quan.Errorf(quan.ENOTFOUND, "no page %s", r.URL.Path)
+		}).ServeHTTP(w, r)
+	})
+	return c.secure(mux), nil
+}
+
+// secure sets the headers every console response carries: no framing, no
+// sniffing, scripts and styles from the console itself only.
+func (c *Console) secure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// staticFiles serves the embedded assets the pages load (and the
+// vendored code's licence), cached by the browser for a day: their names
+// do not change with their content, so not for ever.
+func staticFiles(static fs.FS) http.Handler {
+	files := http.FileServerFS(static)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch path.Ext(r.URL.Path) {
+		case ".js", ".css", ".png", ".svg":
+		default:
+			if path.Base(r.URL.Path) != "LICENSE" {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		files.ServeHTTP(w, r)
+	})
+}
