@@ -45,11 +45,15 @@ type Console struct {
 	Tasks     *quan.TaskService  // nil: no distribution pages
 	Stats     *quan.StatsService // nil: no statistics pages
 	Codes     *quan.CodeService  // nil: no code pages
+	// CodesExport writes a code batch as .xlsx; nil offers .csv only.
+	CodesExport quan.CodesExport
 	Now       func() time.Time   // nil: time.Now
 	Logger    *slog.Logger       // nil discards
 
 	pages map[string]*template.Template
 	zones sync.Map // of *time.Location by name: see zone
+	// closers stop what Handler started (the hubs' pollers).
+	closers []func()
 }
 
 func (c *Console) now() time.Time {
@@ -97,12 +101,23 @@ func (c *Console) Handler() (http.Handler, error) {
 		return nil
 	})
 	c.templateRoutes(page)
+	c.taskRoutes(page)
+	c.statsRoutes(page)
+	c.accountRoutes(page)
 	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		c.signedIn(func(w http.ResponseWriter, r *http.Request, s *session) error {
 			return quan.Errorf(quan.ENOTFOUND, "no page %s", r.URL.Path)
 		}).ServeHTTP(w, r)
 	})
 	return c.secure(mux), nil
+}
+
+// Close stops the live streams' pollers; the pages still open end their
+// streams.
+func (c *Console) Close() {
+	for _, stop := range c.closers {
+		stop()
+	}
 }
 
 // secure sets the headers every console response carries: no framing, no

@@ -1,0 +1,4 @@
+package console
+
+// accountRoutes registers the account pages.
+func (c *Console) accountRoutes(page func(string, pageFunc)) {}
