@@ -47,8 +47,8 @@ type Console struct {
 	Codes     *quan.CodeService  // nil: no code pages
 	// CodesExport writes a code batch as .xlsx; nil offers .csv only.
 	CodesExport quan.CodesExport
-	Now       func() time.Time   // nil: time.Now
-	Logger    *slog.Logger       // nil discards
+	Now         func() time.Time // nil: time.Now
+	Logger      *slog.Logger     // nil discards
 
 	pages map[string]*template.Template
 	zones sync.Map // of *time.Location by name: see zone
