@@ -49,7 +49,10 @@ func (tc *testConsole) advance(d time.Duration) {
 // mounts it, over a fresh SQLite store, with an admin "root" and a
 // merchant "m1001" of shop 1001 and "m1002" of shop 1002, whose
 // passwords are "password-" and the name.
-func newConsole(t *testing.T) *testConsole {
+//
+// Each setup, if any, may give the console more services (on tc.store,
+// with tc.clock) before it serves; it may register cleanups with t.
+func newConsole(t *testing.T, setup ...func(t *testing.T, tc *testConsole, c *console.Console)) *testConsole {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "quan.db"), nil)
@@ -62,6 +65,9 @@ func newConsole(t *testing.T) *testConsole {
 	tc.accounts = &quan.AccountService{Store: store, Now: tc.clock, HashCost: 4}
 	tc.tpls = &quan.TemplateService{Store: store, Now: tc.clock}
 	c := &console.Console{Accounts: tc.accounts, Templates: tc.tpls, Now: tc.clock}
+	for _, f := range setup {
+		f(t, tc, c)
+	}
 	h, err := c.Handler()
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +78,10 @@ func newConsole(t *testing.T) *testConsole {
 	}
 	api := &qhttp.Server{Templates: tc.tpls, Tokens: tokens, Console: h, Now: tc.clock}
 	tc.Server = httptest.NewServer(api.Handler())
-	t.Cleanup(tc.Close)
+	t.Cleanup(func() {
+		tc.Close()
+		c.Close()
+	})
 	system := quan.Identity{Role: quan.RoleAdmin, Subject: "test"}
 	for _, a := range []quan.NewAccount{
 		{Name: "root", Role: quan.RoleAdmin},
