@@ -10,7 +10,7 @@ import (
 // admin (RoleAdmin, every shop). It acts with the same Identity, and so the
 // same rights, as a bearer token of its role and shop.
 type Account struct {
-	ID     int64  `json:"id"`
+	ID int64 `json:"id"`
 	// Name is the login name, see ValidAccountName: unique regardless of
 	// ASCII case, and found so.
 	Name   string `json:"name"`
