@@ -10,10 +10,8 @@ import (
 // admin (RoleAdmin, every shop). It acts with the same Identity, and so the
 // same rights, as a bearer token of its role and shop.
 type Account struct {
-	ID int64 `json:"id"`
-	// Name is the login name, see ValidAccountName: unique regardless of
-	// ASCII case, and found so.
-	Name   string `json:"name"`
+	ID     int64  `json:"id"`
+	Name   string `json:"name"` // the login name, unique in any ASCII case: see ValidAccountName
 	Role   Role   `json:"role"` // RoleMerchant or RoleAdmin
 	ShopNo int64  `json:"shopNo,omitempty"`
 	// Disabled accounts cannot sign in, and their sessions end.
