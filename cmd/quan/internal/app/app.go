@@ -41,6 +41,7 @@ type App struct {
 	Dispatcher  *quan.Dispatcher      // nil for Local and without --smtp-url or --sms-url
 	Stats       *quan.StatsService    // nil for Local
 	Reminders   *quan.ReminderService // nil for Local
+	Accounts    *quan.AccountService  // the console's accounts and sessions
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -118,6 +119,7 @@ func (a *App) build(ctx context.Context) error {
 	limits := fileLimits{MaxRows: cfg.Files.MaxRows, MaxUncompressed: cfg.Files.MaxUncompressed}
 
 	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now}
+	a.Accounts = &quan.AccountService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
 	a.Distributor = &quan.Distributor{
 		Store:            tasks,
@@ -206,7 +208,8 @@ func (a *App) buildReconciler() {
 
 // Start runs the background loops of the process's role until Close: the
 // distribution runner (unless Runner.Off), the consumer of chunks on a
-// shared bus, the claim consumer, the sweeper, and for a Server the code
+// shared bus, the claim consumer, the sweepers (of coupons and of console
+// sessions), and for a Server the code
 // batches a stopped process left half made. A Local app starts nothing:
 // its caller runs tasks (RunTask).
 func (a *App) Start() error {
@@ -245,6 +248,7 @@ func (a *App) Start() error {
 		// The sweeper runs where claims are persisted: with a server, or a
 		// worker on a shared bus.
 		loop("sweeper", a.sweep)
+		loop("session sweeper", a.sweepSessions)
 	}
 	if a.Reconciler != nil {
 		every := a.Config.ReconcileEvery
@@ -307,6 +311,35 @@ func (a *App) sweep(ctx context.Context) error {
 			logger.Warn("archive coupons", "err", err)
 		} else if n > 0 {
 			logger.Info("coupons archived", "moved", n)
+		}
+	}
+}
+
+// SessionSweepEvery is how often the console's ended sessions are
+// deleted. Authenticate refuses an ended session whenever it is swept;
+// the sweep only keeps the table from growing.
+const SessionSweepEvery = time.Hour
+
+// sweepSessions deletes the console sessions that ended, every
+// SessionSweepEvery, until ctx ends; not at all with Config.SweepEvery 0.
+func (a *App) sweepSessions(ctx context.Context) error {
+	if a.Config.SweepEvery <= 0 {
+		return nil
+	}
+	tick := time.NewTicker(SessionSweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		n, err := a.Accounts.Sweep(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.Logger.Warn("delete ended console sessions", "err", err)
+		case n > 0:
+			a.Logger.Info("ended console sessions deleted", "sessions", n)
 		}
 	}
 }
