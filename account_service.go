@@ -378,7 +378,7 @@ func (s *AccountService) updateError(id int64, err error) error {
 
 // errSignIn is the one answer to a wrong name, a wrong password and a
 // disabled account, so that none tells which it was.
-var errSignIn = Errorf(EUNAUTHORIZED, "wrong name or password")
+func errSignIn() error { return Errorf(EUNAUTHORIZED, "wrong name or password") }
 
 // accountKey and addrKey are the throttle's keys of a name and an address.
 func accountKey(name string) string { return "account:" + strings.ToLower(name) }
@@ -487,7 +487,7 @@ type throttleKey struct {
 	what string // "account" or "address", for the log
 }
 
-// failed counts a failed sign-in under keys and returns errSignIn.
+// failed counts a failed sign-in under keys and returns errSignIn().
 func (s *AccountService) failed(ctx context.Context, log *slog.Logger, keys []throttleKey, now time.Time, why string) error {
 	log.Warn("console sign-in failed", "reason", why)
 	for _, k := range keys {
@@ -499,7 +499,7 @@ func (s *AccountService) failed(ctx context.Context, log *slog.Logger, keys []th
 			log.Warn("console sign-in locked", "locked", k.what, "failures", n, "until", first.Add(s.window()))
 		}
 	}
-	return errSignIn
+	return errSignIn()
 }
 
 // locked is the ERATELIMITED answer of a lockout ending at until.
