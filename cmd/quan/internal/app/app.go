@@ -16,6 +16,7 @@ import (
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/disk"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/sheet"
@@ -345,8 +346,9 @@ func (a *App) sweepSessions(ctx context.Context) error {
 }
 
 // HTTPServer returns the API server over the app's use cases, signing and
-// checking tokens with tokens. The caller opens and closes it.
-func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
+// checking tokens with tokens, with the operator console at /console. The
+// caller opens and closes it.
+func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 	srv := &qhttp.Server{
 		Templates:   a.Templates,
 		Tasks:       a.Tasks,
@@ -368,7 +370,23 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 	if a.Tracer != nil {
 		srv.Tracer = a.Tracer
 	}
-	return srv
+	con := &console.Console{
+		Accounts:    a.Accounts,
+		Templates:   a.Templates,
+		Tasks:       a.Tasks,
+		Stats:       a.Stats,
+		Codes:       a.Codes,
+		CodesExport: report.Codes{},
+		Now:         a.Config.Now,
+		Logger:      a.Logger.With("part", "console"),
+	}
+	h, err := con.Handler()
+	if err != nil {
+		return nil, err
+	}
+	srv.Console = h
+	srv.OnShutdown = con.Close
+	return srv, nil
 }
 
 // Close stops the background loops, waits for them, closes the backends,
