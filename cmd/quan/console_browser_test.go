@@ -364,9 +364,11 @@ func TestConsoleBrowserFlow(t *testing.T) {
 
 	// A 10,000-user file with 20 bad rows, first as a dry run.
 	file, bad := writeUserFile(t, 10_000)
-	b.do("upload the file for a dry run",
+	b.do("open the upload form (form#task-form) from the template's page",
 		chromedp.Click(css(fmt.Sprintf(`a[href="/console/tasks/new?template=%d"]`, tplID))),
 		chromedp.WaitVisible(css(`form#task-form`)),
+	)
+	b.do("fill the upload form (template, name, file)",
 		chromedp.SetValue(css(`#task-form [name="template"]`), strconv.FormatInt(tplID, 10)),
 		chromedp.SendKeys(css(`#task-form [name="name"]`), "浏览器测试 一万人"),
 		chromedp.SetUploadFiles(css(`#task-form input[name="file"]`), []string{file}),
