@@ -11,7 +11,7 @@ import (
 // same rights, as a bearer token of its role and shop.
 type Account struct {
 	ID     int64  `json:"id"`
-	Name   string `json:"name"` // the login name: unique, see ValidAccountName
+	Name   string `json:"name"` // the login name, unique in any ASCII case: see ValidAccountName
 	Role   Role   `json:"role"` // RoleMerchant or RoleAdmin
 	ShopNo int64  `json:"shopNo,omitempty"`
 	// Disabled accounts cannot sign in, and their sessions end.
@@ -55,29 +55,37 @@ type AccountFilter struct {
 // sign-ins that throttle guessing.
 type AccountStore interface {
 	// CreateAccount stores a, setting its ID; ErrConflict (ECONFLICT) if
-	// the name is taken.
+	// the name is taken, in any ASCII case.
 	CreateAccount(ctx context.Context, a *Account) error
 	// Account returns account id, or ErrNotFound.
 	Account(ctx context.Context, id int64) (*Account, error)
-	// AccountByName returns the account named name, or ErrNotFound.
+	// AccountByName returns the account named name in any ASCII case, or
+	// ErrNotFound.
 	AccountByName(ctx context.Context, name string) (*Account, error)
-	// Accounts returns one page of f's accounts by name, and how many match.
+	// Accounts returns one page of f's accounts by name, and how many
+	// match; NameContains ignores ASCII case. A Limit above MaxPageSize
+	// is cut to it.
 	Accounts(ctx context.Context, f AccountFilter) ([]*Account, int, error)
 	// UpdateAccount applies fn to account id and stores the result, in
-	// one transaction; fn's error aborts it.
+	// one transaction, and returns it; ErrNotFound if there is no such
+	// account. fn's error aborts it and is returned as it is. fn must not
+	// change the ID, must be quick and must not call the store; it may
+	// run more than once (a deadlock retried).
 	UpdateAccount(ctx context.Context, id int64, fn func(*Account) error) (*Account, error)
 
 	// CreateSession stores s.
 	CreateSession(ctx context.Context, s *Session) error
 	// Session returns the session of id, or ErrNotFound.
 	Session(ctx context.Context, id []byte) (*Session, error)
-	// TouchSession sets the SeenAt and ExpiresAt of session id.
+	// TouchSession sets the SeenAt and ExpiresAt of session id; touching
+	// no session is no error.
 	TouchSession(ctx context.Context, id []byte, seen, expires time.Time) error
 	// DeleteSession deletes session id; deleting none is no error.
 	DeleteSession(ctx context.Context, id []byte) error
 	// DeleteSessions deletes every session of account and says how many.
 	DeleteSessions(ctx context.Context, account int64) (int64, error)
-	// DeleteExpiredSessions deletes the sessions that expired before t.
+	// DeleteExpiredSessions deletes the sessions that expired before t
+	// and says how many.
 	DeleteExpiredSessions(ctx context.Context, t time.Time) (int64, error)
 
 	// LoginFailed counts one failed sign-in under key (an account's or an

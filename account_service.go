@@ -83,6 +83,34 @@ type NewAccount struct {
 	Password string `json:"password"`
 }
 
+// Validate reports every field of in that breaks a rule, as an EINVALID
+// *Error naming them: name, role (merchant or admin), shopNo (positive
+// for a merchant, 0 for an admin) and password.
+func (in NewAccount) Validate() error {
+	var v validator
+	if msg := accountNameProblem(in.Name); msg != "" {
+		v.add("name", msg)
+	}
+	switch in.Role {
+	case RoleMerchant:
+		if in.ShopNo <= 0 {
+			v.add("shopNo", "a merchant's account needs its shop: a positive shop number")
+		}
+	case RoleAdmin:
+		if in.ShopNo != 0 {
+			v.add("shopNo", "an admin's account sees every shop: leave the shop number out (0)")
+		}
+	case "":
+		v.add("role", "is required: merchant or admin")
+	default:
+		v.add("role", fmt.Sprintf("%q is not a console role: use merchant or admin", in.Role))
+	}
+	if msg := passwordProblem(in.Password); msg != "" {
+		v.add("password", msg)
+	}
+	return v.err("invalid account")
+}
+
 // AccountService manages the operator console's accounts and signs their
 // people in and out. Admins manage accounts; a sign-in gives a browser a
 // session, which Authenticate checks on every request.
@@ -189,28 +217,7 @@ func (s *AccountService) Add(ctx context.Context, who Identity, in NewAccount) (
 	if err := requireAdmin(who); err != nil {
 		return nil, err
 	}
-	var v validator
-	if msg := accountNameProblem(in.Name); msg != "" {
-		v.add("name", msg)
-	}
-	switch in.Role {
-	case RoleMerchant:
-		if in.ShopNo <= 0 {
-			v.add("shopNo", "a merchant's account needs its shop: a positive shop number")
-		}
-	case RoleAdmin:
-		if in.ShopNo != 0 {
-			v.add("shopNo", "an admin's account sees every shop: leave the shop number out (0)")
-		}
-	case "":
-		v.add("role", "is required: merchant or admin")
-	default:
-		v.add("role", fmt.Sprintf("%q is not a console role: use merchant or admin", in.Role))
-	}
-	if msg := passwordProblem(in.Password); msg != "" {
-		v.add("password", msg)
-	}
-	if err := v.err("invalid account"); err != nil {
+	if err := in.Validate(); err != nil {
 		return nil, err
 	}
 	hash, err := s.hash(in.Password)
@@ -266,6 +273,27 @@ func (s *AccountService) Get(ctx context.Context, who Identity, id int64) (*Acco
 	}
 	if who.Role != RoleAdmin && who != a.Identity() {
 		return nil, Errorf(ENOTFOUND, "account %d not found", id)
+	}
+	return a, nil
+}
+
+// GetByName is Get of the account named name, in any ASCII case.
+func (s *AccountService) GetByName(ctx context.Context, who Identity, name string) (*Account, error) {
+	if who.Role == "" {
+		return nil, ErrUnauthorized
+	}
+	if accountNameProblem(name) != "" {
+		return nil, Errorf(ENOTFOUND, "no account named %q", name)
+	}
+	a, err := s.Store.AccountByName(ctx, name)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, Errorf(ENOTFOUND, "no account named %q", name)
+		}
+		return nil, fmt.Errorf("account %q: %w", name, err)
+	}
+	if who.Role != RoleAdmin && who != a.Identity() {
+		return nil, Errorf(ENOTFOUND, "no account named %q", name)
 	}
 	return a, nil
 }
@@ -350,7 +378,7 @@ func (s *AccountService) updateError(id int64, err error) error {
 
 // errSignIn is the one answer to a wrong name, a wrong password and a
 // disabled account, so that none tells which it was.
-var errSignIn = Errorf(EUNAUTHORIZED, "wrong name or password")
+func errSignIn() error { return Errorf(EUNAUTHORIZED, "wrong name or password") }
 
 // accountKey and addrKey are the throttle's keys of a name and an address.
 func accountKey(name string) string { return "account:" + strings.ToLower(name) }
@@ -459,7 +487,7 @@ type throttleKey struct {
 	what string // "account" or "address", for the log
 }
 
-// failed counts a failed sign-in under keys and returns errSignIn.
+// failed counts a failed sign-in under keys and returns errSignIn().
 func (s *AccountService) failed(ctx context.Context, log *slog.Logger, keys []throttleKey, now time.Time, why string) error {
 	log.Warn("console sign-in failed", "reason", why)
 	for _, k := range keys {
@@ -471,7 +499,7 @@ func (s *AccountService) failed(ctx context.Context, log *slog.Logger, keys []th
 			log.Warn("console sign-in locked", "locked", k.what, "failures", n, "until", first.Add(s.window()))
 		}
 	}
-	return errSignIn
+	return errSignIn()
 }
 
 // locked is the ERATELIMITED answer of a lockout ending at until.

@@ -38,6 +38,9 @@ type Server struct {
 	// Console, if set, serves the operator console at /console (package
 	// console): its own pages and sign-in, beside the API.
 	Console http.Handler
+	// OnShutdown, if set, is called as Close begins, to end the responses
+	// that would outlive it: the console's live streams.
+	OnShutdown func()
 	// Idempotency keeps responses by Idempotency-Key for every POST; nil
 	// ignores the header.
 	Idempotency quan.Idempotency
@@ -223,6 +226,9 @@ func (s *Server) Open(addr string) error {
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.logger().Handler(), slog.LevelWarn),
+	}
+	if s.OnShutdown != nil {
+		srv.RegisterOnShutdown(s.OnShutdown)
 	}
 	s.srv = srv
 	go func() {

@@ -143,7 +143,7 @@ func TestStore(t *testing.T) {
 }
 
 // The recorded store passes the conformance suites of claims (over
-// templates, tasks and coupons) and of archiving. (The template suite,
+// templates, tasks and coupons), of archiving and of accounts. (The template suite,
 // which the SQLite store's tests run, takes long and adds nothing here.)
 func TestStoreConformance(t *testing.T) {
 	t.Run("Claim", func(t *testing.T) {
@@ -160,6 +160,9 @@ func TestStoreConformance(t *testing.T) {
 				Wallet:      s,
 			}
 		}, func(s quantest.WalletStores) quan.Archiver { return s.Wallet.(quan.Archiver) })
+	})
+	t.Run("Account", func(t *testing.T) {
+		quantest.TestAccountStore(t, func(t *testing.T) quan.AccountStore { return wrappedStore(t) })
 	})
 }
 

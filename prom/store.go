@@ -23,6 +23,7 @@ type Store interface {
 	quan.SecretStore
 	quan.StatsStore
 	quan.ReminderStore
+	quan.AccountStore
 	Ping(ctx context.Context) error
 }
 
@@ -69,6 +70,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		notifyOps:             newNotifyOps(o),
 		statsOps:              newStatsOps(o),
 		remindOps:             newRemindOps(o),
+		accountOps:            newAccountOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -100,6 +102,7 @@ type store struct {
 	notifyOps
 	statsOps
 	remindOps
+	accountOps
 }
 
 // archivingStore is a store whose adapter archives coupons.

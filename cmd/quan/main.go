@@ -52,6 +52,7 @@ Usage:
   quan distribute [flags] FILE     distribute a template to the users in an .xlsx or .csv file
   quan gen-users  [flags]          write a file of fake target users
   quan token      [flags]          mint a bearer token for development
+  quan user       ACTION [flags]   manage the operator console's accounts: add, list, disable, enable, passwd
   quan migrate    up|status        apply the store's schema migrations, or list them (then serve --migrate=false)
   quan sms-sink   [flags]          a local SMS gateway that prints the messages quan sends (for trying notify=sms)
   quan version                     print the version and the source revision
@@ -94,6 +95,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return (&TokenCommand{Main: m}).Run(ctx, args[1:])
 	case "migrate":
 		return (&MigrateCommand{Main: m}).Run(ctx, args[1:])
+	case "user":
+		return (&UserCommand{Main: m}).Run(ctx, args[1:])
 	case "gen-users":
 		return (&GenUsersCommand{Main: m}).Run(ctx, args[1:])
 	case "distribute":

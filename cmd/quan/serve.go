@@ -98,7 +98,10 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 			"cache", app.Redact(cfg.CacheURL), "bus", cfg.BusURL, "runner", !cfg.Runner.Off)
 		return nil
 	}
-	c.server = c.app.HTTPServer(tokens)
+	c.server, err = c.app.HTTPServer(tokens)
+	if err != nil {
+		return err
+	}
 	c.server.Drain = &c.drain
 	if err := c.server.Open(c.Addr); err != nil {
 		c.server = nil

@@ -30,11 +30,16 @@ var assets embed.FS
 // Prefix is where the console is served.
 const Prefix = "/console"
 
-// Accounts signs operators in and out; quan.AccountService is one.
+// Accounts signs operators in and out, and lets admins manage them;
+// quan.AccountService is one.
 type Accounts interface {
 	Login(ctx context.Context, name, password, addr string) (token string, s *quan.Session, a *quan.Account, err error)
 	Authenticate(ctx context.Context, token string) (*quan.Session, *quan.Account, error)
 	Logout(ctx context.Context, token string) error
+	Add(ctx context.Context, who quan.Identity, in quan.NewAccount) (*quan.Account, error)
+	List(ctx context.Context, who quan.Identity, f quan.AccountFilter) ([]*quan.Account, int, error)
+	SetDisabled(ctx context.Context, who quan.Identity, id int64, disabled bool) (*quan.Account, error)
+	ResetPassword(ctx context.Context, who quan.Identity, id int64, password string) (*quan.Account, error)
 }
 
 // Console serves the operator console. Set the fields, then call Handler

@@ -54,6 +54,16 @@ func (tc *testConsole) advance(d time.Duration) {
 // with tc.clock) before it serves; it may register cleanups with t.
 func newConsole(t *testing.T, setup ...func(t *testing.T, tc *testConsole, c *console.Console)) *testConsole {
 	t.Helper()
+	return startConsole(t, func(tc *testConsole, c *console.Console) {
+		for _, f := range setup {
+			f(t, tc, c)
+		}
+	})
+}
+
+// startConsole is newConsole for benchmarks too.
+func startConsole(t testing.TB, setup func(tc *testConsole, c *console.Console)) *testConsole {
+	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "quan.db"), nil)
 	if err != nil {
@@ -65,9 +75,7 @@ func newConsole(t *testing.T, setup ...func(t *testing.T, tc *testConsole, c *co
 	tc.accounts = &quan.AccountService{Store: store, Now: tc.clock, HashCost: 4}
 	tc.tpls = &quan.TemplateService{Store: store, Now: tc.clock}
 	c := &console.Console{Accounts: tc.accounts, Templates: tc.tpls, Now: tc.clock}
-	for _, f := range setup {
-		f(t, tc, c)
-	}
+	setup(tc, c)
 	h, err := c.Handler()
 	if err != nil {
 		t.Fatal(err)
@@ -98,13 +106,13 @@ func newConsole(t *testing.T, setup ...func(t *testing.T, tc *testConsole, c *co
 
 // browser is a client with its own cookies, as one browser is.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	tc   *testConsole
 	http *http.Client
 	csrf string // of the last page that had one
 }
 
-func (tc *testConsole) browser(t *testing.T) *browser {
+func (tc *testConsole) browser(t testing.TB) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, tc: tc, http: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
 }
@@ -158,7 +166,7 @@ func (b *browser) login(name, password string) (int, string, string) {
 	return b.post("/console/login", url.Values{"name": {name}, "password": {password}, "next": {"/console/templates"}})
 }
 
-func (tc *testConsole) signedIn(t *testing.T, name string) *browser {
+func (tc *testConsole) signedIn(t testing.TB, name string) *browser {
 	t.Helper()
 	b := tc.browser(t)
 	if status, path, body := b.login(name, "password-"+name); status != http.StatusOK || path != "/console/templates" {

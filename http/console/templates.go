@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -39,6 +41,7 @@ var templateInputs = []string{"name", "description", "kind", "rule.amount", "rul
 	"validity.type", "validity.start", "validity.end", "validity.hours", "perUserLimit", "stock", "codePrefix", "shopNo"}
 
 type templateListData struct {
+	Rows                template.HTML // see templateRows
 	Items               []*quan.Template
 	Total               int
 	Page, Pages         int
@@ -74,7 +77,7 @@ func (c *Console) templateList(w http.ResponseWriter, r *http.Request, s *sessio
 	if err != nil {
 		return err
 	}
-	d.Items, d.Total = items, total
+	d.Items, d.Total, d.Rows = items, total, templateRows(c.newView(r, s), items)
 	d.Pages = max(1, (total+listPageSize-1)/listPageSize)
 	link := func(page int) string {
 		v := url.Values{}
@@ -94,6 +97,52 @@ func (c *Console) templateList(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	c.render(w, r, s, http.StatusOK, "templates", "tpl.title", d)
 	return nil
+}
+
+// templateRows is the <tbody> of the template list, written in Go with
+// every text escaped: a page of rows then costs the template engine one
+// action, not a reflected call per cell (a list of 10,000 rows renders in
+// a fraction of the time; see BenchmarkRenderTemplateRows).
+func templateRows(v *view, items []*quan.Template) template.HTML {
+	var b strings.Builder
+	b.Grow(len(items) * 400)
+	kinds, labels := map[quan.Kind]string{}, map[quan.TemplateStatus]string{}
+	admin := v.Admin()
+	cell := func(class, text string) {
+		b.WriteString("<td")
+		if class != "" {
+			b.WriteString(` class="` + class + `"`)
+		}
+		b.WriteString(">")
+		b.WriteString(html.EscapeString(text))
+		b.WriteString("</td>")
+	}
+	for _, t := range items {
+		kind, ok := kinds[t.Kind]
+		if !ok {
+			kind = v.T("kind." + string(t.Kind))
+			kinds[t.Kind] = kind
+		}
+		label, ok := labels[t.Status]
+		if !ok {
+			label = v.T("status." + string(t.Status))
+			labels[t.Status] = label
+		}
+		id := strconv.FormatInt(t.ID, 10)
+		b.WriteString("<tr><td>" + id + `</td><td><a href="/console/templates/` + id + `">`)
+		b.WriteString(html.EscapeString(t.Name))
+		b.WriteString("</a></td>")
+		if admin {
+			cell("", strconv.FormatInt(t.ShopNo, 10))
+		}
+		cell("", kind)
+		cell("", v.RuleText(t))
+		b.WriteString(`<td><span class="status status-` + html.EscapeString(string(t.Status)) + `">` + html.EscapeString(label) + "</span></td>")
+		cell("num", strconv.FormatInt(t.Stock, 10)+" / "+strconv.FormatInt(t.TotalStock, 10))
+		cell("nowrap", v.Time(t.IssueStart)+" – "+v.Time(t.IssueEnd))
+		b.WriteString("</tr>\n")
+	}
+	return template.HTML(b.String())
 }
 
 // templateForm is the template form's values as typed, so that a form

@@ -227,3 +227,13 @@ func TestEnglish(t *testing.T) {
 	_, _, body = b.get("/console/templates")
 	contains(t, body, "America/New_York", "2026-11-01 02:00:00")
 }
+
+func TestListEscapes(t *testing.T) {
+	tc := newConsole(t)
+	createDraft(t, tc, 1001, `<script>alert("x")</script>&`)
+	_, _, body := tc.signedIn(t, "m1001").get("/console/templates")
+	contains(t, body, `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;`)
+	if strings.Contains(body, `<script>alert`) {
+		t.Fatal("a template's name is not escaped in the list")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/disk"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/sheet"
@@ -41,6 +42,7 @@ type App struct {
 	Dispatcher  *quan.Dispatcher      // nil for Local and without --smtp-url or --sms-url
 	Stats       *quan.StatsService    // nil for Local
 	Reminders   *quan.ReminderService // nil for Local
+	Accounts    *quan.AccountService  // the console's accounts and sessions
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -118,6 +120,7 @@ func (a *App) build(ctx context.Context) error {
 	limits := fileLimits{MaxRows: cfg.Files.MaxRows, MaxUncompressed: cfg.Files.MaxUncompressed}
 
 	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now}
+	a.Accounts = &quan.AccountService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
 	a.Distributor = &quan.Distributor{
 		Store:            tasks,
@@ -206,7 +209,8 @@ func (a *App) buildReconciler() {
 
 // Start runs the background loops of the process's role until Close: the
 // distribution runner (unless Runner.Off), the consumer of chunks on a
-// shared bus, the claim consumer, the sweeper, and for a Server the code
+// shared bus, the claim consumer, the sweepers (of coupons and of console
+// sessions), and for a Server the code
 // batches a stopped process left half made. A Local app starts nothing:
 // its caller runs tasks (RunTask).
 func (a *App) Start() error {
@@ -245,6 +249,7 @@ func (a *App) Start() error {
 		// The sweeper runs where claims are persisted: with a server, or a
 		// worker on a shared bus.
 		loop("sweeper", a.sweep)
+		loop("session sweeper", a.sweepSessions)
 	}
 	if a.Reconciler != nil {
 		every := a.Config.ReconcileEvery
@@ -311,9 +316,39 @@ func (a *App) sweep(ctx context.Context) error {
 	}
 }
 
+// SessionSweepEvery is how often the console's ended sessions are
+// deleted. Authenticate refuses an ended session whenever it is swept;
+// the sweep only keeps the table from growing.
+const SessionSweepEvery = time.Hour
+
+// sweepSessions deletes the console sessions that ended, every
+// SessionSweepEvery, until ctx ends; not at all with Config.SweepEvery 0.
+func (a *App) sweepSessions(ctx context.Context) error {
+	if a.Config.SweepEvery <= 0 {
+		return nil
+	}
+	tick := time.NewTicker(SessionSweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		n, err := a.Accounts.Sweep(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.Logger.Warn("delete ended console sessions", "err", err)
+		case n > 0:
+			a.Logger.Info("ended console sessions deleted", "sessions", n)
+		}
+	}
+}
+
 // HTTPServer returns the API server over the app's use cases, signing and
-// checking tokens with tokens. The caller opens and closes it.
-func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
+// checking tokens with tokens, with the operator console at /console. The
+// caller opens and closes it.
+func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 	srv := &qhttp.Server{
 		Templates:   a.Templates,
 		Tasks:       a.Tasks,
@@ -335,7 +370,23 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) *qhttp.Server {
 	if a.Tracer != nil {
 		srv.Tracer = a.Tracer
 	}
-	return srv
+	con := &console.Console{
+		Accounts:    a.Accounts,
+		Templates:   a.Templates,
+		Tasks:       a.Tasks,
+		Stats:       a.Stats,
+		Codes:       a.Codes,
+		CodesExport: report.Codes{},
+		Now:         a.Config.Now,
+		Logger:      a.Logger.With("part", "console"),
+	}
+	h, err := con.Handler()
+	if err != nil {
+		return nil, err
+	}
+	srv.Console = h
+	srv.OnShutdown = con.Close
+	return srv, nil
 }
 
 // Close stops the background loops, waits for them, closes the backends,

@@ -39,6 +39,7 @@ type Store interface {
 	quan.SecretStore
 	quan.StatsStore
 	quan.ReminderStore
+	quan.AccountStore
 	Ping(ctx context.Context) error
 }
 

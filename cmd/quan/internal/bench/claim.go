@@ -865,9 +865,11 @@ func startServer(ctx context.Context, c *Command, cfg app.Config) (*server, erro
 		err = a.Start()
 	}
 	if err == nil {
-		s.http = a.HTTPServer(s.tokens)
-		if err = s.http.Open("127.0.0.1:0"); err != nil {
-			s.http = nil
+		s.http, err = a.HTTPServer(s.tokens)
+		if err == nil {
+			if err = s.http.Open("127.0.0.1:0"); err != nil {
+				s.http = nil
+			}
 		}
 	}
 	if err != nil {

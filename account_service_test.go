@@ -1,0 +1,457 @@
+package quan_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/sqlite"
+)
+
+var (
+	acctT0  = time.Date(2030, 5, 1, 9, 0, 0, 0, time.UTC)
+	admin   = quan.Identity{Subject: "root", Role: quan.RoleAdmin}
+	goodPW  = "correct horse battery"
+	otherPW = "another fine password"
+)
+
+// acctFixture is an AccountService on a SQLite store and a test clock,
+// logging into logs.
+type acctFixture struct {
+	st    *sqlite.Store
+	clock *dispatchClock
+	svc   *quan.AccountService
+	logs  *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newAcctFixture(t *testing.T) *acctFixture {
+	t.Helper()
+	st := newNotifyStore(t)
+	clock := newDispatchClock(acctT0)
+	logs := &syncBuffer{}
+	return &acctFixture{st: st, clock: clock, logs: logs, svc: &quan.AccountService{
+		Store: st, Now: clock.at(), HashCost: bcrypt.MinCost,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}}
+}
+
+func (f *acctFixture) add(t *testing.T, name string, role quan.Role, shop int64) *quan.Account {
+	t.Helper()
+	a, err := f.svc.Add(t.Context(), admin, quan.NewAccount{Name: name, Role: role, ShopNo: shop, Password: goodPW})
+	if err != nil {
+		t.Fatalf("add %q: %v", name, err)
+	}
+	return a
+}
+
+func (f *acctFixture) login(t *testing.T, name, pw, addr string) (string, *quan.Session) {
+	t.Helper()
+	tok, sess, _, err := f.svc.Login(t.Context(), name, pw, addr)
+	if err != nil {
+		t.Fatalf("login %q: %v", name, err)
+	}
+	return tok, sess
+}
+
+// wantCode fails unless err has code.
+func wantCode(t *testing.T, what string, err error, code string) {
+	t.Helper()
+	if got := quan.ErrorCode(err); got != code {
+		t.Fatalf("%s: %v (code %q), want code %q", what, err, got, code)
+	}
+}
+
+func TestAccountSignInAndOut(t *testing.T) {
+	f := newAcctFixture(t)
+	a := f.add(t, "alice", quan.RoleMerchant, 1001)
+	if bytes.Contains(a.PasswordHash, []byte(goodPW)) || len(a.PasswordHash) == 0 {
+		t.Fatalf("password hash %q", a.PasswordHash)
+	}
+	// The name is found in any case.
+	tok, sess, got, err := f.svc.Login(t.Context(), "ALICE", goodPW, "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != a.ID || got.Identity() != (quan.Identity{Subject: "alice", Role: quan.RoleMerchant, ShopNo: 1001}) {
+		t.Errorf("signed in as %+v", got)
+	}
+	if len(tok) != 43 || sess.CSRF == "" || len(sess.CSRF) != 43 || sess.CSRF == tok {
+		t.Errorf("token %q, CSRF %q: want two different 32-byte base64url tokens", tok, sess.CSRF)
+	}
+	if bytes.Contains(sess.ID, []byte(tok)) || len(sess.ID) != 32 {
+		t.Errorf("session id %x: want the token's SHA-256", sess.ID)
+	}
+	if sess.Addr != "192.0.2.1" || !sess.ExpiresAt.Equal(acctT0.Add(quan.DefaultSessionIdle)) {
+		t.Errorf("session %+v", sess)
+	}
+
+	s2, a2, err := f.svc.Authenticate(t.Context(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a2.ID != a.ID || s2.CSRF != sess.CSRF {
+		t.Errorf("Authenticate: %+v, %+v", s2, a2)
+	}
+	for _, bad := range []string{"", "not-a-token", tok[:42], tok + "A"} {
+		_, _, err := f.svc.Authenticate(t.Context(), bad)
+		wantCode(t, "Authenticate("+bad+")", err, quan.EUNAUTHORIZED)
+	}
+
+	if err := f.svc.Logout(t.Context(), tok); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = f.svc.Authenticate(t.Context(), tok)
+	wantCode(t, "Authenticate after logout", err, quan.EUNAUTHORIZED)
+	if err := f.svc.Logout(t.Context(), tok); err != nil {
+		t.Errorf("logging out twice: %v", err)
+	}
+	if err := f.svc.Logout(t.Context(), "garbage"); err != nil {
+		t.Errorf("logging out a malformed token: %v", err)
+	}
+	logs := f.logs.String()
+	if !strings.Contains(logs, "console sign-in") || !strings.Contains(logs, "console sign-out") {
+		t.Errorf("logs lack the sign-in and the sign-out:\n%s", logs)
+	}
+	if strings.Contains(logs, goodPW) {
+		t.Errorf("logs hold the password:\n%s", logs)
+	}
+}
+
+func TestAccountWrongPassword(t *testing.T) {
+	f := newAcctFixture(t)
+	f.add(t, "alice", quan.RoleMerchant, 1001)
+	_, _, _, errWrong := f.svc.Login(t.Context(), "alice", otherPW, "192.0.2.1")
+	wantCode(t, "wrong password", errWrong, quan.EUNAUTHORIZED)
+	_, _, _, errUnknown := f.svc.Login(t.Context(), "bob", otherPW, "192.0.2.1")
+	wantCode(t, "unknown name", errUnknown, quan.EUNAUTHORIZED)
+	_, _, _, errBadName := f.svc.Login(t.Context(), "no such name!", otherPW, "192.0.2.1")
+	wantCode(t, "impossible name", errBadName, quan.EUNAUTHORIZED)
+	if quan.ErrorMessage(errWrong) != quan.ErrorMessage(errUnknown) || quan.ErrorMessage(errWrong) != quan.ErrorMessage(errBadName) {
+		t.Errorf("messages differ: %q, %q, %q", quan.ErrorMessage(errWrong), quan.ErrorMessage(errUnknown), quan.ErrorMessage(errBadName))
+	}
+	// A wrong password counts against the account and the address; an
+	// unknown name too, under its own name.
+	for key, want := range map[string]int{"account:alice": 1, "account:bob": 1, "addr:192.0.2.1": 3} {
+		if n, _, _ := f.st.LoginFailures(t.Context(), key, f.clock.now(), quan.DefaultLockWindow); n != want {
+			t.Errorf("%s: %d failures, want %d", key, n, want)
+		}
+	}
+	if logs := f.logs.String(); strings.Contains(logs, otherPW) || !strings.Contains(logs, "console sign-in failed") {
+		t.Errorf("logs hold the password or lack the failure:\n%s", logs)
+	}
+}
+
+func TestAccountLockout(t *testing.T) {
+	f := newAcctFixture(t)
+	f.add(t, "alice", quan.RoleMerchant, 1001)
+	// Five failures a minute apart, from different addresses.
+	for i := range quan.DefaultMaxFailures {
+		_, _, _, err := f.svc.Login(t.Context(), "alice", otherPW, "192.0.2."+string(rune('1'+i)))
+		wantCode(t, "wrong password", err, quan.EUNAUTHORIZED)
+		f.clock.add(time.Minute)
+	}
+	// Locked, even with the right password, until 15 minutes after the
+	// first failure.
+	_, _, _, err := f.svc.Login(t.Context(), "Alice", goodPW, "198.51.100.9")
+	wantCode(t, "right password while locked", err, quan.ERATELIMITED)
+	if got, want := quan.ErrorRetryAfter(err), 10*time.Minute; got != want {
+		t.Errorf("RetryAfter %v, want %v (the first failure's window ends then)", got, want)
+	}
+	if !strings.Contains(quan.ErrorMessage(err), "locked") {
+		t.Errorf("message %q does not say the sign-in is locked", quan.ErrorMessage(err))
+	}
+	if logs := f.logs.String(); !strings.Contains(logs, "console sign-in locked") || !strings.Contains(logs, "refused: locked") {
+		t.Errorf("logs lack the lockout:\n%s", logs)
+	}
+	f.clock.add(10*time.Minute - time.Microsecond)
+	_, _, _, err = f.svc.Login(t.Context(), "alice", goodPW, "198.51.100.9")
+	wantCode(t, "just before the lockout ends", err, quan.ERATELIMITED)
+
+	f.clock.add(time.Microsecond)
+	f.login(t, "alice", goodPW, "198.51.100.9")
+	// The sign-in cleared the account's failures: four more are allowed.
+	for range quan.DefaultMaxFailures - 1 {
+		_, _, _, err := f.svc.Login(t.Context(), "alice", otherPW, "198.51.100.9")
+		wantCode(t, "wrong password after a sign-in", err, quan.EUNAUTHORIZED)
+	}
+	f.login(t, "alice", goodPW, "198.51.100.9")
+}
+
+func TestAccountLockoutOfUnknownName(t *testing.T) {
+	f := newAcctFixture(t)
+	for range quan.DefaultMaxFailures {
+		_, _, _, err := f.svc.Login(t.Context(), "ghost", otherPW, "")
+		wantCode(t, "unknown name", err, quan.EUNAUTHORIZED)
+	}
+	// A name that is no account locks as an account would: a lockout
+	// tells nothing of which names exist.
+	_, _, _, err := f.svc.Login(t.Context(), "ghost", otherPW, "")
+	wantCode(t, "unknown name, locked", err, quan.ERATELIMITED)
+}
+
+func TestAccountAddressThrottle(t *testing.T) {
+	f := newAcctFixture(t)
+	f.svc.MaxAddrFailures = 8
+	f.add(t, "alice", quan.RoleMerchant, 1001)
+	f.add(t, "bob", quan.RoleMerchant, 1001)
+	// Eight failures from one address over many names, none of them
+	// locked itself.
+	for i := range 8 {
+		_, _, _, err := f.svc.Login(t.Context(), "name"+string(rune('a'+i)), otherPW, "203.0.113.5")
+		wantCode(t, "guess", err, quan.EUNAUTHORIZED)
+		f.clock.add(time.Second)
+	}
+	_, _, _, err := f.svc.Login(t.Context(), "alice", goodPW, "203.0.113.5")
+	wantCode(t, "from the locked address", err, quan.ERATELIMITED)
+	if got, want := quan.ErrorRetryAfter(err), quan.DefaultLockWindow-8*time.Second; got != want {
+		t.Errorf("RetryAfter %v, want %v", got, want)
+	}
+	// Another address signs in.
+	f.login(t, "bob", goodPW, "203.0.113.6")
+	// A sign-in does not clear the address, whose lockout ends by itself.
+	f.clock.add(quan.DefaultLockWindow)
+	f.login(t, "alice", goodPW, "203.0.113.5")
+}
+
+func TestAccountDisabled(t *testing.T) {
+	f := newAcctFixture(t)
+	a := f.add(t, "alice", quan.RoleMerchant, 1001)
+	tok1, _ := f.login(t, "alice", goodPW, "192.0.2.1")
+	tok2, _ := f.login(t, "alice", goodPW, "192.0.2.2")
+
+	got, err := f.svc.SetDisabled(t.Context(), admin, a.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Disabled || !got.UpdatedAt.Equal(acctT0) {
+		t.Errorf("disabled account %+v", got)
+	}
+	for _, tok := range []string{tok1, tok2} {
+		_, _, err := f.svc.Authenticate(t.Context(), tok)
+		wantCode(t, "session of a disabled account", err, quan.EUNAUTHORIZED)
+	}
+	_, _, _, errDisabled := f.svc.Login(t.Context(), "alice", goodPW, "192.0.2.1")
+	wantCode(t, "disabled account", errDisabled, quan.EUNAUTHORIZED)
+	_, _, _, errWrong := f.svc.Login(t.Context(), "alice", otherPW, "192.0.2.1")
+	if quan.ErrorMessage(errDisabled) != quan.ErrorMessage(errWrong) {
+		t.Errorf("a disabled account answers %q, a wrong password %q: the answer tells the password was right", quan.ErrorMessage(errDisabled), quan.ErrorMessage(errWrong))
+	}
+
+	if _, err := f.svc.SetDisabled(t.Context(), admin, a.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	f.login(t, "alice", goodPW, "192.0.2.1")
+	_, err = f.svc.SetDisabled(t.Context(), admin, 999, true)
+	wantCode(t, "no such account", err, quan.ENOTFOUND)
+}
+
+func TestAccountAdminCannotDisableItself(t *testing.T) {
+	f := newAcctFixture(t)
+	root := f.add(t, "root", quan.RoleAdmin, 0)
+	ops := f.add(t, "ops", quan.RoleAdmin, 0)
+	_, err := f.svc.SetDisabled(t.Context(), root.Identity(), root.ID, true)
+	wantCode(t, "disable itself", err, quan.EFORBIDDEN)
+	if a, _ := f.st.Account(t.Context(), root.ID); a.Disabled {
+		t.Error("the admin disabled itself")
+	}
+	if _, err := f.svc.SetDisabled(t.Context(), root.Identity(), ops.ID, true); err != nil {
+		t.Errorf("disable another admin: %v", err)
+	}
+}
+
+func TestAccountResetPassword(t *testing.T) {
+	f := newAcctFixture(t)
+	a := f.add(t, "alice", quan.RoleMerchant, 1001)
+	tok, _ := f.login(t, "alice", goodPW, "192.0.2.1")
+	for range 3 {
+		f.svc.Login(t.Context(), "alice", "a wrong one!", "192.0.2.1")
+	}
+	f.clock.add(time.Hour)
+	_, err := f.svc.ResetPassword(t.Context(), admin, a.ID, "short")
+	wantCode(t, "short password", err, quan.EINVALID)
+	if fe := quan.ErrorFields(err); len(fe) != 1 || fe[0].Field != "password" {
+		t.Errorf("fields %+v, want password", fe)
+	}
+	got, err := f.svc.ResetPassword(t.Context(), admin, a.ID, otherPW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.UpdatedAt.Equal(acctT0.Add(time.Hour)) || bytes.Equal(got.PasswordHash, a.PasswordHash) {
+		t.Errorf("after reset: %+v", got)
+	}
+	_, _, err = f.svc.Authenticate(t.Context(), tok)
+	wantCode(t, "session from before the reset", err, quan.EUNAUTHORIZED)
+	_, _, _, err = f.svc.Login(t.Context(), "alice", goodPW, "192.0.2.1")
+	wantCode(t, "old password", err, quan.EUNAUTHORIZED)
+	f.login(t, "alice", otherPW, "192.0.2.1")
+	if strings.Contains(f.logs.String(), otherPW) {
+		t.Error("the logs hold the new password")
+	}
+	_, err = f.svc.ResetPassword(t.Context(), admin, 999, otherPW)
+	wantCode(t, "no such account", err, quan.ENOTFOUND)
+}
+
+func TestAccountSessionIdle(t *testing.T) {
+	f := newAcctFixture(t)
+	f.svc.SessionIdle = time.Hour
+	f.add(t, "alice", quan.RoleMerchant, 1001)
+	tok, sess := f.login(t, "alice", goodPW, "192.0.2.1")
+
+	// Used within a minute: nothing written.
+	f.clock.add(30 * time.Second)
+	s, _, err := f.svc.Authenticate(t.Context(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.SeenAt.Equal(sess.SeenAt) || !s.ExpiresAt.Equal(acctT0.Add(time.Hour)) {
+		t.Errorf("after 30 s: seen %v, expires %v; want unchanged", s.SeenAt, s.ExpiresAt)
+	}
+	// Used every 50 minutes, it lives on past the first hour.
+	for i := 1; i <= 3; i++ {
+		f.clock.set(acctT0.Add(time.Duration(i) * 50 * time.Minute))
+		s, _, err := f.svc.Authenticate(t.Context(), tok)
+		if err != nil {
+			t.Fatalf("use %d, at +%dm: %v", i, i*50, err)
+		}
+		if want := f.clock.now().Add(time.Hour); !s.ExpiresAt.Equal(want) {
+			t.Errorf("use %d: expires %v, want %v", i, s.ExpiresAt, want)
+		}
+		stored, err := f.st.Session(t.Context(), s.ID)
+		if err != nil || !stored.ExpiresAt.Equal(s.ExpiresAt) || !stored.SeenAt.Equal(f.clock.now()) {
+			t.Errorf("use %d: stored %+v, %v", i, stored, err)
+		}
+	}
+	// Unused for an hour, it ends, and the sweep deletes ended sessions.
+	tok2, _ := f.login(t, "alice", goodPW, "192.0.2.1")
+	f.clock.add(time.Hour)
+	_, _, err = f.svc.Authenticate(t.Context(), tok)
+	wantCode(t, "idle an hour", err, quan.EUNAUTHORIZED)
+	if _, err := f.st.Session(t.Context(), s.ID); !errors.Is(err, quan.ErrNotFound) {
+		t.Errorf("the ended session is still stored: %v", err)
+	}
+	f.clock.add(time.Second)
+	n, err := f.svc.Sweep(t.Context())
+	if err != nil || n != 1 {
+		t.Errorf("Sweep: %d, %v; want the other ended session", n, err)
+	}
+	_, _, err = f.svc.Authenticate(t.Context(), tok2)
+	wantCode(t, "swept", err, quan.EUNAUTHORIZED)
+}
+
+func TestAccountAddValidation(t *testing.T) {
+	f := newAcctFixture(t)
+	for _, tc := range []struct {
+		name   string
+		in     quan.NewAccount
+		fields []string
+	}{
+		{"Empty", quan.NewAccount{}, []string{"name", "role", "password"}},
+		{"BadName", quan.NewAccount{Name: "alice smith", Role: quan.RoleAdmin, Password: goodPW}, []string{"name"}},
+		{"NonASCIIName", quan.NewAccount{Name: "张三", Role: quan.RoleAdmin, Password: goodPW}, []string{"name"}},
+		{"LongName", quan.NewAccount{Name: strings.Repeat("a", 65), Role: quan.RoleAdmin, Password: goodPW}, []string{"name"}},
+		{"UserRole", quan.NewAccount{Name: "u", Role: quan.RoleUser, ShopNo: 1, Password: goodPW}, []string{"role"}},
+		{"MerchantWithoutShop", quan.NewAccount{Name: "m", Role: quan.RoleMerchant, Password: goodPW}, []string{"shopNo"}},
+		{"AdminWithShop", quan.NewAccount{Name: "a", Role: quan.RoleAdmin, ShopNo: 1001, Password: goodPW}, []string{"shopNo"}},
+		{"ShortPassword", quan.NewAccount{Name: "m", Role: quan.RoleMerchant, ShopNo: 1, Password: "123456789"}, []string{"password"}},
+		{"LongPassword", quan.NewAccount{Name: "m", Role: quan.RoleMerchant, ShopNo: 1, Password: strings.Repeat("x", 129)}, []string{"password"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.svc.Add(t.Context(), admin, tc.in)
+			wantCode(t, "Add", err, quan.EINVALID)
+			var got []string
+			for _, fe := range quan.ErrorFields(err) {
+				got = append(got, fe.Field)
+			}
+			if !slices.Equal(got, tc.fields) {
+				t.Errorf("fields %q (%v), want %q", got, err, tc.fields)
+			}
+		})
+	}
+	// The longest names and passwords are fine, every byte of a long
+	// password counts, and a name is taken in any case.
+	long := strings.Repeat("p", 127)
+	a, err := f.svc.Add(t.Context(), admin, quan.NewAccount{Name: strings.Repeat("a", 64), Role: quan.RoleMerchant, ShopNo: 1, Password: long + "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := f.svc.Login(t.Context(), a.Name, long+"2", ""); quan.ErrorCode(err) != quan.EUNAUTHORIZED {
+		t.Errorf("a password differing in its 128th byte signed in: %v", err)
+	}
+	if _, _, _, err := f.svc.Login(t.Context(), a.Name, long+"1", ""); err != nil {
+		t.Errorf("128-byte password: %v", err)
+	}
+	f.add(t, "alice", quan.RoleMerchant, 1001)
+	_, err = f.svc.Add(t.Context(), admin, quan.NewAccount{Name: "Alice", Role: quan.RoleMerchant, ShopNo: 1002, Password: goodPW})
+	wantCode(t, "name taken", err, quan.ECONFLICT)
+	if err := quan.ValidAccountName("ops.team@shop-1_2"); err != nil {
+		t.Errorf("ValidAccountName: %v", err)
+	}
+	if err := quan.ValidAccountName("a/b"); quan.ErrorCode(err) != quan.EINVALID {
+		t.Errorf("ValidAccountName(a/b): %v", err)
+	}
+}
+
+func TestAccountAdminsOnly(t *testing.T) {
+	f := newAcctFixture(t)
+	alice := f.add(t, "alice", quan.RoleMerchant, 1001)
+	bob := f.add(t, "bob", quan.RoleMerchant, 1001)
+	ctx := t.Context()
+	for _, who := range []quan.Identity{alice.Identity(), {Role: quan.RoleUser, UserID: 7}} {
+		_, err := f.svc.Add(ctx, who, quan.NewAccount{Name: "eve", Role: quan.RoleAdmin, Password: goodPW})
+		wantCode(t, "Add", err, quan.EFORBIDDEN)
+		_, _, err = f.svc.List(ctx, who, quan.AccountFilter{})
+		wantCode(t, "List", err, quan.EFORBIDDEN)
+		_, err = f.svc.SetDisabled(ctx, who, bob.ID, true)
+		wantCode(t, "SetDisabled", err, quan.EFORBIDDEN)
+		_, err = f.svc.ResetPassword(ctx, who, bob.ID, otherPW)
+		wantCode(t, "ResetPassword", err, quan.EFORBIDDEN)
+	}
+	_, err := f.svc.Add(ctx, quan.Identity{}, quan.NewAccount{})
+	wantCode(t, "Add without an identity", err, quan.EUNAUTHORIZED)
+
+	// An account reads itself, not another.
+	if got, err := f.svc.Get(ctx, alice.Identity(), alice.ID); err != nil || got.ID != alice.ID {
+		t.Errorf("Get itself: %v, %v", got, err)
+	}
+	_, err = f.svc.Get(ctx, alice.Identity(), bob.ID)
+	wantCode(t, "Get another", err, quan.ENOTFOUND)
+	if got, err := f.svc.Get(ctx, admin, bob.ID); err != nil || got.ID != bob.ID {
+		t.Errorf("admin Get: %v, %v", got, err)
+	}
+
+	as, n, err := f.svc.List(ctx, admin, quan.AccountFilter{ShopNo: 1001})
+	if err != nil || n != 2 || len(as) != 2 || as[0].Name != "alice" {
+		t.Errorf("List: %v, %d, %v", as, n, err)
+	}
+	_, _, err = f.svc.List(ctx, admin, quan.AccountFilter{Limit: quan.MaxPageSize + 1, Offset: -1})
+	wantCode(t, "List with a bad page", err, quan.EINVALID)
+	if a, _ := f.svc.Get(ctx, admin, alice.ID); a.CreatedBy != "admin:root" {
+		t.Errorf("CreatedBy %q, want admin:root", a.CreatedBy)
+	}
+}

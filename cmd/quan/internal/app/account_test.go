@@ -1,0 +1,69 @@
+package app
+
+import (
+	"context"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/quanhq/quan"
+)
+
+// TestAccountsWired: every role gets the console's accounts on its store,
+// recorded by the store's metrics, and a sign-in on one process's store
+// is a session another process on the same data folder accepts.
+func TestAccountsWired(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	local, err := Open(ctx, Config{DataDir: dir}, Local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	if local.Accounts == nil {
+		t.Fatal("no AccountService for Local")
+	}
+	local.Accounts.HashCost = bcrypt.MinCost
+	root := quan.Identity{Subject: "root", Role: quan.RoleAdmin}
+	if _, err := local.Accounts.Add(ctx, root, quan.NewAccount{Name: "alice", Role: quan.RoleMerchant, ShopNo: 1001, Password: "a good password"}); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, _, err := local.Accounts.Login(ctx, "alice", "a good password", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local.Close()
+
+	srv, err := Open(ctx, Config{DataDir: dir}, Server, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	_, acct, err := srv.Accounts.Authenticate(ctx, tok)
+	if err != nil || acct.Identity() != (quan.Identity{Subject: "alice", Role: quan.RoleMerchant, ShopNo: 1001}) {
+		t.Fatalf("Authenticate on the server: %+v, %v", acct, err)
+	}
+	// The Session call is recorded as op "Session" of backend "store".
+	mfs, err := srv.Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() != "quan_backend_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["backend"] == "store" && labels["op"] == "Session" && m.GetHistogram().GetSampleCount() == 1 {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Error("the store's Session call is not recorded in quan_backend_duration_seconds")
+	}
+}
