@@ -2,8 +2,8 @@ package quan_test
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
