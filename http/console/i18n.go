@@ -27,9 +27,25 @@ func translate(lang, key string, args ...any) string {
 
 type message struct{ zh, en string }
 
-// messages are the console's words, by key. Every page's text is here;
-// TestMessages checks that each key a template uses has both languages.
-var messages = map[string]message{
+// messages are the console's words, by key, joined from each part's:
+// TestTemplatesUseKnownMessages checks that each key a page uses has one.
+var messages = joinMessages(coreMessages, taskMessages, statsMessages, accountMessages)
+
+func joinMessages(parts ...map[string]message) map[string]message {
+	all := map[string]message{}
+	for _, p := range parts {
+		for k, m := range p {
+			if _, dup := all[k]; dup {
+				panic("console: message " + k + " defined twice")
+			}
+			all[k] = m
+		}
+	}
+	return all
+}
+
+// coreMessages are the words of the layout, sign-in and template pages.
+var coreMessages = map[string]message{
 	"app.name":       {"券 · 运营后台", "quan · console"},
 	"nav.templates":  {"券模板", "Templates"},
 	"nav.tasks":      {"批量发券", "Distribution"},
