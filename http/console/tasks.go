@@ -76,9 +76,9 @@ func (c *Console) taskList(w http.ResponseWriter, r *http.Request, s *session) e
 	return nil
 }
 
-// Percent is how far t is, in percent with one decimal, as the task page
-// and its live stream show it.
-func (v *view) Percent(t *quan.Task) float64 { return taskPercent(t) }
+// TaskPercent is how far t is, in percent with one decimal, as the task
+// page and its live stream show it.
+func (v *view) TaskPercent(t *quan.Task) float64 { return taskPercent(t) }
 
 // taskForm is the upload form's values as sent, so that a form refused is
 // shown again as it was (but for the file, which a browser never keeps).

@@ -168,8 +168,8 @@ func taskID(t *testing.T, path string) int64 {
 	return id
 }
 
-// snapshot is what the task page's stream sends.
-type snapshot struct {
+// taskSnap is what the task page's stream sends.
+type taskSnap struct {
 	Status      quan.TaskStatus   `json:"status"`
 	StatusText  map[string]string `json:"statusText"`
 	DryRun      bool              `json:"dryRun"`
@@ -184,7 +184,7 @@ type snapshot struct {
 
 // events reads task id's stream, as EventSource does, until its end
 // event, and returns the snapshots.
-func (b *browser) events(id int64) []snapshot {
+func (b *browser) events(id int64) []taskSnap {
 	b.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/console/tasks/%d/events", b.tc.URL, id), nil)
 	req.Header.Set("Accept", "text/event-stream")
@@ -197,7 +197,7 @@ func (b *browser) events(id int64) []snapshot {
 		body, _ := io.ReadAll(resp.Body)
 		b.t.Fatalf("events of task %d: %d %s", id, resp.StatusCode, body)
 	}
-	var snaps []snapshot
+	var snaps []taskSnap
 	var event, data string
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -212,7 +212,7 @@ func (b *browser) events(id int64) []snapshot {
 			case "end":
 				return snaps
 			case "snapshot":
-				var s snapshot
+				var s taskSnap
 				if err := json.Unmarshal([]byte(data), &s); err != nil {
 					b.t.Fatalf("snapshot %s: %v", data, err)
 				}
