@@ -346,7 +346,13 @@ func (s *Server) taskFailures(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	path, err := s.Tasks.Report(r.Context(), who, id)
+	return ServeFailureReport(w, r, s.Tasks, who, id)
+}
+
+// ServeFailureReport answers with the failure report (.xlsx) of task id
+// as who may see it: the API's and the console's download.
+func ServeFailureReport(w http.ResponseWriter, r *http.Request, tasks *quan.TaskService, who quan.Identity, id int64) error {
+	path, err := tasks.Report(r.Context(), who, id)
 	if err != nil {
 		return err
 	}

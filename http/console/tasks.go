@@ -3,12 +3,10 @@ package console
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -380,26 +378,7 @@ func (c *Console) taskFailuresXLSX(w http.ResponseWriter, r *http.Request, s *se
 	if err != nil {
 		return err
 	}
-	path, err := c.Tasks.Report(r.Context(), s.Who, id)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return quan.Errorf(quan.ENOTFOUND, "the failure report of task %d is missing from the data folder", id)
-	}
-	if err != nil {
-		return fmt.Errorf("open failure report: %w", err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("open failure report: %w", err)
-	}
-	w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="task-%d-failures.xlsx"`, id))
-	http.ServeContent(w, r, "", info.ModTime(), f)
-	return nil
+	return qhttp.ServeFailureReport(w, r, c.Tasks, s.Who, id)
 }
 
 // taskFailuresCSV streams the failure report as CSV, as the API does.
