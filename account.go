@@ -97,4 +97,8 @@ type AccountStore interface {
 	LoginFailures(ctx context.Context, key string, now time.Time, window time.Duration) (failures int, first time.Time, err error)
 	// ClearLoginFailures forgets the failures under key.
 	ClearLoginFailures(ctx context.Context, key string) error
+	// DeleteLoginFailures forgets every key whose first failure is at or
+	// before t (its window has passed) and says how many: the failures
+	// of guessed names and passing addresses would pile up otherwise.
+	DeleteLoginFailures(ctx context.Context, t time.Time) (int64, error)
 }

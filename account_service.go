@@ -577,9 +577,13 @@ func (s *AccountService) Logout(ctx context.Context, token string) error {
 
 // Sweep deletes the sessions that ended, and says how many.
 func (s *AccountService) Sweep(ctx context.Context) (int64, error) {
-	n, err := s.Store.DeleteExpiredSessions(ctx, s.now())
+	now := s.now()
+	n, err := s.Store.DeleteExpiredSessions(ctx, now)
 	if err != nil {
 		return n, fmt.Errorf("delete ended sessions: %w", err)
+	}
+	if _, err := s.Store.DeleteLoginFailures(ctx, now.Add(-s.window())); err != nil {
+		return n, fmt.Errorf("delete past failed sign-ins: %w", err)
 	}
 	return n, nil
 }

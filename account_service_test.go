@@ -347,8 +347,12 @@ func TestAccountSessionIdle(t *testing.T) {
 			t.Errorf("use %d: stored %+v, %v", i, stored, err)
 		}
 	}
-	// Unused for an hour, it ends, and the sweep deletes ended sessions.
+	// Unused for an hour, it ends, and the sweep deletes ended sessions,
+	// and the failed sign-ins whose window passed.
 	tok2, _ := f.login(t, "alice", goodPW, "192.0.2.1")
+	if _, _, _, err := f.svc.Login(t.Context(), "nobody", "wrong password", "192.0.2.99"); err == nil {
+		t.Fatal("nobody signed in")
+	}
 	f.clock.add(time.Hour)
 	_, _, err = f.svc.Authenticate(t.Context(), tok)
 	wantCode(t, "idle an hour", err, quan.EUNAUTHORIZED)
@@ -362,6 +366,9 @@ func TestAccountSessionIdle(t *testing.T) {
 	}
 	_, _, err = f.svc.Authenticate(t.Context(), tok2)
 	wantCode(t, "swept", err, quan.EUNAUTHORIZED)
+	if n, err := f.st.DeleteLoginFailures(t.Context(), f.clock.now()); err != nil || n != 0 {
+		t.Errorf("failed sign-ins left after the sweep: %d, %v", n, err)
+	}
 }
 
 func TestAccountAddValidation(t *testing.T) {

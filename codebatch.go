@@ -2,11 +2,13 @@ package quan
 
 import (
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -54,6 +56,30 @@ type CodesExport interface {
 	Write(ctx context.Context, w io.Writer, codes iter.Seq2[RedeemCode, error]) error
 }
 
+// WriteCodesCSV writes codes to w as CSV, the API's and the console's
+// .csv export of a batch: a header, then a row a code (code, template, and
+// the user and time, RFC 3339, of its redemption, empty until redeemed).
+// It returns the first error of codes or of w; w holds the rows before it.
+func WriteCodesCSV(w io.Writer, codes iter.Seq2[RedeemCode, error]) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"code", "templateId", "redeemedBy", "redeemedAt"})
+	for c, err := range codes {
+		if err != nil {
+			cw.Flush()
+			return err
+		}
+		row := []string{c.Code, strconv.FormatInt(c.TemplateID, 10), "", ""}
+		if c.UserID != 0 {
+			row[2], row[3] = strconv.FormatInt(c.UserID, 10), c.RedeemedAt.Format(time.RFC3339)
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
 // CodeStore keeps code batches and redeems their codes.
 type CodeStore interface {
 	// CreateCodeBatch stores b, setting its ID.
@@ -67,6 +93,10 @@ type CodeStore interface {
 	// GeneratingCodeBatches returns the batches still generating, oldest
 	// first: what a process that died left to finish.
 	GeneratingCodeBatches(ctx context.Context) ([]*CodeBatch, error)
+	// CodeBatches returns the batches of template of shop (AnyShop: of
+	// any shop), newest first; none if there are none or the template is
+	// another shop's.
+	CodeBatches(ctx context.Context, shop, template int64) ([]*CodeBatch, error)
 	// Codes streams the codes of batch id in code order.
 	Codes(ctx context.Context, id int64) iter.Seq2[RedeemCode, error]
 	// RedeemCode issues user the coupon of code at now, in one
@@ -207,6 +237,20 @@ func (s *CodeService) Get(ctx context.Context, who Identity, id int64) (*CodeBat
 		return nil, err
 	}
 	return s.Codes.CodeBatch(ctx, shop, id)
+}
+
+// List returns the batches of template of the merchant's shop, newest
+// first. ErrNotFound if there is no such template (or it is another
+// shop's).
+func (s *CodeService) List(ctx context.Context, who Identity, template int64) ([]*CodeBatch, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Templates.Template(ctx, shop, template); err != nil {
+		return nil, err
+	}
+	return s.Codes.CodeBatches(ctx, shop, template)
 }
 
 // Export streams the codes of a ready batch of the merchant's shop.

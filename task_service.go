@@ -14,6 +14,8 @@ type FileStore interface {
 	// Save copies r into a new file, at most max bytes (ErrTooLarge past
 	// it, nothing kept), and returns where it is, its size and SHA-256.
 	Save(ctx context.Context, r io.Reader, max int64) (StoredFile, error)
+	// Open reads a file Save returned; ErrNotFound if it is gone.
+	Open(path string) (io.ReadCloser, error)
 	// Remove deletes a file Save returned.
 	Remove(path string) error
 }

@@ -60,6 +60,18 @@ func (f *Files) Save(ctx context.Context, r io.Reader, max int64) (quan.StoredFi
 	return quan.StoredFile{Path: path, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
+// Open reads a saved file; ENOTFOUND if it is gone.
+func (f *Files) Open(path string) (io.ReadCloser, error) {
+	r, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, quan.Errorf(quan.ENOTFOUND, "the file %s is missing from the data folder", filepath.Base(path))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open upload: %w", err)
+	}
+	return r, nil
+}
+
 // Remove deletes a saved file; a missing file is not an error.
 func (f *Files) Remove(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

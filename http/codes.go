@@ -1,11 +1,10 @@
 package http
 
 import (
-	"encoding/csv"
 	"fmt"
 	"net/http"
-	"strconv"
-	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // createCodeBatch is POST /templates/{id}/code-batches {count}: 202 with
@@ -65,20 +64,9 @@ func (s *Server) exportCodes(xlsx bool) func(http.ResponseWriter, *http.Request)
 		}
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
-		cw := csv.NewWriter(w)
-		cw.Write([]string{"code", "templateId", "redeemedBy", "redeemedAt"})
-		for c, err := range codes {
-			if err != nil {
-				s.logger().Warn("export codes", "batch", id, "err", err)
-				break
-			}
-			row := []string{c.Code, strconv.FormatInt(c.TemplateID, 10), "", ""}
-			if c.UserID != 0 {
-				row[2], row[3] = strconv.FormatInt(c.UserID, 10), c.RedeemedAt.Format(time.RFC3339)
-			}
-			cw.Write(row)
+		if err := quan.WriteCodesCSV(w, codes); err != nil {
+			s.logger().Warn("export codes", "batch", id, "err", err)
 		}
-		cw.Flush()
 		return nil
 	}
 }

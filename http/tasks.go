@@ -346,7 +346,13 @@ func (s *Server) taskFailures(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	path, err := s.Tasks.Report(r.Context(), who, id)
+	return ServeFailureReport(w, r, s.Tasks, who, id)
+}
+
+// ServeFailureReport answers with the failure report (.xlsx) of task id
+// as who may see it: the API's and the console's download.
+func ServeFailureReport(w http.ResponseWriter, r *http.Request, tasks *quan.TaskService, who quan.Identity, id int64) error {
+	path, err := tasks.Report(r.Context(), who, id)
 	if err != nil {
 		return err
 	}
@@ -379,11 +385,19 @@ func (s *Server) taskFailuresCSV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeCSV(w, s.logger(), fmt.Sprintf("task-%d-failures.csv", id), quan.FailureColumns(), rows,
+	WriteFailuresCSV(w, s.logger(), id, rows)
+	return nil
+}
+
+// WriteFailuresCSV streams the failed rows of task id (TaskService.Failures)
+// to w as the CSV attachment task-{id}-failures.csv: the rows and columns
+// of the failure report. The status is sent before the rows are read; a
+// read that fails cuts the file short and is logged to logger.
+func WriteFailuresCSV(w http.ResponseWriter, logger *slog.Logger, id int64, rows iter.Seq2[quan.Failure, error]) {
+	writeCSV(w, logger, fmt.Sprintf("task-%d-failures.csv", id), quan.FailureColumns(), rows,
 		func(f quan.Failure) []string {
 			return []string{strconv.FormatInt(f.Line, 10), csvUserID(f), f.Cause.Label(), string(f.Cause), f.Cause.Describe()}
 		})
-	return nil
 }
 
 // writeCSV streams rows to w as the CSV attachment name under header,

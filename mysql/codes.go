@@ -100,6 +100,14 @@ func (s *Store) GeneratingCodeBatches(ctx context.Context) ([]*quan.CodeBatch, e
 		`SELECT `+codeBatchColumns+` FROM code_batches WHERE status = ? ORDER BY id`, string(quan.CodeBatchGenerating))
 }
 
+// CodeBatches implements quan.CodeStore. code_batches has a row a batch,
+// not a code, and few of them: it is read without an index on template_id.
+func (s *Store) CodeBatches(ctx context.Context, shop, template int64) ([]*quan.CodeBatch, error) {
+	query, args := sqlrow.OfShop(`SELECT `+codeBatchColumns+` FROM code_batches WHERE template_id = ?`, template, shop)
+	return sqlrow.Query(ctx, s.db.db, fmt.Sprintf("code batches of template %d", template), sqlrow.ScanCodeBatch,
+		query+` ORDER BY id DESC`, args...)
+}
+
 // Codes implements quan.CodeStore, a page of the (batch, code) index at a
 // time.
 func (s *Store) Codes(ctx context.Context, id int64) iter.Seq2[quan.RedeemCode, error] {

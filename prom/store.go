@@ -64,6 +64,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		codeBatch:             o("CodeBatch"),
 		addCodes:              o("AddCodes"),
 		generatingCodeBatches: o("GeneratingCodeBatches"),
+		codeBatches:           o("CodeBatches"),
 		codes:                 o("Codes"),
 		redeemCode:            o("RedeemCode"),
 		notifyOps:             newNotifyOps(o),
@@ -96,6 +97,7 @@ type store struct {
 	issueClaims, failClaim, claim                                                       *op
 	updateCoupons, orderCoupons, swapCoupons, lapseCoupons                              *op
 	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, redeemCode      *op
+	codeBatches                                                                         *op
 	taskStatuses, oldestRunningTask, oldestAvailableEnd                                 *op
 	notifyOps
 	statsOps
@@ -278,6 +280,11 @@ func (s *store) AddCodes(ctx context.Context, id int64, codes []string, now time
 func (s *store) GeneratingCodeBatches(ctx context.Context) (_ []*quan.CodeBatch, err error) {
 	defer s.generatingCodeBatches.done(ctx, time.Now(), &err)
 	return s.s.GeneratingCodeBatches(ctx)
+}
+
+func (s *store) CodeBatches(ctx context.Context, shop, template int64) (_ []*quan.CodeBatch, err error) {
+	defer s.codeBatches.done(ctx, time.Now(), &err)
+	return s.s.CodeBatches(ctx, shop, template)
 }
 
 func (s *store) Codes(ctx context.Context, id int64) iter.Seq2[quan.RedeemCode, error] {

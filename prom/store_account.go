@@ -11,7 +11,7 @@ import (
 type accountOps struct {
 	createAccount, account, accountByName, accounts, updateAccount                             *op
 	createSession, session, touchSession, deleteSession, deleteSessions, deleteExpiredSessions *op
-	loginFailed, loginFailures, clearLoginFailures                                             *op
+	loginFailed, loginFailures, clearLoginFailures, deleteLoginFailures                        *op
 }
 
 func newAccountOps(o func(string) *op) accountOps {
@@ -30,6 +30,7 @@ func newAccountOps(o func(string) *op) accountOps {
 		loginFailed:           o("LoginFailed"),
 		loginFailures:         o("LoginFailures"),
 		clearLoginFailures:    o("ClearLoginFailures"),
+		deleteLoginFailures:   o("DeleteLoginFailures"),
 	}
 }
 
@@ -96,6 +97,11 @@ func (s *store) LoginFailed(ctx context.Context, key string, now time.Time, wind
 func (s *store) LoginFailures(ctx context.Context, key string, now time.Time, window time.Duration) (_ int, _ time.Time, err error) {
 	defer s.loginFailures.done(ctx, time.Now(), &err)
 	return s.s.LoginFailures(ctx, key, now, window)
+}
+
+func (s *store) DeleteLoginFailures(ctx context.Context, t time.Time) (_ int64, err error) {
+	defer s.deleteLoginFailures.done(ctx, time.Now(), &err)
+	return s.s.DeleteLoginFailures(ctx, t)
 }
 
 func (s *store) ClearLoginFailures(ctx context.Context, key string) (err error) {

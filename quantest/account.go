@@ -380,6 +380,18 @@ func testLoginFailures(t *testing.T, s quan.AccountStore) {
 	}
 	n, first, err = s.LoginFailed(ctx, "account:alice", later.Add(2*time.Second), window)
 	check("failure after clearing", n, first, err, 1, later.Add(2*time.Second))
+
+	// Keys whose window passed are deleted, the others kept.
+	if _, _, err := s.LoginFailed(ctx, "addr:192.0.2.9", later.Add(3*time.Second), window); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DeleteLoginFailures(ctx, later.Add(2*time.Second)); err != nil || n != 1 {
+		t.Fatalf("DeleteLoginFailures = %d, %v; want 1 (alice's)", n, err)
+	}
+	n, first, err = s.LoginFailures(ctx, "account:alice", later.Add(3*time.Second), window)
+	check("deleted", n, first, err, 0, time.Time{})
+	n, first, err = s.LoginFailures(ctx, "addr:192.0.2.9", later.Add(3*time.Second), window)
+	check("kept", n, first, err, 1, later.Add(3*time.Second))
 }
 
 // testLoginFailedConcurrent fails 50 sign-ins under one new key at once:

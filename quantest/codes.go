@@ -28,6 +28,7 @@ func TestCodeStore(t *testing.T, newStores func(t *testing.T) CodeStores) {
 		})
 	}
 	run("CodeBatch/GeneratesInChunks", testCodeBatch)
+	run("CodeBatches/OfTemplateNewestFirst", testCodeBatches)
 	run("RedeemCode/OnceWithTheRules", testRedeemCode)
 	run("RedeemCode/RaceOneWinner", testRedeemRace)
 }
@@ -97,6 +98,32 @@ func testCodeBatch(t *testing.T, s CodeStores) {
 	}
 	if got, err := s.Codes.CodeBatch(t.Context(), 1, b.ID); err != nil || got.Count != 5 || got.CreatedBy != "merchant:1" || !got.CreatedAt.Equal(base) {
 		t.Fatalf("CodeBatch: %+v, %v", got, err)
+	}
+}
+
+func testCodeBatches(t *testing.T, s CodeStores) {
+	tpl := activeTemplate(t, s.TaskStores, "batches", 10, 1)
+	other := activeTemplate(t, s.TaskStores, "other", 10, 1)
+	if got, err := s.Codes.CodeBatches(t.Context(), 1, tpl.ID); err != nil || len(got) != 0 {
+		t.Fatalf("CodeBatches of a template without any: %+v, %v", got, err)
+	}
+	first := codeBatchOf(t, s, tpl, 3)
+	codeBatchOf(t, s, other, 2)
+	second := codeBatchOf(t, s, tpl, 4)
+	if _, err := s.Codes.AddCodes(t.Context(), first.ID, newCodes(t, 3), base.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for _, shop := range []int64{1, quan.AnyShop} {
+		got, err := s.Codes.CodeBatches(t.Context(), shop, tpl.ID)
+		if err != nil || len(got) != 2 || got[0].ID != second.ID || got[1].ID != first.ID {
+			t.Fatalf("CodeBatches(shop %d): %+v, %v; want batches %d, %d", shop, got, err, second.ID, first.ID)
+		}
+		if b := got[1]; b.Generated != 3 || b.Status != quan.CodeBatchReady || b.TemplateID != tpl.ID || b.Count != 3 {
+			t.Fatalf("CodeBatches: the ready batch is %+v", b)
+		}
+	}
+	if got, err := s.Codes.CodeBatches(t.Context(), 2, tpl.ID); err != nil || len(got) != 0 {
+		t.Fatalf("CodeBatches of another shop's template: %+v, %v; want none", got, err)
 	}
 }
 

@@ -200,6 +200,15 @@ func (s *Store) LoginFailures(ctx context.Context, key string, now time.Time, wi
 	return n, first, nil
 }
 
+// DeleteLoginFailures implements quan.AccountStore.
+func (s *Store) DeleteLoginFailures(ctx context.Context, t time.Time) (int64, error) {
+	res, err := s.db.write.ExecContext(ctx, `DELETE FROM login_failures WHERE first_at <= ?`, micros(t))
+	if err != nil {
+		return 0, fmt.Errorf("delete past failed sign-ins: %w", err)
+	}
+	return res.RowsAffected()
+}
+
 // ClearLoginFailures implements quan.AccountStore.
 func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
 	if _, err := s.db.write.ExecContext(ctx, `DELETE FROM login_failures WHERE throttle_key = ?`, key); err != nil {

@@ -59,6 +59,7 @@ type Console struct {
 	zones sync.Map // of *time.Location by name: see zone
 	// closers stop what Handler started (the hubs' pollers).
 	closers []func()
+	stats   statsHubs // the live template's and code batches' (stats.go)
 }
 
 func (c *Console) now() time.Time {
