@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -288,6 +290,54 @@ func choose(sel, value string) chromedp.Action[chromedp.Void] {
 	)
 }
 
+// waitFor evaluates js in the page until it gives a value that is not
+// null, within timeout. An evaluation that fails, as when the page
+// navigates, counts as not yet.
+func waitFor[T any](b *browser, what, js string, timeout time.Duration) T {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[*T](js))
+		cancel()
+		switch {
+		case err == nil && v != nil:
+			return *v
+		case err != nil:
+			last = err
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("%s: not within %v (last error: %v)", what, timeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// watchProgress runs in each new document: on the first document of a
+// task's page (a reload is not) it notes in sessionStorage, under
+// "quanTest:" and the path, the percent when the page loaded and, once
+// #task-percent says 100, the progress bar's value and max.
+const watchProgress = `(function () {
+	var path = location.pathname;
+	if (!/^\/console\/tasks\/[0-9]+$/.test(path)) return;
+	var key = "quanTest:" + path;
+	if (sessionStorage.getItem(key + ":loaded")) return;
+	sessionStorage.setItem(key + ":loaded", "1");
+	document.addEventListener("DOMContentLoaded", function () {
+		var el = document.getElementById("task-percent"), bar = document.getElementById("task-progress");
+		if (!el || !bar) return;
+		var initial = el.textContent.trim();
+		var seen = function () {
+			if (parseFloat(el.textContent) >= 100 && !sessionStorage.getItem(key)) {
+				sessionStorage.setItem(key, JSON.stringify({initial: initial, percent: el.textContent.trim(), value: bar.value, max: bar.max}));
+			}
+		};
+		new MutationObserver(seen).observe(el, {childList: true, characterData: true, subtree: true});
+		seen();
+	});
+})()`
+
 // location is the page's path and query.
 func (b *browser) location() string {
 	b.t.Helper()
@@ -369,65 +419,67 @@ func TestConsoleBrowserFlow(t *testing.T) {
 		chromedp.WaitVisible(css(`form#task-form`)),
 	)
 	b.do("fill the upload form (template, name, file)",
-		chromedp.SetValue(css(`#task-form [name="template"]`), strconv.FormatInt(tplID, 10)),
+		choose(`#task-form [name="templateId"]`, strconv.FormatInt(tplID, 10)),
 		chromedp.SendKeys(css(`#task-form [name="name"]`), "浏览器测试 一万人"),
 		chromedp.SetUploadFiles(css(`#task-form input[name="file"]`), []string{file}),
 	)
 	if !eval[bool](b, "read the dry run box", `document.querySelector('#task-form [name="dryRun"]').checked`) {
 		b.do("check dry run", chromedp.Click(css(`#task-form [name="dryRun"]`)))
 	}
-	eval[chromedp.Void](b, "mark the form page", `window.quanTestPage = "form"`)
+	// The dry run's page offers the real run once the dry run is done,
+	// with its counts by cause.
 	b.do("submit the dry run",
-		chromedp.Click(css(`#task-form [type="submit"]`)),
-		chromedp.WaitVisible(css(`#run-for-real`)),
+		chromedp.Click(css(`#task-form button[type="submit"]`)),
+		chromedp.WaitVisible(css(`form#real-form button[type="submit"]`)),
 	)
-	// Counts by cause: an element per cause, by its code, holding its
-	// count, as data-cause or as the live binding of the task's counts.
-	counts := poll[map[string]string](b, "the dry run's counts by cause", `(function () {
-		if (window.quanTestPage) return false;
-		var out = {};
-		for (var c of ["invalid_id", "duplicate_in_file"]) {
-			var el = document.querySelector('[data-cause="' + c + '"], [data-field="counts.failed.' + c + '"]');
-			if (!el || !/\b10\b/.test(el.textContent)) return false;
-			out[c] = el.textContent.trim();
-		}
-		return out; })()`, time.Minute)
-	t.Logf("dry run counts by cause: %v", counts)
-
-	// For real: the progress reaches 100% on the page as it is, never
-	// reloaded (a marker set on the page survives).
-	eval[chromedp.Void](b, "mark the dry run's page", `window.quanTestPage = "dry run"`)
-	b.do("distribute for real",
-		chromedp.Click(css(`button#run-for-real, input#run-for-real, #run-for-real [type="submit"]`)),
-	)
-	poll[bool](b, "the real task's page", `!window.quanTestPage && !!document.getElementById("task-progress") && !!document.getElementById("task-percent")`, stepTimeout)
-	eval[chromedp.Void](b, "mark the task's page", `window.quanTestMarker = "set before 100%"`)
-	start := eval[string](b, "read the progress", `document.getElementById("task-percent").textContent`)
-	end := poll[map[string]any](b, "the progress at 100%", `(function () {
-		var p = parseFloat(document.getElementById("task-percent").textContent);
-		if (!(p >= 100)) return false;
-		var bar = document.getElementById("task-progress");
-		return {percent: p, value: bar.value, max: bar.max, marker: window.quanTestMarker || "",
-			navigation: performance.getEntriesByType("navigation")[0].type}; })()`, 2*time.Minute)
-	t.Logf("progress: %q when marked, then %v", start, end)
-	if end["marker"] != "set before 100%" || end["navigation"] == "reload" {
-		t.Fatalf("the page reloaded before showing 100%%: %v", end)
-	}
-	if v, max := end["value"].(float64), end["max"].(float64); v < max {
-		t.Fatalf("percent 100 but the progress bar at %v of %v", v, max)
-	}
-	poll[bool](b, "the task's status succeeded", `document.getElementById("task-status").getAttribute("data-status") === "succeeded"`, 30*time.Second)
-	if marker := eval[string](b, "read the marker", `window.quanTestMarker || ""`); marker == "" {
-		t.Fatal("the page reloaded when the task ended")
-	}
 	m = regexp.MustCompile(`^/console/tasks/(\d+)`).FindStringSubmatch(b.location())
 	if m == nil {
-		t.Fatalf("the real task at %s, want /console/tasks/{id}", b.location())
+		t.Fatalf("the dry run at %s, want /console/tasks/{id}", b.location())
 	}
-	taskID := m[1]
+	dryID := m[1]
+	counts := eval[map[string]string](b, "read the dry run's counts", `({
+		valid: document.querySelector('[data-field="counts.valid"]').textContent.trim(),
+		invalid_id: document.getElementById("cause-invalid_id").textContent.trim(),
+		duplicate_in_file: document.getElementById("cause-duplicate_in_file").textContent.trim(),
+		out_of_stock: document.getElementById("cause-out_of_stock").textContent.trim()})`)
+	if want := map[string]string{"valid": "9980", "invalid_id": "10", "duplicate_in_file": "10", "out_of_stock": "0"}; !maps.Equal(counts, want) {
+		t.Fatalf("the dry run shows %v, want %v", counts, want)
+	}
+
+	// For real: the progress reaches 100% on the task's page as it was
+	// first loaded. A script run in every new document watches the
+	// percent of the first document of each task page (never of a
+	// reload) and notes in sessionStorage when it reaches 100%, so what
+	// it notes was seen without reloading, whatever the page does after.
+	b.do("watch the task pages' progress", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watchProgress})
+		return err
+	}))
+	b.do("distribute for real", chromedp.Click(css(`form#real-form button[type="submit"]`)))
+	type progress struct {
+		ID      string  `json:"id"`
+		Initial string  `json:"initial"` // the percent when the page loaded
+		Percent string  `json:"percent"` // when it reached 100
+		Value   float64 `json:"value"`   // the progress bar's then
+		Max     float64 `json:"max"`
+	}
+	done := waitFor[progress](b, "the real task's progress at 100% without a reload", `(function () {
+		var m = location.pathname.match(/^\/console\/tasks\/(\d+)$/);
+		if (!m || m[1] === "`+dryID+`") return null;
+		var seen = sessionStorage.getItem("quanTest:" + location.pathname);
+		if (!seen) return null;
+		seen = JSON.parse(seen); seen.id = m[1];
+		return seen; })()`, 2*time.Minute)
+	t.Logf("the real task's progress: %+v", done)
+	if done.Value < done.Max {
+		t.Fatalf("the percent says %s but the progress bar is at %v of %v", done.Percent, done.Value, done.Max)
+	}
+	taskID := done.ID
+	b.do("see the task succeeded", chromedp.WaitVisible(css(`#task-live [data-status].status-succeeded`)))
 
 	// The failure report: the bad rows with their causes.
-	report := eval[map[string]any](b, "download the failure report", `fetch("/console/tasks/`+taskID+`/failures.csv", {credentials: "same-origin"})
+	b.do("find the failure report's link", chromedp.WaitVisible(css(`a[href="/console/tasks/`+taskID+`/failures.csv"]`)))
+	report := eval[map[string]any](b, "download the failure report", `fetch(document.querySelector('a[href="/console/tasks/`+taskID+`/failures.csv"]').href, {credentials: "same-origin"})
 		.then(function (r) { return r.text().then(function (t) { return {status: r.status, type: r.headers.get("Content-Type"), body: t}; }); })`)
 	if report["status"] != float64(200) || !strings.HasPrefix(fmt.Sprint(report["type"]), "text/csv") {
 		t.Fatalf("failures.csv: %v %v\n%.500s", report["status"], report["type"], report["body"])
