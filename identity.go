@@ -41,11 +41,19 @@ func (id Identity) Validate() error {
 	return nil
 }
 
-// String names the identity for audit records, e.g. "merchant:1001".
+// String names the identity for audit records, e.g. "merchant:1001", or
+// "merchant:1001 (alice)" for a shop's operator signed in to the console
+// as alice: a subject other than the default is shown, cut to 64
+// characters.
 func (id Identity) String() string {
 	switch id.Role {
 	case RoleMerchant:
-		return fmt.Sprintf("merchant:%d", id.ShopNo)
+		s := fmt.Sprintf("merchant:%d", id.ShopNo)
+		if id.Subject != "" && id.Subject != s {
+			sub := []rune(id.Subject)
+			s += " (" + string(sub[:min(len(sub), 64)]) + ")"
+		}
+		return s
 	case RoleUser:
 		return fmt.Sprintf("user:%d", id.UserID)
 	}

@@ -88,7 +88,7 @@ func TestCreateTemplate(t *testing.T) {
 	got := items[0]
 	// Yuan became fen exactly; Shanghai wall time became UTC.
 	if got.ShopNo != 1001 || got.Rule.Amount != 1000 || got.Rule.Threshold != 10000 || got.PerUserLimit != 2 ||
-		!got.IssueStart.Equal(time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)) || got.CreatedBy != "merchant:1001" {
+		!got.IssueStart.Equal(time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)) || got.CreatedBy != "merchant:1001 (m1001)" {
 		t.Fatalf("stored %+v", got)
 	}
 }
