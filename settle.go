@@ -68,6 +68,9 @@ type CouponQuote struct {
 	Reason     string `json:"reason,omitempty"` // when not usable
 	InScope    int64  `json:"inScope"`          // the amount of the items it applies to
 	Discount   int64  `json:"discount"`         // when usable
+	// Stacking and Priority are the template's (see PriceOrder).
+	Stacking Stacking `json:"stacking"`
+	Priority int64    `json:"priority"`
 }
 
 // Quote prices an order with a user's coupons.
@@ -77,8 +80,9 @@ type Quote struct {
 	// Best is the usable coupon with the largest discount alone (0: none).
 	Best         int64 `json:"best"`
 	BestDiscount int64 `json:"bestDiscount"`
-	// Combination is the set of coupons with the largest discount together
-	// under the stacking rules, and what it takes off.
+	// Combination is the best set of coupons together under the
+	// stacking rules (PriceOrder), in the order their discounts apply,
+	// and what it takes off.
 	Combination         []int64 `json:"combination"`
 	CombinationDiscount int64   `json:"combinationDiscount"`
 	Payable             int64   `json:"payable"` // Total less CombinationDiscount
@@ -101,9 +105,7 @@ func (r Rule) Discount(kind Kind, amount int64) (int64, bool) {
 		if amount < r.Threshold {
 			return 0, false
 		}
-		// amount ≤ 500 items × 100,000 × 10^10 fen: the product with at
-		// most 99 fits 64 bits.
-		off = amount * (100 - r.Rate) / 100
+		off = percentOf(amount, 100-r.Rate)
 		if r.Cap > 0 {
 			off = min(off, r.Cap)
 		}
@@ -113,8 +115,26 @@ func (r Rule) Discount(kind Kind, amount int64) (int64, bool) {
 			return 0, false
 		}
 		off = min(steps*r.Amount, r.Cap)
+	case KindComposite:
+		if amount < r.Threshold {
+			return 0, false
+		}
+		// Amount ≤ Threshold ≤ amount: the rest is not negative.
+		off = r.Amount + percentOf(amount-r.Amount, 100-r.Rate)
+		if r.Cap > 0 {
+			off = min(off, r.Cap)
+		}
 	}
 	return min(off, amount), true
+}
+
+// percentOf returns pct percent of amount (≥ 0), rounded down to the fen.
+// amount × pct would overflow 64 bits for the largest orders (500 items
+// × 100,000 × 10^10 fen is 5 × 10^17), so the hundreds and the rest are
+// taken apart: with amount = 100q + r, amount × pct / 100 rounded down is
+// q × pct + r × pct / 100 rounded down, exactly.
+func percentOf(amount, pct int64) int64 {
+	return amount/100*pct + amount%100*pct/100
 }
 
 // inScope reports whether an item is in the scope of a coupon of t: a
@@ -132,46 +152,19 @@ func inScope(t *Template, it OrderItem) bool {
 	return true
 }
 
-// stackSlot is the stacking rule, which quoting and locking both apply: a
-// combination holds at most one coupon of each slot, and the slot of a
-// platform coupon is 0, that of a shop coupon its shop. So one platform
-// coupon stacks with one coupon of each shop, and two coupons of one
-// template, which share their slot, never stack.
-func stackSlot(cq CouponQuote) int64 {
-	if cq.Source == SourceShop {
-		return cq.ShopNo
-	}
-	return 0
-}
-
-// slotName names a slot of stackSlot for messages.
-func slotName(slot int64) string {
-	if slot == 0 {
-		return "platform"
-	}
-	return fmt.Sprintf("shop %d", slot)
-}
-
 // PriceOrder prices items with the user's coupons (each with its
-// template) at now. The stacking rules, documented in the README:
-//   - at most one platform coupon, and at most one shop coupon per shop
-//     (stackSlot), so coupons of one template never stack;
-//   - every coupon is computed on the listed prices of the items in its
-//     scope, and the discounts together never exceed the order's total.
-//
-// Each coupon's discount depends only on its own items, so the best
-// combination is the best platform coupon with the best coupon of each
-// shop. Integer arithmetic only.
+// template) at now: what each coupon would take off alone, and the best
+// combination of them under the stacking rules (bestCombination, whose
+// doc comment states the rules, the choice and its cost). Every coupon is
+// computed on the listed prices of the items in its scope, and the
+// discounts together never exceed the order's total. Integer arithmetic
+// only.
 func PriceOrder(items []OrderItem, coupons []*Coupon, templates map[int64]*Template, now time.Time) Quote {
 	var q Quote
 	for _, it := range items {
 		q.Total += it.UnitPrice * it.Quantity
 	}
 	q.Coupons = make([]CouponQuote, 0, len(coupons))
-	type pick struct {
-		id, template, discount int64
-	}
-	best := map[int64]pick{} // shop (0: platform) → best usable coupon
 	for _, c := range coupons {
 		t := templates[c.TemplateID]
 		cq := CouponQuote{CouponID: c.ID, TemplateID: c.TemplateID, ShopNo: c.ShopNo}
@@ -180,7 +173,10 @@ func PriceOrder(items []OrderItem, coupons []*Coupon, templates map[int64]*Templ
 			q.Coupons = append(q.Coupons, cq)
 			continue
 		}
-		cq.Source = t.Source
+		cq.Source, cq.Stacking, cq.Priority = t.Source, t.Stacking, t.Priority
+		if cq.Stacking == "" {
+			cq.Stacking = StackAny
+		}
 		for _, it := range items {
 			if inScope(t, it) {
 				cq.InScope += it.UnitPrice * it.Quantity
@@ -203,26 +199,14 @@ func PriceOrder(items []OrderItem, coupons []*Coupon, templates map[int64]*Templ
 			if off > q.BestDiscount || q.Best == 0 {
 				q.Best, q.BestDiscount = c.ID, off
 			}
-			slot := stackSlot(cq)
-			if b, ok := best[slot]; !ok || off > b.discount || off == b.discount && c.ID < b.id {
-				best[slot] = pick{c.ID, c.TemplateID, off}
-			}
 		}
 		q.Coupons = append(q.Coupons, cq)
 	}
-	slots := make([]int64, 0, len(best))
-	for s := range best {
-		slots = append(slots, s)
-	}
-	slices.Sort(slots)
-	for _, s := range slots {
-		if best[s].discount > 0 {
-			q.Combination = append(q.Combination, best[s].id)
-			q.CombinationDiscount += best[s].discount
-		}
-	}
-	if q.Combination == nil {
-		q.Combination = []int64{}
+	combo := bestCombination(q.Coupons, q.Total)
+	q.Combination = make([]int64, len(combo))
+	for i, cq := range combo {
+		q.Combination[i] = cq.CouponID
+		q.CombinationDiscount += cq.Discount
 	}
 	q.CombinationDiscount = min(q.CombinationDiscount, q.Total)
 	q.Payable = q.Total - q.CombinationDiscount

@@ -29,11 +29,52 @@ func TestRuleDiscount(t *testing.T) {
 		{"每满100减10, three steps", quan.KindStep, quan.Rule{Amount: 1000, Step: 10_000, Cap: 5000}, 39_999, 3000, true},
 		{"每满 capped", quan.KindStep, quan.Rule{Amount: 1000, Step: 10_000, Cap: 2000}, 50_000, 2000, true},
 		{"每满 not one step", quan.KindStep, quan.Rule{Amount: 1000, Step: 10_000, Cap: 2000}, 9_999, 0, false},
+		{"8.5折 of the largest order", quan.KindDiscount, quan.Rule{Rate: 85}, maxOrder, maxOrder / 100 * 15, true},
 	} {
 		off, met := c.rule.Discount(c.kind, c.amount)
 		if off != c.off || met != c.met {
 			t.Errorf("%s: Discount(%d) = %d, %v; want %d, %v", c.name, c.amount, off, met, c.off, c.met)
 		}
+	}
+}
+
+// maxOrder is the largest order ValidateOrder allows, in fen: its amount
+// times a percentage overflows 64 bits if taken naively.
+const maxOrder = quan.MaxOrderItems * quan.MaxItemQuantity * quan.MaxItemUnitPrice
+
+// TestCompositeDiscount: 满 Threshold 减 Amount, then Rate percent paid of
+// the rest, at most Cap off in all, rounded down to the fen.
+func TestCompositeDiscount(t *testing.T) {
+	满100减10再9折 := quan.Rule{Threshold: 10_000, Amount: 1000, Rate: 90}
+	capped := 满100减10再9折
+	capped.Cap = 2000
+	for _, c := range []struct {
+		name   string
+		rule   quan.Rule
+		amount int64
+		off    int64
+		met    bool
+	}{
+		{"OneFenBelowThreshold", 满100减10再9折, 9_999, 0, false},
+		{"AtThreshold", 满100减10再9折, 10_000, 1900, true},               // 10 + 90 × 10%
+		{"RoundsDown", 满100减10再9折, 12_345, 2134, true},                // 10 + 113.45 × 10% = 21.345
+		{"RoundsDownAFractionOfAFen", 满100减10再9折, 10_009, 1900, true}, // 10 + 90.09 × 10% = 19.009
+		{"JustBelowCap", capped, 10_999, 1999, true},                  // 10 + 99.99 × 10% = 19.999
+		{"AtCap", capped, 11_000, 2000, true},                         // 10 + 100 × 10%
+		{"AboveCap", capped, 20_000, 2000, true},                      // 10 + 190 × 10% = 29, capped at 20
+		{"Uncapped", 满100减10再9折, 20_000, 2900, true},
+		{"CapAboveTheDiscount", quan.Rule{Threshold: 10_000, Amount: 1000, Rate: 90, Cap: 1_000_000}, 20_000, 2900, true},
+		{"8.5折", quan.Rule{Threshold: 5000, Amount: 500, Rate: 85}, 10_001, 1925, true}, // 5 + 95.01 × 15% = 19.2515
+		{"AmountIsTheThreshold", quan.Rule{Threshold: 1000, Amount: 1000, Rate: 50}, 1000, 1000, true},
+		{"AmountIsTheThresholdOneFenMore", quan.Rule{Threshold: 1000, Amount: 1000, Rate: 50}, 1001, 1000, true}, // 0.5 fen rounds down
+		{"LargestOrder", quan.Rule{Threshold: 100, Amount: 100, Rate: 1}, maxOrder, 100 + (maxOrder-100)/100*99, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			off, met := c.rule.Discount(quan.KindComposite, c.amount)
+			if off != c.off || met != c.met {
+				t.Errorf("Discount(%d) = %d, %v; want %d, %v", c.amount, off, met, c.off, c.met)
+			}
+		})
 	}
 }
 

@@ -28,7 +28,53 @@ const (
 	KindThreshold Kind = "threshold" // 满减: Amount off when the in-scope amount ≥ Threshold
 	KindDiscount  Kind = "discount"  // 折扣: pay Rate percent, at most Cap off, from Threshold on
 	KindStep      Kind = "step"      // 每满减: Amount off per full Step, at most Cap
+	// KindComposite is 满减 + 折扣 in one coupon: from Threshold on,
+	// Amount off, then Rate percent paid of the rest; at most Cap off in
+	// all when Cap is set.
+	KindComposite Kind = "composite"
 )
+
+// kindNames lists the kinds for messages.
+const kindNames = "direct, threshold, discount, step or composite"
+
+// Stacking says which other coupons a coupon may be used with in one
+// order. PriceOrder's doc comment states how it combines with the slot
+// rule (one platform coupon, one coupon per shop), which always holds.
+type Stacking string
+
+// Stacking policies.
+const (
+	// StackAny combines with any coupon the slot rule allows. It is the
+	// default, and "" means it too: it is the one policy quan had before
+	// templates chose one, so templates stored before (whose column
+	// defaults to it) keep pricing as they did.
+	StackAny Stacking = "any"
+	// StackExclusive is never used with another coupon.
+	StackExclusive Stacking = "exclusive"
+	// StackWithShop combines only with shop-funded coupons.
+	StackWithShop Stacking = "withShop"
+	// StackWithPlatform combines only with platform-funded coupons.
+	StackWithPlatform Stacking = "withPlatform"
+)
+
+// MaxPriority bounds a template's Priority (0 … MaxPriority).
+const MaxPriority = 1000
+
+// allows reports whether a coupon of stacking s may share an order with
+// a coupon funded by other. Stacking is a restriction each coupon places
+// on the others, so two coupons combine only if each allows the other
+// (stacksWith).
+func (s Stacking) allows(other Source) bool {
+	switch s {
+	case StackAny, "":
+		return true
+	case StackWithShop:
+		return other == SourceShop
+	case StackWithPlatform:
+		return other == SourcePlatform
+	}
+	return false // exclusive, or unknown: the safe answer
+}
 
 // Rule holds a template's amounts, in fen. Which fields apply depends on
 // the kind; the others must be zero.
@@ -124,6 +170,16 @@ type TemplateSpec struct {
 	// reminded that the template opens (预约); 0 means
 	// DefaultRemindLead. Whole seconds, at most MaxRemindLead.
 	RemindLead Duration `json:"remindLead,omitempty"`
+	// Stacking says which coupons this one may be used with in an order;
+	// "" means StackAny, and TemplateService writes it so.
+	Stacking Stacking `json:"stacking"`
+	// Priority, 0 … MaxPriority, orders coupons: when two combinations
+	// of coupons take as much off an order with as many coupons, the one
+	// whose priorities add up to more is chosen, and within a combination the
+	// coupon of higher priority takes its discount first (which matters
+	// when the discounts together exceed the order's total). See
+	// PriceOrder.
+	Priority int64 `json:"priority"`
 }
 
 // Template defines a coupon: its rule, scope, windows, limits and stock.
@@ -189,6 +245,7 @@ func (s *TemplateSpec) validate(v *validator) {
 		v.add("source", fmt.Sprintf("%q is not a source: use shop or platform", s.Source))
 	}
 	s.validateScope(v)
+	s.validateStacking(v)
 	if len(s.CodePrefix) > MaxCodePrefix {
 		v.add("codePrefix", fmt.Sprintf("at most %d symbols", MaxCodePrefix))
 	}
@@ -262,6 +319,20 @@ func (s *TemplateSpec) validateRule(v *validator) {
 		amount("rule.threshold", r.Threshold, false)
 		unused("rule.amount", r.Amount)
 		unused("rule.step", r.Step)
+	case KindComposite:
+		okA := amount("rule.amount", r.Amount, true)
+		okT := amount("rule.threshold", r.Threshold, true)
+		okC := amount("rule.cap", r.Cap, false)
+		if okA && okT && r.Amount > r.Threshold {
+			v.add("rule.amount", "must not exceed the threshold")
+		}
+		if r.Rate < 1 || r.Rate > 99 {
+			v.add("rule.rate", "must be between 1 and 99: the percent paid of what is left after the amount off, 85 means 8.5折")
+		}
+		if okA && okC && r.Cap > 0 && r.Cap < r.Amount {
+			v.add("rule.cap", "must be at least the amount, or 0 for no cap")
+		}
+		unused("rule.step", r.Step)
 	case KindStep:
 		okA := amount("rule.amount", r.Amount, true)
 		okS := amount("rule.step", r.Step, true)
@@ -275,9 +346,26 @@ func (s *TemplateSpec) validateRule(v *validator) {
 		unused("rule.threshold", r.Threshold)
 		unused("rule.rate", r.Rate)
 	case "":
-		v.add("kind", "is required: direct, threshold, discount or step")
+		v.add("kind", "is required: "+kindNames)
 	default:
-		v.add("kind", fmt.Sprintf("%q is not a kind: use direct, threshold, discount or step", s.Kind))
+		v.add("kind", fmt.Sprintf("%q is not a kind: use %s", s.Kind, kindNames))
+	}
+}
+
+func (s *TemplateSpec) validateStacking(v *validator) {
+	switch s.Stacking {
+	case "", StackAny, StackExclusive, StackWithShop:
+	case StackWithPlatform:
+		// The slot rule allows one platform coupon an order: a platform
+		// coupon that stacks only with platform coupons stacks with none.
+		if s.Source == SourcePlatform {
+			v.add("stacking", "a platform coupon cannot stack with another platform coupon (one per order): use exclusive")
+		}
+	default:
+		v.add("stacking", fmt.Sprintf("%q is not a stacking policy: use any, exclusive, withShop or withPlatform", s.Stacking))
+	}
+	if s.Priority < 0 || s.Priority > MaxPriority {
+		v.add("priority", fmt.Sprintf("must be between 0 and %d", MaxPriority))
 	}
 }
 

@@ -124,9 +124,9 @@ func (f TemplateFilter) Validate() error {
 		v.add("status", fmt.Sprintf("%q is not a status: use draft, active, paused or ended", f.Status))
 	}
 	switch f.Kind {
-	case "", KindDirect, KindThreshold, KindDiscount, KindStep:
+	case "", KindDirect, KindThreshold, KindDiscount, KindStep, KindComposite:
 	default:
-		v.add("kind", fmt.Sprintf("%q is not a kind: use direct, threshold, discount or step", f.Kind))
+		v.add("kind", fmt.Sprintf("%q is not a kind: use %s", f.Kind, kindNames))
 	}
 	v.page(f.Offset, f.Limit)
 	return v.err("invalid list parameters")
@@ -280,6 +280,9 @@ func normalizeSpec(s *TemplateSpec) {
 	}
 	if s.RemindLead == 0 {
 		s.RemindLead = DefaultRemindLead
+	}
+	if s.Stacking == "" {
+		s.Stacking = StackAny
 	}
 	if len(s.RemindChannels) == 0 {
 		s.RemindChannels = nil

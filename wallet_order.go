@@ -129,17 +129,18 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 		chosen = append(chosen, &c)
 	}
 	q := PriceOrder(req.Items, chosen, templates, now)
-	slots := map[int64]int64{} // stackSlot → coupon
 	var discount int64
-	for _, cq := range q.Coupons {
+	for i, cq := range q.Coupons {
 		if !cq.Usable {
 			return nil, Errorf(ENOTUSABLE, "coupon %d cannot be used for this order: %s", cq.CouponID, cq.Reason)
 		}
-		slot := stackSlot(cq)
-		if other, ok := slots[slot]; ok {
-			return nil, Errorf(ENOTUSABLE, "coupons %d and %d do not stack: at most one %s coupon", other, cq.CouponID, slotName(slot))
+		// The stacking rules of bestCombination: every two coupons asked
+		// for must stack, whatever the quote would have chosen.
+		for _, other := range q.Coupons[:i] {
+			if why := stackConflict(other, cq); why != "" {
+				return nil, Errorf(ENOTUSABLE, "%s", why)
+			}
 		}
-		slots[slot] = cq.CouponID
 		discount += cq.Discount
 	}
 	discount = min(discount, q.Total)
@@ -147,11 +148,13 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 		return nil, Errorf(EPRICECHANGED, "these coupons take %d fen off this order, not the %d expected: quote again", discount, req.ExpectedDiscount)
 	}
 	// Each coupon keeps its share of the discount, the statistics' discount
-	// given once it is used: its own, in turn, until the order's total
-	// caps them.
+	// given once it is used: its own, in the order discounts apply
+	// (applyOrder: priority first), until the order's total caps them.
 	shares := map[int64]int64{}
 	left := discount
-	for _, cq := range q.Coupons {
+	applied := slices.Clone(q.Coupons)
+	applyOrder(applied)
+	for _, cq := range applied {
 		shares[cq.CouponID] = min(cq.Discount, left)
 		left -= shares[cq.CouponID]
 	}
@@ -210,6 +213,11 @@ func validOrderID(order string) error {
 // Redeem spends the coupons order holds: it was paid. Redeeming a paid
 // order again returns its coupons; an order that holds none (never
 // locked, released, or its lock ran out) is an illegal transition.
+// It takes no coupons from the client: it spends the set Lock accepted,
+// which stacked then and stacks still, as a template's stacking and
+// priority, like the rest of its spec, are frozen once it leaves draft
+// (and only then has coupons); an order locked again with other coupons
+// is a conflict.
 func (s *WalletService) Redeem(ctx context.Context, who Identity, order string) ([]*Coupon, error) {
 	return s.orderChange(ctx, who, order, "redeem", CouponTransition{CouponLocked, CouponUsed}, func(c *Coupon, now time.Time) (bool, error) {
 		switch c.Status {

@@ -21,6 +21,7 @@ func TestCreateTemplate(t *testing.T) {
 		"threshold": {"amount": 1000, "threshold": 10000},
 		"discount":  {"rate": 85, "cap": 2000, "threshold": 5000},
 		"step":      {"amount": 1000, "step": 10000, "cap": 5000},
+		"composite": {"amount": 1000, "threshold": 10000, "rate": 90, "cap": 3000},
 	}
 	for kind, rule := range kinds {
 		t.Run(kind, func(t *testing.T) {
@@ -44,6 +45,50 @@ func TestCreateTemplate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTemplateStacking: stacking and priority are taken, returned and
+// edited; a template that names none stacks with any coupon.
+func TestTemplateStacking(t *testing.T) {
+	ts := newTestServer(t)
+	tok := ts.merchant(t, 1001)
+	var plain quan.Template
+	ts.do(t, "POST", "/api/v1/templates", tok, validTemplate()).decode(t, &plain)
+	if plain.Stacking != quan.StackAny || plain.Priority != 0 {
+		t.Fatalf("a template naming no stacking: %q priority %d, want any 0", plain.Stacking, plain.Priority)
+	}
+	body := validTemplate()
+	body["stacking"], body["priority"] = "withPlatform", 12
+	r := ts.do(t, "POST", "/api/v1/templates", tok, body)
+	r.want(t, http.StatusCreated, "")
+	var got quan.Template
+	r.decode(t, &got)
+	var again quan.Template
+	ts.do(t, "GET", loc(got.ID), tok, nil).decode(t, &again)
+	if again.Stacking != quan.StackWithPlatform || again.Priority != 12 {
+		t.Fatalf("read back stacking %q priority %d, want withPlatform 12", again.Stacking, again.Priority)
+	}
+	r = ts.do(t, "PATCH", loc(got.ID), tok, map[string]any{"stacking": "exclusive", "priority": 3})
+	r.want(t, http.StatusOK, "")
+	r.decode(t, &again)
+	if again.Stacking != quan.StackExclusive || again.Priority != 3 {
+		t.Fatalf("edited stacking %q priority %d, want exclusive 3", again.Stacking, again.Priority)
+	}
+	var hist struct{ Items []quan.AuditEntry }
+	ts.do(t, "GET", loc(got.ID)+"/history", tok, nil).decode(t, &hist)
+	if n := len(hist.Items); n != 2 || len(hist.Items[1].Changes) != 2 || hist.Items[1].Changes[0].Field != "stacking" || hist.Items[1].Changes[1].Field != "priority" {
+		t.Fatalf("history %+v: want the edit to list stacking and priority", hist.Items)
+	}
+
+	t.Run("ErrPlatformWithPlatform", func(t *testing.T) {
+		body := validTemplate()
+		body["source"], body["shopNo"], body["stacking"] = "platform", 1001, "withPlatform"
+		r := ts.do(t, "POST", "/api/v1/templates", ts.token(t, quan.Identity{Role: quan.RoleAdmin, Subject: "ops"}), body)
+		r.want(t, http.StatusBadRequest, quan.EINVALID)
+		if !r.hasField("stacking") {
+			t.Fatalf("errors %+v do not name stacking", r.Problem.Errors)
+		}
+	})
 }
 
 func loc(id int64) string { return fmt.Sprintf("/api/v1/templates/%d", id) }
@@ -86,6 +131,16 @@ func TestCreateTemplateValidation(t *testing.T) {
 		{"StepNoCap", map[string]any{"kind": "step", "rule": map[string]any{"amount": 10, "step": 100}}, "rule.cap"},
 		{"StepNoStep", map[string]any{"kind": "step", "rule": map[string]any{"amount": 10, "cap": 100}}, "rule.step"},
 		{"StepCapBelowAmount", map[string]any{"kind": "step", "rule": map[string]any{"amount": 50, "step": 100, "cap": 10}}, "rule.cap"},
+		{"CompositeNoThreshold", map[string]any{"kind": "composite", "rule": map[string]any{"amount": 10, "rate": 90}}, "rule.threshold"},
+		{"CompositeNoAmount", map[string]any{"kind": "composite", "rule": map[string]any{"threshold": 100, "rate": 90}}, "rule.amount"},
+		{"CompositeAmountAboveThreshold", map[string]any{"kind": "composite", "rule": map[string]any{"amount": 200, "threshold": 100, "rate": 90}}, "rule.amount"},
+		{"CompositeNoRate", map[string]any{"kind": "composite", "rule": map[string]any{"amount": 10, "threshold": 100}}, "rule.rate"},
+		{"CompositeRate100", map[string]any{"kind": "composite", "rule": map[string]any{"amount": 10, "threshold": 100, "rate": 100}}, "rule.rate"},
+		{"CompositeCapBelowAmount", map[string]any{"kind": "composite", "rule": map[string]any{"amount": 50, "threshold": 100, "rate": 90, "cap": 10}}, "rule.cap"},
+		{"CompositeWithStep", map[string]any{"kind": "composite", "rule": map[string]any{"amount": 10, "threshold": 100, "rate": 90, "step": 5}}, "rule.step"},
+		{"StackingUnknown", map[string]any{"stacking": "sometimes"}, "stacking"},
+		{"PriorityNegative", map[string]any{"priority": -1}, "priority"},
+		{"PriorityTooHigh", map[string]any{"priority": quan.MaxPriority + 1}, "priority"},
 		{"SourceMissing", map[string]any{"source": ""}, "source"},
 		{"SourceUnknown", map[string]any{"source": "bank"}, "source"},
 		{"ScopeMissing", map[string]any{"scope": map[string]any{}}, "scope.type"},

@@ -583,3 +583,128 @@ func TestLockRefusesCouponsThatDoNotStack(t *testing.T) {
 		}
 	}
 }
+
+// stackCoupon distributes to user one coupon of a fresh active template
+// that body, a validTemplate patched, describes, made with token.
+func (ts *testServer) stackCoupon(t *testing.T, token string, user int64, patch map[string]any) quan.Coupon {
+	t.Helper()
+	body := validTemplate()
+	for k, v := range patch {
+		body[k] = v
+	}
+	tpl := ts.create(t, token, body)
+	ts.do(t, "POST", loc(tpl.ID)+"/activate", token, nil).want(t, http.StatusOK, "")
+	task := ts.distribute(t, token, tpl.ID, "users.csv", []byte(fmt.Sprintf("userId\n%d\n", user)), nil)
+	if task.Counts.Issued != 1 {
+		t.Fatalf("distribution: %+v", task.Counts)
+	}
+	var page struct{ Items []quan.Coupon }
+	ts.do(t, "GET", "/api/v1/me/coupons?status=available", ts.user(t, user), nil).decode(t, &page)
+	for _, c := range page.Items {
+		if c.TemplateID == tpl.ID {
+			return c
+		}
+	}
+	t.Fatalf("user %d does not see the coupon of template %d", user, tpl.ID)
+	return quan.Coupon{}
+}
+
+// TestLockRefusesStackingPolicies: a lock naming coupons whose templates'
+// stacking forbids them together is 409 not_usable, saying which policy,
+// whatever the discount expected; the quote never combines them, and the
+// coupons stay available.
+func TestLockRefusesStackingPolicies(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	admin := ts.token(t, quan.Identity{Role: quan.RoleAdmin, Subject: "ops"})
+	// 120.00 at shop 1 and 120.00 at shop 2.
+	items := []map[string]any{
+		{"sku": "shoe", "category": "wear", "shopNo": 1, "unitPrice": 12_000, "quantity": 1},
+		{"sku": "tea", "category": "drink", "shopNo": 2, "unitPrice": 12_000, "quantity": 1},
+	}
+	exclusive := ts.stackCoupon(t, ts.merchant(t, 1), 7, map[string]any{"stacking": "exclusive"})                     // 满100减10 at shop 1
+	shop2 := ts.stackCoupon(t, ts.merchant(t, 2), 7, map[string]any{"stacking": "withShop"})                          // 满100减10 at shop 2
+	platform := ts.stackCoupon(t, admin, 7, map[string]any{"source": "platform", "shopNo": 1, "stacking": "withShop", // 立减 5
+		"kind": "direct", "rule": map[string]any{"amount": 500}})
+
+	var q quan.Quote
+	ts.do(t, "POST", "/api/v1/settlement/quote", u, map[string]any{"items": items}).decode(t, &q)
+	// No two of the three stack: the best is one coupon of 10 off, the
+	// first by id of the two (equal priority).
+	if want := min(exclusive.ID, shop2.ID); !slices.Equal(q.Combination, []int64{want}) || q.CombinationDiscount != 1000 {
+		t.Fatalf("quote: combination %v off %d; want [%d] off 1000", q.Combination, q.CombinationDiscount, want)
+	}
+	for _, c := range q.Coupons {
+		if c.CouponID == exclusive.ID && c.Stacking != quan.StackExclusive {
+			t.Errorf("quote of coupon %d: stacking %q, want exclusive", c.CouponID, c.Stacking)
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		ids      []int64
+		discount int64
+		says     string
+	}{
+		{"ExclusiveWithShop", []int64{exclusive.ID, shop2.ID}, 2000, fmt.Sprintf("coupon %d is exclusive", exclusive.ID)},
+		{"ExclusiveWithPlatform", []int64{platform.ID, exclusive.ID}, 1500, fmt.Sprintf("coupon %d is exclusive", exclusive.ID)},
+		{"WithShopMeetsPlatform", []int64{shop2.ID, platform.ID}, 1500,
+			fmt.Sprintf("coupon %d stacks only with shop-funded coupons, and coupon %d is platform-funded", shop2.ID, platform.ID)},
+		{"All", []int64{exclusive.ID, shop2.ID, platform.ID}, 2500, "do not stack"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, discount := range []int64{tc.discount, 1000} {
+				r := ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, map[string]any{
+					"items": items, "couponIds": tc.ids, "expectedDiscount": discount})
+				r.want(t, http.StatusConflict, quan.ENOTUSABLE)
+				if !strings.Contains(r.Problem.Detail, tc.says) {
+					t.Errorf("lock of %v, %d expected: %q, want it to say %q", tc.ids, discount, r.Problem.Detail, tc.says)
+				}
+			}
+		})
+	}
+	var page struct{ Total int }
+	ts.do(t, "GET", "/api/v1/me/coupons?status=available", u, nil).decode(t, &page)
+	if page.Total != 3 {
+		t.Fatalf("%d coupons available after the refused locks, want 3", page.Total)
+	}
+	// Each alone locks; so does the platform coupon (withShop) with a
+	// shop coupon that is withPlatform.
+	ts.do(t, "POST", "/api/v1/orders/o-2/lock", u, map[string]any{
+		"items": items, "couponIds": []int64{exclusive.ID}, "expectedDiscount": 1000}).want(t, http.StatusOK, "")
+	pair := ts.stackCoupon(t, ts.merchant(t, 2), 7, map[string]any{"stacking": "withPlatform"})
+	ts.do(t, "POST", "/api/v1/orders/o-3/lock", u, map[string]any{
+		"items": items, "couponIds": []int64{platform.ID, pair.ID}, "expectedDiscount": 1500}).want(t, http.StatusOK, "")
+}
+
+// TestLockSharesByPriority: when two coupons together take more than the
+// order costs, the one of higher priority keeps its whole discount and
+// the other the rest, whatever their ids; the quote lists them in that
+// order.
+func TestLockSharesByPriority(t *testing.T) {
+	ts := newTestServer(t)
+	u := ts.user(t, 7)
+	admin := ts.token(t, quan.Identity{Role: quan.RoleAdmin, Subject: "ops"})
+	direct := map[string]any{"kind": "direct", "rule": map[string]any{"amount": 1000}}
+	platform := ts.stackCoupon(t, admin, 7, map[string]any{"source": "platform", "shopNo": 1, "kind": direct["kind"], "rule": direct["rule"]})
+	shop := ts.stackCoupon(t, ts.merchant(t, 1), 7, map[string]any{"kind": direct["kind"], "rule": direct["rule"], "priority": 5})
+	if platform.ID > shop.ID {
+		t.Fatalf("the test wants the platform coupon's id lower: %d, %d", platform.ID, shop.ID)
+	}
+	var q quan.Quote
+	ts.do(t, "POST", "/api/v1/settlement/quote", u, map[string]any{"items": order(1500)}).decode(t, &q)
+	if !slices.Equal(q.Combination, []int64{shop.ID, platform.ID}) || q.CombinationDiscount != 1500 {
+		t.Fatalf("quote: combination %v off %d; want [%d %d] off 1500", q.Combination, q.CombinationDiscount, shop.ID, platform.ID)
+	}
+	r := ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, map[string]any{
+		"items": order(1500), "couponIds": []int64{platform.ID, shop.ID}, "expectedDiscount": 1500})
+	r.want(t, http.StatusOK, "")
+	var locked struct{ Coupons []quan.Coupon }
+	r.decode(t, &locked)
+	shares := map[int64]int64{}
+	for _, c := range locked.Coupons {
+		shares[c.ID] = c.Discount
+	}
+	if shares[shop.ID] != 1000 || shares[platform.ID] != 500 {
+		t.Fatalf("shares %v: want the shop coupon (priority 5) 1000, the platform's 500", shares)
+	}
+}

@@ -58,6 +58,7 @@ func newTemplate(t testing.TB, shop int64, name string) *quan.Template {
 			},
 			PerUserLimit: 2,
 			CodePrefix:   "Q",
+			Stacking:     quan.StackAny,
 		},
 		Stock:      100,
 		TotalStock: 100,
@@ -88,9 +89,14 @@ func withKind(t *testing.T, tpl *quan.Template, k quan.Kind) *quan.Template {
 		tpl.RemindBefore = quan.Duration(24 * time.Hour)
 		tpl.RemindChannels = []quan.NotifyType{quan.NotifyEmail, quan.NotifyPopup}
 		tpl.RemindLead = quan.Duration(10 * time.Minute)
+		tpl.Stacking, tpl.Priority = quan.StackExclusive, 1000
 	case quan.KindStep:
 		tpl.Rule = quan.Rule{Amount: 500, Step: 5000, Cap: 2000}
 		tpl.Scope = quan.Scope{Kind: quan.ScopeCategories, IDs: []string{"c-10"}}
+		tpl.Stacking, tpl.Priority = quan.StackWithPlatform, 7
+	case quan.KindComposite:
+		tpl.Rule = quan.Rule{Amount: 1000, Threshold: 10000, Rate: 90, Cap: 3000}
+		tpl.Stacking, tpl.Priority = quan.StackWithShop, 3
 	}
 	mustValid(t, tpl)
 	return tpl

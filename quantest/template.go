@@ -47,6 +47,7 @@ func TestTemplateStore(t *testing.T, newStore func(t *testing.T) quan.TemplateSt
 	run("UpdateTemplate/ErrNotFoundForMissingID", testUpdateMissing)
 	run("UpdateTemplate/ErrNotFoundForAnotherShop", testUpdateOtherShop)
 	run("UpdateTemplate/AuditListsChangedFields", testUpdateAudit)
+	run("UpdateTemplate/AuditListsStackingAndPriority", testUpdateAuditStacking)
 
 	run("TemplateHistory/OldestFirst", testHistoryOrder)
 	run("TemplateHistory/ErrNotFound", testHistoryNotFound)
@@ -73,6 +74,7 @@ func testCreateStoresEveryField(t *testing.T, s quan.TemplateStore) {
 		withKind(t, newTemplate(t, 1, "8.5 折"), quan.KindDiscount),
 		withKind(t, newTemplate(t, 2, "每满 50 减 5"), quan.KindStep),
 		withKind(t, newTemplate(t, 2, "立减 5 元"), quan.KindDirect),
+		withKind(t, newTemplate(t, 2, "满 100 减 10 再 9 折"), quan.KindComposite),
 	}
 	want[1].Status = quan.TemplateActive
 	want[1].Stock, want[1].TotalStock = 7, 12
@@ -376,11 +378,13 @@ func testUpdateSaves(t *testing.T, s quan.TemplateStore) {
 	want.Scope.IDs = []string{"g-9"}
 	want.Stock, want.TotalStock = 150, 150
 	want.Status = quan.TemplateActive
+	want.Stacking, want.Priority = quan.StackWithShop, 42
 	want.UpdatedAt = now
 
 	for _, shop := range []int64{1, quan.AnyShop} {
 		got := update(t, s, shop, tpl.ID, "merchant:1", quan.ActionUpdate, func(t *quan.Template) error {
 			t.Name, t.Description = "after", ""
+			t.Stacking, t.Priority = quan.StackWithShop, 42
 			t.Scope.IDs = []string{"g-9"}
 			t.Stock, t.TotalStock = 150, 150
 			t.Status = quan.TemplateActive
@@ -480,6 +484,30 @@ func testUpdateAudit(t *testing.T, s quan.TemplateStore) {
 		t.Errorf("audit entry lists fields %s, want %s", got, want)
 	}
 	assertChanges(t, e.Changes, quan.DiffTemplates(before, after))
+}
+
+// testUpdateAuditStacking: a change of stacking or priority is in the
+// audit trail, with the values before and after.
+func testUpdateAuditStacking(t *testing.T, s quan.TemplateStore) {
+	tpl := create(t, s, newTemplate(t, 1, "stacking"))
+	before := get(t, s, tpl.ID)
+	after := update(t, s, 1, tpl.ID, "merchant:1", quan.ActionUpdate, func(t *quan.Template) error {
+		t.Stacking, t.Priority = quan.StackExclusive, 5
+		t.UpdatedAt = base.Add(time.Minute)
+		return nil
+	})
+	es := history(t, s, tpl.ID)
+	if len(es) != 2 {
+		t.Fatalf("got %d audit entries, want 2", len(es))
+	}
+	if got, want := strings.Join(fieldNames(es[1].Changes), ","), "stacking,priority"; got != want {
+		t.Errorf("audit entry lists fields %s, want %s", got, want)
+	}
+	assertChanges(t, es[1].Changes, []quan.FieldChange{
+		{Field: "stacking", Before: []byte(`"any"`), After: []byte(`"exclusive"`)},
+		{Field: "priority", Before: []byte(`0`), After: []byte(`5`)},
+	})
+	assertChanges(t, es[1].Changes, quan.DiffTemplates(before, after))
 }
 
 func testHistoryOrder(t *testing.T, s quan.TemplateStore) {

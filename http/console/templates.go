@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -38,7 +39,7 @@ func (c *Console) templateRoutes(page func(string, pageFunc)) {
 // validation names their fields.
 var templateInputs = []string{"name", "description", "kind", "rule.amount", "rule.threshold", "rule.rate",
 	"rule.cap", "rule.step", "source", "scope.type", "scope.ids", "issueStart", "issueEnd", "validity",
-	"validity.type", "validity.start", "validity.end", "validity.hours", "perUserLimit", "stock", "codePrefix", "shopNo"}
+	"validity.type", "validity.start", "validity.end", "validity.hours", "perUserLimit", "stock", "codePrefix", "shopNo", "stacking", "priority"}
 
 type templateListData struct {
 	Rows                template.HTML // see templateRows
@@ -62,7 +63,7 @@ func (c *Console) templateList(w http.ResponseWriter, r *http.Request, s *sessio
 		Query:    strings.TrimSpace(q.Get("q")),
 		Page:     1,
 		Statuses: []quan.TemplateStatus{quan.TemplateDraft, quan.TemplateActive, quan.TemplatePaused, quan.TemplateEnded},
-		Kinds:    []quan.Kind{quan.KindDirect, quan.KindThreshold, quan.KindDiscount, quan.KindStep},
+		Kinds:    []quan.Kind{quan.KindDirect, quan.KindThreshold, quan.KindDiscount, quan.KindStep, quan.KindComposite},
 	}
 	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 {
 		d.Page = n
@@ -156,6 +157,7 @@ type templateForm struct {
 	Validity, ValidStart, ValidEnd         string
 	ValidHours, PerUserLimit, Stock        string
 	CodePrefix, ShopNo                     string
+	Stacking, Priority                     string
 	Example                                string // the preview's example order, in yuan
 }
 
@@ -163,6 +165,7 @@ func (c *Console) templateNew(w http.ResponseWriter, r *http.Request, s *session
 	v := c.newView(r, s)
 	now := c.now().In(v.loc)
 	f := templateForm{Kind: string(quan.KindThreshold), Source: string(quan.SourceShop), Scope: string(quan.ScopeAll),
+		Stacking: string(quan.StackAny), Priority: "0",
 		Validity: string(quan.ValidRelative), ValidHours: "168", PerUserLimit: "1", Stock: "1000", Example: "100",
 		IssueStart: v.InputTime(now.Truncate(time.Hour)), IssueEnd: v.InputTime(now.Truncate(time.Hour).AddDate(0, 0, 30))}
 	return c.showTemplateForm(w, v, http.StatusOK, "tpl.new", f)
@@ -219,6 +222,8 @@ func (f *templateForm) spec(v *view) (quan.TemplateSpec, int64, int64, []quan.Fi
 		IssueEnd:    at("issueEnd", f.IssueEnd),
 		Validity:    quan.Validity{Kind: quan.ValidityKind(f.Validity)},
 		CodePrefix:  strings.TrimSpace(f.CodePrefix),
+		Stacking:    quan.Stacking(f.Stacking),
+		Priority:    whole("priority", f.Priority),
 	}
 	// Only the amounts of the kind apply; the others are not sent, as a
 	// form keeps what was typed into inputs that are hidden.
@@ -235,6 +240,11 @@ func (f *templateForm) spec(v *view) (quan.TemplateSpec, int64, int64, []quan.Fi
 	case quan.KindStep:
 		spec.Rule.Amount = fen("rule.amount", f.Amount)
 		spec.Rule.Step = fen("rule.step", f.Step)
+		spec.Rule.Cap = fen("rule.cap", f.Cap)
+	case quan.KindComposite:
+		spec.Rule.Amount = fen("rule.amount", f.Amount)
+		spec.Rule.Threshold = fen("rule.threshold", f.Threshold)
+		spec.Rule.Rate = whole("rule.rate", f.Rate)
 		spec.Rule.Cap = fen("rule.cap", f.Cap)
 	}
 	switch spec.Validity.Kind {
@@ -268,6 +278,7 @@ func readTemplateForm(r *http.Request) templateForm {
 		IssueEnd: g("issueEnd"), Validity: g("validity.type"), ValidStart: g("validity.start"),
 		ValidEnd: g("validity.end"), ValidHours: g("validity.hours"), PerUserLimit: g("perUserLimit"),
 		Stock: g("stock"), CodePrefix: g("codePrefix"), ShopNo: g("shopNo"), Example: g("example"),
+		Stacking: g("stacking"), Priority: g("priority"),
 	}
 }
 
@@ -458,6 +469,7 @@ func formOf(v *view, t *quan.Template) templateForm {
 		Validity: string(t.Validity.Kind), ValidStart: v.InputTime(t.Validity.Start), ValidEnd: v.InputTime(t.Validity.End),
 		PerUserLimit: strconv.FormatInt(t.PerUserLimit, 10), Stock: strconv.FormatInt(t.Stock, 10),
 		CodePrefix: t.CodePrefix, ShopNo: strconv.FormatInt(t.ShopNo, 10), Example: "100",
+		Stacking: string(cmp.Or(t.Stacking, quan.StackAny)), Priority: strconv.FormatInt(t.Priority, 10),
 	}
 	money := func(n int64) string {
 		if n == 0 {
@@ -541,6 +553,16 @@ func (v *view) RuleText(t *quan.Template) string {
 			return v.T("tpl.rule.step", yuan(r.Amount), yuan(r.Step), yuan(r.Cap))
 		}
 		return v.T("tpl.rule.step", yuan(r.Step), yuan(r.Amount), yuan(r.Cap))
+	case quan.KindComposite:
+		rate := strconv.FormatInt(r.Rate, 10)
+		if v.Lang != "en" {
+			rate = strconv.FormatFloat(float64(r.Rate)/10, 'f', -1, 64)
+		}
+		s := v.T("tpl.rule.comp", yuan(r.Threshold), yuan(r.Amount), rate)
+		if r.Cap > 0 {
+			s += v.T("tpl.ruleCap", yuan(r.Cap))
+		}
+		return s
 	}
 	return string(t.Kind)
 }

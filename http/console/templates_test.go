@@ -93,6 +93,49 @@ func TestCreateTemplate(t *testing.T) {
 	}
 }
 
+// TestCompositeStackingForm: an operator sets a composite rule, a
+// stacking policy and a priority in the form; they are stored, shown
+// again in the edit form, and a bad one is shown by its input.
+func TestCompositeStackingForm(t *testing.T) {
+	tc := newConsole(t)
+	b := tc.signedIn(t, "m1001")
+	if status, _, body := b.get("/console/templates/new"); status != http.StatusOK {
+		t.Fatalf("new template form: %d\n%s", status, body)
+	} else {
+		contains(t, body, `<option value="composite">满减折扣</option>`, `<select id="stacking" name="stacking"`,
+			`<option value="any" selected>可与任何券叠加</option>`, `<input id="priority" name="priority" value="0"`)
+	}
+	form := templateForm()
+	form.Set("kind", "composite")
+	form.Set("rule.rate", "90")
+	form.Set("rule.cap", "20")
+	form.Set("stacking", "withPlatform")
+	form.Set("priority", "1001")
+	status, _, body := b.post("/console/templates", form)
+	if status != http.StatusBadRequest {
+		t.Fatalf("priority 1001: %d\n%s", status, body)
+	}
+	contains(t, body, `<span id="priority-err"><span class="field-error" role="alert">must be between 0 and 1000</span>`)
+	form.Set("priority", "7")
+	status, path, body := b.post("/console/templates", form)
+	if status != http.StatusOK || !strings.HasPrefix(path, "/console/templates/") {
+		t.Fatalf("create: %d at %s\n%s", status, path, body)
+	}
+	contains(t, body, "满 100.00 减 10.00 元再 9 折，最多优惠 20.00 元")
+	items, _, err := tc.tpls.List(context.Background(), quan.Identity{Role: quan.RoleAdmin}, quan.TemplateFilter{})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("templates: %v %v", items, err)
+	}
+	got := items[0]
+	if got.Kind != quan.KindComposite || got.Rule != (quan.Rule{Amount: 1000, Threshold: 10_000, Rate: 90, Cap: 2000}) ||
+		got.Stacking != quan.StackWithPlatform || got.Priority != 7 {
+		t.Fatalf("stored %+v", got)
+	}
+	page, _, _ := strings.Cut(path, "?")
+	_, _, body = b.get(page + "/edit")
+	contains(t, body, `<option value="withPlatform" selected>`, `<input id="priority" name="priority" value="7"`, `<option value="composite" selected>`)
+}
+
 func TestPreview(t *testing.T) {
 	tc := newConsole(t)
 	b := tc.signedIn(t, "m1001")
@@ -105,6 +148,7 @@ func TestPreview(t *testing.T) {
 		{url.Values{"example": {"99.99"}}, "未达到使用门槛"},
 		{url.Values{"kind": {"discount"}, "rule.rate": {"85"}, "rule.threshold": {""}, "rule.cap": {"5"}, "example": {"100"}}, "优惠 5.00 元，实付 95.00 元"},
 		{url.Values{"kind": {"discount"}, "rule.rate": {"85"}, "rule.threshold": {""}, "rule.cap": {""}, "example": {"20.01"}}, "优惠 3.00 元，实付 17.01 元"},
+		{url.Values{"kind": {"composite"}, "rule.threshold": {"100"}, "rule.amount": {"10"}, "rule.rate": {"90"}, "rule.cap": {""}, "example": {"123.45"}}, "优惠 21.34 元，实付 102.11 元"},
 		{url.Values{"example": {"abc"}}, `"abc" is not an amount`},
 	} {
 		form := templateForm()
