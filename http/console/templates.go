@@ -501,6 +501,8 @@ func (c *Console) templateEdit(w http.ResponseWriter, r *http.Request, s *sessio
 		return c.showTemplateForm(w, v, http.StatusBadRequest, "tpl.edit", f)
 	}
 	_, err = c.Templates.Edit(r.Context(), s.Who, id, func(e *quan.TemplateEdit) error {
+		// The form does not show the reminders: they stay as they are.
+		spec.RemindBefore, spec.RemindChannels, spec.RemindLead = e.RemindBefore, e.RemindChannels, e.RemindLead
 		e.TemplateSpec, e.Stock = spec, stock
 		return nil
 	})

@@ -177,11 +177,23 @@ func TestTemplateLifecycle(t *testing.T) {
 	tpl := createDraft(t, tc, 1001, "lifecycle")
 	page := "/console/templates/" + itoa(tpl.ID)
 
+	// Reminders set through the API survive an edit in the console, whose
+	// form does not show them.
+	merchant := quan.Identity{Role: quan.RoleMerchant, ShopNo: 1001}
+	if _, err := tc.tpls.Edit(context.Background(), merchant, tpl.ID, func(e *quan.TemplateEdit) error {
+		e.RemindBefore, e.RemindChannels = quan.Duration(24*time.Hour), []quan.NotifyType{quan.NotifyInbox}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	form := templateForm()
 	form.Set("name", "renamed")
 	form.Set("stock", "700")
 	if status, _, body := b.post(page+"/edit", form); status != http.StatusOK || !strings.Contains(body, "renamed") {
 		t.Fatalf("edit: %d\n%s", status, body)
+	}
+	if got, _ := tc.tpls.Get(context.Background(), merchant, tpl.ID); got.RemindBefore != quan.Duration(24*time.Hour) || len(got.RemindChannels) != 1 {
+		t.Fatalf("the edit dropped the reminders: %v %v", got.RemindBefore, got.RemindChannels)
 	}
 	for _, step := range []struct{ action, status string }{{"activate", "进行中"}, {"pause", "已暂停"}, {"resume", "进行中"}} {
 		status, _, body := b.post(page+"/"+step.action, nil)
