@@ -24,6 +24,7 @@ type Store interface {
 	quan.StatsStore
 	quan.ReminderStore
 	quan.AccountStore
+	quan.AttributeStore
 	Ping(ctx context.Context) error
 }
 
@@ -70,6 +71,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		statsOps:              newStatsOps(o),
 		remindOps:             newRemindOps(o),
 		accountOps:            newAccountOps(o),
+		attributeOps:          newAttributeOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -101,6 +103,7 @@ type store struct {
 	statsOps
 	remindOps
 	accountOps
+	attributeOps
 }
 
 // archivingStore is a store whose adapter archives coupons.
