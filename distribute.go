@@ -24,6 +24,10 @@ type FileRow struct {
 	// Lang is the language column as written, or "": a contacts import
 	// reads it; a distribution does not.
 	Lang string
+	// Others are the file's other columns as written, named by
+	// OthersReader.Others, when it was opened to read them (an attributes
+	// import); nil otherwise.
+	Others []string
 }
 
 // RowReader streams the data rows of a distribution file in one pass.
@@ -34,6 +38,15 @@ type RowReader interface {
 	// Progress reports the bytes of the file's data consumed and in all.
 	Progress() (read, total int64)
 	Close() error
+}
+
+// OthersReader is a RowReader of a file opened to read every column
+// besides the user id's, whatever the header names it: FileRow.Others.
+type OthersReader interface {
+	RowReader
+	// Others names the columns of FileRow.Others, as the header row
+	// writes them (trimmed), in order.
+	Others() []string
 }
 
 // FailureReport writes the failed rows of a task, in line order, as a file

@@ -58,12 +58,7 @@ func TestContactsImport(t *testing.T) {
 		"5,,,\n" + // line 8: no_contact
 		"6,,,fr\n" + // line 9: invalid_contact lang
 		"7,+447911123456,,\n") // line 10
-	type failure struct {
-		Line           int64
-		UserID, Reason string
-		Field          string
-	}
-	wantFailures := []failure{
+	wantFailures := []importFailure{
 		{4, "x", quan.ImportInvalidID, ""},
 		{5, "3", quan.ImportInvalidContact, "phone"},
 		{6, "4", quan.ImportInvalidContact, "mail"},
@@ -83,23 +78,8 @@ func TestContactsImport(t *testing.T) {
 
 	for round := range 2 { // the same file again: the same answer and contacts
 		res := ts.importContacts(t, admin, "contacts.csv", file)
-		if res.Rows != 9 || res.Imported != 3 || res.Failed != 6 || res.FailuresTruncated {
-			t.Errorf("round %d: rows %d, imported %d, failed %d, truncated %v; want 9, 3, 6, false", round, res.Rows, res.Imported, res.Failed, res.FailuresTruncated)
-		}
 		wantBy := map[string]int64{quan.ImportInvalidID: 1, quan.ImportInvalidContact: 3, quan.ImportDuplicateInFile: 1, quan.ImportNoContact: 1}
-		if !mapsEqual(res.FailedByReason, wantBy) {
-			t.Errorf("round %d: by reason %v, want %v", round, res.FailedByReason, wantBy)
-		}
-		got := make([]failure, len(res.Failures))
-		for i, f := range res.Failures {
-			got[i] = failure{f.Line, f.UserID, f.Reason, f.Field}
-			if f.Message == "" {
-				t.Errorf("round %d: line %d has no message", round, f.Line)
-			}
-		}
-		if !slices.Equal(got, wantFailures) {
-			t.Errorf("round %d: failures\n%+v\nwant\n%+v", round, got, wantFailures)
-		}
+		checkImport(t, &res, 9, 3, wantBy, wantFailures)
 		for u, w := range wantContacts {
 			c := ts.contact(t, admin, u)
 			if c.Phone != w.Phone || c.Mail != w.Mail || c.Lang != w.Lang || !slices.Equal(c.OptOut, append([]quan.NotifyType{}, w.OptOut...)) {

@@ -29,6 +29,9 @@ type Server struct {
 	Notices   *quan.NoticeService   // nil serves no inbox, popup and contact routes
 	Stats     *quan.StatsService    // nil serves no statistics routes
 	Reminders *quan.ReminderService // nil serves no reminder routes
+	// Attributes serves users' facts for rules; nil serves no attribute
+	// routes.
+	Attributes *quan.AttributeService
 	// CodesExport writes the codes.xlsx export of a batch; nil serves
 	// codes.csv only.
 	CodesExport quan.CodesExport
@@ -193,6 +196,11 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("POST /api/v1/me/popups/{id}/ack", s.ackPopup)
 		handle("GET /api/v1/unsubscribe", s.unsubscribeForm)
 		handle("POST /api/v1/unsubscribe", s.unsubscribe)
+	}
+	if s.Attributes != nil {
+		handle("GET /api/v1/users/{id}/attributes", s.getAttributes)
+		handle("PUT /api/v1/users/{id}/attributes", s.putAttributes)
+		handle("POST /api/v1/attributes/import", s.importAttributes)
 	}
 	if s.Reminders != nil {
 		handle("POST /api/v1/templates/{id}/reminders", s.remindMe)

@@ -115,6 +115,9 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	// Contacts files are kept and read like distribution files.
 	ts.api.Notices.Files = files
 	ts.api.Notices.OpenRows = func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, sheet.Options{}) }
+	// So are attributes files, every column of them.
+	ts.api.Attributes = &quan.AttributeService{Store: store, Now: clock, Files: files,
+		OpenRows: func(path string) (quan.OthersReader, error) { return sheet.OpenRows(path, sheet.Options{Others: true}) }}
 	if setup != nil {
 		setup(ts)
 	}

@@ -24,6 +24,7 @@ type Store interface {
 	quan.StatsStore
 	quan.ReminderStore
 	quan.AccountStore
+	quan.AttributeStore
 	Ping(ctx context.Context) error
 }
 
@@ -71,6 +72,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		statsOps:              newStatsOps(o),
 		remindOps:             newRemindOps(o),
 		accountOps:            newAccountOps(o),
+		attributeOps:          newAttributeOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -103,6 +105,7 @@ type store struct {
 	statsOps
 	remindOps
 	accountOps
+	attributeOps
 }
 
 // archivingStore is a store whose adapter archives coupons.

@@ -29,6 +29,9 @@ type batch struct {
 	rows  []Row
 	arena []byte
 	fix   []fixup
+	// others holds the Row.Others of the rows still to come: one
+	// allocation per Read, never reused, so the rows' slices stay valid.
+	others []string
 }
 
 type fixup struct {
@@ -39,9 +42,16 @@ type fixup struct {
 
 func (b *batch) full() bool { return len(b.rows) == cap(b.rows) }
 
-// add starts a new row and returns its index.
-func (b *batch) add(line int64) int {
-	b.rows = append(b.rows, Row{Line: line})
+// add starts a new row with n other columns and returns its index.
+func (b *batch) add(line int64, n int) int {
+	r := Row{Line: line}
+	if n > 0 {
+		if len(b.others) < n {
+			b.others = make([]string, n*max(cap(b.rows)-len(b.rows), 1))
+		}
+		r.Others, b.others = b.others[:n:n], b.others[n:]
+	}
+	b.rows = append(b.rows, r)
 	return len(b.rows) - 1
 }
 
@@ -65,6 +75,8 @@ func (b *batch) setString(row, field int, s string) {
 		r.Mail = s
 	case fLang:
 		r.Lang = s
+	default:
+		r.Others[field-nFields] = s
 	}
 }
 
@@ -165,22 +177,36 @@ var headerNames = [nFields][]string{
 // matchHeader maps header cells to fields. cols[f] is the index in cells of
 // field f's column, or -1. The first matching column wins.
 func matchHeader(cells []string) (cols [nFields]int, names [nFields]string, err error) {
+	cols, names, _, err = matchHeaderOthers(cells, false)
+	return cols, names, err
+}
+
+// matchHeaderOthers is matchHeader; with others, only the user id is a
+// field, and every other column with a non-blank header is an other
+// column: others[k] is its index in cells, its name is names[nFields+k]
+// (trimmed).
+func matchHeaderOthers(cells []string, withOthers bool) (cols [nFields]int, names [nFields]string, others []otherCol, err error) {
 	for f := range cols {
 		cols[f] = -1
 	}
 	for i, c := range cells {
 		// Case and runs of white space (a line break in the cell) aside.
 		k := strings.ToLower(strings.Join(strings.Fields(strings.TrimPrefix(c, "\ufeff")), " "))
+		other := withOthers && k != ""
 		for f, accepted := range headerNames {
-			if cols[f] >= 0 {
+			if cols[f] >= 0 || (withOthers && f != fUser) {
 				continue
 			}
 			for _, a := range accepted {
 				if k == a {
 					cols[f] = i
 					names[f] = strings.TrimSpace(c)
+					other = false
 				}
 			}
+		}
+		if other {
+			others = append(others, otherCol{Index: i, Name: strings.TrimSpace(strings.TrimPrefix(c, "\ufeff"))})
 		}
 	}
 	if cols[fUser] < 0 {
@@ -194,11 +220,29 @@ func matchHeader(cells []string) (cols [nFields]int, names [nFields]string, err 
 				found = append(found, strconv.Quote(c))
 			}
 		}
-		return cols, names, fmt.Errorf("%w: the header row must name it userId, user_id, user id, 用户ID or 用户ID User ID "+
+		return cols, names, nil, fmt.Errorf("%w: the header row must name it userId, user_id, user id, 用户ID or 用户ID User ID "+
 			"(phone: phone, mobile or 手机号; mail: mail, email or 邮箱); found %s",
 			ErrNoUserIDColumn, strings.Join(found, ", "))
 	}
-	return cols, names, nil
+	return cols, names, others, nil
+}
+
+// otherCol is a column read with Options.Others.
+type otherCol struct {
+	Index int    // 0-based among the header row's cells
+	Name  string // the header cell, trimmed
+}
+
+// otherNames returns the names of cols, nil for none.
+func otherNames(cols []otherCol) []string {
+	if len(cols) == 0 {
+		return nil
+	}
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	return names
 }
 
 // isBlank reports whether s holds only white space, Unicode spaces such as

@@ -23,6 +23,8 @@ type csvSource struct {
 	haveHeader bool
 	cols       [nFields]int // field index of each column, -1 if absent
 	names      [nFields]string
+	withOthers bool
+	ocols      []otherCol // with Options.Others
 
 	fields [][]byte
 	qbuf   []byte
@@ -30,7 +32,7 @@ type csvSource struct {
 
 func openCSV(ra io.ReaderAt, size int64, opt Options, read *atomic.Int64) (source, int64, error) {
 	raw := countingReader{r: io.NewSectionReader(ra, 0, size), n: read}
-	c := &csvSource{s: newStream(newAutoDecoder(raw, size), 2*size), maxRows: opt.MaxRows, line: 1}
+	c := &csvSource{s: newStream(newAutoDecoder(raw, size), 2*size), maxRows: opt.MaxRows, line: 1, withOthers: opt.Others}
 	b := batch{}
 	if err := c.fill(&b); err != nil {
 		c.close()
@@ -43,6 +45,8 @@ func openCSV(ra io.ReaderAt, size int64, opt Options, read *atomic.Int64) (sourc
 }
 
 func (c *csvSource) close() { c.s.close() }
+
+func (c *csvSource) others() []string { return otherNames(c.ocols) }
 
 func (c *csvSource) fill(b *batch) error {
 	for {
@@ -105,7 +109,17 @@ func (c *csvSource) records(b *batch) error {
 		if c.nrows > c.maxRows {
 			return fmt.Errorf("%w: more than %d data rows (line %d)", ErrTooManyRows, c.maxRows, line)
 		}
-		ri := b.add(line)
+		ri := b.add(line, len(c.ocols))
+		for k, oc := range c.ocols {
+			if oc.Index >= len(c.fields) {
+				continue
+			}
+			v := c.fields[oc.Index]
+			if len(v) > MaxCellBytes {
+				return fmt.Errorf("%w: line %d: column %q longer than %d bytes", ErrTooLong, line, oc.Name, MaxCellBytes)
+			}
+			b.setBytes(ri, nFields+k, v)
+		}
 		for f, col := range c.cols {
 			if col < 0 || col >= len(c.fields) {
 				continue
@@ -145,11 +159,11 @@ func (c *csvSource) header(line int64) error {
 		}
 		cells[i] = string(f)
 	}
-	cols, names, err := matchHeader(cells)
+	cols, names, others, err := matchHeaderOthers(cells, c.withOthers)
 	if err != nil {
 		return fmt.Errorf("line %d: %w", line, err)
 	}
-	c.cols, c.names, c.haveHeader = cols, names, true
+	c.cols, c.names, c.ocols, c.haveHeader = cols, names, others, true
 	return nil
 }
 

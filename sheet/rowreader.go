@@ -10,13 +10,14 @@ import (
 
 // RowReader serves a Reader's rows as the quan.RowReader a distribution
 // reads: the user id, phone and mail columns, and inexact user ids
-// (ErrInexactNumber) flagged.
+// (ErrInexactNumber) flagged. Opened with Options.Others, it is a
+// quan.OthersReader.
 type RowReader struct {
 	r   *Reader
 	buf []Row
 }
 
-var _ quan.RowReader = (*RowReader)(nil)
+var _ quan.OthersReader = (*RowReader)(nil)
 
 // OpenRows opens path like Open, as a quan.RowReader.
 func OpenRows(path string, opt Options) (*RowReader, error) {
@@ -35,10 +36,13 @@ func (rr *RowReader) Read(dst []quan.FileRow) (int, error) {
 	n, err := rr.r.Read(rr.buf[:len(dst)])
 	for i, row := range rr.buf[:n] {
 		dst[i] = quan.FileRow{Line: row.Line, UserID: row.UserID, Inexact: errors.Is(row.Err, ErrInexactNumber),
-			Phone: row.Phone, Mail: row.Mail, Lang: row.Lang}
+			Phone: row.Phone, Mail: row.Mail, Lang: row.Lang, Others: row.Others}
 	}
 	return n, err
 }
+
+// Others names the columns of quan.FileRow.Others, like Reader.Others.
+func (rr *RowReader) Others() []string { return rr.r.Others() }
 
 // Progress reports the bytes consumed and in all, like Reader.Progress.
 func (rr *RowReader) Progress() (read, total int64) { return rr.r.Progress() }

@@ -20,8 +20,12 @@ type xlsxSource struct {
 	haveHeader bool
 	cols       [nFields]int // 1-based column of each field, 0 if absent
 	names      [nFields]string
+	withOthers bool
+	ocols      []otherCol // with Options.Others
+	ofield     []int32    // with others: by 1-based column, nFields+k for other k, else 0
 
 	cells    [nFields]cellValue
+	ocells   []cellValue // the other columns' cells
 	hdrCells []string
 	isBuf    []byte // inline string text of the current row
 }
@@ -42,6 +46,8 @@ type cellValue struct {
 }
 
 func (src *xlsxSource) close() { src.s.close() }
+
+func (src *xlsxSource) others() []string { return otherNames(src.ocols) }
 
 // readHeader parses rows up to the header row.
 func (src *xlsxSource) readHeader() error {
@@ -169,6 +175,7 @@ func (src *xlsxSource) rowBody() (nonBlank bool, err error) {
 	x.scratch = x.scratch[:0]
 	src.isBuf = src.isBuf[:0]
 	src.cells = [nFields]cellValue{}
+	clear(src.ocells)
 	if !src.haveHeader {
 		src.hdrCells = src.hdrCells[:0]
 	}
@@ -256,7 +263,11 @@ func (src *xlsxSource) rowBody() (nonBlank bool, err error) {
 			if len(cv.b) > MaxCellBytes {
 				return false, src.tooLong(col)
 			}
-			src.cells[f] = cv
+			if f < nFields {
+				src.cells[f] = cv
+			} else {
+				src.ocells[f-nFields] = cv
+			}
 		}
 	}
 }
@@ -323,6 +334,9 @@ func (src *xlsxSource) field(col int) int {
 	case src.cols[fLang]:
 		return fLang
 	}
+	if col < len(src.ofield) && src.ofield[col] > 0 {
+		return int(src.ofield[col])
+	}
 	return -1
 }
 
@@ -344,12 +358,19 @@ func (src *xlsxSource) headerCell(col int, cv cellValue) error {
 // commit turns the parsed row into the header or a Row of b.
 func (src *xlsxSource) commit(b *batch, num int64) error {
 	if !src.haveHeader {
-		cols, names, err := matchHeader(src.hdrCells)
+		cols, names, others, err := matchHeaderOthers(src.hdrCells, src.withOthers)
 		if err != nil {
 			return fmt.Errorf("row %d: %w", num, err)
 		}
 		for f, c := range cols {
 			src.cols[f] = c + 1 // -1 (absent) becomes 0
+		}
+		if len(others) > 0 {
+			src.ocols, src.ocells = others, make([]cellValue, len(others))
+			src.ofield = make([]int32, others[len(others)-1].Index+2)
+			for k, oc := range others {
+				src.ofield[oc.Index+1] = int32(nFields + k)
+			}
 		}
 		src.names = names
 		src.haveHeader = true
@@ -360,18 +381,30 @@ func (src *xlsxSource) commit(b *batch, num int64) error {
 	if src.nrows > src.maxRows {
 		return fmt.Errorf("%w: more than %d data rows (row %d)", ErrTooManyRows, src.maxRows, num)
 	}
-	ri := b.add(num)
+	ri := b.add(num, len(src.ocols))
 	for f, c := range &src.cells {
-		switch c.kind {
-		case kShared:
-			b.setString(ri, f, c.s)
-		case kText:
-			b.setBytes(ri, f, c.b)
-		case kNum:
-			b.setNumber(ri, f, c.b, src.names[f])
-		}
+		src.set(b, ri, f, c)
+	}
+	for k, c := range src.ocells {
+		src.set(b, ri, nFields+k, c)
 	}
 	return nil
+}
+
+// set stores cell c as field f of row ri.
+func (src *xlsxSource) set(b *batch, ri, f int, c cellValue) {
+	switch c.kind {
+	case kShared:
+		b.setString(ri, f, c.s)
+	case kText:
+		b.setBytes(ri, f, c.b)
+	case kNum:
+		name := ""
+		if f < nFields {
+			name = src.names[f]
+		}
+		b.setNumber(ri, f, c.b, name)
+	}
 }
 
 const maxCol = 16384 // XFD

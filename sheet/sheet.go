@@ -1,8 +1,9 @@
 // Package sheet streams target-user rows out of .xlsx and .csv files.
 //
 // It knows nothing about coupons: it finds the header row, picks the user
-// id, phone, mail and language columns by name and hands back their values
-// row by row, with the row number the user sees in Excel or the CSV line
+// id, phone, mail and language columns by name (or, with Options.Others,
+// the user id and every other column, for the caller to interpret) and
+// hands back their values row by row, with the row number the user sees in Excel or the CSV line
 // number, so that a caller can report "row 7: invalid user id" in terms the
 // user understands.
 //
@@ -96,6 +97,11 @@ type Options struct {
 	// MaxSharedStrings limits the memory of the shared string table in
 	// bytes (text plus 8 bytes per entry); 0 means DefaultMaxSharedStrings.
 	MaxSharedStrings int64
+	// Others reads every column of the header row besides the user id's
+	// into Row.Others, named by Reader.Others: for imports whose columns
+	// are the caller's to interpret. The phone, mail and language columns
+	// are then others too, and Row.Phone, Mail and Lang stay "".
+	Others bool
 }
 
 func (o Options) withDefaults() Options {
@@ -127,6 +133,10 @@ type Row struct {
 	// Lang is the language column (lang, language or 语言) as written, or
 	// "": a contacts import reads it, a distribution does not.
 	Lang string
+	// Others are the cells of the other columns as written (numbers
+	// normalised like the user id's), in the order of Reader.Others; nil
+	// without Options.Others.
+	Others []string
 	// Err is non-nil when the row cannot be used as written; it wraps
 	// ErrInexactNumber when the user id is a numeric cell holding an
 	// integer above 2^53 that a double could have printed (see
@@ -157,6 +167,8 @@ type source interface {
 	// io.EOF at the clean end and any other error as fatal.
 	fill(b *batch) error
 	close()
+	// others names the other columns, once the header is read.
+	others() []string
 }
 
 // Open opens the .xlsx or .csv file at path and reads up to its header row.
@@ -303,6 +315,11 @@ func (r *Reader) Next() (Row, error) {
 	r.oneI++
 	return row, nil
 }
+
+// Others names the columns of Row.Others, as the header row writes them
+// (trimmed), in order; nil without Options.Others. Two columns may have
+// the same name: telling them apart is the caller's business.
+func (r *Reader) Others() []string { return r.src.others() }
 
 // Progress reports how many bytes of the file the Reader has consumed and
 // the total it will consume: for xlsx the compressed worksheet and shared

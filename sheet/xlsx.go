@@ -77,7 +77,7 @@ func openXLSX(ra io.ReaderAt, size int64, opt Options, read *atomic.Int64) (sour
 	if sf != nil {
 		total += int64(sf.CompressedSize64)
 	}
-	x := &xlsxSource{maxRows: opt.MaxRows, x: &xscan{}}
+	x := &xlsxSource{maxRows: opt.MaxRows, x: &xscan{}, withOthers: opt.Others}
 	if sf != nil {
 		src, err := a.part(sf, read)
 		if err != nil {

@@ -44,11 +44,19 @@ func TestAccountsWired(t *testing.T) {
 		t.Fatalf("Authenticate on the server: %+v, %v", acct, err)
 	}
 	// The Session call is recorded as op "Session" of backend "store".
-	mfs, err := srv.Metrics.Gather()
+	if n := storeCalls(t, srv, "Session"); n != 1 {
+		t.Errorf("the store's Session call is recorded %d times in quan_backend_duration_seconds, want 1", n)
+	}
+}
+
+// storeCalls returns how many calls of op the store's metrics of a have
+// recorded.
+func storeCalls(t *testing.T, a *App, op string) uint64 {
+	t.Helper()
+	mfs, err := a.Metrics.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
 	for _, mf := range mfs {
 		if mf.GetName() != "quan_backend_duration_seconds" {
 			continue
@@ -58,12 +66,10 @@ func TestAccountsWired(t *testing.T) {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["backend"] == "store" && labels["op"] == "Session" && m.GetHistogram().GetSampleCount() == 1 {
-				found = true
+			if labels["backend"] == "store" && labels["op"] == op {
+				return m.GetHistogram().GetSampleCount()
 			}
 		}
 	}
-	if !found {
-		t.Error("the store's Session call is not recorded in quan_backend_duration_seconds")
-	}
+	return 0
 }

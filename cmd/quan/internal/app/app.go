@@ -43,6 +43,7 @@ type App struct {
 	Stats       *quan.StatsService    // nil for Local
 	Reminders   *quan.ReminderService // nil for Local
 	Accounts    *quan.AccountService  // the console's accounts and sessions
+	Attributes  *quan.AttributeService
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -122,6 +123,17 @@ func (a *App) build(ctx context.Context) error {
 	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now}
 	a.Accounts = &quan.AccountService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
+	a.Attributes = &quan.AttributeService{Store: st, Now: cfg.Now, Logger: logger,
+		// An attributes import is kept and read like a distribution file,
+		// every column of it.
+		Files: files,
+		OpenRows: func(path string) (quan.OthersReader, error) {
+			opt := a.SheetOptions("")
+			opt.Others = true
+			return sheet.OpenRows(path, opt)
+		},
+		MaxFileSize: cfg.Files.MaxUpload,
+	}
 	a.Distributor = &quan.Distributor{
 		Store:            tasks,
 		Templates:        st,
@@ -358,6 +370,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 		Notices:     a.Notices,
 		Stats:       a.Stats,
 		Reminders:   a.Reminders,
+		Attributes:  a.Attributes,
 		CodesExport: report.Codes{},
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,

@@ -40,6 +40,7 @@ type Store interface {
 	quan.StatsStore
 	quan.ReminderStore
 	quan.AccountStore
+	quan.AttributeStore
 	Ping(ctx context.Context) error
 }
 

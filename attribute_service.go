@@ -1,0 +1,211 @@
+package quan
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+)
+
+// Defaults of the facts cache (AttributeService.Facts).
+const (
+	// DefaultFactsCacheSize is the most users whose facts a process keeps
+	// when AttributeService.CacheSize is 0: about 20 MB of typical facts.
+	DefaultFactsCacheSize = 100_000
+	// DefaultFactsTTL is how long a process serves facts it read when
+	// AttributeService.CacheTTL is 0: the longest a change made by another
+	// process goes unseen.
+	DefaultFactsTTL = 30 * time.Second
+)
+
+// AttributeService keeps what quan knows of users (UserFacts) for
+// eligibility rules and segments: admins put and import them, claims and
+// quotes read them through Facts.
+type AttributeService struct {
+	Store  AttributeStore
+	Now    Clock // nil is time.Now
+	Logger *slog.Logger
+
+	// Files keeps an uploaded attributes file while Import reads it, and
+	// OpenRows reads it with every column (sheet.Options.Others); either
+	// nil refuses imports.
+	Files    FileStore
+	OpenRows func(path string) (OthersReader, error)
+	// MaxFileSize bounds an attributes file; 0 means DefaultMaxFileSize.
+	MaxFileSize int64
+	// MaxImportRows bounds an attributes file's data rows; 0 means
+	// DefaultMaxAttributeRows.
+	MaxImportRows int64
+
+	// CacheSize bounds the users whose facts Facts keeps; 0 means
+	// DefaultFactsCacheSize, a negative size keeps none.
+	CacheSize int
+	// CacheTTL is how long Facts serves facts it has read; 0 means
+	// DefaultFactsTTL.
+	CacheTTL time.Duration
+
+	once  sync.Once
+	cache *factsCache
+}
+
+func (s *AttributeService) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *AttributeService) facts() *factsCache {
+	s.once.Do(func() {
+		size, ttl := s.CacheSize, s.CacheTTL
+		if size == 0 {
+			size = DefaultFactsCacheSize
+		}
+		if ttl <= 0 {
+			ttl = DefaultFactsTTL
+		}
+		s.cache = newFactsCache(size, ttl)
+	})
+	return s.cache
+}
+
+// Put replaces the facts of facts.UserID with facts and returns them as
+// stored (tags without repeats, the registration time in UTC). Only an
+// admin may: an operator, or an upstream system holding an admin token
+// (EFORBIDDEN otherwise). Invalid facts are EINVALID with a FieldError
+// each (UserFacts.Validate).
+func (s *AttributeService) Put(ctx context.Context, who Identity, facts UserFacts) (*UserFacts, error) {
+	if err := CanChangeAttributes(who); err != nil {
+		return nil, err
+	}
+	f := facts
+	f.Tags, f.Attrs = append([]string(nil), facts.Tags...), maps.Clone(facts.Attrs)
+	f.normalize()
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.Store.PutUserFacts(ctx, s.now(), []UserFacts{f}); err != nil {
+		return nil, err
+	}
+	s.facts().forget(f.UserID)
+	return &f, nil
+}
+
+// Get returns the facts on file of user, read from the store (never the
+// cache); a user of whom nothing is on file has zero facts. An admin may
+// read any user's, a user its own (EFORBIDDEN otherwise).
+func (s *AttributeService) Get(ctx context.Context, who Identity, user int64) (*UserFacts, error) {
+	switch {
+	case who.Role == "":
+		return nil, ErrUnauthorized
+	case who.Role == RoleAdmin, who.Role == RoleUser && who.UserID == user:
+	default:
+		return nil, Errorf(EFORBIDDEN, "only the user or an admin may see a user's attributes")
+	}
+	if user <= 0 {
+		return nil, Errorf(ENOTFOUND, "no user %d", user)
+	}
+	return s.read(ctx, user)
+}
+
+// read reads the facts of user from the store, zero facts if none.
+func (s *AttributeService) read(ctx context.Context, user int64) (*UserFacts, error) {
+	m, err := s.Store.UserFacts(ctx, []int64{user})
+	if err != nil {
+		return nil, err
+	}
+	if f := m[user]; f != nil {
+		return f, nil
+	}
+	return &UserFacts{UserID: user, Tags: []string{}}, nil
+}
+
+// Facts returns the facts of user for the hot path (claims, quotes): from
+// an in-process cache when it holds them, else from the store, which it
+// then keeps for CacheTTL. A user of whom nothing is on file is kept too,
+// as zero facts with UserID set. The facts returned are shared: read them,
+// never change them.
+//
+// Staleness: a Put or Import through this service forgets what the cache
+// holds at once, so this process sees its own changes; a change made by
+// another process (or straight in the store) is seen within CacheTTL. A
+// store read that overlaps a Put or Import is used but not kept, so it
+// cannot put back facts the change replaced.
+func (s *AttributeService) Facts(ctx context.Context, user int64) (*UserFacts, error) {
+	c, now := s.facts(), s.now()
+	if f, ok := c.get(user, now); ok {
+		return f, nil
+	}
+	gen := c.generation()
+	f, err := s.read(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	c.put(f, now, gen)
+	return f, nil
+}
+
+// Import replaces the facts of the users in the .xlsx or .csv file read
+// from r, one row each: a user id column and any of level, tags
+// (separated by | or ,), registeredAt (RFC 3339, or 2006-01-02 with an
+// optional 15:04 or 15:04:05 in China time, or an Excel date), region and
+// orders, named in any case (or 会员等级, 标签, 注册时间, 地区, 订单数);
+// every other column is an attribute of its name (attrs). A blank cell is
+// a fact unknown. Only an admin may (EFORBIDDEN otherwise).
+//
+// It reads, reports and stores like ImportContacts: a row fails, and the
+// others go on, if its user id is not one (invalid_id), a fact is not
+// valid (invalid_attribute, Field naming the column), or an earlier row
+// has the same user (duplicate_in_file). A header that names a fact
+// twice, repeats an attribute's name or has more than MaxUserAttrs
+// attribute columns imports nothing (EINVALID naming "file"). Importing
+// the same file again gives the same facts.
+func (s *AttributeService) Import(ctx context.Context, who Identity, r io.Reader) (*ImportReport, error) {
+	if err := CanImportAttributes(who); err != nil {
+		return nil, err
+	}
+	var open func(string) (RowReader, func(FileRow) (UserFacts, int64, *ImportFailure), error)
+	if s.OpenRows != nil {
+		open = func(path string) (RowReader, func(FileRow) (UserFacts, int64, *ImportFailure), error) {
+			rows, err := s.OpenRows(path)
+			if err != nil {
+				return nil, nil, err
+			}
+			cols, err := newFactColumns(rows.Others())
+			if err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+			return rows, cols.parse, nil
+		}
+	}
+	maxRows := s.MaxImportRows
+	if maxRows <= 0 {
+		maxRows = DefaultMaxAttributeRows
+	}
+	now := s.now()
+	// Whatever is stored, and however it ends, the cache forgets it all.
+	defer s.facts().forgetAll()
+	return fileImport[UserFacts]{
+		what: "attributes", files: s.Files, maxSize: s.MaxFileSize, maxRows: maxRows,
+		batch: AttributeImportBatch, reasons: attributeImportReasons, open: open,
+		store: func(ctx context.Context, rows []UserFacts) (int, error) {
+			if err := s.Store.PutUserFacts(ctx, now, rows); err != nil {
+				return 0, err
+			}
+			return len(rows), nil
+		},
+	}.run(ctx, r)
+}
+
+// CanChangeAttributes returns nil if who may put a user's attributes (an
+// admin), else ErrUnauthorized or EFORBIDDEN: the API asks before it
+// reads the body.
+func CanChangeAttributes(who Identity) error { return canImport(who, "change users' attributes") }
+
+// CanImportAttributes returns nil if who may import users' attributes (an
+// admin), else ErrUnauthorized or EFORBIDDEN: the API asks before it
+// reads the upload.
+func CanImportAttributes(who Identity) error { return canImport(who, "import users' attributes") }

@@ -1,0 +1,15 @@
+package mysql_test
+
+import (
+	"testing"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/mysql"
+	"github.com/quanhq/quan/quantest"
+)
+
+func TestAttributeStore(t *testing.T) {
+	quantest.TestAttributeStore(t, func(t *testing.T) quan.AttributeStore {
+		return mysql.NewStore(openDB(t))
+	})
+}

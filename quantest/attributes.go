@@ -1,0 +1,255 @@
+package quantest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// TestAttributeStore runs the conformance suite of quan.AttributeStore.
+// newStore returns a fresh, empty store for each subtest.
+func TestAttributeStore(t *testing.T, newStore func(t *testing.T) quan.AttributeStore) {
+	t.Helper()
+	run := func(name string, test func(*testing.T, quan.AttributeStore)) {
+		t.Helper()
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, newStore(t))
+		})
+	}
+	run("PutAndRead", testFactsRoundTrip)
+	run("UpsertReplaces", testFactsReplace)
+	run("BatchGet", testFactsBatchGet)
+	run("ScanOrderAndCursor", testFactsScan)
+	run("LargeBatch", testFactsLarge)
+	run("ConcurrentPuts", testFactsConcurrent)
+}
+
+// fullFacts are facts with every field set, as a store returns them.
+func fullFacts(user int64) quan.UserFacts {
+	return quan.UserFacts{UserID: user, Level: 3, Tags: []string{"vip", "新客", "a|b"}, RegisteredAt: base.Add(-time.Hour),
+		Region: "上海", Orders: 12, Attrs: map[string]string{"channel": "app", "城市": "杭州", "empty": ""}}
+}
+
+func putFacts(t *testing.T, s quan.AttributeStore, facts ...quan.UserFacts) {
+	t.Helper()
+	if err := s.PutUserFacts(t.Context(), base, facts); err != nil {
+		t.Fatalf("PutUserFacts(%d users): %v", len(facts), err)
+	}
+}
+
+func readFacts(t *testing.T, s quan.AttributeStore, users ...int64) map[int64]*quan.UserFacts {
+	t.Helper()
+	m, err := s.UserFacts(t.Context(), users)
+	if err != nil {
+		t.Fatalf("UserFacts: %v", err)
+	}
+	return m
+}
+
+func sameFacts(t *testing.T, what string, got *quan.UserFacts, want quan.UserFacts) {
+	t.Helper()
+	if got == nil {
+		t.Errorf("%s: none on file, want %+v", what, want)
+		return
+	}
+	if want.Tags == nil {
+		want.Tags = []string{}
+	}
+	if !got.RegisteredAt.Equal(want.RegisteredAt) {
+		t.Errorf("%s: registered at %v, want %v", what, got.RegisteredAt, want.RegisteredAt)
+	}
+	g := *got
+	g.RegisteredAt, want.RegisteredAt = time.Time{}, time.Time{}
+	if !reflect.DeepEqual(g, want) {
+		t.Errorf("%s:\n got %#v\nwant %#v", what, g, want)
+	}
+}
+
+// testFactsRoundTrip: every fact comes back as put (text of any script,
+// a tag holding a separator, an empty attribute); facts with nothing
+// known come back with tags [] and no attrs; nothing put is nothing read.
+func testFactsRoundTrip(t *testing.T, s quan.AttributeStore) {
+	putFacts(t, s, fullFacts(1), quan.UserFacts{UserID: 2, Tags: []string{}})
+	m := readFacts(t, s, 1, 2, 3)
+	sameFacts(t, "user 1", m[1], fullFacts(1))
+	sameFacts(t, "user 2", m[2], quan.UserFacts{UserID: 2})
+	if m[2] != nil && (m[2].Tags == nil || m[2].Attrs != nil || !m[2].RegisteredAt.IsZero()) {
+		t.Errorf("user 2 with nothing known: %#v, want tags [], attrs nil, no registration", m[2])
+	}
+	if _, ok := m[3]; ok || len(m) != 2 {
+		t.Errorf("UserFacts(1, 2, 3) = %d users (%v): user 3 has none on file", len(m), m[3])
+	}
+	if err := s.PutUserFacts(t.Context(), base, nil); err != nil {
+		t.Errorf("PutUserFacts(nothing) = %v", err)
+	}
+	if m, err := s.UserFacts(t.Context(), nil); err != nil || len(m) != 0 {
+		t.Errorf("UserFacts(nothing) = %v, %v", m, err)
+	}
+}
+
+// testFactsReplace: a put replaces all of a user's facts, tags and attrs
+// included, not merging them, and leaves other users alone.
+func testFactsReplace(t *testing.T, s quan.AttributeStore) {
+	putFacts(t, s, fullFacts(1), fullFacts(2))
+	next := quan.UserFacts{UserID: 1, Level: 1, Tags: []string{"new"}, Attrs: map[string]string{"other": "x"}}
+	putFacts(t, s, next)
+	m := readFacts(t, s, 1, 2)
+	sameFacts(t, "user 1 replaced", m[1], next)
+	sameFacts(t, "user 2 untouched", m[2], fullFacts(2))
+	putFacts(t, s, quan.UserFacts{UserID: 1})
+	sameFacts(t, "user 1 emptied", readFacts(t, s, 1)[1], quan.UserFacts{UserID: 1})
+}
+
+// testFactsBatchGet: a read of more users than one query names finds each
+// user put, and only those.
+func testFactsBatchGet(t *testing.T, s quan.AttributeStore) {
+	var facts []quan.UserFacts
+	var users []int64
+	for u := int64(1); u <= 2500; u++ {
+		users = append(users, u)
+		if u%3 != 0 {
+			facts = append(facts, quan.UserFacts{UserID: u, Level: u % 5, Region: "r" + strconv.FormatInt(u, 10)})
+		}
+	}
+	putFacts(t, s, facts...)
+	m := readFacts(t, s, users...)
+	if len(m) != len(facts) {
+		t.Fatalf("%d users on file, want %d", len(m), len(facts))
+	}
+	for _, f := range facts {
+		sameFacts(t, fmt.Sprintf("user %d", f.UserID), m[f.UserID], f)
+	}
+}
+
+// testFactsScan: a scan goes in user id order whatever the order of the
+// puts, starts after the cursor, stops at the limit, and paging with the
+// last id returned reads every user once.
+func testFactsScan(t *testing.T, s quan.AttributeStore) {
+	ids := []int64{5, 1, 900, 42, 7, 1 << 40, 3}
+	for _, u := range ids {
+		putFacts(t, s, quan.UserFacts{UserID: u, Orders: u})
+	}
+	want := []int64{1, 3, 5, 7, 42, 900, 1 << 40}
+	var got []int64
+	for after, pages := int64(0), 0; ; pages++ {
+		page, err := s.ScanUserFacts(t.Context(), after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range page {
+			if f.Orders != f.UserID || f.Tags == nil {
+				t.Errorf("scanned %+v", f)
+			}
+			got = append(got, f.UserID)
+		}
+		if len(page) < 3 {
+			break
+		}
+		after = page[len(page)-1].UserID
+		if pages > len(want) {
+			t.Fatal("the scan does not end")
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("scanned %v, want %v", got, want)
+	}
+	page, err := s.ScanUserFacts(t.Context(), 5, 2)
+	if err != nil || len(page) != 2 || page[0].UserID != 7 || page[1].UserID != 42 {
+		t.Errorf("ScanUserFacts(after 5, 2) = %v, %v; want 7, 42", page, err)
+	}
+	if page, err := s.ScanUserFacts(t.Context(), 1<<40, 10); err != nil || len(page) != 0 {
+		t.Errorf("ScanUserFacts past the last = %v, %v", page, err)
+	}
+}
+
+// testFactsLarge: 10,000 users in one put (several statements, one
+// transaction), then a second put of them all replacing every one.
+func testFactsLarge(t *testing.T, s quan.AttributeStore) {
+	const n = 10_000
+	facts := make([]quan.UserFacts, n)
+	for round := range 2 {
+		for i := range facts {
+			u := int64(i + 1)
+			facts[i] = quan.UserFacts{UserID: u, Level: int64(round), Tags: []string{"t" + strconv.Itoa(i%50)},
+				Attrs: map[string]string{"round": strconv.Itoa(round)}}
+		}
+		putFacts(t, s, facts...)
+		var seen int
+		for after := int64(0); ; {
+			page, err := s.ScanUserFacts(t.Context(), after, 4000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range page {
+				if seen++; f.UserID != int64(seen) || f.Level != int64(round) || f.Attrs["round"] != strconv.Itoa(round) {
+					t.Fatalf("round %d: user %d of the scan is %+v", round, seen, f)
+				}
+			}
+			if len(page) < 4000 {
+				break
+			}
+			after = page[len(page)-1].UserID
+		}
+		if seen != n {
+			t.Fatalf("round %d: %d users scanned, want %d", round, seen, n)
+		}
+	}
+}
+
+// testFactsConcurrent: puts of overlapping users in different orders,
+// released at once, all succeed, and each user ends with the whole facts
+// of one of them, never a mix.
+func testFactsConcurrent(t *testing.T, s quan.AttributeStore) {
+	const writers, users = 8, 200
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		facts := make([]quan.UserFacts, users)
+		for i := range facts {
+			tag := "w" + strconv.Itoa(w)
+			facts[i] = quan.UserFacts{UserID: int64(i + 1), Level: int64(w), Region: tag, Tags: []string{tag}, Attrs: map[string]string{"w": tag}}
+		}
+		rand.New(rand.NewPCG(uint64(w), 1)).Shuffle(len(facts), func(i, j int) { facts[i], facts[j] = facts[j], facts[i] })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for range 3 {
+				if err := s.PutUserFacts(t.Context(), base, facts); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent put: %v", err)
+	}
+	ids := make([]int64, users)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	m := readFacts(t, s, ids...)
+	for _, u := range ids {
+		f := m[u]
+		if f == nil {
+			t.Errorf("user %d has no facts", u)
+			continue
+		}
+		tag := "w" + strconv.FormatInt(f.Level, 10)
+		if f.Region != tag || len(f.Tags) != 1 || f.Tags[0] != tag || f.Attrs["w"] != tag {
+			t.Errorf("user %d has a mix of puts: %+v", u, f)
+		}
+	}
+}

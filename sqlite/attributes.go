@@ -1,0 +1,60 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
+)
+
+var _ quan.AttributeStore = (*Store)(nil)
+
+// factsPutBatch is the most users one INSERT of PutUserFacts carries: 8
+// parameters a row, well under SQLite's 32,766.
+const factsPutBatch = 1000
+
+// putFactsSQL inserts n users' facts, replacing those on file.
+func putFactsSQL(n int) string {
+	return sqlrow.InsertFacts(n) + ` ON CONFLICT (user_id) DO UPDATE SET level = excluded.level, tags = excluded.tags,
+		registered_at = excluded.registered_at, region = excluded.region, orders = excluded.orders,
+		attrs = excluded.attrs, updated_at = excluded.updated_at`
+}
+
+// PutUserFacts implements quan.AttributeStore: one write transaction,
+// factsPutBatch users a statement.
+func (s *Store) PutUserFacts(ctx context.Context, now time.Time, facts []quan.UserFacts) error {
+	if len(facts) == 0 {
+		return nil
+	}
+	tx, err := s.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("put user facts: %w", err)
+	}
+	defer tx.Rollback()
+	for start := 0; start < len(facts); start += factsPutBatch {
+		part := facts[start:min(start+factsPutBatch, len(facts))]
+		args, err := sqlrow.FactsRows(part, now, micros)
+		if err != nil {
+			return fmt.Errorf("put user facts: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, putFactsSQL(len(part)), args...); err != nil {
+			return fmt.Errorf("put user facts: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("put user facts: commit: %w", err)
+	}
+	return nil
+}
+
+// UserFacts implements quan.AttributeStore.
+func (s *Store) UserFacts(ctx context.Context, users []int64) (map[int64]*quan.UserFacts, error) {
+	return sqlrow.FactsOf(ctx, s.db.read, users)
+}
+
+// ScanUserFacts implements quan.AttributeStore: a range of the rowid.
+func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int) ([]quan.UserFacts, error) {
+	return sqlrow.ScanFactsAfter(ctx, s.db.read, after, limit)
+}

@@ -1,0 +1,16 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/quantest"
+	"github.com/quanhq/quan/sqlite"
+)
+
+func TestAttributeStore(t *testing.T) {
+	quantest.TestAttributeStore(t, func(t *testing.T) quan.AttributeStore {
+		return sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+	})
+}
