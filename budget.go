@@ -2,6 +2,7 @@ package quan
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -209,4 +210,59 @@ func held(c *Coupon, s CouponStatus) int64 {
 // template cannot take: ENOTUSABLE, naming ReasonBudgetSpent.
 func BudgetSpentError(template int64) error {
 	return Errorf(ENOTUSABLE, "the coupons of template %d cannot be used: %s (its budget cannot cover the discount)", template, ReasonBudgetSpent)
+}
+
+// priceWithBudgets is PriceOrder, with the coupons whose template's budget
+// left cannot cover their discount unusable (ReasonBudgetSpent) and out
+// of the best combination. It reads the budget of each template with one
+// among the usable coupons, once: what is left changes with every lock,
+// so it is never cached. The lock checks again, atomically, in the store.
+func (s *WalletService) priceWithBudgets(ctx context.Context, items []OrderItem, cs []*Coupon, templates map[int64]*Template, now time.Time) (Quote, error) {
+	q := PriceOrder(items, cs, templates, now)
+	left := map[int64]int64{}
+	spent := map[int64]bool{} // coupon → its budget cannot cover it
+	for _, cq := range q.Coupons {
+		t := templates[cq.TemplateID]
+		if !cq.Usable || t == nil || t.Budget == 0 {
+			continue
+		}
+		l, ok := left[t.ID]
+		if !ok {
+			u, err := s.Coupons.BudgetUsage(ctx, t.ID)
+			if err != nil {
+				return Quote{}, err
+			}
+			l = u.Left()
+			left[t.ID] = l
+		}
+		if cq.Discount > l {
+			spent[cq.CouponID] = true
+		}
+	}
+	if len(spent) == 0 {
+		return q, nil
+	}
+	rest := make([]*Coupon, 0, len(cs))
+	for _, c := range cs {
+		if !spent[c.ID] {
+			rest = append(rest, c)
+		}
+	}
+	r := PriceOrder(items, rest, templates, now)
+	// Every coupon in its place, those refused as the first pricing saw
+	// them, unusable.
+	byID := make(map[int64]CouponQuote, len(r.Coupons))
+	for _, cq := range r.Coupons {
+		byID[cq.CouponID] = cq
+	}
+	for i, cq := range q.Coupons {
+		if spent[cq.CouponID] {
+			cq.Usable, cq.Discount, cq.Reason = false, 0, ReasonBudgetSpent
+			q.Coupons[i] = cq
+			continue
+		}
+		q.Coupons[i] = byID[cq.CouponID]
+	}
+	r.Coupons = q.Coupons
+	return r, nil
 }
