@@ -171,3 +171,39 @@ func testBudgetStampede(t *testing.T, s WalletStores) {
 		t.Errorf("budget after the stampede: %+v, want all of it spent and nothing reserved", u)
 	}
 }
+
+// testIssueClaimsPeriods: the store refuses a claim over a period limit
+// whatever the cache let through, counting the coupons a user received by
+// the Shanghai day and week of each claim's At, in the batch and before.
+func testIssueClaimsPeriods(t *testing.T, s ClaimStores) {
+	tpl := newTemplate(t, 1, "periods")
+	tpl.Status = quan.TemplateActive
+	tpl.PerUserLimit, tpl.PerUserDaily, tpl.PerUserWeekly = 5, 1, 2
+	mustValid(t, tpl)
+	tpl = create(t, s.Templates, tpl)
+	monday := quan.ShanghaiWeekStart(quan.ShanghaiWeek(base) + 1)
+	claim := func(d time.Duration) *quan.Claim {
+		c := newClaim(tpl.ID, 1)
+		c.At = monday.Add(d)
+		return c
+	}
+	decide := func(want []string, cs ...*quan.Claim) {
+		t.Helper()
+		got, err := s.Claims.IssueClaims(t.Context(), cs, monday.Add(72*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range got {
+			if c.Reason != want[i] || (want[i] == "") != (c.Status == quan.ClaimIssued) {
+				t.Errorf("claim at %s: %s %q, want reason %q", cs[i].At, c.Status, c.Reason, want[i])
+			}
+		}
+	}
+	daily, weekly := string(quan.CauseDailyLimit), string(quan.CauseWeeklyLimit)
+	decide([]string{"", daily}, claim(-time.Minute), claim(-30*time.Second)) // Sunday 23:59
+	decide([]string{""}, claim(time.Minute))                                 // Monday 00:01: another day and week
+	decide([]string{daily, "", weekly}, claim(2*time.Minute), claim(24*time.Hour), claim(48*time.Hour))
+	if n := len(coupons(t, s.TaskStores, 1, tpl.ID)); n != 3 {
+		t.Errorf("user 1 holds %d coupons, want 3", n)
+	}
+}
