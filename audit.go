@@ -70,7 +70,8 @@ func DiffTemplates(before, after *Template) []FieldChange {
 var templateFieldOrder = []string{
 	"id", "shopNo", "name", "description", "kind", "rule", "source", "scope",
 	"issueStart", "issueEnd", "validity", "perUserLimit", "codePrefix",
-	"remindBefore", "remindChannels", "remindLead", "stacking", "priority", "stock", "totalStock",
+	"remindBefore", "remindChannels", "remindLead", "stacking", "priority",
+	"budget", "perUserDaily", "perUserWeekly", "stock", "totalStock",
 	"status", "createdBy", "createdAt", "updatedAt",
 }
 

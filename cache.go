@@ -16,12 +16,17 @@ type TemplateState struct {
 	IssueEnd     time.Time
 	PerUserLimit int64
 	Stock        int64 // left to reserve
+	// The period limits (TemplateSpec.PerUserDaily, PerUserWeekly): 0
+	// sets none, and a cache then keeps no period counts.
+	PerUserDaily  int64
+	PerUserWeekly int64
 }
 
 // StateOf returns the cache state of t.
 func StateOf(t *Template) TemplateState {
 	return TemplateState{ID: t.ID, ShopNo: t.ShopNo, Status: t.Status, IssueStart: t.IssueStart,
-		IssueEnd: t.IssueEnd, PerUserLimit: t.PerUserLimit, Stock: t.Stock}
+		IssueEnd: t.IssueEnd, PerUserLimit: t.PerUserLimit, Stock: t.Stock,
+		PerUserDaily: t.PerUserDaily, PerUserWeekly: t.PerUserWeekly}
 }
 
 // Refusal says why a reservation was refused; "" means it was reserved.
@@ -33,6 +38,8 @@ const (
 	RefusedNotStarted Refusal = "not_started"   // before the issue window
 	RefusedEnded      Refusal = "ended"         // after the issue window
 	RefusedLimit      Refusal = "limit_reached" // the user holds the per-user limit
+	RefusedDaily      Refusal = EDAILYLIMIT     // the user received PerUserDaily today (Asia/Shanghai)
+	RefusedWeekly     Refusal = EWEEKLYLIMIT    // the user received PerUserWeekly this week
 	RefusedSoldOut    Refusal = "sold_out"      // no stock left
 )
 
@@ -55,9 +62,14 @@ var ErrCacheCold = &Error{Code: ECACHECOLD, Message: "the cache does not hold th
 type Cache interface {
 	// Reserve tries, in order, to reserve one coupon of template for each
 	// user at now. Each reservation is atomic: the template issues at now,
-	// the user holds fewer than its limit and stock is left, then the
-	// stock falls by one and the user's count rises by one; otherwise the
-	// refusal is returned in its place. key makes a batch idempotent: a
+	// the user holds fewer than its limit, received fewer than the period
+	// limits in the Shanghai day and week of now (ShanghaiDay,
+	// ShanghaiWeek) and stock is left, then the stock falls by one and the
+	// user's counts rise by one; otherwise the refusal is returned in its
+	// place, in the order of the Refusals. The period counts are those of
+	// the reservations the cache made (a Release gives them back); Prime
+	// does not load them, so after a loss of the cache the store, which
+	// checks the period limits again, is what refuses. key makes a batch idempotent: a
 	// Reserve with a key seen before (within a day) changes nothing and
 	// returns the first call's outcomes, even after a Release or with other
 	// users. ErrCacheCold if the template is not loaded.

@@ -64,7 +64,10 @@ type Issue struct {
 // issues at now. It sets Cause on refused rows and returns the coupons to
 // create; len(issues) is the stock to take. Every adapter calls it so the
 // rules cannot drift between engines.
-func PlanChunk(c *Chunk, t *Template, held map[int64]int64, stock int64) []Issue {
+//
+// periods is what users received by Shanghai day and week (nil when t
+// has no period limits); the chunk's coupons are received at c.Now.
+func PlanChunk(c *Chunk, t *Template, held map[int64]int64, periods *PeriodHeld, stock int64) []Issue {
 	issuing := t.Status == TemplateActive && !c.Now.Before(t.IssueStart) && c.Now.Before(t.IssueEnd)
 	var issues []Issue
 	for i := range c.Rows {
@@ -77,10 +80,13 @@ func PlanChunk(c *Chunk, t *Template, held map[int64]int64, stock int64) []Issue
 			r.Cause = CauseTemplateInactive
 		case held[r.UserID] >= t.PerUserLimit:
 			r.Cause = CauseLimitReached
+		case t.periodRefusal(periods, r.UserID, c.Now) != "":
+			r.Cause = t.periodRefusal(periods, r.UserID, c.Now)
 		case int64(len(issues)) >= stock:
 			r.Cause = CauseOutOfStock
 		default:
 			issues = append(issues, Issue{Row: i, Seq: held[r.UserID] + 1})
+			periods.Add(r.UserID, c.Now)
 		}
 	}
 	return issues
@@ -134,7 +140,7 @@ func (c *Chunk) Check() error {
 		switch r.Cause {
 		case "":
 		case CauseInvalidID, CauseInexactNumber, CauseDuplicate,
-			CauseLimitReached, CauseOutOfStock, CauseTemplateInactive:
+			CauseLimitReached, CauseOutOfStock, CauseTemplateInactive, CauseDailyLimit, CauseWeeklyLimit:
 			continue
 		default:
 			return Errorf(EINVALID, "line %d has an unknown cause %q", r.Line, r.Cause)

@@ -136,11 +136,13 @@ func UndecidedClaims(claims []*Claim, idx []int, recorded map[string]*Claim, out
 }
 
 // PlanClaims decides pending claims of template t in order, given held,
-// the coupons each user holds (updated as claims issue), the stock, and
-// now: it sets Status, Reason and DecidedAt, and returns for each issued
-// claim the user's receive sequence (0 for failed ones). Every store calls
-// it so the rules cannot drift.
-func PlanClaims(claims []*Claim, t *Template, held map[int64]int64, stock int64, now time.Time) []int64 {
+// the coupons each user holds (updated as claims issue), periods, what
+// they received by Shanghai day and week (nil when t has no period
+// limits; updated too: each claim counts in the day and week of its At),
+// the stock, and now: it sets Status, Reason and DecidedAt, and returns
+// for each issued claim the user's receive sequence (0 for failed ones).
+// Every store calls it so the rules cannot drift.
+func PlanClaims(claims []*Claim, t *Template, held map[int64]int64, periods *PeriodHeld, stock int64, now time.Time) []int64 {
 	seqs := make([]int64, len(claims))
 	for i, c := range claims {
 		c.DecidedAt = now
@@ -149,11 +151,14 @@ func PlanClaims(claims []*Claim, t *Template, held map[int64]int64, stock int64,
 			c.Status, c.Reason = ClaimFailed, string(CauseTemplateInactive)
 		case held[c.UserID] >= t.PerUserLimit:
 			c.Status, c.Reason = ClaimFailed, string(CauseLimitReached)
+		case t.periodRefusal(periods, c.UserID, c.At) != "":
+			c.Status, c.Reason = ClaimFailed, string(t.periodRefusal(periods, c.UserID, c.At))
 		case stock <= 0:
 			c.Status, c.Reason = ClaimFailed, string(CauseOutOfStock)
 		default:
 			stock--
 			held[c.UserID]++
+			periods.Add(c.UserID, c.At)
 			seqs[i] = held[c.UserID]
 			c.Status, c.Reason = ClaimIssued, ""
 		}

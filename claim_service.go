@@ -60,7 +60,8 @@ type ClaimCounters struct {
 
 // allRefusals are the cache's refusals, in the order ClaimCounters keeps
 // them.
-var allRefusals = [...]Refusal{RefusedInactive, RefusedNotStarted, RefusedEnded, RefusedLimit, RefusedSoldOut}
+var allRefusals = [...]Refusal{RefusedInactive, RefusedNotStarted, RefusedEnded, RefusedLimit, RefusedSoldOut,
+	RefusedDaily, RefusedWeekly}
 
 // Refusals returns every Refusal a cache answers.
 func Refusals() []Refusal { return append([]Refusal(nil), allRefusals[:]...) }
@@ -472,6 +473,10 @@ func (s *ClaimService) refusal(ctx context.Context, template int64, r Refusal) e
 		return Errorf(ESOLDOUT, "template %d is sold out", template)
 	case RefusedLimit:
 		return Errorf(ELIMIT, "you hold as many coupons of template %d as one user may", template)
+	case RefusedDaily:
+		return Errorf(EDAILYLIMIT, "you received as many coupons of template %d today as one user may a day (days in Asia/Shanghai time)", template)
+	case RefusedWeekly:
+		return Errorf(EWEEKLYLIMIT, "you received as many coupons of template %d this week as one user may a week (weeks from Monday, Asia/Shanghai time)", template)
 	case RefusedNotStarted:
 		return Errorf(ENOTSTARTED, "template %d does not issue yet", template)
 	case RefusedEnded:

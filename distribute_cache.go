@@ -61,6 +61,7 @@ func (d *Distributor) reserve(ctx context.Context, template int64, key string, u
 // sameRules reports whether a and b agree on everything but the stock.
 func sameRules(a, b TemplateState) bool {
 	return a.ID == b.ID && a.ShopNo == b.ShopNo && a.Status == b.Status && a.PerUserLimit == b.PerUserLimit &&
+		a.PerUserDaily == b.PerUserDaily && a.PerUserWeekly == b.PerUserWeekly &&
 		a.IssueStart.Equal(b.IssueStart) && a.IssueEnd.Equal(b.IssueEnd)
 }
 

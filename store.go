@@ -186,6 +186,13 @@ type WalletStore interface {
 	// UserID, the new Status and UpdatedAt; other fields may be zero), and
 	// their status before in the second slice.
 	LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*Coupon, []CouponStatus, error)
+	// BudgetUsage returns the budget of template and what its coupons
+	// hold of it (reserved while locked, spent while used); zero for a
+	// template without a budget. Every write above moves the budgets of
+	// the templates whose coupons it locks, uses or gives back, in its
+	// transaction (BudgetMoves), and refuses with BudgetSpentError,
+	// writing nothing, a change that would take more than is left.
+	BudgetUsage(ctx context.Context, template int64) (BudgetUsage, error)
 }
 
 // Archiver moves old coupons out of the way.

@@ -72,6 +72,11 @@ const (
 	CauseLimitReached     Cause = "limit_reached"     // the user holds the per-user limit already
 	CauseOutOfStock       Cause = "out_of_stock"      // the template's stock ran out
 	CauseTemplateInactive Cause = "template_inactive" // the template stopped issuing (paused, ended, window closed)
+	// The period limits (PerUserDaily, PerUserWeekly). A task counts
+	// their rows in FailedCounts.LimitReached, with the lifetime limit's:
+	// the row's own cause says which limit.
+	CauseDailyLimit  Cause = EDAILYLIMIT  // the user received the daily limit today (Asia/Shanghai)
+	CauseWeeklyLimit Cause = EWEEKLYLIMIT // the user received the weekly limit this week (from Monday, Asia/Shanghai)
 )
 
 // Describe says what a cause means and, where it can, how to fix it.
@@ -89,6 +94,10 @@ func (c Cause) Describe() string {
 		return "out of stock: the template had no coupons left"
 	case CauseTemplateInactive:
 		return "the template was not issuing (paused, ended or outside its issue window)"
+	case CauseDailyLimit:
+		return "received today: the user received as many coupons of this template today (Asia/Shanghai) as the daily limit allows; try again tomorrow"
+	case CauseWeeklyLimit:
+		return "received this week: the user received as many coupons of this template this week (from Monday, Asia/Shanghai) as the weekly limit allows; try again next week"
 	}
 	return string(c)
 }
@@ -109,6 +118,10 @@ func (c Cause) Label() string {
 		return "库存不足 out of stock"
 	case CauseTemplateInactive:
 		return "模板未在发放 template not issuing"
+	case CauseDailyLimit:
+		return "已达每日领取上限 daily limit reached"
+	case CauseWeeklyLimit:
+		return "已达每周领取上限 weekly limit reached"
 	}
 	return string(c)
 }
@@ -118,7 +131,8 @@ func (c Cause) Label() string {
 // A row whose id is invalid, inexact or repeated fails the same way every
 // time, so retrying it is pointless.
 func (c Cause) Retryable() bool {
-	return c == CauseOutOfStock || c == CauseTemplateInactive || c == CauseLimitReached
+	return c == CauseOutOfStock || c == CauseTemplateInactive || c == CauseLimitReached ||
+		c == CauseDailyLimit || c == CauseWeeklyLimit
 }
 
 // FailedCounts counts failed rows by cause.
@@ -158,7 +172,7 @@ func (c *TaskCounts) AddFailure(cause Cause) {
 		c.Failed.InexactNumber++
 	case CauseDuplicate:
 		c.Failed.Duplicate++
-	case CauseLimitReached:
+	case CauseLimitReached, CauseDailyLimit, CauseWeeklyLimit:
 		c.Failed.LimitReached++
 	case CauseOutOfStock:
 		c.Failed.OutOfStock++

@@ -65,7 +65,7 @@ func TestPlanChunk(t *testing.T) {
 	held := map[int64]int64{2: 2, 3: 1}
 	t.Run("OutOfStockInFileOrder", func(t *testing.T) {
 		c := rows()
-		issues := PlanChunk(c, tpl, held, 3)
+		issues := PlanChunk(c, tpl, held, nil, 3)
 		if len(issues) != 3 || issues[0] != (Issue{Row: 0, Seq: 1}) || issues[1] != (Issue{Row: 3, Seq: 2}) || issues[2] != (Issue{Row: 4, Seq: 1}) {
 			t.Fatalf("issues %+v", issues)
 		}
@@ -91,7 +91,7 @@ func TestPlanChunk(t *testing.T) {
 			tp := *tpl
 			change(&tp)
 			c := rows()
-			if issues := PlanChunk(c, &tp, held, 10); len(issues) != 0 {
+			if issues := PlanChunk(c, &tp, held, nil, 10); len(issues) != 0 {
 				t.Fatalf("issued %v from an inactive template", issues)
 			}
 			for _, r := range c.Rows {

@@ -180,6 +180,22 @@ type TemplateSpec struct {
 	// when the discounts together exceed the order's total). See
 	// PriceOrder.
 	Priority int64 `json:"priority"`
+
+	// Budgets and period limits (budget.go); 0 sets none. Like the rest
+	// of the spec they are frozen once the template leaves draft.
+	//
+	// Budget is the most discount, in fen, the template's coupons take
+	// off orders together: a lock reserves its coupons' discounts, a
+	// redeem spends them, a release, a lapse or a refund gives them back
+	// (BudgetUsage). A coupon whose discount the budget left cannot cover
+	// is unusable (ReasonBudgetSpent).
+	Budget int64 `json:"budget,omitempty"`
+	// PerUserDaily and PerUserWeekly bound the coupons one user receives
+	// of the template in one day and in one week of Asia/Shanghai time
+	// (ShanghaiDay, ShanghaiWeek: weeks start on Monday), beside the
+	// lifetime PerUserLimit; each at most PerUserLimit.
+	PerUserDaily  int64 `json:"perUserDaily,omitempty"`
+	PerUserWeekly int64 `json:"perUserWeekly,omitempty"`
 }
 
 // Template defines a coupon: its rule, scope, windows, limits and stock.
@@ -273,6 +289,7 @@ func (s *TemplateSpec) validate(v *validator) {
 		v.add("perUserLimit", fmt.Sprintf("must be between 1 and %d", MaxPerUserLimit))
 	}
 	s.validateReminders(v)
+	s.validateBudget(v)
 }
 
 func (s *TemplateSpec) validateRule(v *validator) {

@@ -280,5 +280,5 @@ func (s *WalletService) Quote(ctx context.Context, who Identity, items []OrderIt
 			cs = append(cs, c)
 		}
 	}
-	return PriceOrder(items, cs, templates, now), nil
+	return s.priceWithBudgets(ctx, items, cs, templates, now)
 }

@@ -42,9 +42,15 @@ type template struct {
 	mu     sync.Mutex
 	st     quan.TemplateState
 	counts map[int64]int64
-	keys   map[string]*record
-	queue  []*record // keys by expiry: the TTL is constant, so in use order
-	head   int       // queue[:head] are expired and dropped
+	// periods counts the reservations of each user by Shanghai day and
+	// week, for the period limits; nil until a template with such limits
+	// reserves. Reserve drops the days and weeks before the last.
+	periods map[periodKey]int64
+	// periodsFrom is the day dropPeriodsBefore last swept.
+	periodsFrom int64
+	keys        map[string]*record
+	queue       []*record // keys by expiry: the TTL is constant, so in use order
+	head        int       // queue[:head] are expired and dropped
 }
 
 // record is what one Reserve key did.
@@ -53,6 +59,17 @@ type record struct {
 	outcomes []quan.Refusal
 	reserved []int64 // users who got one, once per coupon; nil once released
 	expires  time.Time
+	// day and week the reservations count in, when the template has
+	// period limits (periodic).
+	day, week int64
+	periodic  bool
+}
+
+// periodKey is a user's count in one Shanghai day (week false) or week.
+type periodKey struct {
+	user   int64
+	week   bool
+	period int64
 }
 
 func (c *Cache) get(id int64) (*template, error) {
@@ -80,23 +97,55 @@ func (c *Cache) Reserve(ctx context.Context, id int64, key string, users []int64
 	}
 	r := &record{key: key, outcomes: make([]quan.Refusal, len(users)), expires: wall.Add(KeyTTL)}
 	all := refuseAll(&t.st, now)
+	if t.st.PerUserDaily > 0 || t.st.PerUserWeekly > 0 {
+		r.periodic, r.day, r.week = true, quan.ShanghaiDay(now), quan.ShanghaiWeek(now)
+		t.dropPeriodsBefore(r.day, r.week)
+	}
 	for i, u := range users {
 		switch {
 		case all != "":
 			r.outcomes[i] = all
 		case t.counts[u] >= t.st.PerUserLimit:
 			r.outcomes[i] = quan.RefusedLimit
+		case r.periodic && t.st.PerUserDaily > 0 && t.periods[periodKey{u, false, r.day}] >= t.st.PerUserDaily:
+			r.outcomes[i] = quan.RefusedDaily
+		case r.periodic && t.st.PerUserWeekly > 0 && t.periods[periodKey{u, true, r.week}] >= t.st.PerUserWeekly:
+			r.outcomes[i] = quan.RefusedWeekly
 		case t.st.Stock <= 0:
 			r.outcomes[i] = quan.RefusedSoldOut
 		default:
 			t.st.Stock--
 			t.counts[u]++
+			if r.periodic {
+				t.periods[periodKey{u, false, r.day}]++
+				t.periods[periodKey{u, true, r.week}]++
+			}
 			r.reserved = append(r.reserved, u)
 		}
 	}
 	t.keys[key] = r
 	t.queue = append(t.queue, r)
 	return append([]quan.Refusal(nil), r.outcomes...), nil
+}
+
+// dropPeriodsBefore forgets the counts of the days before the one before
+// day and of the weeks before the one before week: no reservation counts
+// in them any more, and the one before stays for the Release of a
+// reservation made just before midnight. It makes t.periods if needed.
+func (t *template) dropPeriodsBefore(day, week int64) {
+	if t.periods == nil {
+		t.periods = make(map[periodKey]int64)
+		return
+	}
+	if t.periodsFrom == day {
+		return // swept today
+	}
+	for k := range t.periods {
+		if k.week && k.period < week-1 || !k.week && k.period < day-1 {
+			delete(t.periods, k)
+		}
+	}
+	t.periodsFrom = day
 }
 
 // refuseAll returns the refusal every user of a batch gets from the
@@ -148,6 +197,13 @@ func (c *Cache) Release(ctx context.Context, id int64, key string) error {
 		if t.counts[u]--; t.counts[u] <= 0 {
 			delete(t.counts, u)
 		}
+		if r.periodic {
+			for _, k := range []periodKey{{u, false, r.day}, {u, true, r.week}} {
+				if t.periods[k]--; t.periods[k] <= 0 {
+					delete(t.periods, k)
+				}
+			}
+		}
 		t.st.Stock++
 	}
 	r.reserved = nil
@@ -185,8 +241,16 @@ func (c *Cache) prime(ctx context.Context, st quan.TemplateState, holdings iter.
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, loaded := c.templates[st.ID]; loaded && onlyCold {
+	old, loaded := c.templates[st.ID]
+	if loaded && onlyCold {
 		return false, nil
+	}
+	if loaded {
+		// The period counts are the reservations' own, which the
+		// holdings do not tell: they stay, as they do in Redis.
+		old.mu.Lock()
+		t.periods, t.periodsFrom = old.periods, old.periodsFrom
+		old.mu.Unlock()
 	}
 	c.templates[st.ID] = t
 	return true, nil

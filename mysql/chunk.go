@@ -321,7 +321,21 @@ func (db *DB) issueChunk(ctx context.Context, tx *sql.Tx, c *quan.Chunk, templat
 			return nil, err
 		}
 	}
-	issues := quan.PlanChunk(c, t, held, t.Stock)
+	var periods *quan.PeriodHeld // the period limits' counts, of users holding some
+	if issuing(c, t) && t.HasPeriodLimits() {
+		periods = &quan.PeriodHeld{}
+		holders := make([]int64, 0, len(held))
+		for u, n := range held {
+			if n > 0 {
+				holders = append(holders, u)
+			}
+		}
+		slices.Sort(holders)
+		if err := holdings(ctx, tx, templateID, holders, map[int64]int64{}, map[string]*quan.Claim{}, periods); err != nil {
+			return nil, err
+		}
+	}
+	issues := quan.PlanChunk(c, t, held, periods, t.Stock)
 	if len(issues) == 0 {
 		return nil, nil
 	}
@@ -386,6 +400,7 @@ func (k *stockTake) commit(ctx context.Context, tx *sql.Tx) error {
 // taking stock does not.
 func sameRules(a, b *quan.Template) bool {
 	return a.ID == b.ID && a.ShopNo == b.ShopNo && a.Status == b.Status && a.PerUserLimit == b.PerUserLimit &&
+		a.PerUserDaily == b.PerUserDaily && a.PerUserWeekly == b.PerUserWeekly &&
 		a.IssueStart.Equal(b.IssueStart) && a.IssueEnd.Equal(b.IssueEnd) && a.Validity.Kind == b.Validity.Kind &&
 		a.Validity.Start.Equal(b.Validity.Start) && a.Validity.End.Equal(b.Validity.End) &&
 		a.Validity.Hours == b.Validity.Hours && a.UpdatedAt.Equal(b.UpdatedAt)

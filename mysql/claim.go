@@ -75,8 +75,12 @@ func (db *DB) issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int6
 	slices.Sort(users)
 	users = slices.Compact(users)
 	held := map[int64]int64{}
+	var periods *quan.PeriodHeld // nil counts nothing
+	if t != nil && t.HasPeriodLimits() {
+		periods = &quan.PeriodHeld{}
+	}
 	if t != nil {
-		if err := holdings(ctx, tx, template, users, held, recorded); err != nil {
+		if err := holdings(ctx, tx, template, users, held, recorded, periods); err != nil {
 			return err
 		}
 	}
@@ -90,7 +94,7 @@ func (db *DB) issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int6
 		}
 		return insertClaims(ctx, tx, fresh)
 	}
-	return db.issueClaims(ctx, tx, t, fresh, held, now)
+	return db.issueClaims(ctx, tx, t, fresh, held, periods, now)
 }
 
 // holdings reads the coupons of template that users hold, in one search
@@ -99,7 +103,10 @@ func (db *DB) issueTemplateClaims(ctx context.Context, tx *sql.Tx, template int6
 // plain read, which in a transaction that read before may miss a coupon
 // issued since: the unique (user, template, seq) index then refuses the
 // coupon planned again, and the batch goes again.
-func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim) error {
+//
+// With periods (not nil), it also counts each coupon in the Shanghai day
+// and week its user received it (the period limits).
+func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim, periods *quan.PeriodHeld) error {
 	for part := range slices.Chunk(users, heldBatch) {
 		b := usersOfTemplate([]byte(`SELECT claim_id, template_id, user_id, id, claimed_at, created_at FROM coupons`), template, part)
 		hs, err := sqlrow.Query(ctx, tx, "read the users' coupons", sqlrow.ScanHeld, string(b))
@@ -108,6 +115,7 @@ func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, he
 		}
 		for _, c := range hs {
 			held[c.UserID]++
+			periods.Add(c.UserID, sqlrow.Received(c))
 			if c.ID != "" {
 				found[c.ID] = c
 			}
@@ -118,9 +126,9 @@ func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, he
 
 // issueClaims decides the new claims cs of template t, locked, in tx,
 // given the coupons each user holds.
-func (db *DB) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, held map[int64]int64, now time.Time) error {
+func (db *DB) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, held map[int64]int64, periods *quan.PeriodHeld, now time.Time) error {
 	template := t.ID
-	seqs := quan.PlanClaims(cs, t, held, t.Stock, now)
+	seqs := quan.PlanClaims(cs, t, held, periods, t.Stock, now)
 	var issued []int // indexes into cs
 	var failed []*quan.Claim
 	for i, c := range cs {

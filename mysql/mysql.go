@@ -78,6 +78,8 @@ type DB struct {
 	countedSwaps atomic.Int64
 
 	codes *sqlrow.Codes // the key of the coupons' codes, read by Open
+	// budgets remembers the templates' budgets the wallet's writes met.
+	budgets sqlrow.Budgets
 
 	closeOnce sync.Once
 	closeErr  error

@@ -38,7 +38,9 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 			return err
 		}
 		var d quan.StatsDelta
+		was := make([]*quan.Coupon, len(cs))
 		for i, c := range cs {
+			was[i] = &before[i]
 			if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) && c.LockKey == before[i].LockKey {
 				continue
 			}
@@ -46,6 +48,9 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 				return err
 			}
 			d.Changed(&before[i], c)
+		}
+		if err := s.moveBudgets(ctx, tx, was, cs); err != nil {
+			return err
 		}
 		if err := addStats(ctx, tx, &d); err != nil {
 			return err
@@ -98,9 +103,14 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 	for i, c := range after {
 		d.Changed(before[i], c)
 	}
+	moves, budgets, err := s.db.budgets.Moves(ctx, s.db.db, before, after)
+	if err != nil {
+		return false, fmt.Errorf("swap coupons of user %d: %w", user, err)
+	}
 	slot := rand.IntN(statsSlots)
 	counted := false // whether one statement tried the coupon and its counters
-	if len(after) == 1 {
+	// A change that moves a budget goes in a transaction with it.
+	if len(after) == 1 && len(moves) == 0 {
 		var (
 			ok  bool
 			err error
@@ -125,7 +135,7 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 		// yet: the transaction tells which.
 	}
 	// A change the statistics count goes in a transaction with them.
-	err := s.db.tryTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.tryTx(ctx, func(tx *sql.Tx) error {
 		for i, c := range after {
 			ok, err := swapCoupon(ctx, tx, user, before[i], c)
 			if err != nil {
@@ -133,6 +143,11 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 			}
 			if !ok {
 				return errNotSwapped
+			}
+		}
+		if len(moves) > 0 {
+			if err := sqlrow.MoveBudgets(ctx, tx, moves, budgets, `INSERT IGNORE`); err != nil {
+				return err
 			}
 		}
 		return addStatsSlot(ctx, tx, &d, slot)
@@ -150,6 +165,8 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 		return false, nil
 	case errors.Is(err, errNotSwapped):
 		return false, nil
+	case quan.ErrorCode(err) == quan.ENOTUSABLE:
+		return false, err // the budget refused: nothing was written
 	case err != nil:
 		return false, fmt.Errorf("swap coupons of user %d: %w", user, err)
 	}
@@ -254,6 +271,23 @@ func lockKey(c *quan.Coupon) sql.NullString {
 	return sql.NullString{String: c.LockKey, Valid: c.LockKey != ""}
 }
 
+// moveBudgets moves the budgets of the templates the change of coupons
+// from before to after reserves or spends (quan.BudgetMoves) in tx: a
+// quan.BudgetSpentError if one cannot take it. The budget's row lock
+// orders concurrent moves of a template.
+func (s *Store) moveBudgets(ctx context.Context, tx *sql.Tx, before, after []*quan.Coupon) error {
+	moves, budgets, err := s.db.budgets.Moves(ctx, tx, before, after)
+	if err != nil || len(moves) == 0 {
+		return err
+	}
+	return sqlrow.MoveBudgets(ctx, tx, moves, budgets, `INSERT IGNORE`)
+}
+
+// BudgetUsage implements quan.WalletStore.
+func (s *Store) BudgetUsage(ctx context.Context, template int64) (quan.BudgetUsage, error) {
+	return sqlrow.BudgetUsage(ctx, s.db.db, template)
+}
+
 func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
 	order, until := couponLock(c)
 	if _, err := tx.ExecContext(ctx, `UPDATE coupons SET status = ?, order_id = ?, locked_until = ?, lock_key = ?, discount = ?, updated_at = ? WHERE id = ?`,
@@ -303,7 +337,7 @@ func (s *Store) lapseCoupons(ctx context.Context, now time.Time, limit int, lock
 	)
 	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
 		cs, was = nil, nil
-		pick := `SELECT id, template_id, shop_no, user_id, valid_end, locked_until FROM coupons
+		pick := `SELECT id, template_id, shop_no, user_id, valid_end, locked_until, discount FROM coupons
 			WHERE status = 'available' AND valid_end <= ? ORDER BY valid_end LIMIT ?`
 		if lock {
 			pick += ` FOR UPDATE SKIP LOCKED`
@@ -342,15 +376,24 @@ func (s *Store) lapseCoupons(ctx context.Context, now time.Time, limit int, lock
 			cs, was = append(cs, c), append(was, quan.CouponAvailable)
 		}
 		if left := limit - len(cs); left > 0 {
-			locked, err := dueCoupons(ctx, tx, quan.CouponLocked, `SELECT id, template_id, shop_no, user_id, valid_end, locked_until FROM coupons
+			locked, err := dueCoupons(ctx, tx, quan.CouponLocked, `SELECT id, template_id, shop_no, user_id, valid_end, locked_until, discount FROM coupons
 				WHERE status = 'locked' AND locked_until <= ? LIMIT ? FOR UPDATE SKIP LOCKED`, now, left)
 			if err != nil {
 				return err
+			}
+			before := make([]*quan.Coupon, len(locked))
+			for i, c := range locked {
+				b := *c
+				before[i] = &b
 			}
 			for part := range slices.Chunk(locked, claimBatch) {
 				if err := lapse(ctx, tx, part, now); err != nil {
 					return err
 				}
+			}
+			// The locks that ran out give back what they reserved.
+			if err := s.moveBudgets(ctx, tx, before, locked); err != nil {
+				return err
 			}
 			for _, c := range locked {
 				cs, was = append(cs, c), append(was, quan.CouponLocked)
@@ -366,7 +409,7 @@ func (s *Store) lapseCoupons(ctx context.Context, now time.Time, limit int, lock
 }
 
 // dueCoupons runs query, which selects id, template_id, shop_no, user_id,
-// valid_end and locked_until of coupons due at now, up to limit, and
+// valid_end, locked_until and discount of coupons due at now, up to limit, and
 // returns them as coupons of status from.
 func dueCoupons(ctx context.Context, tx *sql.Tx, from quan.CouponStatus, query string, now time.Time, limit int) ([]*quan.Coupon, error) {
 	rows, err := tx.QueryContext(ctx, query, utc(now), limit)
@@ -377,7 +420,7 @@ func dueCoupons(ctx context.Context, tx *sql.Tx, from quan.CouponStatus, query s
 	var due []*quan.Coupon
 	for rows.Next() {
 		c := &quan.Coupon{Status: from}
-		if err := rows.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, sqlrow.Time(&c.ValidEnd), sqlrow.NullTime(&c.LockedUntil)); err != nil {
+		if err := rows.Scan(&c.ID, &c.TemplateID, &c.ShopNo, &c.UserID, sqlrow.Time(&c.ValidEnd), sqlrow.NullTime(&c.LockedUntil), &c.Discount); err != nil {
 			return nil, fmt.Errorf("lapse %s coupons: %w", from, err)
 		}
 		due = append(due, c)

@@ -61,6 +61,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		orderCoupons:          o("OrderCoupons"),
 		swapCoupons:           o("SwapCoupons"),
 		lapseCoupons:          o("LapseCoupons"),
+		budgetUsage:           o("BudgetUsage"),
 		createCodeBatch:       o("CreateCodeBatch"),
 		codeBatch:             o("CodeBatch"),
 		addCodes:              o("AddCodes"),
@@ -97,7 +98,7 @@ type store struct {
 	createTask, task, tasks, updateTask, claimTask, applyChunk, appliedChunks, failures *op
 	userCoupons, coupon, couponStats, holdings                                          *op
 	issueClaims, failClaim, claim                                                       *op
-	updateCoupons, orderCoupons, swapCoupons, lapseCoupons                              *op
+	updateCoupons, orderCoupons, swapCoupons, lapseCoupons, budgetUsage                 *op
 	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, redeemCode      *op
 	codeBatches                                                                         *op
 	taskStatuses, oldestRunningTask, oldestAvailableEnd                                 *op
@@ -258,6 +259,11 @@ func (s *store) OrderCoupons(ctx context.Context, user int64, order string, ids 
 func (s *store) SwapCoupons(ctx context.Context, user int64, before, after []*quan.Coupon) (_ bool, err error) {
 	defer s.swapCoupons.done(ctx, time.Now(), &err)
 	return s.s.SwapCoupons(ctx, user, before, after)
+}
+
+func (s *store) BudgetUsage(ctx context.Context, template int64) (_ quan.BudgetUsage, err error) {
+	defer s.budgetUsage.done(ctx, time.Now(), &err)
+	return s.s.BudgetUsage(ctx, template)
 }
 
 func (s *store) LapseCoupons(ctx context.Context, now time.Time, limit int) (_ []*quan.Coupon, _ []quan.CouponStatus, err error) {

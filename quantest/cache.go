@@ -27,6 +27,7 @@ func TestCache(t *testing.T, newCache func(t *testing.T) quan.Cache) {
 	testCacheState(t, newCache)
 	testCacheStampedes(t, newCache)
 	testCacheRepair(t, newCache)
+	testCachePeriods(t, newCache)
 }
 
 // testCacheCold: a template not loaded is ErrCacheCold to every call

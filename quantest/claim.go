@@ -33,6 +33,7 @@ func TestClaimStore(t *testing.T, newStores func(t *testing.T) ClaimStores) {
 	run("FailClaim/KeepsTheFirstRecord", testFailClaim)
 	run("FailClaim/RacesIssueClaims", testFailClaimRace)
 	run("IssueClaims/Stampede", testIssueClaimsStampede)
+	run("IssueClaims/PeriodLimits", testIssueClaimsPeriods)
 }
 
 // claimAt is inside the issue window of activeTemplate's templates.

@@ -37,6 +37,8 @@ func TestWalletStore(t *testing.T, newStores func(t *testing.T) WalletStores) {
 	run("SwapCoupons/DoubleLockOneWins", testDoubleSwap)
 	run("LapseCoupons/ExpiresAndReleases", testLapseCoupons)
 	run("LockKey/KeptWithTheLock", testLockKey)
+	run("Budget/ReservedSpentGivenBack", testBudgetMoves)
+	run("Budget/Stampede", testBudgetStampede)
 }
 
 // walletCoupons gives users one coupon each of a fresh template and returns them.

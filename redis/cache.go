@@ -33,6 +33,8 @@ var outcome = map[byte]quan.Refusal{
 	'n': quan.RefusedNotStarted,
 	'e': quan.RefusedEnded,
 	'l': quan.RefusedLimit,
+	'd': quan.RefusedDaily,
+	'w': quan.RefusedWeekly,
 	's': quan.RefusedSoldOut,
 }
 
@@ -190,13 +192,15 @@ func (c *Cache) prime(ctx context.Context, st quan.TemplateState, holdings iter.
 }
 
 // stateArgs returns the snapshot fields of st as the scripts take them:
-// shop, status, issue start and end as seconds and nanoseconds, limit.
+// shop, status, issue start and end as seconds and nanoseconds, limit,
+// daily and weekly limits.
 func stateArgs(st quan.TemplateState) []string {
 	return []string{
 		strconv.FormatInt(st.ShopNo, 10), string(st.Status),
 		strconv.FormatInt(st.IssueStart.Unix(), 10), strconv.Itoa(st.IssueStart.Nanosecond()),
 		strconv.FormatInt(st.IssueEnd.Unix(), 10), strconv.Itoa(st.IssueEnd.Nanosecond()),
 		strconv.FormatInt(st.PerUserLimit, 10),
+		strconv.FormatInt(st.PerUserDaily, 10), strconv.FormatInt(st.PerUserWeekly, 10),
 	}
 }
 
@@ -240,6 +244,9 @@ func (c *Cache) State(ctx context.Context, template int64) (quan.TemplateState, 
 		IssueEnd:     time.Unix(num("es"), num("en")).UTC(),
 		PerUserLimit: num("limit"),
 		Stock:        num("stock"),
+	}
+	if m["daily"] != "" || m["weekly"] != "" { // missing in a state of before
+		st.PerUserDaily, st.PerUserWeekly = num("daily"), num("weekly")
 	}
 	if bad != nil {
 		return quan.TemplateState{}, fmt.Errorf("redis state of template %d: %w", template, bad)

@@ -10,10 +10,14 @@ import "github.com/redis/rueidis"
 //
 // The state hash holds: gen (set by Prime), shop, status, ss/sn and es/en
 // (issue start and end as Unix seconds and nanoseconds: Lua numbers are
-// doubles, exact for seconds but not for nanoseconds since 1970), limit
-// and stock. A key record holds: g (the gen it was made under), o (one
-// outcome character per user) and r (the users it reserved, comma
-// separated; emptied by Release).
+// doubles, exact for seconds but not for nanoseconds since 1970), limit,
+// daily and weekly (the period limits, 0 or missing for none) and stock.
+// A key record holds: g (the gen it was made under), o (one outcome
+// character per user), r (the users it reserved, comma separated; emptied
+// by Release) and, for a template with period limits, the Shanghai day
+// its reservations count in. The period counts of a template are hashes
+// of user counts a day (users key ":d:" day) and a week (":w:" week),
+// touched only when a period limit is set.
 
 // reserveLua defines, for the scripts that reserve and release:
 //
@@ -54,17 +58,32 @@ local function recGet(k)
   if not v then return nil end
   local a = string.find(v, '|', 1, true)
   local b = string.find(v, '|', a + 1, true)
+  local c = string.find(v, '|', b + 1, true)
+  if c then
+    return string.sub(v, 1, a - 1), string.sub(v, a + 1, b - 1), string.sub(v, b + 1, c - 1), tonumber(string.sub(v, c + 1))
+  end
   return string.sub(v, 1, a - 1), string.sub(v, a + 1, b - 1), string.sub(v, b + 1)
+end
+-- periodKeys(uk, day): the hashes of the users' counts in a Shanghai day
+-- and in its week (weeks from Monday: 1970-01-01 was a Thursday).
+local function periodKeys(uk, day)
+  return uk .. ':d:' .. day, uk .. ':w:' .. math.floor((day + 3) / 7)
+end
+local function periodBack(st, u)
+  if rcall('HINCRBY', st.dk, u, '-1') <= 0 then rcall('HDEL', st.dk, u) end
+  if rcall('HINCRBY', st.wk, u, '-1') <= 0 then rcall('HDEL', st.wk, u) end
 end
 local states = {}
 local function state(k)
   local st = states[k]
   if st == nil then
-    local v = rcall('HMGET', k, 'gen', 'status', 'ss', 'sn', 'es', 'en', 'limit', 'stock')
+    local v = rcall('HMGET', k, 'gen', 'status', 'ss', 'sn', 'es', 'en', 'limit', 'stock', 'daily', 'weekly')
     st = false
     if v[1] then
       st = {gen = v[1], status = v[2], ss = tonumber(v[3]), sn = tonumber(v[4]), es = tonumber(v[5]),
-        en = tonumber(v[6]), limit = tonumber(v[7]), stock = tonumber(v[8]), took = 0}
+        en = tonumber(v[6]), limit = tonumber(v[7]), stock = tonumber(v[8]), took = 0,
+        daily = tonumber(v[9] or '0'), weekly = tonumber(v[10] or '0')}
+      st.periodic = st.daily > 0 or st.weekly > 0
     end
     states[k] = st
   end
@@ -75,15 +94,42 @@ local function flushStates()
     if st and st.took > 0 then rcall('HINCRBY', k, 'stock', -st.took) end
   end
 end
+-- periodFull: 'd' or 'w' when u received the daily or weekly limit in
+-- st's day and week (st.dk, st.wk), else false.
+local function periodFull(st, u)
+  if st.daily > 0 and tonumber(rcall('HGET', st.dk, u) or '0') >= st.daily then return 'd' end
+  if st.weekly > 0 and tonumber(rcall('HGET', st.wk, u) or '0') >= st.weekly then return 'w' end
+  return false
+end
 local function outcome(st, uk, u, all)
   if all then return all end
   if st.stock <= 0 then
     if tonumber(rcall('HGET', uk, u) or '0') >= st.limit then return 'l' end
+    if st.periodic then
+      local p = periodFull(st, u)
+      if p then return p end
+    end
     return 's'
   end
   if rcall('HINCRBY', uk, u, '1') > st.limit then
     rcall('HINCRBY', uk, u, '-1')
     return 'l'
+  end
+  if st.periodic then
+    local p = periodFull(st, u)
+    if p then
+      if rcall('HINCRBY', uk, u, '-1') <= 0 then rcall('HDEL', uk, u) end
+      return p
+    end
+    rcall('HINCRBY', st.dk, u, '1')
+    rcall('HINCRBY', st.wk, u, '1')
+    if not st.expiring then
+      -- A day's counts serve the Release of its reservations, a week's
+      -- its reservations: two days and eight days are enough.
+      rcall('EXPIRE', st.dk, 172800)
+      rcall('EXPIRE', st.wk, 691200)
+      st.expiring = true
+    end
   end
   st.stock, st.took = st.stock - 1, st.took + 1
   return '-'
@@ -94,6 +140,12 @@ local function reserve(st, uk, rk, s, ns, ttl, users, fresh)
     if g == st.gen then return o end
   end
   local all = false
+  local suffix = ''
+  if st.periodic then
+    local day = math.floor((s + 28800) / 86400)
+    st.dk, st.wk = periodKeys(uk, day)
+    suffix = '|' .. day
+  end
   if st.status ~= 'active' then all = 'i'
   elseif s < st.ss or (s == st.ss and tonumber(ns) < st.sn) then all = 'n'
   elseif s > st.es or (s == st.es and tonumber(ns) >= st.en) then all = 'e'
@@ -113,13 +165,14 @@ local function reserve(st, uk, rk, s, ns, ttl, users, fresh)
     end
     o, got, n = table.concat(out), table.concat(list, ','), #list
   end
-  local rec = st.gen .. '|' .. o .. '|' .. got
+  local rec = st.gen .. '|' .. o .. '|' .. got .. suffix
   if fresh then
     if rcall('SET', rk, rec, 'EX', ttl, 'NX') then return o, n end
     local g, was = recGet(rk)
     if g == st.gen then
       for u in string.gmatch(got, '[^,]+') do
         if rcall('HINCRBY', uk, u, '-1') <= 0 then rcall('HDEL', uk, u) end
+        if st.periodic then periodBack(st, u) end
       end
       st.stock, st.took = st.stock + n, st.took - n
       return was
@@ -224,11 +277,17 @@ return res
 var releaseScript = rueidis.NewLuaScript(reserveLua + `
 local gen = redis.call('HGET', KEYS[1], 'gen')
 if not gen then return 0 end
-local g, o, r = recGet(KEYS[3])
+local g, o, r, day = recGet(KEYS[3])
 if g ~= gen or not r or r == '' then return 0 end
+local p = false
+if day then
+  p = {}
+  p.dk, p.wk = periodKeys(KEYS[2], day)
+end
 local n = 0
 for u in string.gmatch(r, '[^,]+') do
   if redis.call('HINCRBY', KEYS[2], u, -1) <= 0 then redis.call('HDEL', KEYS[2], u) end
+  if p then periodBack(p, u) end
   n = n + 1
 end
 redis.call('HINCRBY', KEYS[1], 'stock', n)
@@ -268,20 +327,21 @@ return all
 `)
 
 // updateScript: KEYS state; ARGV shop, status, ss, sn, es, en, limit,
-// stock delta. Returns nil when cold, else the new stock.
+// daily, weekly, stock delta. Returns nil when cold, else the new stock.
 var updateScript = rueidis.NewLuaScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 redis.call('HSET', KEYS[1], 'shop', ARGV[1], 'status', ARGV[2], 'ss', ARGV[3], 'sn', ARGV[4],
-  'es', ARGV[5], 'en', ARGV[6], 'limit', ARGV[7])
-return redis.call('HINCRBY', KEYS[1], 'stock', ARGV[8])
+  'es', ARGV[5], 'en', ARGV[6], 'limit', ARGV[7], 'daily', ARGV[8], 'weekly', ARGV[9])
+return redis.call('HINCRBY', KEYS[1], 'stock', ARGV[10])
 `)
 
 // swapScript: KEYS state, users, temp counts; ARGV gen, shop, status, ss,
-// sn, es, en, limit, stock, onlyCold. Replaces the counts and the state at
-// once, and returns 1; with onlyCold "1" a loaded template stays, the
-// temporary counts go and it returns 0.
+// sn, es, en, limit, daily, weekly, stock, onlyCold. Replaces the counts
+// and the state at once, and returns 1; with onlyCold "1" a loaded
+// template stays, the temporary counts go and it returns 0. The period
+// counts (users key ":d:" day, ":w:" week) stay: no holdings tell them.
 var swapScript = rueidis.NewLuaScript(`
-if ARGV[10] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
+if ARGV[12] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('DEL', KEYS[3])
   return 0
 end
@@ -293,7 +353,8 @@ else
 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'gen', ARGV[1], 'shop', ARGV[2], 'status', ARGV[3], 'ss', ARGV[4],
-  'sn', ARGV[5], 'es', ARGV[6], 'en', ARGV[7], 'limit', ARGV[8], 'stock', ARGV[9])
+  'sn', ARGV[5], 'es', ARGV[6], 'en', ARGV[7], 'limit', ARGV[8], 'daily', ARGV[9], 'weekly', ARGV[10],
+  'stock', ARGV[11])
 return 1
 `)
 

@@ -192,7 +192,7 @@ func issueCoupons(ctx context.Context, tx *sql.Tx, c *quan.Chunk, t *quan.Templa
 	first.Rows = slices.Clone(c.Rows)
 	var planned []userSeq
 	probed := make([]bool, len(c.Rows)) // whether the row's first coupon was inserted
-	for _, is := range quan.PlanChunk(&first, t, nil, t.Stock) {
+	for _, is := range quan.PlanChunk(&first, t, nil, nil, t.Stock) {
 		u := first.Rows[is.Row].UserID
 		if is.Seq != 1 {
 			return fmt.Errorf("the plan for users holding nothing gave user %d seq %d", u, is.Seq)
@@ -229,8 +229,23 @@ func issueCoupons(ctx context.Context, tx *sql.Tx, c *quan.Chunk, t *quan.Templa
 		return err
 	}
 
-	// 3. The plan.
-	issues := quan.PlanChunk(c, t, held, t.Stock)
+	// 3. The plan. A user holding nothing received nothing in any
+	// period: the period counts are read of those holding some.
+	var periods *quan.PeriodHeld
+	if t.HasPeriodLimits() {
+		periods = &quan.PeriodHeld{}
+		holders := make([]int64, 0, len(held))
+		for u, n := range held {
+			if n > 0 {
+				holders = append(holders, u)
+			}
+		}
+		slices.Sort(holders)
+		if err := holdings(ctx, tx, templateID, holders, map[int64]int64{}, map[string]*quan.Claim{}, periods); err != nil {
+			return err
+		}
+	}
+	issues := quan.PlanChunk(c, t, held, periods, t.Stock)
 	var rest []userSeq
 	confirmed := 0
 	for _, is := range issues {

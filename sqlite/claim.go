@@ -71,8 +71,12 @@ func (s *Store) issueTemplateClaims(ctx context.Context, tx *sql.Tx, template in
 	slices.Sort(users)
 	users = slices.Compact(users)
 	held := map[int64]int64{}
+	var periods *quan.PeriodHeld // nil counts nothing
+	if t != nil && t.HasPeriodLimits() {
+		periods = &quan.PeriodHeld{}
+	}
 	if t != nil {
-		if err := holdings(ctx, tx, template, users, held, recorded); err != nil {
+		if err := holdings(ctx, tx, template, users, held, recorded, periods); err != nil {
 			return err
 		}
 	}
@@ -87,13 +91,13 @@ func (s *Store) issueTemplateClaims(ctx context.Context, tx *sql.Tx, template in
 		}
 		return insertClaims(ctx, tx, fresh)
 	}
-	return s.issueClaims(ctx, tx, t, fresh, held, now)
+	return s.issueClaims(ctx, tx, t, fresh, held, periods, now)
 }
 
 // issueClaims decides the new claims cs of template t in tx, given the
 // coupons each user holds.
-func (s *Store) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, held map[int64]int64, now time.Time) error {
-	seqs := quan.PlanClaims(cs, t, held, t.Stock, now)
+func (s *Store) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs []*quan.Claim, held map[int64]int64, periods *quan.PeriodHeld, now time.Time) error {
+	seqs := quan.PlanClaims(cs, t, held, periods, t.Stock, now)
 	var issued []int // into cs
 	for i, c := range cs {
 		if c.Status == quan.ClaimIssued {
@@ -265,7 +269,10 @@ func holdingsSQL(n int) string {
 
 // holdings reads the coupons of template that users hold: it counts them
 // into held, and adds the claims that issued them to found.
-func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim) error {
+//
+// With periods (not nil), it also counts each coupon in the Shanghai day
+// and week its user received it (the period limits).
+func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, held map[int64]int64, found map[string]*quan.Claim, periods *quan.PeriodHeld) error {
 	for len(users) > 0 {
 		n := min(len(users), batchRows)
 		args := sqlrow.Args(template, users[:n])
@@ -276,6 +283,7 @@ func holdings(ctx context.Context, tx *sql.Tx, template int64, users []int64, he
 		}
 		for _, c := range hs {
 			held[c.UserID]++
+			periods.Add(c.UserID, sqlrow.Received(c))
 			if c.ID != "" {
 				found[c.ID] = c
 			}

@@ -114,6 +114,8 @@ type DB struct {
 	codes *sqlrow.Codes // the key of the coupons' codes, read by Open
 
 	swaps swapQueue // SwapCoupons waiting for the writer (wallet.go)
+	// budgets remembers the templates' budgets the wallet's writes met.
+	budgets sqlrow.Budgets
 
 	closeOnce sync.Once
 	closeErr  error

@@ -33,7 +33,9 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 		return nil, err
 	}
 	var d quan.StatsDelta
+	was := make([]*quan.Coupon, len(cs))
 	for i, c := range cs {
+		was[i] = &before[i]
 		if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) && c.LockKey == before[i].LockKey {
 			continue
 		}
@@ -41,6 +43,9 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 			return nil, err
 		}
 		d.Changed(&before[i], c)
+	}
+	if err := s.moveBudgets(ctx, tx, was, cs); err != nil {
+		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
 	}
 	if err := s.addStats(ctx, tx, &d); err != nil {
 		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
@@ -69,6 +74,22 @@ func (s *Store) userCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []i
 		return nil, quan.Errorf(quan.ENOTFOUND, "user %d holds no coupon %d", user, id)
 	}
 	return cs, s.db.codes.Fill(ctx, tx, cs)
+}
+
+// moveBudgets moves the budgets of the templates the change of coupons
+// from before to after reserves or spends (quan.BudgetMoves) in tx: a
+// quan.BudgetSpentError if one cannot take it.
+func (s *Store) moveBudgets(ctx context.Context, tx *sql.Tx, before, after []*quan.Coupon) error {
+	moves, budgets, err := s.db.budgets.Moves(ctx, tx, before, after)
+	if err != nil || len(moves) == 0 {
+		return err
+	}
+	return sqlrow.MoveBudgets(ctx, tx, moves, budgets, `INSERT OR IGNORE`)
+}
+
+// BudgetUsage implements quan.WalletStore.
+func (s *Store) BudgetUsage(ctx context.Context, template int64) (quan.BudgetUsage, error) {
+	return sqlrow.BudgetUsage(ctx, s.db.read, template)
 }
 
 func saveCoupon(ctx context.Context, tx *sql.Tx, c *quan.Coupon) error {
@@ -231,7 +252,13 @@ func (s *Store) swapBatch(ctx context.Context, batch []*swapRequest) []swapResul
 			out[i] = swapResult{err: fmt.Errorf("swap coupons of user %d: %w", r.user, err)}
 			continue
 		}
-		several := len(r.after) > 1
+		moves, budgets, err := s.db.budgets.Moves(ctx, tx, r.before, r.after)
+		if err != nil {
+			return fail(err)
+		}
+		// A swap that moves a budget may be refused after its coupons
+		// are written: a savepoint undoes them.
+		several := len(r.after) > 1 || len(moves) > 0
 		if several {
 			if _, err := tx.ExecContext(ctx, `SAVEPOINT swap`); err != nil {
 				return fail(err)
@@ -253,7 +280,14 @@ func (s *Store) swapBatch(ctx context.Context, batch []*swapRequest) []swapResul
 				break
 			}
 		}
-		if several && !ok {
+		var refused error
+		if ok && len(moves) > 0 {
+			refused = sqlrow.MoveBudgets(ctx, tx, moves, budgets, `INSERT OR IGNORE`)
+			if quan.ErrorCode(refused) != quan.ENOTUSABLE && refused != nil {
+				return fail(refused)
+			}
+		}
+		if several && (!ok || refused != nil) {
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO swap`); err != nil {
 				return fail(err)
 			}
@@ -262,6 +296,10 @@ func (s *Store) swapBatch(ctx context.Context, batch []*swapRequest) []swapResul
 			if _, err := tx.ExecContext(ctx, `RELEASE swap`); err != nil {
 				return fail(err)
 			}
+		}
+		if refused != nil {
+			out[i] = swapResult{err: refused}
+			continue
 		}
 		if ok {
 			for j, c := range r.after {
@@ -292,6 +330,16 @@ const (
 		WHERE id IN (SELECT id FROM coupons WHERE status = 'locked' AND locked_until <= ?1 LIMIT ?2)
 		RETURNING id, template_id, shop_no, user_id, status`
 )
+
+// lockedDiscountsSQL reads the locks lapseLockedSQL takes that reserved a
+// discount.
+const lockedDiscountsSQL = `SELECT id, template_id, discount FROM coupons
+	WHERE id IN (SELECT id FROM coupons WHERE status = 'locked' AND locked_until <= ?1 LIMIT ?2) AND discount > 0`
+
+func scanHeldDiscount(row sqlrow.Scanner) (*quan.Coupon, error) {
+	c := &quan.Coupon{Status: quan.CouponLocked}
+	return c, row.Scan(&c.ID, &c.TemplateID, &c.Discount)
+}
 
 // LapseCoupons implements quan.WalletStore: one UPDATE … RETURNING per
 // kind, each walking its index from the oldest due entry. The coupons it
@@ -334,8 +382,29 @@ func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*
 		return nil, nil, err
 	}
 	if left := limit - len(cs); left > 0 {
+		// The discounts the locks reserved, read before the UPDATE clears
+		// them, to give back what it lapses: the same rows, as nothing
+		// else writes in this transaction.
+		held, err := sqlrow.Query(ctx, tx, "the discounts of locks run out", scanHeldDiscount, lockedDiscountsSQL, at, left)
+		if err != nil {
+			return nil, nil, err
+		}
+		n := len(cs)
 		if err := run(lapseLockedSQL, quan.CouponLocked, at, left); err != nil {
 			return nil, nil, err
+		}
+		byID := make(map[int64]*quan.Coupon, len(held))
+		for _, h := range held {
+			byID[h.ID] = h
+		}
+		var before, after []*quan.Coupon
+		for _, c := range cs[n:] {
+			if h := byID[c.ID]; h != nil {
+				before, after = append(before, h), append(after, &quan.Coupon{ID: c.ID, TemplateID: c.TemplateID, Status: c.Status})
+			}
+		}
+		if err := s.moveBudgets(ctx, tx, before, after); err != nil {
+			return nil, nil, fmt.Errorf("lapse coupons: %w", err)
 		}
 	}
 	var d quan.StatsDelta

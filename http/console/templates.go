@@ -39,7 +39,8 @@ func (c *Console) templateRoutes(page func(string, pageFunc)) {
 // validation names their fields.
 var templateInputs = []string{"name", "description", "kind", "rule.amount", "rule.threshold", "rule.rate",
 	"rule.cap", "rule.step", "source", "scope.type", "scope.ids", "issueStart", "issueEnd", "validity",
-	"validity.type", "validity.start", "validity.end", "validity.hours", "perUserLimit", "stock", "codePrefix", "shopNo", "stacking", "priority"}
+	"validity.type", "validity.start", "validity.end", "validity.hours", "perUserLimit", "stock", "codePrefix", "shopNo", "stacking", "priority",
+	"budget", "perUserDaily", "perUserWeekly"}
 
 type templateListData struct {
 	Rows                template.HTML // see templateRows
@@ -158,6 +159,7 @@ type templateForm struct {
 	ValidHours, PerUserLimit, Stock        string
 	CodePrefix, ShopNo                     string
 	Stacking, Priority                     string
+	Budget, PerUserDaily, PerUserWeekly    string // budget in yuan, "" for none
 	Example                                string // the preview's example order, in yuan
 }
 
@@ -258,6 +260,11 @@ func (f *templateForm) spec(v *view) (quan.TemplateSpec, int64, int64, []quan.Fi
 		spec.Scope.IDs = nil
 	}
 	spec.PerUserLimit = whole("perUserLimit", f.PerUserLimit)
+	if strings.TrimSpace(f.Budget) != "" {
+		spec.Budget = fen("budget", f.Budget)
+	}
+	spec.PerUserDaily = whole("perUserDaily", f.PerUserDaily)
+	spec.PerUserWeekly = whole("perUserWeekly", f.PerUserWeekly)
 	return spec, whole("stock", f.Stock), whole("shopNo", f.ShopNo), bad
 }
 
@@ -279,6 +286,7 @@ func readTemplateForm(r *http.Request) templateForm {
 		ValidEnd: g("validity.end"), ValidHours: g("validity.hours"), PerUserLimit: g("perUserLimit"),
 		Stock: g("stock"), CodePrefix: g("codePrefix"), ShopNo: g("shopNo"), Example: g("example"),
 		Stacking: g("stacking"), Priority: g("priority"),
+		Budget: g("budget"), PerUserDaily: g("perUserDaily"), PerUserWeekly: g("perUserWeekly"),
 	}
 }
 
@@ -483,6 +491,13 @@ func formOf(v *view, t *quan.Template) templateForm {
 	}
 	if t.Validity.Hours > 0 {
 		f.ValidHours = strconv.FormatInt(t.Validity.Hours, 10)
+	}
+	f.Budget = money(t.Budget)
+	if t.PerUserDaily > 0 {
+		f.PerUserDaily = strconv.FormatInt(t.PerUserDaily, 10)
+	}
+	if t.PerUserWeekly > 0 {
+		f.PerUserWeekly = strconv.FormatInt(t.PerUserWeekly, 10)
 	}
 	return f
 }

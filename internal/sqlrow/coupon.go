@@ -94,7 +94,9 @@ func MissingCoupon(ids []int64, cs []*quan.Coupon) (int64, bool) {
 // created_at, in that order. The claim has the coupon's TemplateID,
 // UserID and CouponID; when claim_id is not NULL it also has its ID,
 // status issued, At (claimed_at) and DecidedAt (the coupon's creation).
-// A coupon that records no claim reads as a claim with ID "".
+// A coupon that records no claim reads as a claim with ID "", zero At,
+// and its creation as DecidedAt: Received tells when its user received
+// it either way.
 func ScanHeld(row Scanner) (*quan.Claim, error) {
 	var (
 		id sql.NullString
@@ -106,7 +108,17 @@ func ScanHeld(row Scanner) (*quan.Claim, error) {
 	if id.Valid {
 		c.ID, c.Status = id.String, quan.ClaimIssued
 	} else {
-		c.At, c.DecidedAt = time.Time{}, time.Time{}
+		c.At = time.Time{}
 	}
 	return &c, nil
+}
+
+// Received returns when the user received the coupon ScanHeld read: the
+// claim's At for a claimed coupon (its coupon may be written later), its
+// creation otherwise.
+func Received(c *quan.Claim) time.Time {
+	if !c.At.IsZero() {
+		return c.At
+	}
+	return c.DecidedAt
 }

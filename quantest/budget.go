@@ -1,0 +1,209 @@
+package quantest
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+// walletPorts joins a store's coupon ports as quan.CouponStores.
+type walletPorts struct {
+	quan.CouponStore
+	quan.WalletStore
+}
+
+// budgetTemplate stores an active 满 100 减 20 template with budget fen and
+// issues one coupon of it to each of users by claim.
+func budgetTemplate(t *testing.T, s WalletStores, budget int64, users int) (*quan.Template, []*quan.Coupon) {
+	t.Helper()
+	tpl := newTemplate(t, 1, "budget")
+	tpl.Status = quan.TemplateActive
+	tpl.Stock, tpl.TotalStock, tpl.PerUserLimit = int64(users), int64(users), 1
+	tpl.Budget = budget
+	mustValid(t, tpl)
+	tpl = create(t, s.Templates, tpl)
+	claims := make([]*quan.Claim, users)
+	for i := range claims {
+		claims[i] = newClaim(tpl.ID, int64(i+1))
+	}
+	var out []*quan.Coupon
+	for i, c := range issueClaims(t, s.ClaimStores, claims...) {
+		if c.Status != quan.ClaimIssued {
+			t.Fatalf("claim of user %d: %+v", i+1, c)
+		}
+		out = append(out, coupons(t, s.TaskStores, int64(i+1), tpl.ID)[0])
+	}
+	return tpl, out
+}
+
+// budgetWallet is a WalletService on s at the time now returns.
+func budgetWallet(s WalletStores, now func() time.Time) *quan.WalletService {
+	return &quan.WalletService{Coupons: walletPorts{s.Coupons, s.Wallet}, Templates: s.Templates, Now: now}
+}
+
+// budgetOrder is an order the budget template takes 20 yuan off.
+var budgetOrder = []quan.OrderItem{{SKU: "g-1", ShopNo: 1, UnitPrice: 10000, Quantity: 1}}
+
+const budgetOff = 2000 // what the template takes off budgetOrder
+
+func usage(t *testing.T, s WalletStores, tpl int64) quan.BudgetUsage {
+	t.Helper()
+	u, err := s.Wallet.BudgetUsage(t.Context(), tpl)
+	if err != nil {
+		t.Fatalf("BudgetUsage(%d): %v", tpl, err)
+	}
+	return u
+}
+
+func wantUsage(t *testing.T, s WalletStores, tpl int64, reserved, spent int64) {
+	t.Helper()
+	if u := usage(t, s, tpl); u.Reserved != reserved || u.Spent != spent {
+		t.Fatalf("budget of template %d: %+v, want reserved %d, spent %d", tpl, u, reserved, spent)
+	}
+}
+
+// testBudgetMoves: a lock reserves, a redeem spends, a release, a refund
+// and a lock running out give back; a lock the budget left cannot cover
+// is ENOTUSABLE naming budget_spent, and the quote says so.
+func testBudgetMoves(t *testing.T, s WalletStores) {
+	now := walletNow
+	w := budgetWallet(s, func() time.Time { return now })
+	tpl, cs := budgetTemplate(t, s, 2*budgetOff+budgetOff/2, 3) // room for two and a half
+	user := func(i int) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: int64(i + 1)} }
+	lock := func(i int) error {
+		_, err := w.Lock(t.Context(), user(i), fmt.Sprintf("o-%d", i), quan.LockRequest{
+			Items: budgetOrder, CouponIDs: []int64{cs[i].ID}, ExpectedDiscount: budgetOff})
+		return err
+	}
+	if u := usage(t, s, tpl.ID); u.Budget != tpl.Budget || u.Left() != tpl.Budget {
+		t.Fatalf("budget before any lock: %+v, want all of %d left", u, tpl.Budget)
+	}
+	for i := range 2 {
+		if err := lock(i); err != nil {
+			t.Fatalf("lock %d: %v", i, err)
+		}
+	}
+	wantUsage(t, s, tpl.ID, 2*budgetOff, 0)
+	err := lock(2)
+	if quan.ErrorCode(err) != quan.ENOTUSABLE || !strings.Contains(err.Error(), quan.ReasonBudgetSpent) {
+		t.Fatalf("lock over the budget: %v, want %s naming %s", err, quan.ENOTUSABLE, quan.ReasonBudgetSpent)
+	}
+	q, err := w.Quote(t.Context(), user(2), budgetOrder)
+	if err != nil || len(q.Coupons) != 1 || q.Coupons[0].Usable || q.Coupons[0].Reason != quan.ReasonBudgetSpent || len(q.Combination) != 0 {
+		t.Fatalf("quote over the budget: %+v, %v; want the coupon unusable: %s", q, err, quan.ReasonBudgetSpent)
+	}
+	wantUsage(t, s, tpl.ID, 2*budgetOff, 0)
+	if _, err := w.Redeem(t.Context(), user(0), "o-0"); err != nil {
+		t.Fatal(err)
+	}
+	wantUsage(t, s, tpl.ID, budgetOff, budgetOff)
+	if _, err := w.Release(t.Context(), user(1), "o-1"); err != nil {
+		t.Fatal(err)
+	}
+	wantUsage(t, s, tpl.ID, 0, budgetOff)
+	if q, err := w.Quote(t.Context(), user(2), budgetOrder); err != nil || !q.Coupons[0].Usable {
+		t.Fatalf("quote with the budget given back: %+v, %v", q, err)
+	}
+	if err := lock(2); err != nil {
+		t.Fatalf("lock once the budget was given back: %v", err)
+	}
+	wantUsage(t, s, tpl.ID, budgetOff, budgetOff)
+	if _, err := w.Refund(t.Context(), user(0), "o-0"); err != nil {
+		t.Fatal(err)
+	}
+	wantUsage(t, s, tpl.ID, budgetOff, 0)
+	// The lock of o-2 runs out: the sweep gives its reservation back.
+	now = now.Add(time.Hour)
+	if _, _, err := s.Wallet.LapseCoupons(t.Context(), now, 100); err != nil {
+		t.Fatal(err)
+	}
+	wantUsage(t, s, tpl.ID, 0, 0)
+}
+
+// testBudgetStampede: a budget for 50 redemptions, 200 users locking and
+// redeeming at once: exactly 50 succeed, and the budget is spent, never
+// more.
+func testBudgetStampede(t *testing.T, s WalletStores) {
+	const users, room = 200, 50
+	w := budgetWallet(s, func() time.Time { return walletNow })
+	tpl, cs := budgetTemplate(t, s, room*budgetOff, users)
+	start := make(chan struct{})
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		redeemed int
+		other    []error
+	)
+	for i := range users {
+		wg.Go(func() {
+			<-start
+			who := quan.Identity{Role: quan.RoleUser, UserID: int64(i + 1)}
+			order := fmt.Sprintf("stampede-%d", i)
+			_, err := w.Lock(t.Context(), who, order, quan.LockRequest{
+				Items: budgetOrder, CouponIDs: []int64{cs[i].ID}, ExpectedDiscount: budgetOff})
+			if err == nil {
+				_, err = w.Redeem(t.Context(), who, order)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				redeemed++
+			case quan.ErrorCode(err) != quan.ENOTUSABLE:
+				other = append(other, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range other {
+		t.Errorf("a lock or redeem failed otherwise than the budget: %v", err)
+	}
+	if redeemed != room {
+		t.Errorf("%d redeemed, want exactly %d", redeemed, room)
+	}
+	u := usage(t, s, tpl.ID)
+	if u.Spent != u.Budget || u.Reserved != 0 {
+		t.Errorf("budget after the stampede: %+v, want all of it spent and nothing reserved", u)
+	}
+}
+
+// testIssueClaimsPeriods: the store refuses a claim over a period limit
+// whatever the cache let through, counting the coupons a user received by
+// the Shanghai day and week of each claim's At, in the batch and before.
+func testIssueClaimsPeriods(t *testing.T, s ClaimStores) {
+	tpl := newTemplate(t, 1, "periods")
+	tpl.Status = quan.TemplateActive
+	tpl.PerUserLimit, tpl.PerUserDaily, tpl.PerUserWeekly = 5, 1, 2
+	mustValid(t, tpl)
+	tpl = create(t, s.Templates, tpl)
+	monday := quan.ShanghaiWeekStart(quan.ShanghaiWeek(base) + 1)
+	claim := func(d time.Duration) *quan.Claim {
+		c := newClaim(tpl.ID, 1)
+		c.At = monday.Add(d)
+		return c
+	}
+	decide := func(want []string, cs ...*quan.Claim) {
+		t.Helper()
+		got, err := s.Claims.IssueClaims(t.Context(), cs, monday.Add(72*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range got {
+			if c.Reason != want[i] || (want[i] == "") != (c.Status == quan.ClaimIssued) {
+				t.Errorf("claim at %s: %s %q, want reason %q", cs[i].At, c.Status, c.Reason, want[i])
+			}
+		}
+	}
+	daily, weekly := string(quan.CauseDailyLimit), string(quan.CauseWeeklyLimit)
+	decide([]string{"", daily}, claim(-time.Minute), claim(-30*time.Second)) // Sunday 23:59
+	decide([]string{""}, claim(time.Minute))                                 // Monday 00:01: another day and week
+	decide([]string{daily, "", weekly}, claim(2*time.Minute), claim(24*time.Hour), claim(48*time.Hour))
+	if n := len(coupons(t, s.TaskStores, 1, tpl.ID)); n != 3 {
+		t.Errorf("user 1 holds %d coupons, want 3", n)
+	}
+}
