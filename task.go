@@ -240,6 +240,11 @@ type Task struct {
 	// (Tracer), kept so that the runner that takes the task, later and
 	// maybe elsewhere, continues it; "" when not traced.
 	TraceParent string `json:"-"`
+
+	// Segment is the rule (RuleSegment) whose users, as they matched when
+	// the task was created, are the task's file (SegmentFileName); "" for
+	// a task of an uploaded file.
+	Segment string `json:"segment,omitempty"`
 }
 
 // Chunk sizes of a distribution.

@@ -10,7 +10,8 @@ import (
 // template, name, worksheet, notification channels and file, sent at
 // sendAt (zero or past: now). The file is copied into a new stored file,
 // checked against the dry run's SHA-256, so that each task owns its own:
-// removing one task's file never breaks the other.
+// removing one task's file never breaks the other. A segment's dry run
+// gives its frozen users: the ones it counted.
 //
 // ErrNotFound if the caller's shop has no task id; EINVALID if it is not a
 // dry run, or a dry run that failed or was canceled (upload the file again);
@@ -42,6 +43,7 @@ func (s *TaskService) RunForReal(ctx context.Context, who Identity, id int64, se
 		Sheet:      dry.Sheet,
 		FileName:   dry.FileName,
 		File:       f,
+		frozenFrom: dry.Segment, // the users the dry run counted, not the segment's users now
 	}, 0)
 }
 

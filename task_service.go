@@ -55,6 +55,11 @@ type TaskService struct {
 	// progress (NotificationProgress) and failed notifications; nil shows
 	// none.
 	Outbox NotificationStore
+	// Rules compiles a task's segment and Attributes holds the facts it
+	// is evaluated over (task_segment.go); without both, a task needs a
+	// file.
+	Rules      RuleEngine
+	Attributes AttributeStore
 }
 
 // DefaultMaxFileSize is the largest upload accepted by default.
@@ -70,6 +75,12 @@ type NewTask struct {
 	Sheet      string     // worksheet name; "" the first
 	FileName   string     // as uploaded
 	File       StoredFile // from Upload; Create removes it if it fails
+	// Segment, instead of a file, targets the users whose facts match
+	// this rule (RuleSegment) when the task is created.
+	Segment string
+	// frozenFrom is the segment File was frozen from, for a task that
+	// runs a segment's dry run for real (RunForReal): the same users.
+	frozenFrom string
 }
 
 func (s *TaskService) now() time.Time {
@@ -112,8 +123,16 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 		return nil, err
 	}
 	var v validator
-	if f.Path == "" || in.FileName == "" {
-		v.add("file", "is required: upload the .xlsx or .csv file of target users")
+	var segment CompiledRule
+	switch {
+	case in.Segment != "" && f.Path != "":
+		v.add("segment", "send a file or a segment, not both")
+	case in.Segment != "" && in.Sheet != "":
+		v.add("sheet", "applies to a file only, not to a segment")
+	case in.Segment != "":
+		segment = s.compileSegment(in.Segment, &v)
+	case f.Path == "" || in.FileName == "":
+		v.add("file", "is required: upload the .xlsx or .csv file of target users, or give a segment")
 	}
 	if in.TemplateID <= 0 {
 		v.add("templateId", "is required")
@@ -137,12 +156,21 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 	if err := v.err("the task has invalid fields"); err != nil {
 		return nil, err
 	}
+	if segment != nil {
+		if f, err = s.segmentFile(ctx, segment); err != nil {
+			return nil, err
+		}
+		in.FileName = SegmentFileName
+	}
 	if f.Size == 0 {
 		return nil, fieldErr("file", "the file is empty: upload an .xlsx or .csv with a header row and one user per row")
 	}
 	if err := s.Check(ctx, f.Path, in.Sheet); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if in.Segment != "" { // too many users for one task, say
+			return nil, fieldErr("segment", err.Error())
 		}
 		return nil, fieldErr("file", err.Error())
 	}
@@ -169,6 +197,10 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 		CreatedAt:  now,
 		UpdatedAt:  now,
 		RetryOf:    retryOf,
+		Segment:    in.Segment,
+	}
+	if in.frozenFrom != "" {
+		t.Segment = in.frozenFrom
 	}
 	if t.SendAt.IsZero() || t.SendAt.Before(now) {
 		t.SendAt = now

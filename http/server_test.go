@@ -19,6 +19,7 @@ import (
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/report"
+	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/sqlite"
 )
@@ -118,6 +119,12 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	// So are attributes files, every column of them.
 	ts.api.Attributes = &quan.AttributeService{Store: store, Now: clock, Files: files,
 		OpenRows: func(path string) (quan.OthersReader, error) { return sheet.OpenRows(path, sheet.Options{Others: true}) }}
+	// Tasks may target a segment of the users whose facts are on file.
+	engine, err := rules.New(rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.api.Tasks.Rules, ts.api.Tasks.Attributes = engine, store
 	if setup != nil {
 		setup(ts)
 	}

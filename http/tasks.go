@@ -23,7 +23,8 @@ const maxField = 4 << 10
 // createTask takes a multipart form: the file, and the fields name,
 // templateId, notify (comma-separated or repeated), sendAt (RFC 3339),
 // dryRun and sheet, in any order. The file is streamed to the data folder,
-// never held in memory.
+// never held in memory. Instead of the file, a field segment may hold a
+// rule over user facts whose users the task targets.
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	who, err := identity(r)
 	if err != nil {
@@ -33,7 +34,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
-		return quan.Errorf(quan.EINVALID, "send the task as multipart/form-data with a file part named \"file\"")
+		return quan.Errorf(quan.EINVALID, "send the task as multipart/form-data with a file part named \"file\" or a field named \"segment\"")
 	}
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -121,6 +122,8 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 			in.DryRun = dry
 		case "sheet":
 			in.Sheet = v
+		case "segment":
+			in.Segment = v
 		default:
 			bad = append(bad, quan.FieldError{Field: name, Message: "is not a known field"})
 		}

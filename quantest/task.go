@@ -191,6 +191,7 @@ func testCreateTaskStoresEveryField(t *testing.T, s TaskStores) {
 	full.LeaseUntil = base.Add(4 * time.Minute)
 	full.RetryOf = 9_000_000_000_001 // beyond 32 bits
 	full.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	full.Segment = `user.level >= 2 && "vip" in user.tags && user.attrs.?city.orValue("") == "上海"`
 
 	seen := map[int64]bool{}
 	for _, want := range []*quan.Task{plain, full} {

@@ -42,10 +42,12 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 	token := fs.String("token", "", "bearer token for --server (a merchant's)")
 	retry := fs.Int64("retry", 0, "instead of a FILE, retry the failed rows of this finished task that may succeed now "+
 		"(out_of_stock, template_inactive, limit_reached) as a new task; --template (default: the task's) and --name apply")
+	segment := fs.String("segment", "", "instead of a FILE, the users whose attributes match this rule (CEL over user and now), "+
+		"e.g. 'user.level >= 2 && \"vip\" in user.tags': the users matching when the task is created")
 	var out outputFlags
 	out.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: quan distribute FILE --template ID [flags]\n       quan distribute --retry TASK [--template ID] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: quan distribute FILE --template ID [flags]\n       quan distribute --segment RULE --template ID [flags]\n       quan distribute --retry TASK [--template ID] [flags]")
 		fs.PrintDefaults()
 	}
 	pos, err := c.Main.parse(fs, args, "[FILE]")
@@ -56,6 +58,9 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *retry != 0 || cli.IsSet(fs, "retry") {
+		if cli.IsSet(fs, "segment") {
+			return cli.Usagef("distribute: --segment does not apply to --retry: the retry takes the task's failed rows")
+		}
 		if err := retryUsage(fs, *retry, *template, pos); err != nil {
 			return err
 		}
@@ -68,18 +73,24 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 	if *template <= 0 {
 		return cli.Usagef("distribute: --template is required")
 	}
-	if len(pos) == 0 {
-		return cli.Usagef("distribute: want one FILE, or --retry TASK to retry the failed rows of a task")
+	file, err := distributeSource(fs, pos, *segment)
+	if err != nil {
+		return err
 	}
-	file := pos[0]
 	if *name == "" {
 		*name = filepath.Base(file)
+		if file == "" {
+			*name = clipName("segment " + *segment)
+		}
 	}
 	notifyTypes, err := quan.ParseNotifyTypes(*notify)
 	if err != nil {
 		return cli.Usagef("distribute: --notify: %v", err)
 	}
-	in := quan.NewTask{Name: *name, TemplateID: *template, Notify: notifyTypes, DryRun: *dry, Sheet: *sheetName, FileName: filepath.Base(file)}
+	in := quan.NewTask{Name: *name, TemplateID: *template, Notify: notifyTypes, DryRun: *dry, Sheet: *sheetName, Segment: *segment}
+	if file != "" {
+		in.FileName = filepath.Base(file)
+	}
 	if *server != "" {
 		return c.remote(ctx, *server, *token, file, in, out)
 	}
@@ -96,6 +107,9 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 	p := out.progress(c.Main.Stderr)
 	t, wall, err := a.RunTask(ctx, file, in, p.Update)
 	if err != nil {
+		if file == "" {
+			return fmt.Errorf("distribute --segment: %w", err)
+		}
 		return fmt.Errorf("distribute %s: %w", file, err)
 	}
 	p.Done(t, wall)
@@ -103,6 +117,32 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	return taskExit(t)
+}
+
+// distributeSource returns the FILE of the command line, or "" for a
+// --segment, refusing both or neither.
+func distributeSource(fs *flag.FlagSet, pos []string, segment string) (string, error) {
+	switch {
+	case cli.IsSet(fs, "segment") && strings.TrimSpace(segment) == "":
+		return "", cli.Usagef("distribute: --segment is empty: give a rule such as 'user.level >= 2'")
+	case segment != "" && len(pos) > 0:
+		return "", cli.Usagef("distribute: give a FILE or --segment, not both")
+	case segment != "" && cli.IsSet(fs, "sheet"):
+		return "", cli.Usagef("distribute: --sheet applies to a FILE, not to --segment")
+	case segment != "":
+		return "", nil
+	case len(pos) == 0:
+		return "", cli.Usagef("distribute: want one FILE, --segment RULE, or --retry TASK to retry the failed rows of a task")
+	}
+	return pos[0], nil
+}
+
+// clipName clips a default task name to quan.MaxNameLen characters.
+func clipName(s string) string {
+	if r := []rune(s); len(r) > quan.MaxNameLen {
+		return strings.TrimSpace(string(r[:quan.MaxNameLen-1])) + "…"
+	}
+	return s
 }
 
 // retryUsage returns the usage error of a --retry command line, if any:
@@ -199,25 +239,35 @@ func taskExit(t *quan.Task) error {
 // remote uploads the file to a server, then follows the task's progress.
 func (c *DistributeCommand) remote(ctx context.Context, server, token, file string, in quan.NewTask, out outputFlags) error {
 	server = strings.TrimSuffix(server, "/")
-	f, err := os.Open(file)
-	if err != nil {
-		return fmt.Errorf("distribute: %w", err)
+	var f *os.File // nil for a segment
+	if file != "" {
+		var err error
+		if f, err = os.Open(file); err != nil {
+			return fmt.Errorf("distribute: %w", err)
+		}
+		defer f.Close()
 	}
-	defer f.Close()
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
 		fields := map[string]string{"name": in.Name, "templateId": strconv.FormatInt(in.TemplateID, 10),
 			"notify": joinNotify(in.Notify), "dryRun": strconv.FormatBool(in.DryRun), "sheet": in.Sheet}
+		if in.Segment != "" {
+			fields["segment"] = in.Segment
+		}
 		for k, v := range fields {
 			if err := mw.WriteField(k, v); err != nil {
 				pw.CloseWithError(err)
 				return
 			}
 		}
-		part, err := mw.CreateFormFile("file", filepath.Base(file))
-		if err == nil {
-			_, err = io.Copy(part, f)
+		var err error
+		if f != nil {
+			var part io.Writer
+			part, err = mw.CreateFormFile("file", filepath.Base(file))
+			if err == nil {
+				_, err = io.Copy(part, f)
+			}
 		}
 		if err == nil {
 			err = mw.Close()

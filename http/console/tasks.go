@@ -41,7 +41,7 @@ func (c *Console) taskRoutes(page func(string, pageFunc)) {
 
 // taskInputs are the names of the upload form's inputs, as TaskService
 // names their fields.
-var taskInputs = []string{"templateId", "name", "file", "sheet", "sendAt", "notify", "dryRun"}
+var taskInputs = []string{"templateId", "name", "file", "segment", "sheet", "sendAt", "notify", "dryRun"}
 
 // notifyTypes are the channels the upload form offers, in its order.
 var notifyTypes = []quan.NotifyType{quan.NotifyInbox, quan.NotifyPopup, quan.NotifyEmail, quan.NotifySMS}
@@ -84,6 +84,7 @@ type taskForm struct {
 	TemplateID string
 	Name       string
 	Sheet      string
+	Segment    string // a rule over user facts, instead of the file
 	SendAt     string
 	DryRun     bool
 	Notify     map[quan.NotifyType]bool
@@ -186,6 +187,8 @@ func (c *Console) taskCreate(w http.ResponseWriter, r *http.Request, s *session)
 			f.Name = val
 		case "sheet":
 			f.Sheet = val
+		case "segment":
+			f.Segment = val
 		case "sendAt":
 			f.SendAt = val
 		case "dryRun":
@@ -195,7 +198,7 @@ func (c *Console) taskCreate(w http.ResponseWriter, r *http.Request, s *session)
 			in.Notify = append(in.Notify, quan.NotifyType(val))
 		}
 	}
-	in.Name, in.Sheet, in.DryRun = f.Name, f.Sheet, f.DryRun
+	in.Name, in.Sheet, in.DryRun, in.Segment = f.Name, f.Sheet, f.DryRun, f.Segment
 	if f.TemplateID != "" {
 		id, err := strconv.ParseInt(f.TemplateID, 10, 64)
 		if err != nil || id <= 0 {

@@ -26,6 +26,7 @@ import (
 	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/report"
+	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
 )
 
@@ -65,7 +66,13 @@ func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.C
 				return sheet.Count(ctx, path, sheet.Options{Sheet: name})
 			},
 			Wake: dist.Wake, Now: tc.clock, ChunkSize: 100, Outbox: tc.store,
+			Attributes: tc.store,
 		}
+		engine, err := rules.New(rules.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.tasks.Rules = engine
 		c.Tasks = d.tasks
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})

@@ -19,6 +19,7 @@ import (
 	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/report"
+	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/tracing"
 )
@@ -169,6 +170,12 @@ func (a *App) build(ctx context.Context) error {
 		ChunkSize:   chunk,
 		Outbox:      st,
 	}
+	// A task may target a segment of the users on file instead of a file.
+	engine, err := rules.New(rules.Options{})
+	if err != nil {
+		return fmt.Errorf("rules: %w", err)
+	}
+	a.Tasks.Rules, a.Tasks.Attributes = engine, st
 	if a.Role == Local {
 		return nil
 	}

@@ -22,19 +22,24 @@ var CLI = quan.Identity{Role: quan.RoleAdmin, Subject: "cli"}
 // RunTask uploads file into the data folder, creates the task in and runs
 // it in this process (with a shared bus, any worker applies chunks too),
 // calling progress with the task about five times a second. It returns the
-// finished task and the wall time from the upload to its end.
+// finished task and the wall time from the upload to its end. With file
+// "", in names a segment (in.Segment): the wall time starts as its users
+// are read.
 func (a *App) RunTask(ctx context.Context, file string, in quan.NewTask, progress func(*quan.Task, time.Duration)) (*quan.Task, time.Duration, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, 0, err
-	}
 	start := time.Now()
-	stored, err := a.Tasks.Upload(ctx, f)
-	f.Close()
-	if err != nil {
-		return nil, 0, err
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, 0, err
+		}
+		start = time.Now()
+		stored, err := a.Tasks.Upload(ctx, f)
+		f.Close()
+		if err != nil {
+			return nil, 0, err
+		}
+		in.File = stored
 	}
-	in.File = stored
 	t, err := a.Tasks.Create(ctx, CLI, in)
 	if err != nil {
 		return nil, 0, err

@@ -85,6 +85,9 @@ func (c *Command) distribute(ctx context.Context, args []string) error {
 	keep := fs.Bool("keep", false, "keep the data folder (default: a fresh temporary one, removed after)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the distribution to this file")
 	notify := fs.String("notify", "", "run the distribution twice, without notifications and then notifying on these channels (inbox,popup,email,sms), each on a store of its own, and print both and their ratio (no floor)")
+	segment := fs.String("segment", "", "run twice, distributing the users this rule matches (CEL over user facts, e.g. 'user.level >= 2') "+
+		"as a file of them and then as a segment of the -n users given facts first (level 0-3 at random, half tagged vip), "+
+		"each on a store of its own, and print both and their ratio (no floor; --cpuprofile profiles the segment's run)")
 	var prod benchProd
 	prod.register(fs)
 	if err := c.parse(fs, args); err != nil {
@@ -92,6 +95,14 @@ func (c *Command) distribute(ctx context.Context, args []string) error {
 	}
 	if err := prod.validate(cfg); err != nil {
 		return err
+	}
+	if *segment != "" {
+		if *notify != "" {
+			return cli.Usagef("bench distribute: --segment and --notify each compare two runs: give one")
+		}
+		if err := checkRunsStore("--segment", cfg, &prod); err != nil {
+			return err
+		}
 	}
 	var channels []quan.NotifyType
 	if *notify != "" {
@@ -110,6 +121,10 @@ func (c *Command) distribute(ctx context.Context, args []string) error {
 		}
 		defer os.RemoveAll(dir)
 		cfg.DataDir = dir
+	}
+	if *segment != "" {
+		r := segmentRuns{cmd: c, cfg: cfg, prod: &prod, n: *n, rule: *segment, cpuprofile: *cpuprofile}
+		return r.run(ctx)
 	}
 	if len(channels) > 0 {
 		format := sheet.GenXLSXInline

@@ -34,16 +34,7 @@ type notifyRuns struct {
 // checkNotifyStore refuses a store the two runs would share: an explicit
 // SQLite path, or MySQL without --fresh-db.
 func checkNotifyStore(cfg app.Config, prod *benchProd) error {
-	store, _, _ := app.Kinds(cfg)
-	switch {
-	case store == app.StoreSQLite && cfg.StoreURL != "" && cfg.StoreURL != "sqlite:":
-		return cli.Usagef("bench distribute: --notify runs twice, each on a database of its own in the data folder: leave --store at sqlite:")
-	case store == app.StoreMySQL && !prod.FreshDB:
-		return cli.Usagef("bench distribute: --notify runs twice, each on a database of its own: add --fresh-db")
-	case prod.Workers > 0:
-		return cli.Usagef("bench distribute: --notify runs in this process alone: leave out --workers")
-	}
-	return nil
+	return checkRunsStore("--notify", cfg, prod)
 }
 
 func (r *notifyRuns) run(ctx context.Context) error {
