@@ -117,13 +117,13 @@ func (k keys) state() string            { return k.base + "s" }
 func (k keys) users() string            { return k.base + "u" }
 func (k keys) record(key string) string { return k.base + "k:" + key }
 func (k keys) temp(gen string) string   { return k.base + "p:" + gen }
+func (k keys) ledger() string           { return k.base + "q" }
+func (k keys) reaping() string          { return k.base + "r" }
 
 // day and week are the hashes of the users' period counts, as reserveLua
 // names them (periodKeys).
 func (k keys) day(day int64) string   { return k.users() + ":d:" + strconv.FormatInt(day, 10) }
 func (k keys) week(week int64) string { return k.users() + ":w:" + strconv.FormatInt(week, 10) }
-func (k keys) ledger() string           { return k.base + "q" }
-func (k keys) reaping() string          { return k.base + "r" }
 
 // ledgers is the set of the state keys of templates with a claim ledger
 // (quan.ClaimLedger).
