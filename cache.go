@@ -75,12 +75,12 @@ type Cache interface {
 	// limits in the Shanghai day and week of now (ShanghaiDay,
 	// ShanghaiWeek) and stock is left, then the stock falls by one and the
 	// user's counts rise by one; otherwise the refusal is returned in its
-	// place, in the order of the Refusals. The period counts are those of
-	// the reservations the cache made (a Release gives them back) and
-	// those Prime and Load loaded from holdings. key makes a batch idempotent: a
-	// Reserve with a key seen before (within a day) changes nothing and
-	// returns the first call's outcomes, even after a Release or with other
-	// users. ErrCacheCold if the template is not loaded.
+	// place, in the order of the Refusals. The period counts are those
+	// Prime and Load loaded from holdings plus those of the reservations
+	// the cache made since (a Release gives them back). key makes a batch
+	// idempotent: a Reserve with a key seen before (within a day) changes
+	// nothing and returns the first call's outcomes, even after a Release
+	// or with other users. ErrCacheCold if the template is not loaded.
 	Reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]Refusal, error)
 
 	// Release gives back what Reserve under key reserved: the stock and

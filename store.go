@@ -146,9 +146,9 @@ type CouponStore interface {
 	// with. It may scan every coupon; a cache needs it only after a loss.
 	// With at not zero (TemplateSpec.PeriodsAt), each holding also counts
 	// the coupons its user received in the Shanghai day and week of at
-	// (Holding.Day, Week, PeriodDay), in the same read, by the instant the
-	// period limits of the store's claims go by; a zero at reads the
-	// counts alone, as cheaply as before the period limits.
+	// (Holding.Day, Week, PeriodDay), in the same read, each coupon at
+	// the instant the store's own check of the period limits counts it
+	// at; a zero at reads the counts alone, as cheaply as before.
 	Holdings(ctx context.Context, template int64, at time.Time) iter.Seq2[Holding, error]
 }
 
