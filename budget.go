@@ -65,7 +65,21 @@ func ShanghaiDay(t time.Time) int64 {
 // ShanghaiWeek returns the week of t in Asia/Shanghai, weeks starting on
 // Monday 00:00, as weeks since Monday 1969-12-29 (1970-01-01 was a
 // Thursday).
-func ShanghaiWeek(t time.Time) int64 { return floorDiv(ShanghaiDay(t)+3, 7) }
+func ShanghaiWeek(t time.Time) int64 { return WeekOfDay(ShanghaiDay(t)) }
+
+// WeekOfDay returns the week (ShanghaiWeek) of day (ShanghaiDay).
+func WeekOfDay(day int64) int64 { return floorDiv(day+3, 7) }
+
+// PeriodsAt returns the instant whose Shanghai day and week the holdings
+// of s that a cache is loaded with must count (CouponStore.Holdings): now
+// for a template with period limits, the zero time, which asks for no
+// period counts, for one without.
+func (s *TemplateSpec) PeriodsAt(now time.Time) time.Time {
+	if !s.HasPeriodLimits() {
+		return time.Time{}
+	}
+	return now
+}
 
 // ShanghaiDayStart returns the instant day (ShanghaiDay) begins, and
 // ShanghaiWeekStart the instant week (ShanghaiWeek) does.

@@ -43,10 +43,19 @@ const (
 	RefusedSoldOut    Refusal = "sold_out"      // no stock left
 )
 
-// Holding is how many coupons of a template a user holds.
+// Holding is how many coupons of a template a user holds and, for the
+// period limits, how many the user received in one Shanghai day and week.
 type Holding struct {
 	UserID int64
 	Count  int64
+	// Day counts the coupons the user received in the Shanghai day
+	// PeriodDay (ShanghaiDay), Week those of its week (WeekOfDay), by
+	// when the user received each (a claim's At, else the coupon's
+	// creation), as the stores check the period limits. A PeriodDay of 0
+	// says the holding carries no period counts: read without them
+	// (CouponStore.Holdings with a zero at), and then Day and Week are 0.
+	Day, Week int64
+	PeriodDay int64
 }
 
 // ErrCacheCold: the cache does not hold the template (never loaded, or the
@@ -66,13 +75,12 @@ type Cache interface {
 	// limits in the Shanghai day and week of now (ShanghaiDay,
 	// ShanghaiWeek) and stock is left, then the stock falls by one and the
 	// user's counts rise by one; otherwise the refusal is returned in its
-	// place, in the order of the Refusals. The period counts are those of
-	// the reservations the cache made (a Release gives them back); Prime
-	// does not load them, so after a loss of the cache the store, which
-	// checks the period limits again, is what refuses. key makes a batch idempotent: a
-	// Reserve with a key seen before (within a day) changes nothing and
-	// returns the first call's outcomes, even after a Release or with other
-	// users. ErrCacheCold if the template is not loaded.
+	// place, in the order of the Refusals. The period counts are those
+	// Prime and Load loaded from holdings plus those of the reservations
+	// the cache made since (a Release gives them back). key makes a batch
+	// idempotent: a Reserve with a key seen before (within a day) changes
+	// nothing and returns the first call's outcomes, even after a Release
+	// or with other users. ErrCacheCold if the template is not loaded.
 	Reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]Refusal, error)
 
 	// Release gives back what Reserve under key reserved: the stock and
@@ -86,6 +94,15 @@ type Cache interface {
 	// which may be millions (counts ≤ 0 are ignored), and forgets the
 	// earlier key records. Reserve sees the old state or the new, whole one,
 	// never a part; if holdings or ctx fail, the old state stays.
+	//
+	// For a template with period limits, holdings that carry period
+	// counts (Holding.PeriodDay, the same day in all of them, else an
+	// EINVALID error) also replace, in the same step, the cache's counts
+	// of that Shanghai day and of its week with their Day and Week: a
+	// user not among them received none. Those counts are kept as Reserve
+	// keeps its own (Release gives back a reservation made after the
+	// Prime). The counts of other days and weeks, and all of them when
+	// the holdings carry none, stay as they were.
 	Prime(ctx context.Context, st TemplateState, holdings iter.Seq2[Holding, error]) error
 
 	// Load is Prime for a cache miss: it loads st and holdings only if the

@@ -188,7 +188,7 @@ func TestReap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.cache.Prime(t.Context(), quan.StateOf(tpl), r.store.Holdings(t.Context(), r.tpl.ID)); err != nil {
+		if err := r.cache.Prime(t.Context(), quan.StateOf(tpl), r.store.Holdings(t.Context(), r.tpl.ID, time.Time{})); err != nil {
 			t.Fatal(err)
 		}
 		again, err := r.s.Claim(t.Context(), user(7), r.tpl.ID, "k")
@@ -208,7 +208,7 @@ func (r *claimRig) loadCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.cache.Load(t.Context(), quan.StateOf(tpl), r.store.Holdings(t.Context(), r.tpl.ID)); err != nil && !errors.Is(err, quan.ErrCacheCold) {
+	if _, err := r.cache.Load(t.Context(), quan.StateOf(tpl), r.store.Holdings(t.Context(), r.tpl.ID, time.Time{})); err != nil && !errors.Is(err, quan.ErrCacheCold) {
 		t.Fatal(err)
 	}
 }

@@ -456,7 +456,10 @@ func (s *ClaimService) load(ctx context.Context, template int64) error {
 		return err
 	}
 	start := time.Now()
-	loaded, err := s.Cache.Load(ctx, StateOf(t), s.Coupons.Holdings(ctx, template))
+	// With the users' counts of today and this week, for the period
+	// limits: a cache that lost them would accept a claim the store then
+	// refuses.
+	loaded, err := s.Cache.Load(ctx, StateOf(t), s.Coupons.Holdings(ctx, template, t.PeriodsAt(s.now())))
 	if err != nil {
 		return fmt.Errorf("load template %d into the cache: %w", template, err)
 	}

@@ -38,6 +38,13 @@ type claimRig struct {
 
 func newClaimRig(t *testing.T, stock int64) *claimRig {
 	t.Helper()
+	return newClaimRigWith(t, stock, func(*quan.Template) {})
+}
+
+// newClaimRigWith is newClaimRig with a template that change changes
+// before it is stored.
+func newClaimRigWith(t *testing.T, stock int64, change func(*quan.Template)) *claimRig {
+	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "quan.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +73,7 @@ func newClaimRig(t *testing.T, stock int64) *claimRig {
 		Stock: stock, TotalStock: stock, Status: quan.TemplateActive,
 		CreatedBy: "merchant:1", CreatedAt: issueStart, UpdatedAt: issueStart,
 	}
+	change(tpl)
 	if err := tpl.Validate(); err != nil {
 		t.Fatal(err)
 	}

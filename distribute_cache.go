@@ -36,7 +36,7 @@ func (d *Distributor) reserve(ctx context.Context, template int64, key string, u
 	st, err := d.Cache.State(ctx, template)
 	switch {
 	case errors.Is(err, ErrCacheCold):
-		if _, err := d.Cache.Load(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID)); err != nil {
+		if _, err := d.Cache.Load(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID, tpl.PeriodsAt(now))); err != nil {
 			return nil, fmt.Errorf("load template %d into the cache: %w", tpl.ID, err)
 		}
 	case err != nil:
@@ -52,7 +52,7 @@ func (d *Distributor) reserve(ctx context.Context, template int64, key string, u
 			return refusals, err
 		}
 		// Lost since the check above (a Redis restart, a FLUSHALL).
-		if _, err := d.Cache.Load(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, template)); err != nil {
+		if _, err := d.Cache.Load(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, template, tpl.PeriodsAt(now))); err != nil {
 			return nil, fmt.Errorf("load template %d into the cache: %w", template, err)
 		}
 	}
@@ -76,7 +76,7 @@ func (d *Distributor) prime(ctx context.Context, template int64) error {
 
 func (d *Distributor) primeWith(ctx context.Context, tpl *Template) error {
 	start := time.Now()
-	if err := d.Cache.Prime(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID)); err != nil {
+	if err := d.Cache.Prime(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID, tpl.PeriodsAt(d.now()))); err != nil {
 		return fmt.Errorf("load template %d into the cache: %w", tpl.ID, err)
 	}
 	d.logger().Info("cache loaded from the store", "template", tpl.ID, "stock", tpl.Stock, "took", time.Since(start))

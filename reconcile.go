@@ -413,7 +413,10 @@ func (r *Reconciler) compare(ctx context.Context, st TemplateState) (Drift, erro
 		}
 		cached[h.UserID] = h.Count
 	}
-	for h, err := range r.Coupons.Holdings(ctx, st.ID) {
+	// The lifetime counts alone, as Cache.Holdings yields them: the
+	// repair swaps those. The period counts come with a load; the store
+	// checks the period limits again on every claim.
+	for h, err := range r.Coupons.Holdings(ctx, st.ID, time.Time{}) {
 		if err != nil {
 			return Drift{}, err
 		}

@@ -144,7 +144,12 @@ type CouponStore interface {
 	// Holdings streams, in no particular order, how many coupons of
 	// template each user who holds any has received: what a Cache is primed
 	// with. It may scan every coupon; a cache needs it only after a loss.
-	Holdings(ctx context.Context, template int64) iter.Seq2[Holding, error]
+	// With at not zero (TemplateSpec.PeriodsAt), each holding also counts
+	// the coupons its user received in the Shanghai day and week of at
+	// (Holding.Day, Week, PeriodDay), in the same read, each coupon at
+	// the instant the store's own check of the period limits counts it
+	// at; a zero at reads the counts alone, as cheaply as before.
+	Holdings(ctx context.Context, template int64, at time.Time) iter.Seq2[Holding, error]
 }
 
 // CouponStats summarises the coupons of one template.

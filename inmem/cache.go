@@ -228,6 +228,11 @@ func (c *Cache) Load(ctx context.Context, st quan.TemplateState, holdings iter.S
 
 func (c *Cache) prime(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error], onlyCold bool) (bool, error) {
 	t := &template{st: st, counts: make(map[int64]int64), keys: make(map[string]*record)}
+	periodic := st.PerUserDaily > 0 || st.PerUserWeekly > 0
+	var (
+		day     int64 // of the holdings' period counts; 0: they carry none
+		periods map[periodKey]int64
+	)
 	for h, err := range holdings {
 		if err != nil {
 			return false, err
@@ -238,6 +243,20 @@ func (c *Cache) prime(ctx context.Context, st quan.TemplateState, holdings iter.
 		if h.Count > 0 { // a user holding none needs no entry
 			t.counts[h.UserID] = h.Count
 		}
+		if !periodic || h.PeriodDay == 0 {
+			continue
+		}
+		if day == 0 {
+			day, periods = h.PeriodDay, make(map[periodKey]int64)
+		} else if h.PeriodDay != day {
+			return false, mixedDays(st.ID, day, h.PeriodDay)
+		}
+		if h.Day > 0 {
+			periods[periodKey{h.UserID, false, day}] = h.Day
+		}
+		if h.Week > 0 {
+			periods[periodKey{h.UserID, true, quan.WeekOfDay(day)}] = h.Week
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -245,15 +264,36 @@ func (c *Cache) prime(ctx context.Context, st quan.TemplateState, holdings iter.
 	if loaded && onlyCold {
 		return false, nil
 	}
+	t.periods = periods
 	if loaded {
-		// The period counts are the reservations' own, which the
-		// holdings do not tell: they stay, as they do in Redis.
+		// The period counts of other days and weeks are the
+		// reservations' own, which the holdings do not tell: they stay,
+		// as they do in Redis. They are copied, not shared: a Reserve
+		// that found old before the swap may still write old's.
 		old.mu.Lock()
-		t.periods, t.periodsFrom = old.periods, old.periodsFrom
+		if len(old.periods) > 0 {
+			t.periods = make(map[periodKey]int64, len(old.periods)+len(periods))
+			week := quan.WeekOfDay(day)
+			for k, n := range old.periods {
+				if day != 0 && (k.week && k.period == week || !k.week && k.period == day) {
+					continue // replaced by the holdings'
+				}
+				t.periods[k] = n
+			}
+			for k, n := range periods {
+				t.periods[k] = n
+			}
+		}
+		t.periodsFrom = old.periodsFrom
 		old.mu.Unlock()
 	}
 	c.templates[st.ID] = t
 	return true, nil
+}
+
+// mixedDays is the error of holdings whose period counts are of two days.
+func mixedDays(template, day, other int64) error {
+	return quan.Errorf(quan.EINVALID, "the holdings of template %d count the periods of two days, %d and %d: a load takes one", template, day, other)
 }
 
 // Update implements quan.Cache. The stock may fall below zero if

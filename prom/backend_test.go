@@ -132,7 +132,7 @@ func TestStore(t *testing.T) {
 			t.Errorf("%s on a closed store: %v failed, want 1", op, failed)
 		}
 	}
-	for h, err := range s.Holdings(ctx, 1) {
+	for h, err := range s.Holdings(ctx, 1, time.Time{}) {
 		if err == nil {
 			t.Fatalf("Holdings on a closed store yielded %+v", h)
 		}

@@ -227,8 +227,8 @@ func (s *store) CouponStats(ctx context.Context, template, task int64) (_ quan.C
 	return s.s.CouponStats(ctx, template, task)
 }
 
-func (s *store) Holdings(ctx context.Context, template int64) iter.Seq2[quan.Holding, error] {
-	return timedSeq(ctx, s.holdings, s.s.Holdings(ctx, template))
+func (s *store) Holdings(ctx context.Context, template int64, at time.Time) iter.Seq2[quan.Holding, error] {
+	return timedSeq(ctx, s.holdings, s.s.Holdings(ctx, template, at))
 }
 
 func (s *store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.Time) (_ []*quan.Claim, err error) {

@@ -2,6 +2,7 @@ package quantest
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -206,4 +207,85 @@ func testIssueClaimsPeriods(t *testing.T, s ClaimStores) {
 	if n := len(coupons(t, s.TaskStores, 1, tpl.ID)); n != 3 {
 		t.Errorf("user 1 holds %d coupons, want 3", n)
 	}
+}
+
+// testHoldingsPeriods: CouponStore.Holdings counts, with an instant, the
+// coupons each user received in its Shanghai day and week, by the claim's
+// At or, for a coupon of a distribution, its creation, the bounds of the
+// day and the week included at their start and not at their end; and
+// without one, the counts alone.
+func testHoldingsPeriods(t *testing.T, s ClaimStores) {
+	tpl := newTemplate(t, 1, "periods")
+	tpl.Status = quan.TemplateActive
+	tpl.PerUserLimit, tpl.PerUserDaily, tpl.PerUserWeekly = 10, 2, 5
+	mustValid(t, tpl)
+	tpl = create(t, s.Templates, tpl)
+	monday := quan.ShanghaiWeekStart(quan.ShanghaiWeek(base) + 1)
+	wednesday := monday.Add(48 * time.Hour)
+	at := wednesday.Add(12 * time.Hour)
+	var cs []*quan.Claim
+	for _, c := range []struct {
+		user int64
+		at   time.Duration // from monday
+	}{
+		{1, -time.Second},                 // Sunday: the week before
+		{1, 10 * time.Hour},               // Monday: the week
+		{1, 48 * time.Hour},               // Wednesday 00:00: the day and the week
+		{1, 72*time.Hour - time.Second},   // Wednesday 23:59:59: the day and the week
+		{1, 72 * time.Hour},               // Thursday 00:00: the week
+		{1, 7 * 24 * time.Hour},           // the next Monday 00:00: neither
+		{3, -time.Hour},                   // Sunday: neither
+		{4, 48*time.Hour + 9*time.Minute}, // Wednesday
+	} {
+		cl := newClaim(tpl.ID, c.user)
+		cl.At = monday.Add(c.at)
+		cs = append(cs, cl)
+	}
+	got, err := s.Claims.IssueClaims(t.Context(), cs, monday.Add(8*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got {
+		if c.Status != quan.ClaimIssued {
+			t.Fatalf("claim of user %d at %s: %s %q, want issued", c.UserID, c.At, c.Status, c.Reason)
+		}
+	}
+	// User 2 receives one of a distribution on Wednesday morning.
+	task := newTask(t, tpl.ShopNo, tpl.ID, "periods")
+	task.Status, task.StartedAt, task.UpdatedAt = quan.TaskRunning, base, base
+	task.Owner, task.LeaseUntil = runner, wednesday.Add(24*time.Hour)
+	task = createTask(t, s.TaskStores, task)
+	c := chunk(task, 1, user(2, 2))
+	c.Now = wednesday.Add(8 * time.Hour)
+	apply(t, s.TaskStores, c, issued(1))
+
+	day := quan.ShanghaiDay(at)
+	want := map[int64]quan.Holding{
+		1: {UserID: 1, Count: 6, Day: 2, Week: 4, PeriodDay: day},
+		2: {UserID: 2, Count: 1, Day: 1, Week: 1, PeriodDay: day},
+		3: {UserID: 3, Count: 1, PeriodDay: day},
+		4: {UserID: 4, Count: 1, Day: 1, Week: 1, PeriodDay: day},
+	}
+	if got := storeHoldings(t, s.Coupons, tpl.ID, at); !maps.Equal(got, want) {
+		t.Errorf("Holdings at %s:\n got %v\nwant %v", at, got, want)
+	}
+	for u, h := range want {
+		want[u] = quan.Holding{UserID: h.UserID, Count: h.Count}
+	}
+	if got := storeHoldings(t, s.Coupons, tpl.ID, time.Time{}); !maps.Equal(got, want) {
+		t.Errorf("Holdings without an instant:\n got %v\nwant %v", got, want)
+	}
+}
+
+// storeHoldings reads the holdings of template at at, by user.
+func storeHoldings(t *testing.T, s quan.CouponStore, template int64, at time.Time) map[int64]quan.Holding {
+	t.Helper()
+	out := map[int64]quan.Holding{}
+	for h, err := range s.Holdings(t.Context(), template, at) {
+		if err != nil {
+			t.Fatalf("Holdings(%d, %s): %v", template, at, err)
+		}
+		out[h.UserID] = h
+	}
+	return out
 }

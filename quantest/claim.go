@@ -34,6 +34,7 @@ func TestClaimStore(t *testing.T, newStores func(t *testing.T) ClaimStores) {
 	run("FailClaim/RacesIssueClaims", testFailClaimRace)
 	run("IssueClaims/Stampede", testIssueClaimsStampede)
 	run("IssueClaims/PeriodLimits", testIssueClaimsPeriods)
+	run("Holdings/Periods", testHoldingsPeriods)
 }
 
 // claimAt is inside the issue window of activeTemplate's templates.

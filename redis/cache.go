@@ -132,19 +132,14 @@ func (c *Cache) prime(ctx context.Context, st quan.TemplateState, holdings iter.
 	gen := hex.EncodeToString(b[:])
 	k := c.keys(st.ID)
 	temp := k.temp(gen)
+	// The counts, and those of the holdings' day and week when the
+	// template has period limits, each in a temporary hash.
+	counts, days, weeks := &primeHash{key: temp}, &primeHash{key: temp + ":d"}, &primeHash{key: temp + ":w"}
+	periodic := st.PerUserDaily > 0 || st.PerUserWeekly > 0
+	var day int64 // of the holdings' period counts; 0: they carry none
 
 	var cmds rueidis.Commands
-	args := make([]string, 0, 2*primeBatch)
-	wrote := false
-	flush := func(last bool) error {
-		if len(args) > 0 {
-			cmds = append(cmds, c.client.B().Arbitrary("HSET").Keys(temp).Args(args...).Build())
-			args = make([]string, 0, 2*primeBatch)
-			if !wrote {
-				cmds = append(cmds, c.client.B().Expire().Key(temp).Seconds(int64(primeTempTTL/time.Second)).Build())
-				wrote = true
-			}
-		}
+	send := func(last bool) error {
 		if len(cmds) == 0 || (!last && len(cmds) < primeInFlight) {
 			return nil
 		}
@@ -156,39 +151,92 @@ func (c *Cache) prime(ctx context.Context, st quan.TemplateState, holdings iter.
 		cmds = cmds[:0]
 		return nil
 	}
+	add := func(h *primeHash, user, n int64) error {
+		h.args = append(h.args, strconv.FormatInt(user, 10), strconv.FormatInt(n, 10))
+		if len(h.args) < 2*primeBatch {
+			return nil
+		}
+		cmds = h.flush(c.client, cmds)
+		return send(false)
+	}
 	fail := func(err error) (bool, error) {
 		// Best effort: the TTL removes the counts anyway.
-		c.client.Do(context.WithoutCancel(ctx), c.client.B().Del().Key(temp).Build())
+		c.client.Do(context.WithoutCancel(ctx), c.client.B().Del().Key(counts.key, days.key, weeks.key).Build())
 		return false, fmt.Errorf("redis prime template %d: %w", st.ID, err)
 	}
 	for h, err := range holdings {
 		if err != nil {
 			return fail(err)
 		}
-		if h.Count <= 0 { // a user holding none needs no entry
+		if h.Count > 0 { // a user holding none needs no entry
+			if err := add(counts, h.UserID, h.Count); err != nil {
+				return fail(err)
+			}
+		}
+		if !periodic || h.PeriodDay == 0 {
 			continue
 		}
-		args = append(args, strconv.FormatInt(h.UserID, 10), strconv.FormatInt(h.Count, 10))
-		if len(args) == 2*primeBatch {
-			if err := flush(false); err != nil {
+		if day == 0 {
+			day = h.PeriodDay
+		} else if h.PeriodDay != day {
+			return fail(quan.Errorf(quan.EINVALID, "the holdings of template %d count the periods of two days, %d and %d: a load takes one", st.ID, day, h.PeriodDay))
+		}
+		for _, p := range []struct {
+			h *primeHash
+			n int64
+		}{{days, h.Day}, {weeks, h.Week}} {
+			if p.n <= 0 {
+				continue
+			}
+			if err := add(p.h, h.UserID, p.n); err != nil {
 				return fail(err)
 			}
 		}
 	}
-	if err := flush(true); err != nil {
+	for _, h := range []*primeHash{counts, days, weeks} {
+		cmds = h.flush(c.client, cmds)
+	}
+	if err := send(true); err != nil {
 		return fail(err)
 	}
 	only := "0"
 	if onlyCold {
 		only = "1"
 	}
+	keys := []string{k.state(), k.users(), counts.key, days.key, weeks.key}
+	if day != 0 {
+		keys = append(keys, k.day(day), k.week(quan.WeekOfDay(day)))
+	}
 	sargs := append([]string{gen}, stateArgs(st)...)
 	sargs = append(sargs, strconv.FormatInt(st.Stock, 10), only)
-	loaded, err := swapScript.Exec(ctx, c.client, []string{k.state(), k.users(), temp}, sargs).AsInt64()
+	loaded, err := swapScript.Exec(ctx, c.client, keys, sargs).AsInt64()
 	if err != nil {
 		return fail(err)
 	}
 	return loaded == 1, nil
+}
+
+// primeHash is a temporary hash Prime fills: the fields and values of its
+// next HSET, and whether it was written yet (and so given its TTL).
+type primeHash struct {
+	key   string
+	args  []string
+	wrote bool
+}
+
+// flush appends to cmds the HSET of h's pending fields, with the EXPIRE
+// of the hash after its first, and returns cmds.
+func (h *primeHash) flush(client rueidis.Client, cmds rueidis.Commands) rueidis.Commands {
+	if len(h.args) == 0 {
+		return cmds
+	}
+	cmds = append(cmds, client.B().Arbitrary("HSET").Keys(h.key).Args(h.args...).Build())
+	h.args = make([]string, 0, 2*primeBatch)
+	if !h.wrote {
+		cmds = append(cmds, client.B().Expire().Key(h.key).Seconds(int64(primeTempTTL/time.Second)).Build())
+		h.wrote = true
+	}
+	return cmds
 }
 
 // stateArgs returns the snapshot fields of st as the scripts take them:

@@ -120,6 +120,11 @@ func (k keys) temp(gen string) string   { return k.base + "p:" + gen }
 func (k keys) ledger() string           { return k.base + "q" }
 func (k keys) reaping() string          { return k.base + "r" }
 
+// day and week are the hashes of the users' period counts, as reserveLua
+// names them (periodKeys).
+func (k keys) day(day int64) string   { return k.users() + ":d:" + strconv.FormatInt(day, 10) }
+func (k keys) week(week int64) string { return k.users() + ":w:" + strconv.FormatInt(week, 10) }
+
 // ledgers is the set of the state keys of templates with a claim ledger
 // (quan.ClaimLedger).
 func (c *Cache) ledgers() string { return c.prefix + "ledgers" }

@@ -318,3 +318,50 @@ func TestIdempotency(t *testing.T) {
 func TestRateLimiter(t *testing.T) {
 	quantest.TestRateLimiter(t, func(t *testing.T) quan.RateLimiter { return newTestCache(t) })
 }
+
+// TestLoadPeriods: a Load writes the period counts of its holdings where,
+// and with the expiry, the reservations keep theirs, in batches past
+// primeBatch, and leaves no temporary hash behind.
+func TestLoadPeriods(t *testing.T) {
+	c := newTestCache(t)
+	ctx := t.Context()
+	now := time.Date(2030, 3, 14, 4, 0, 0, 0, time.UTC) // a Thursday noon in Shanghai
+	st := quan.TemplateState{ID: 1, Status: quan.TemplateActive, IssueStart: time.Unix(0, 0),
+		IssueEnd: time.Unix(1<<40, 0), PerUserLimit: 5, PerUserDaily: 1, PerUserWeekly: 2, Stock: 100}
+	day := quan.ShanghaiDay(now)
+	const users = 2*primeBatch + 5
+	hs := make([]quan.Holding, users)
+	for i := range hs {
+		// Every user received one today, every other one more this week.
+		hs[i] = quan.Holding{UserID: int64(i + 1), Count: 1 + int64(i%2), Day: 1, Week: 1 + int64(i%2), PeriodDay: day}
+	}
+	if loaded, err := c.Load(ctx, st, quantest.Holdings(hs)); err != nil || !loaded {
+		t.Fatalf("Load = %v, %v", loaded, err)
+	}
+	k := c.keys(1)
+	for _, h := range []struct {
+		key string
+		ttl int64
+	}{{k.day(day), 172800}, {k.week(quan.WeekOfDay(day)), 691200}} {
+		n, err := c.client.Do(ctx, c.client.B().Hlen().Key(h.key).Build()).AsInt64()
+		if err != nil || n != users {
+			t.Errorf("HLEN %s = %d, %v; want %d", h.key, n, err, users)
+		}
+		ttl, err := c.client.Do(ctx, c.client.B().Ttl().Key(h.key).Build()).AsInt64()
+		if err != nil || ttl <= h.ttl-60 || ttl > h.ttl {
+			t.Errorf("TTL %s = %d, %v; want about %d, as reserveLua sets", h.key, ttl, err, h.ttl)
+		}
+	}
+	keys, err := c.client.Do(ctx, c.client.B().Keys().Pattern(k.base+"p:*").Build()).AsStrSlice()
+	if err != nil || len(keys) > 0 {
+		t.Errorf("temporary keys left: %v, %v", keys, err)
+	}
+	out, err := c.Reserve(ctx, 1, "k", []int64{users, users - 1}, now)
+	if err != nil || out[0] != quan.RefusedDaily || out[1] != quan.RefusedDaily {
+		t.Fatalf("Reserve today = %q, %v; want daily_limit_reached twice", out, err)
+	}
+	out, err = c.Reserve(ctx, 1, "k2", []int64{users, users - 1}, now.Add(24*time.Hour))
+	if err != nil || out[0] != "" || out[1] != quan.RefusedWeekly {
+		t.Fatalf("Reserve tomorrow = %q, %v; want one reserved, one weekly_limit_reached", out, err)
+	}
+}

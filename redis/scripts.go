@@ -17,7 +17,8 @@ import "github.com/redis/rueidis"
 // by Release) and, for a template with period limits, the Shanghai day
 // its reservations count in. The period counts of a template are hashes
 // of user counts a day (users key ":d:" day) and a week (":w:" week),
-// touched only when a period limit is set.
+// touched only when a period limit is set: by the reservations, and by a
+// Prime or Load whose holdings carry the counts of a day and its week.
 
 // reserveLua defines, for the scripts that reserve and release:
 //
@@ -335,21 +336,34 @@ redis.call('HSET', KEYS[1], 'shop', ARGV[1], 'status', ARGV[2], 'ss', ARGV[3], '
 return redis.call('HINCRBY', KEYS[1], 'stock', ARGV[10])
 `)
 
-// swapScript: KEYS state, users, temp counts; ARGV gen, shop, status, ss,
-// sn, es, en, limit, daily, weekly, stock, onlyCold. Replaces the counts
-// and the state at once, and returns 1; with onlyCold "1" a loaded
-// template stays, the temporary counts go and it returns 0. The period
-// counts (users key ":d:" day, ":w:" week) stay: no holdings tell them.
+// swapScript: KEYS state, users, temp counts, temp day counts, temp week
+// counts, and when the holdings carry period counts the day's and the
+// week's hashes; ARGV gen, shop, status, ss, sn, es, en, limit, daily,
+// weekly, stock, onlyCold. Replaces the counts and the state at once, and
+// returns 1; with onlyCold "1" a loaded template stays, the temporary
+// counts go and it returns 0. The period counts of the holdings' day and
+// week replace those hashes, with the expiry reserveLua gives them; those
+// of other days and weeks stay: no holdings tell them.
 var swapScript = rueidis.NewLuaScript(`
 if ARGV[12] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('DEL', KEYS[3])
+  redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
   return 0
 end
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('RENAME', KEYS[3], KEYS[2])
-  redis.call('PERSIST', KEYS[2])
+local function swap(temp, k)
+  if redis.call('EXISTS', temp) == 1 then
+    redis.call('RENAME', temp, k)
+    redis.call('PERSIST', k)
+    return true
+  end
+  redis.call('DEL', k)
+  return false
+end
+swap(KEYS[3], KEYS[2])
+if KEYS[6] then
+  if swap(KEYS[4], KEYS[6]) then redis.call('EXPIRE', KEYS[6], 172800) end
+  if swap(KEYS[5], KEYS[7]) then redis.call('EXPIRE', KEYS[7], 691200) end
 else
-  redis.call('DEL', KEYS[2])
+  redis.call('DEL', KEYS[4], KEYS[5])
 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'gen', ARGV[1], 'shop', ARGV[2], 'status', ARGV[3], 'ss', ARGV[4],

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/sqlrow"
@@ -123,8 +124,27 @@ const statsSQL = `SELECT coalesce(sum(n), 0), count(*), coalesce(max(n), 0) FROM
 // Holdings streams how many coupons of template each user holds: one pass
 // over the (user, template, seq) index, which holds every column it reads
 // (there is no index led by template; see CouponStats). The rows stay open
-// while the caller consumes them.
-func (s *Store) Holdings(ctx context.Context, template int64) iter.Seq2[quan.Holding, error] {
-	return sqlrow.Each(ctx, s.db.read, fmt.Sprintf("holdings of template %d", template), sqlrow.ScanHolding,
-		`SELECT user_id, count(*) FROM coupons WHERE template_id = ? GROUP BY user_id`, template)
+// while the caller consumes them. With at, the same pass counts the
+// coupons received in the day and the week of at, by when the user
+// received each as holdings (claim.go) does for the period limits: that
+// reads every row of the template's coupons, which only a template with
+// period limits asks for.
+func (s *Store) Holdings(ctx context.Context, template int64, at time.Time) iter.Seq2[quan.Holding, error] {
+	what := fmt.Sprintf("holdings of template %d", template)
+	if at.IsZero() {
+		return sqlrow.Each(ctx, s.db.read, what, sqlrow.ScanHolding,
+			`SELECT user_id, count(*) FROM coupons WHERE template_id = ? GROUP BY user_id`, template)
+	}
+	p := sqlrow.PeriodsOf(at)
+	return sqlrow.Each(ctx, s.db.read, what, p.ScanHolding, periodHoldingsSQL, template,
+		micros(p.DayStart), micros(p.DayEnd), micros(p.WeekStart), micros(p.WeekEnd))
 }
+
+// periodHoldingsSQL counts the coupons of template ?1 each user holds,
+// received in [?2, ?3) and in [?4, ?5): when the user received a coupon
+// is its claim's At (claimed_at), or its creation for a coupon that
+// records no claim (sqlrow.Received).
+const periodHoldingsSQL = `SELECT user_id, count(*),
+	count(CASE WHEN coalesce(claimed_at, created_at) >= ?2 AND coalesce(claimed_at, created_at) < ?3 THEN 1 END),
+	count(CASE WHEN coalesce(claimed_at, created_at) >= ?4 AND coalesce(claimed_at, created_at) < ?5 THEN 1 END)
+	FROM coupons WHERE template_id = ?1 GROUP BY user_id`

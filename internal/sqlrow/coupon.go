@@ -122,3 +122,29 @@ func Received(c *quan.Claim) time.Time {
 	}
 	return c.DecidedAt
 }
+
+// Periods is the Shanghai day of an instant, with the bounds of that day
+// and of its week, for the counts of the period limits a holding carries
+// (quan.Holding.Day, Week).
+type Periods struct {
+	Day                int64
+	DayStart, DayEnd   time.Time // the day is [DayStart, DayEnd)
+	WeekStart, WeekEnd time.Time // its week is [WeekStart, WeekEnd)
+}
+
+// PeriodsOf returns the day of at and the bounds of the day and its week.
+func PeriodsOf(at time.Time) Periods {
+	day := quan.ShanghaiDay(at)
+	week := quan.WeekOfDay(day)
+	return Periods{Day: day,
+		DayStart: quan.ShanghaiDayStart(day), DayEnd: quan.ShanghaiDayStart(day + 1),
+		WeekStart: quan.ShanghaiWeekStart(week), WeekEnd: quan.ShanghaiWeekStart(week + 1)}
+}
+
+// ScanHolding reads a holding of p's day from a row of the columns
+// user_id, count, the count of the day, the count of the week.
+func (p Periods) ScanHolding(row Scanner) (quan.Holding, error) {
+	h := quan.Holding{PeriodDay: p.Day}
+	err := row.Scan(&h.UserID, &h.Count, &h.Day, &h.Week)
+	return h, err
+}
