@@ -117,7 +117,7 @@ func (f *segmentFixture) run(t *testing.T, owner string) {
 func (f *segmentFixture) holders(t *testing.T) map[int64]int64 {
 	t.Helper()
 	out := map[int64]int64{}
-	for h, err := range f.st.Holdings(t.Context(), f.tpl.ID) {
+	for h, err := range f.st.Holdings(t.Context(), f.tpl.ID, time.Time{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
