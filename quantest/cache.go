@@ -28,6 +28,7 @@ func TestCache(t *testing.T, newCache func(t *testing.T) quan.Cache) {
 	testCacheStampedes(t, newCache)
 	testCacheRepair(t, newCache)
 	testCachePeriods(t, newCache)
+	testCacheShopClaims(t, newCache)
 }
 
 // testCacheCold: a template not loaded is ErrCacheCold to every call
