@@ -118,6 +118,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	// So are attributes files, every column of them.
 	ts.api.Attributes = &quan.AttributeService{Store: store, Now: clock, Files: files,
 		OpenRows: func(path string) (quan.OthersReader, error) { return sheet.OpenRows(path, sheet.Options{Others: true}) }}
+	ts.api.Shops = &quan.ShopService{Store: store, Now: clock}
 	if setup != nil {
 		setup(ts)
 	}
