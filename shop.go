@@ -80,6 +80,7 @@ type ShopService struct {
 	mu   sync.RWMutex
 	caps map[int64]shopCapEntry
 	gen  uint64 // changes forgotten: a read from before one is not kept
+	read flight
 }
 
 type shopCapEntry struct {
@@ -173,9 +174,13 @@ func (s *ShopService) DailyClaimCap(ctx context.Context, shop int64) (int64, err
 	if ok && now.Before(e.until) {
 		return e.cap, nil
 	}
-	st, err := s.Store.ShopSettings(ctx, shop)
-	if err != nil {
+	// The claims that find the entry expired at once share one read.
+	var st *ShopSettings
+	if err := s.read.do(shop, func() (err error) { st, err = s.Store.ShopSettings(ctx, shop); return err }); err != nil {
 		return 0, fmt.Errorf("settings of shop %d: %w", shop, err)
+	}
+	if st == nil { // another caller's read: it is kept now, unless a change came between
+		return s.DailyClaimCap(ctx, shop)
 	}
 	ttl := s.CacheTTL
 	if ttl <= 0 {
