@@ -144,6 +144,29 @@ type Cache interface {
 	// is atomic on its own. It returns how many it made; ErrCacheCold if
 	// the template is not loaded.
 	SwapHeld(ctx context.Context, template int64, swaps []HeldSwap) (int, error)
+
+	// The count of a shop's claims in a Shanghai day, for the shop's
+	// DailyClaimCap (ShopSettings): unlike everything above, one counter
+	// across the shop's templates, so it lives apart from them (in Redis
+	// under a hash tag of its own, and so in its own call). The cache
+	// keeps a count at least two days after its Load, then may drop it.
+	//
+	// ShopClaimsTake adds one to the count of shop in day if it is below
+	// limit, atomically, and reports whether it did. ErrCacheCold if the
+	// cache holds no count of shop in day: never loaded (the day's first
+	// claim) or lost; the caller counts in the store and loads.
+	ShopClaimsTake(ctx context.Context, shop, day, limit int64) (bool, error)
+	// ShopClaimsLoad sets the count of shop in day to n unless the cache
+	// holds one: callers that all found it cold never undo each other's
+	// takes.
+	ShopClaimsLoad(ctx context.Context, shop, day, n int64) error
+	// ShopClaimsGive takes one off the count of shop in day, for a claim
+	// counted that then got no coupon: never below zero, and nothing
+	// when the cache holds no count. A key (the claim's id) gives back
+	// at most once in a shop's day, however often the claim's failure is
+	// settled (a redelivery); "" gives back every time (the claim path,
+	// giving back what the same call took).
+	ShopClaimsGive(ctx context.Context, shop, day int64, key string) error
 }
 
 // HeldSwap is one user's count as Cache.SwapHeld corrects it: from Old

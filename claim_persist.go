@@ -109,6 +109,9 @@ func (s *ClaimService) settle(ctx context.Context, c *Claim) error {
 	if err := s.Cache.Release(ctx, c.TemplateID, c.ID); err != nil {
 		return fmt.Errorf("give back the reservation of claim %s: %w", c.ID, err)
 	}
+	if err := s.giveShopCapOf(ctx, c); err != nil {
+		return err
+	}
 	s.Counters.Compensated.Add(1)
 	return nil
 }

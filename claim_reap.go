@@ -81,6 +81,9 @@ func (s *ClaimService) reapOne(ctx context.Context, ledger ClaimLedger, e Ledger
 		if err := s.Cache.Release(ctx, template, e.Key); err != nil {
 			return fmt.Errorf("reap claim %s: give back its reservation: %w", e.Key, err)
 		}
+		if err := s.giveShopCapOf(ctx, c); err != nil {
+			return fmt.Errorf("reap claim %s: %w", e.Key, err)
+		}
 		s.Counters.Reaped.Add(1)
 	}
 	if err := ledger.Reaped(ctx, template, e.Key); err != nil {

@@ -61,9 +61,11 @@ type ClaimCounters struct {
 // allRefusals are the cache's refusals, in the order ClaimCounters keeps
 // them.
 var allRefusals = [...]Refusal{RefusedInactive, RefusedNotStarted, RefusedEnded, RefusedLimit, RefusedSoldOut,
-	RefusedDaily, RefusedWeekly}
+	RefusedDaily, RefusedWeekly, RefusedShopCap}
 
-// Refusals returns every Refusal a cache answers.
+// Refusals returns every Refusal a cache answers, and RefusedShopCap,
+// the shop's daily cap (counted in the cache too, apart from the
+// template's reservation).
 func Refusals() []Refusal { return append([]Refusal(nil), allRefusals[:]...) }
 
 // RefusedBy returns how many claims the cache refused for r (they are
@@ -137,6 +139,9 @@ type ClaimService struct {
 	// store transaction that decides it, through the batches it shares
 	// with other claims (ClaimTracesHeader); nil traces nothing.
 	Tracer Tracer
+	// Shops, if set, has claims honour the shops' DailyClaimCap (see
+	// claim_shopcap.go); nil caps no shop.
+	Shops *ShopService
 
 	once    sync.Once
 	handoff *batch.Batcher[*Claim, Handoff]
@@ -144,6 +149,7 @@ type ClaimService struct {
 	pace    *pace
 	prime   flight
 	known   knownIDs
+	shops   templateShops
 	// inflight counts the claims between their reservation and the end
 	// of their hand-off (InFlight).
 	inflight atomic.Int64
@@ -243,7 +249,8 @@ func (s *ClaimService) logger() *slog.Logger {
 // bucket's wait in RetryAfter (the longest, if both refused); it takes no
 // token and reserves nothing. Otherwise a token is taken from each bucket,
 // and a refusal is a 409 with a code that says why (sold_out,
-// limit_reached, not_started, ended, paused); a template that does not
+// limit_reached, not_started, ended, paused; shop_daily_cap when the
+// template's shop has a DailyClaimCap it reached today); a template that does not
 // exist (or is a draft) is ErrNotFound, answered without the store for ids
 // above the highest template id. Once the reservation is made, the client
 // going away does not abandon it or its hand-off.
@@ -277,6 +284,13 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 	}
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
+	// The shop's daily cap: counted before the reservation, given back
+	// unless the claim is accepted (take.keep).
+	take, err := s.takeShopCap(ctx, template, c.ID, key, ShanghaiDay(now))
+	if err != nil {
+		return nil, s.shopCapRefusal(template, err)
+	}
+	defer take.giveBack(ctx)
 	refusals, err := s.reserve(ctx, template, c.ID, who.UserID, now)
 	if errors.Is(err, ErrNotFound) {
 		s.Counters.UnknownIDs.Add(1)
@@ -320,6 +334,8 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 			if rerr := s.Cache.Release(ctx, template, c.ID); rerr != nil {
 				s.logger().Error("give back the reservation of a claim not handed off", "claim", c.ID, "err", rerr)
 			}
+		} else {
+			take.keep()
 		}
 		// The bus's error stays in the log: a client is told what to do,
 		// not how the servers failed.
@@ -330,6 +346,7 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 	case HandedReaping:
 		// This process stalled past ReapAfter: the reaper is giving the
 		// reservation back and fails the claim. It is not confirmed.
+		take.keep()
 		s.Counters.HandoffFailed.Add(1)
 		return nil, Errorf(EUNAVAILABLE, "the claim could not be stored in time; try again with the same Idempotency-Key")
 	case HandedBefore:
@@ -346,9 +363,25 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 		s.Counters.Found.Add(1)
 		return c, nil
 	}
+	take.keep()
 	s.Counters.Accepted.Add(1)
 	s.pace.accepted()
 	return c, nil
+}
+
+// shopCapRefusal counts and returns err, the refusal of a claim of
+// template by its shop's daily cap (or the error of checking it).
+func (s *ClaimService) shopCapRefusal(template int64, err error) error {
+	switch ErrorCode(err) {
+	case ENOTFOUND:
+		s.Counters.UnknownIDs.Add(1)
+		return err
+	case EShopDailyCap:
+		s.Counters.refused(RefusedShopCap)
+		s.Refusals.Add(template, EShopDailyCap)
+		return err
+	}
+	return fmt.Errorf("claim template %d: %w", template, err)
 }
 
 // reserve takes user's rate-limit tokens and reserves the coupon under

@@ -34,6 +34,9 @@ type HourDelta struct {
 	TemplateID, ShopNo int64
 	Hour               time.Time // UTC, on the hour
 	Issued, Used       int64
+	// Claimed counts those of Issued that claims issued: a shop's daily
+	// claim cap restarts from them (ShopStore.ShopClaimed).
+	Claimed int64
 }
 
 // FailedDelta is how many claims of a template the store failed for a
@@ -112,7 +115,11 @@ func (d *StatsDelta) Issued(template, shop int64, source CouponSource, status Co
 		t.IssuedCode += n
 	}
 	t.count(status, n)
-	d.hour(template, shop, at).Issued += n
+	h := d.hour(template, shop, at)
+	h.Issued += n
+	if source == FromClaim {
+		h.Claimed += n
+	}
 }
 
 // Changed counts the change of a coupon from before to after. A coupon
@@ -179,7 +186,7 @@ func (d *StatsDelta) Templates() []TemplateDelta {
 func (d *StatsDelta) Hours() []HourDelta {
 	out := make([]HourDelta, 0, len(d.hours))
 	for _, h := range d.hours {
-		if h.Issued != 0 || h.Used != 0 {
+		if h.Issued != 0 || h.Used != 0 || h.Claimed != 0 {
 			out = append(out, *h)
 		}
 	}

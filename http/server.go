@@ -32,6 +32,8 @@ type Server struct {
 	// Attributes serves users' facts for rules; nil serves no attribute
 	// routes.
 	Attributes *quan.AttributeService
+	// Shops serves shops' settings; nil serves no shop routes.
+	Shops *quan.ShopService
 	// CodesExport writes the codes.xlsx export of a batch; nil serves
 	// codes.csv only.
 	CodesExport quan.CodesExport
@@ -201,6 +203,10 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("GET /api/v1/users/{id}/attributes", s.getAttributes)
 		handle("PUT /api/v1/users/{id}/attributes", s.putAttributes)
 		handle("POST /api/v1/attributes/import", s.importAttributes)
+	}
+	if s.Shops != nil {
+		handle("GET /api/v1/shops/{shopNo}/settings", s.getShopSettings)
+		handle("PUT /api/v1/shops/{shopNo}/settings", s.putShopSettings)
 	}
 	if s.Reminders != nil {
 		handle("POST /api/v1/templates/{id}/reminders", s.remindMe)

@@ -125,6 +125,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		t.Fatal(err)
 	}
 	ts.api.Tasks.Rules, ts.api.Tasks.Attributes = engine, store
+	ts.api.Shops = &quan.ShopService{Store: store, Now: clock}
 	if setup != nil {
 		setup(ts)
 	}

@@ -28,6 +28,9 @@ type Cache struct {
 
 	mu        sync.RWMutex
 	templates map[int64]*template
+
+	shopMu sync.Mutex
+	shops  shopCounts
 }
 
 // NewCache returns an empty cache.

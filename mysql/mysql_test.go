@@ -275,3 +275,10 @@ func TestStatsStore(t *testing.T) {
 func BenchmarkImportContacts(b *testing.B) {
 	quantest.BenchmarkImportContacts(b, func(b *testing.B) quan.ContactStore { return mysql.NewStore(openDB(b)) })
 }
+
+func TestShopStore(t *testing.T) {
+	quantest.TestShopStore(t, func(t *testing.T) quantest.ShopStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.ShopStores{ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}, Shops: s}
+	})
+}

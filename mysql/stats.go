@@ -26,8 +26,8 @@ var (
 	addTemplateStatsSQL = `INSERT INTO template_stats (template_id, slot, shop_no, ` + strings.Join(sqlrow.StatsCounters, ", ") + `)
 		VALUES (?, ?, ?, ` + sqlrow.Params(len(sqlrow.StatsCounters)) + `)
 		ON DUPLICATE KEY UPDATE ` + addValues(sqlrow.StatsCounters)
-	addHourStatsSQL = `INSERT INTO template_stats_hourly (template_id, hour, slot, shop_no, issued, used) VALUES (?, ?, ?, ?, ?, ?)
-		ON DUPLICATE KEY UPDATE issued = issued + VALUES(issued), used = used + VALUES(used)`
+	addHourStatsSQL = `INSERT INTO template_stats_hourly (template_id, hour, slot, shop_no, issued, used, claimed) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON DUPLICATE KEY UPDATE issued = issued + VALUES(issued), used = used + VALUES(used), claimed = claimed + VALUES(claimed)`
 	addFailedSQL = `INSERT INTO claim_refusals (template_id, decided_by, code, n) VALUES (?, 'store', ?, ?)
 		ON DUPLICATE KEY UPDATE n = n + VALUES(n)`
 )
@@ -56,7 +56,7 @@ func addStatsSlot(ctx context.Context, tx execer, d *quan.StatsDelta, slot int) 
 		}
 	}
 	for _, h := range d.Hours() {
-		if _, err := tx.ExecContext(ctx, addHourStatsSQL, h.TemplateID, utc(h.Hour), slot, h.ShopNo, h.Issued, h.Used); err != nil {
+		if _, err := tx.ExecContext(ctx, addHourStatsSQL, h.TemplateID, utc(h.Hour), slot, h.ShopNo, h.Issued, h.Used, h.Claimed); err != nil {
 			return fmt.Errorf("count the hourly statistics of template %d: %w", h.TemplateID, err)
 		}
 	}

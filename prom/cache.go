@@ -42,6 +42,9 @@ func (m *BackendMetrics) Cache(c quan.Cache) quan.Cache {
 		holdings:    o("Holdings"),
 		swapStock:   o("SwapStock"),
 		swapHeld:    o("SwapHeld"),
+		shopTake:    o("ShopClaimsTake"),
+		shopLoad:    o("ShopClaimsLoad"),
+		shopGive:    o("ShopClaimsGive"),
 	}
 	switch s := c.(type) {
 	case sharedCache:
@@ -74,6 +77,22 @@ type cache struct {
 	c                                                               quan.Cache
 	reserve, release, prime, load, update, reservation, state, held *op
 	holdings, swapStock, swapHeld                                   *op
+	shopTake, shopLoad, shopGive                                    *op
+}
+
+func (c *cache) ShopClaimsTake(ctx context.Context, shop, day, limit int64) (_ bool, err error) {
+	defer c.shopTake.done(ctx, time.Now(), &err)
+	return c.c.ShopClaimsTake(ctx, shop, day, limit)
+}
+
+func (c *cache) ShopClaimsLoad(ctx context.Context, shop, day, n int64) (err error) {
+	defer c.shopLoad.done(ctx, time.Now(), &err)
+	return c.c.ShopClaimsLoad(ctx, shop, day, n)
+}
+
+func (c *cache) ShopClaimsGive(ctx context.Context, shop, day int64, key string) (err error) {
+	defer c.shopGive.done(ctx, time.Now(), &err)
+	return c.c.ShopClaimsGive(ctx, shop, day, key)
 }
 
 func (c *cache) Reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) (_ []quan.Refusal, err error) {

@@ -25,6 +25,7 @@ type Store interface {
 	quan.ReminderStore
 	quan.AccountStore
 	quan.AttributeStore
+	quan.ShopStore
 	Ping(ctx context.Context) error
 }
 
@@ -74,6 +75,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		remindOps:             newRemindOps(o),
 		accountOps:            newAccountOps(o),
 		attributeOps:          newAttributeOps(o),
+		shopOps:               newShopOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -107,6 +109,7 @@ type store struct {
 	remindOps
 	accountOps
 	attributeOps
+	shopOps
 }
 
 // archivingStore is a store whose adapter archives coupons.

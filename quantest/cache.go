@@ -29,6 +29,7 @@ func TestCache(t *testing.T, newCache func(t *testing.T) quan.Cache) {
 	testCacheRepair(t, newCache)
 	testCachePeriods(t, newCache)
 	testCachePeriodsLoaded(t, newCache)
+	testCacheShopClaims(t, newCache)
 }
 
 // testCacheCold: a template not loaded is ErrCacheCold to every call

@@ -12,6 +12,9 @@
 //
 // The {t:ID} hash tag keeps a template's keys on one cluster slot, so each
 // script may touch all of them.
+//
+// A shop's daily claim counts are under a hash tag of their own, {s:SHOP}
+// (see shopclaims.go).
 package redis
 
 import (

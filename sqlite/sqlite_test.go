@@ -147,3 +147,10 @@ func BenchmarkImportContacts(b *testing.B) {
 		return sqlite.NewStore(openDB(b, filepath.Join(b.TempDir(), "quan.db")))
 	})
 }
+
+func TestShopStore(t *testing.T) {
+	quantest.TestShopStore(t, func(t *testing.T) quantest.ShopStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.ShopStores{ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}, Shops: s}
+	})
+}

@@ -20,8 +20,9 @@ var (
 	addTemplateStatsSQL = `INSERT INTO template_stats (template_id, shop_no, ` + strings.Join(sqlrow.StatsCounters, ", ") + `)
 		VALUES (?, ?, ` + sqlrow.Params(len(sqlrow.StatsCounters)) + `)
 		ON CONFLICT (template_id) DO UPDATE SET ` + addExcluded(sqlrow.StatsCounters)
-	addHourStatsSQL = `INSERT INTO template_stats_hourly (template_id, hour, shop_no, issued, used) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (template_id, hour) DO UPDATE SET issued = issued + excluded.issued, used = used + excluded.used`
+	addHourStatsSQL = `INSERT INTO template_stats_hourly (template_id, hour, shop_no, issued, used, claimed) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (template_id, hour) DO UPDATE SET issued = issued + excluded.issued, used = used + excluded.used,
+			claimed = claimed + excluded.claimed`
 	addFailedSQL = `INSERT INTO claim_refusals (template_id, decided_by, code, n) VALUES (?, 'store', ?, ?)
 		ON CONFLICT (template_id, decided_by, code) DO UPDATE SET n = n + excluded.n`
 )
@@ -44,7 +45,7 @@ func (s *Store) addStats(ctx context.Context, tx *sql.Tx, d *quan.StatsDelta) er
 		}
 	}
 	for _, h := range d.Hours() {
-		if _, err := s.db.writeStmts.exec(ctx, tx, addHourStatsSQL, h.TemplateID, micros(h.Hour), h.ShopNo, h.Issued, h.Used); err != nil {
+		if _, err := s.db.writeStmts.exec(ctx, tx, addHourStatsSQL, h.TemplateID, micros(h.Hour), h.ShopNo, h.Issued, h.Used, h.Claimed); err != nil {
 			return fmt.Errorf("count the hourly statistics of template %d: %w", h.TemplateID, err)
 		}
 	}

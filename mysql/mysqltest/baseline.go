@@ -233,9 +233,9 @@ func (b *Baseline) CountSeeded(ctx context.Context, tpl *quan.Template, n int64,
 		tpl.ID, tpl.ShopNo, n, n); err != nil {
 		return fmt.Errorf("count %d seeded coupons: %w", n, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO template_stats_hourly (template_id, hour, slot, shop_no, issued) VALUES (?, ?, 0, ?, ?)
-		ON DUPLICATE KEY UPDATE issued = issued + VALUES(issued)`,
-		tpl.ID, created.UTC().Truncate(time.Hour), tpl.ShopNo, n); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO template_stats_hourly (template_id, hour, slot, shop_no, issued, claimed) VALUES (?, ?, 0, ?, ?, ?)
+		ON DUPLICATE KEY UPDATE issued = issued + VALUES(issued), claimed = claimed + VALUES(claimed)`,
+		tpl.ID, created.UTC().Truncate(time.Hour), tpl.ShopNo, n, n); err != nil {
 		return fmt.Errorf("count %d seeded coupons: %w", n, err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -219,9 +219,9 @@ func (b *Baseline) CountSeeded(ctx context.Context, tpl *quan.Template, n int64,
 		tpl.ID, tpl.ShopNo, n, n); err != nil {
 		return fmt.Errorf("count %d seeded coupons: %w", n, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO template_stats_hourly (template_id, hour, shop_no, issued) VALUES (?, ?, ?, ?)
-		ON CONFLICT (template_id, hour) DO UPDATE SET issued = issued + excluded.issued`,
-		tpl.ID, micros(created.Truncate(time.Hour)), tpl.ShopNo, n); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO template_stats_hourly (template_id, hour, shop_no, issued, claimed) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (template_id, hour) DO UPDATE SET issued = issued + excluded.issued, claimed = claimed + excluded.claimed`,
+		tpl.ID, micros(created.Truncate(time.Hour)), tpl.ShopNo, n, n); err != nil {
 		return fmt.Errorf("count %d seeded coupons: %w", n, err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -45,6 +45,7 @@ type App struct {
 	Reminders   *quan.ReminderService // nil for Local
 	Accounts    *quan.AccountService  // the console's accounts and sessions
 	Attributes  *quan.AttributeService
+	Shops       *quan.ShopService // shops' settings; claims honour their daily cap
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -124,6 +125,7 @@ func (a *App) build(ctx context.Context) error {
 	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now}
 	a.Accounts = &quan.AccountService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
+	a.Shops = &quan.ShopService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Attributes = &quan.AttributeService{Store: st, Now: cfg.Now, Logger: logger,
 		// An attributes import is kept and read like a distribution file,
 		// every column of it.
@@ -191,7 +193,7 @@ func (a *App) build(ctx context.Context) error {
 	if b.ClaimBus != nil {
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: claims, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
-			Tracer: tracer, Refusals: &quan.RefusalCounter{Store: st, Logger: logger}}
+			Tracer: tracer, Refusals: &quan.RefusalCounter{Store: st, Logger: logger}, Shops: a.Shops}
 		if a.Metrics != nil {
 			a.Metrics.MustRegister(prom.Claims(a.Claims))
 		}
@@ -378,6 +380,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 		Stats:       a.Stats,
 		Reminders:   a.Reminders,
 		Attributes:  a.Attributes,
+		Shops:       a.Shops,
 		CodesExport: report.Codes{},
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,

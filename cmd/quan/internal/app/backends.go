@@ -41,6 +41,7 @@ type Store interface {
 	quan.ReminderStore
 	quan.AccountStore
 	quan.AttributeStore
+	quan.ShopStore
 	Ping(ctx context.Context) error
 }
 

@@ -1,0 +1,52 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quanhq/quan"
+)
+
+var _ quan.ShopStore = (*Store)(nil)
+
+// ShopSettings implements quan.ShopStore: the shop's row of shop_settings,
+// zero settings without one.
+func (s *Store) ShopSettings(ctx context.Context, shop int64) (*quan.ShopSettings, error) {
+	st := &quan.ShopSettings{ShopNo: shop}
+	var at int64
+	err := s.db.read.QueryRowContext(ctx, `SELECT daily_claim_cap, updated_at, updated_by FROM shop_settings WHERE shop_no = ?`, shop).
+		Scan(&st.DailyClaimCap, &at, &st.UpdatedBy)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return st, nil
+	case err != nil:
+		return nil, fmt.Errorf("settings of shop %d: %w", shop, err)
+	}
+	st.UpdatedAt = time.UnixMicro(at).UTC()
+	return st, nil
+}
+
+// PutShopSettings implements quan.ShopStore.
+func (s *Store) PutShopSettings(ctx context.Context, st *quan.ShopSettings) error {
+	if _, err := s.db.write.ExecContext(ctx, `INSERT INTO shop_settings (shop_no, daily_claim_cap, updated_at, updated_by) VALUES (?, ?, ?, ?)
+		ON CONFLICT (shop_no) DO UPDATE SET daily_claim_cap = excluded.daily_claim_cap, updated_at = excluded.updated_at,
+			updated_by = excluded.updated_by`,
+		st.ShopNo, st.DailyClaimCap, micros(st.UpdatedAt), st.UpdatedBy); err != nil {
+		return fmt.Errorf("put the settings of shop %d: %w", st.ShopNo, err)
+	}
+	return nil
+}
+
+// ShopClaimed implements quan.ShopStore: the claimed column of the shop's
+// hours in template_stats_hourly, along template_stats_hourly_shop.
+func (s *Store) ShopClaimed(ctx context.Context, shop int64, from, to time.Time) (int64, error) {
+	var n int64
+	if err := s.db.read.QueryRowContext(ctx, `SELECT coalesce(sum(claimed), 0) FROM template_stats_hourly
+		WHERE shop_no = ? AND hour >= ? AND hour < ?`, shop, micros(from), micros(to)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("claims of shop %d: %w", shop, err)
+	}
+	return n, nil
+}
