@@ -16,6 +16,7 @@ const (
 	ActionTerminate = "terminate"
 	ActionExpire    = "expire" // the issue window closed: ended by the system
 	ActionStock     = "increase_stock"
+	ActionRules     = "rules" // a new version of the rules (RulesVersion)
 )
 
 // AuditEntry records one change to a template: who, when, what, and each
@@ -70,7 +71,7 @@ func DiffTemplates(before, after *Template) []FieldChange {
 var templateFieldOrder = []string{
 	"id", "shopNo", "name", "description", "kind", "rule", "source", "scope",
 	"issueStart", "issueEnd", "validity", "perUserLimit", "codePrefix",
-	"remindBefore", "remindChannels", "remindLead", "stacking", "priority", "stock", "totalStock",
+	"remindBefore", "remindChannels", "remindLead", "stacking", "priority", "eligibility", "applies", "stock", "totalStock",
 	"status", "createdBy", "createdAt", "updatedAt",
 }
 

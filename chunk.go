@@ -134,7 +134,7 @@ func (c *Chunk) Check() error {
 		switch r.Cause {
 		case "":
 		case CauseInvalidID, CauseInexactNumber, CauseDuplicate,
-			CauseLimitReached, CauseOutOfStock, CauseTemplateInactive:
+			CauseLimitReached, CauseOutOfStock, CauseTemplateInactive, CauseNotEligible:
 			continue
 		default:
 			return Errorf(EINVALID, "line %d has an unknown cause %q", r.Line, r.Cause)

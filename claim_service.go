@@ -50,6 +50,7 @@ type ClaimCounters struct {
 	HandoffFailed atomic.Int64 // claims whose hand-off could not be stored: 503
 	Reaped        atomic.Int64 // abandoned claims whose reservation Reap gave back
 	Found         atomic.Int64 // retried claims answered with the claim of their first try
+	NotEligible   atomic.Int64 // refused by the template's eligibility rule: 409, before the cache
 
 	// HandoffPending is a gauge: claims reserved whose hand-off to the
 	// bus has not returned yet.
@@ -136,6 +137,12 @@ type ClaimService struct {
 	// store transaction that decides it, through the batches it shares
 	// with other claims (ClaimTracesHeader); nil traces nothing.
 	Tracer Tracer
+	// Rules, if set, holds the templates' eligibility rules, and
+	// Attributes the users' facts they are decided on (nil: every user's
+	// facts are zero); a claim the rule in force refuses is ENOTELIGIBLE
+	// (eligible).
+	Rules      *RuleBook
+	Attributes *AttributeService
 
 	once    sync.Once
 	handoff *batch.Batcher[*Claim, Handoff]
@@ -273,6 +280,16 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 	c := &Claim{ID: id, TemplateID: template, UserID: who.UserID, Status: ClaimPending, At: now}
 	if s.Tracer != nil {
 		c.TraceParent = s.Tracer.TraceParent(ctx)
+	}
+	if err := s.eligible(ctx, template, who.UserID, now); err != nil {
+		switch ErrorCode(err) {
+		case ENOTFOUND:
+			s.Counters.UnknownIDs.Add(1)
+		case ENOTELIGIBLE:
+			s.Counters.NotEligible.Add(1)
+			s.Refusals.Add(template, ENOTELIGIBLE)
+		}
+		return nil, err
 	}
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)

@@ -72,6 +72,7 @@ const (
 	CauseLimitReached     Cause = "limit_reached"     // the user holds the per-user limit already
 	CauseOutOfStock       Cause = "out_of_stock"      // the template's stock ran out
 	CauseTemplateInactive Cause = "template_inactive" // the template stopped issuing (paused, ended, window closed)
+	CauseNotEligible      Cause = "not_eligible"      // the template's eligibility rule refuses the user
 )
 
 // Describe says what a cause means and, where it can, how to fix it.
@@ -89,6 +90,8 @@ func (c Cause) Describe() string {
 		return "out of stock: the template had no coupons left"
 	case CauseTemplateInactive:
 		return "the template was not issuing (paused, ended or outside its issue window)"
+	case CauseNotEligible:
+		return "not eligible: the template's eligibility rule refuses this user on the facts known of them (PUT /users/{id}/attributes, or an attributes import, changes them)"
 	}
 	return string(c)
 }
@@ -109,16 +112,19 @@ func (c Cause) Label() string {
 		return "库存不足 out of stock"
 	case CauseTemplateInactive:
 		return "模板未在发放 template not issuing"
+	case CauseNotEligible:
+		return "不符合领取条件 not eligible"
 	}
 	return string(c)
 }
 
 // Retryable reports whether a row that failed for c may succeed if tried
-// again: stock can be added, a template resumed, a per-user limit raised.
+// again: stock can be added, a template resumed, a per-user limit raised,
+// a user's facts changed (not eligible).
 // A row whose id is invalid, inexact or repeated fails the same way every
 // time, so retrying it is pointless.
 func (c Cause) Retryable() bool {
-	return c == CauseOutOfStock || c == CauseTemplateInactive || c == CauseLimitReached
+	return c == CauseOutOfStock || c == CauseTemplateInactive || c == CauseLimitReached || c == CauseNotEligible
 }
 
 // FailedCounts counts failed rows by cause.
@@ -129,6 +135,7 @@ type FailedCounts struct {
 	LimitReached     int64 `json:"limit_reached"`
 	OutOfStock       int64 `json:"out_of_stock"`
 	TemplateInactive int64 `json:"template_inactive"`
+	NotEligible      int64 `json:"not_eligible"`
 }
 
 // TaskCounts are a task's outcomes so far. Once a task succeeds, every
@@ -146,7 +153,7 @@ type TaskCounts struct {
 // FailedTotal is the number of failed rows, all causes together.
 func (c TaskCounts) FailedTotal() int64 {
 	f := c.Failed
-	return f.InvalidID + f.InexactNumber + f.Duplicate + f.LimitReached + f.OutOfStock + f.TemplateInactive
+	return f.InvalidID + f.InexactNumber + f.Duplicate + f.LimitReached + f.OutOfStock + f.TemplateInactive + f.NotEligible
 }
 
 // AddFailure counts one failed row of cause.
@@ -164,6 +171,8 @@ func (c *TaskCounts) AddFailure(cause Cause) {
 		c.Failed.OutOfStock++
 	case CauseTemplateInactive:
 		c.Failed.TemplateInactive++
+	case CauseNotEligible:
+		c.Failed.NotEligible++
 	default:
 		panic("quan: unknown cause " + string(cause))
 	}
@@ -181,6 +190,7 @@ func (c *TaskCounts) Add(o TaskCounts) {
 	c.Failed.LimitReached += o.Failed.LimitReached
 	c.Failed.OutOfStock += o.Failed.OutOfStock
 	c.Failed.TemplateInactive += o.Failed.TemplateInactive
+	c.Failed.NotEligible += o.Failed.NotEligible
 }
 
 // Task is one bulk distribution: a file of target users and the template
