@@ -259,7 +259,7 @@ type RulesSample struct {
 	Eligibility *string     `json:"eligibility"`
 	Applies     *string     `json:"applies"`
 	User        UserFacts   `json:"user"`
-	Order       *OrderFacts `json:"order"` // nil: an empty order
+	Order       *OrderFacts `json:"order"`        // nil: an empty order
 	Now         time.Time   `json:"now,omitzero"` // zero: now
 }
 

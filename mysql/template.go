@@ -29,7 +29,8 @@ const templateColumns = `id, shop_no, name, description, kind,
 	source, scope_kind, scope_ids, issue_start, issue_end,
 	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
-	remind_before, remind_channels, remind_lead, stacking, priority`
+	remind_before, remind_channels, remind_lead, stacking, priority,
+	eligibility, applies`
 
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
 // in the same transaction. t.ID is left alone if anything fails.
@@ -47,8 +48,9 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 				source, scope_kind, scope_ids, issue_start, issue_end,
 				validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 				per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
-				remind_before, remind_channels, remind_lead, stacking, priority
-			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				remind_before, remind_channels, remind_lead, stacking, priority,
+			eligibility, applies
+			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			append([]any{t.ShopNo}, vals...)...,
 		)
 		if err != nil {
@@ -152,7 +154,8 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 				per_user_limit = ?, stock = ?, total_stock = ?, status = ?,
 				created_by = ?, created_at = ?, updated_at = ?,
 				remind_before = ?, remind_channels = ?, remind_lead = ?,
-				stacking = ?, priority = ?
+				stacking = ?, priority = ?,
+			eligibility = ?, applies = ?
 			WHERE id = ?`,
 			append(vals, id)...,
 		); err != nil {
