@@ -29,7 +29,7 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case quan.ECONFLICT, quan.ETRANSITION, quan.ENOTDRAFT, quan.EOUTOFSTOCK, quan.ESTOCKLIMIT,
 		quan.ESOLDOUT, quan.ELIMIT, quan.ENOTSTARTED, quan.EENDED, quan.EPAUSED,
-		quan.ENOTUSABLE, quan.EPRICECHANGED, quan.ECODEUSED, quan.EALREADYOPEN:
+		quan.ENOTUSABLE, quan.EPRICECHANGED, quan.ECODEUSED, quan.EALREADYOPEN, quan.ENOTELIGIBLE:
 		return http.StatusConflict
 	case quan.EUNAVAILABLE:
 		return http.StatusServiceUnavailable

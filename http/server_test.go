@@ -19,6 +19,7 @@ import (
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/report"
+	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/sqlite"
 )
@@ -118,6 +119,15 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	// So are attributes files, every column of them.
 	ts.api.Attributes = &quan.AttributeService{Store: store, Now: clock, Files: files,
 		OpenRows: func(path string) (quan.OthersReader, error) { return sheet.OpenRows(path, sheet.Options{Others: true}) }}
+	// Templates' rules, as cmd/quan wires them.
+	engine, err := rules.New(rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	book := &quan.RuleBook{Engine: engine, Templates: store, Versions: store}
+	ts.api.Templates.Rules, ts.api.Templates.Versions, ts.api.Templates.Book = engine, store, book
+	ts.api.Wallet.Rules, ts.api.Wallet.Attributes = book, ts.api.Attributes
+	dist.Rules, dist.Facts = book, store
 	if setup != nil {
 		setup(ts)
 	}

@@ -25,6 +25,7 @@ type Store interface {
 	quan.ReminderStore
 	quan.AccountStore
 	quan.AttributeStore
+	quan.RulesStore
 	Ping(ctx context.Context) error
 }
 
@@ -73,6 +74,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		remindOps:             newRemindOps(o),
 		accountOps:            newAccountOps(o),
 		attributeOps:          newAttributeOps(o),
+		rulesOps:              newRulesOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -106,6 +108,7 @@ type store struct {
 	remindOps
 	accountOps
 	attributeOps
+	rulesOps
 }
 
 // archivingStore is a store whose adapter archives coupons.

@@ -19,6 +19,7 @@ import (
 	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/report"
+	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/tracing"
 )
@@ -120,7 +121,15 @@ func (a *App) build(ctx context.Context) error {
 	files := &disk.Files{Dir: cfg.DataDir}
 	limits := fileLimits{MaxRows: cfg.Files.MaxRows, MaxUncompressed: cfg.Files.MaxUncompressed}
 
-	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now}
+	// Templates' rules: type-checked when saved, compiled once per
+	// version and kept by the book for claims, distributions and quotes.
+	engine, err := rules.New(rules.Options{})
+	if err != nil {
+		return fmt.Errorf("rules: %w", err)
+	}
+	book := &quan.RuleBook{Engine: engine, Templates: st, Versions: st, Logger: logger}
+	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now,
+		Rules: engine, Versions: st, Book: book}
 	a.Accounts = &quan.AccountService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
 	a.Attributes = &quan.AttributeService{Store: st, Now: cfg.Now, Logger: logger,
@@ -147,6 +156,8 @@ func (a *App) build(ctx context.Context) error {
 		Open:             limits.openTaskFile,
 		Report:           report.Failures{},
 		ReportPath:       files.ReportPath,
+		Rules:            book,
+		Facts:            st,
 		Owner:            runnerName(),
 		Lease:            cfg.Runner.Lease,
 		PollInterval:     cfg.Runner.Poll,
@@ -172,7 +183,8 @@ func (a *App) build(ctx context.Context) error {
 	if a.Role == Local {
 		return nil
 	}
-	a.Wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger}
+	a.Wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
+		Rules: book, Attributes: a.Attributes}
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Wallet(a.Wallet))
 	}
@@ -184,7 +196,8 @@ func (a *App) build(ctx context.Context) error {
 	if b.ClaimBus != nil {
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: claims, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
-			Tracer: tracer, Refusals: &quan.RefusalCounter{Store: st, Logger: logger}}
+			Tracer: tracer, Refusals: &quan.RefusalCounter{Store: st, Logger: logger},
+			Rules: book, Attributes: a.Attributes}
 		if a.Metrics != nil {
 			a.Metrics.MustRegister(prom.Claims(a.Claims))
 		}

@@ -41,6 +41,7 @@ type Store interface {
 	quan.ReminderStore
 	quan.AccountStore
 	quan.AttributeStore
+	quan.RulesStore
 	Ping(ctx context.Context) error
 }
 
