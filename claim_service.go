@@ -249,7 +249,9 @@ func (s *ClaimService) logger() *slog.Logger {
 // bucket's wait in RetryAfter (the longest, if both refused); it takes no
 // token and reserves nothing. Otherwise a token is taken from each bucket,
 // and a refusal is a 409 with a code that says why (sold_out,
-// limit_reached, not_started, ended, paused); a template that does not
+// limit_reached, not_started, ended, paused; not_eligible, before any
+// token or reservation, when the template's eligibility rule refuses the
+// user: eligible); a template that does not
 // exist (or is a draft) is ErrNotFound, answered without the store for ids
 // above the highest template id. Once the reservation is made, the client
 // going away does not abandon it or its hand-off.
