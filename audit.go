@@ -16,6 +16,7 @@ const (
 	ActionTerminate = "terminate"
 	ActionExpire    = "expire" // the issue window closed: ended by the system
 	ActionStock     = "increase_stock"
+	ActionRules     = "rules" // a new version of the rules (RulesVersion)
 )
 
 // AuditEntry records one change to a template: who, when, what, and each
@@ -71,7 +72,7 @@ var templateFieldOrder = []string{
 	"id", "shopNo", "name", "description", "kind", "rule", "source", "scope",
 	"issueStart", "issueEnd", "validity", "perUserLimit", "codePrefix",
 	"remindBefore", "remindChannels", "remindLead", "stacking", "priority",
-	"budget", "perUserDaily", "perUserWeekly", "stock", "totalStock",
+	"budget", "perUserDaily", "perUserWeekly", "eligibility", "applies", "stock", "totalStock",
 	"status", "createdBy", "createdAt", "updatedAt",
 }
 

@@ -226,13 +226,14 @@ func BudgetSpentError(template int64) error {
 	return Errorf(ENOTUSABLE, "the coupons of template %d cannot be used: %s (its budget cannot cover the discount)", template, ReasonBudgetSpent)
 }
 
-// priceWithBudgets is PriceOrder, with the coupons whose template's budget
+// priceWithBudgets is priceOrder (notMet: the coupons whose applies rule
+// the order does not meet), with the coupons whose template's budget
 // left cannot cover their discount unusable (ReasonBudgetSpent) and out
 // of the best combination. It reads the budget of each template with one
 // among the usable coupons, once: what is left changes with every lock,
 // so it is never cached. The lock checks again, atomically, in the store.
-func (s *WalletService) priceWithBudgets(ctx context.Context, items []OrderItem, cs []*Coupon, templates map[int64]*Template, now time.Time) (Quote, error) {
-	q := PriceOrder(items, cs, templates, now)
+func (s *WalletService) priceWithBudgets(ctx context.Context, items []OrderItem, cs []*Coupon, templates map[int64]*Template, now time.Time, notMet map[int64]bool) (Quote, error) {
+	q := priceOrder(items, cs, templates, now, notMet)
 	left := map[int64]int64{}
 	spent := map[int64]bool{} // coupon → its budget cannot cover it
 	for _, cq := range q.Coupons {
@@ -262,7 +263,7 @@ func (s *WalletService) priceWithBudgets(ctx context.Context, items []OrderItem,
 			rest = append(rest, c)
 		}
 	}
-	r := PriceOrder(items, rest, templates, now)
+	r := priceOrder(items, rest, templates, now, notMet)
 	// Every coupon in its place, those refused as the first pricing saw
 	// them, unusable.
 	byID := make(map[int64]CouponQuote, len(r.Coupons))

@@ -140,7 +140,7 @@ func (c *Chunk) Check() error {
 		switch r.Cause {
 		case "":
 		case CauseInvalidID, CauseInexactNumber, CauseDuplicate,
-			CauseLimitReached, CauseOutOfStock, CauseTemplateInactive, CauseDailyLimit, CauseWeeklyLimit:
+			CauseLimitReached, CauseOutOfStock, CauseTemplateInactive, CauseDailyLimit, CauseWeeklyLimit, CauseNotEligible:
 			continue
 		default:
 			return Errorf(EINVALID, "line %d has an unknown cause %q", r.Line, r.Cause)

@@ -50,6 +50,7 @@ type ClaimCounters struct {
 	HandoffFailed atomic.Int64 // claims whose hand-off could not be stored: 503
 	Reaped        atomic.Int64 // abandoned claims whose reservation Reap gave back
 	Found         atomic.Int64 // retried claims answered with the claim of their first try
+	NotEligible   atomic.Int64 // refused by the template's eligibility rule: 409, before the cache
 
 	// HandoffPending is a gauge: claims reserved whose hand-off to the
 	// bus has not returned yet.
@@ -142,6 +143,12 @@ type ClaimService struct {
 	// Shops, if set, has claims honour the shops' DailyClaimCap (see
 	// claim_shopcap.go); nil caps no shop.
 	Shops *ShopService
+	// Rules, if set, holds the templates' eligibility rules, and
+	// Attributes the users' facts they are decided on (nil: every user's
+	// facts are zero); a claim the rule in force refuses is ENOTELIGIBLE
+	// (eligible).
+	Rules      *RuleBook
+	Attributes *AttributeService
 
 	once    sync.Once
 	handoff *batch.Batcher[*Claim, Handoff]
@@ -249,8 +256,10 @@ func (s *ClaimService) logger() *slog.Logger {
 // bucket's wait in RetryAfter (the longest, if both refused); it takes no
 // token and reserves nothing. Otherwise a token is taken from each bucket,
 // and a refusal is a 409 with a code that says why (sold_out,
-// limit_reached, not_started, ended, paused; shop_daily_cap when the
-// template's shop has a DailyClaimCap it reached today); a template that does not
+// limit_reached, not_started, ended, paused; not_eligible, before any
+// token or reservation, when the template's eligibility rule refuses the
+// user: eligible; shop_daily_cap when the template's shop has a
+// DailyClaimCap it reached today); a template that does not
 // exist (or is a draft) is ErrNotFound, answered without the store for ids
 // above the highest template id. Once the reservation is made, the client
 // going away does not abandon it or its hand-off.
@@ -281,6 +290,16 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 	c := &Claim{ID: id, TemplateID: template, UserID: who.UserID, Status: ClaimPending, At: now}
 	if s.Tracer != nil {
 		c.TraceParent = s.Tracer.TraceParent(ctx)
+	}
+	if err := s.eligible(ctx, template, who.UserID, now); err != nil {
+		switch ErrorCode(err) {
+		case ENOTFOUND:
+			s.Counters.UnknownIDs.Add(1)
+		case ENOTELIGIBLE:
+			s.Counters.NotEligible.Add(1)
+			s.Refusals.Add(template, ENOTELIGIBLE)
+		}
+		return nil, err
 	}
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)

@@ -116,6 +116,12 @@ type Distributor struct {
 	// created it (Task.TraceParent): the chunks published carry it to
 	// where they are applied. nil traces nothing.
 	Tracer Tracer
+	// Rules, if set, holds the templates' eligibility rules, and Facts
+	// the users' facts they are decided on (nil: every user's facts are
+	// zero): a row the rule in force refuses fails CauseNotEligible
+	// (screen).
+	Rules *RuleBook
+	Facts AttributeStore
 
 	wakeOnce sync.Once
 	wake     chan struct{}

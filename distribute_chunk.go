@@ -51,10 +51,16 @@ func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, err
 	d.inflight.Add(1)
 	defer d.inflight.Add(-1)
 	if d.Cache == nil {
+		if err := d.screen(ctx, c, 0); err != nil {
+			return TaskCounts{}, err
+		}
 		return d.Store.ApplyChunk(ctx, c)
 	}
 	t, err := d.Store.Task(ctx, AnyShop, c.TaskID)
 	if err != nil {
+		return TaskCounts{}, err
+	}
+	if err := d.screen(ctx, c, t.TemplateID); err != nil {
 		return TaskCounts{}, err
 	}
 	key := fmt.Sprintf("task:%d:chunk:%d", c.TaskID, c.Seq)

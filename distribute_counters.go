@@ -21,7 +21,7 @@ type DistributionCounters struct {
 
 // causeList are the causes, in the order DistributionCounters keeps them.
 var causeList = [...]Cause{CauseInvalidID, CauseInexactNumber, CauseDuplicate,
-	CauseLimitReached, CauseOutOfStock, CauseTemplateInactive}
+	CauseLimitReached, CauseOutOfStock, CauseTemplateInactive, CauseNotEligible}
 
 // RowIssued is the outcome of a row that got its coupon.
 const RowIssued = "issued"
@@ -56,7 +56,7 @@ func (c *DistributionCounters) applied(n TaskCounts, again bool) {
 		c.ChunksApplied.Add(1)
 	}
 	f := n.Failed
-	for i, v := range [...]int64{n.Issued, f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive} {
+	for i, v := range [...]int64{n.Issued, f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive, f.NotEligible} {
 		if v != 0 {
 			c.rows[i].Add(v)
 		}

@@ -56,6 +56,7 @@ const (
 	ReasonNotYetValid     = "not_yet_valid"     // its valid window has not begun
 	ReasonExpired         = "expired"           // its valid window has closed
 	ReasonNotAvailable    = "not_available"     // locked by another order, used or revoked
+	// ReasonRuleNotMet (wallet_rules.go): the template's applies rule says no.
 )
 
 // CouponQuote is what one coupon would do for an order.
@@ -160,6 +161,13 @@ func inScope(t *Template, it OrderItem) bool {
 // discounts together never exceed the order's total. Integer arithmetic
 // only.
 func PriceOrder(items []OrderItem, coupons []*Coupon, templates map[int64]*Template, now time.Time) Quote {
+	return priceOrder(items, coupons, templates, now, nil)
+}
+
+// priceOrder is PriceOrder where the coupons in notMet, by id, are not
+// usable for the order by their applies rule (ReasonRuleNotMet), once
+// every other check passed.
+func priceOrder(items []OrderItem, coupons []*Coupon, templates map[int64]*Template, now time.Time, notMet map[int64]bool) Quote {
 	var q Quote
 	for _, it := range items {
 		q.Total += it.UnitPrice * it.Quantity
@@ -194,6 +202,8 @@ func PriceOrder(items []OrderItem, coupons []*Coupon, templates map[int64]*Templ
 			cq.Reason = ReasonOutOfScope
 		case !met:
 			cq.Reason = ReasonThresholdNotMet
+		case notMet[c.ID]:
+			cq.Reason = ReasonRuleNotMet
 		default:
 			cq.Usable, cq.Discount = true, off
 			if off > q.BestDiscount || q.Best == 0 {

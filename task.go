@@ -77,6 +77,7 @@ const (
 	// the row's own cause says which limit.
 	CauseDailyLimit  Cause = EDAILYLIMIT  // the user received the daily limit today (Asia/Shanghai)
 	CauseWeeklyLimit Cause = EWEEKLYLIMIT // the user received the weekly limit this week (from Monday, Asia/Shanghai)
+	CauseNotEligible      Cause = "not_eligible"      // the template's eligibility rule refuses the user
 )
 
 // Describe says what a cause means and, where it can, how to fix it.
@@ -98,6 +99,8 @@ func (c Cause) Describe() string {
 		return "received today: the user received as many coupons of this template today (Asia/Shanghai) as the daily limit allows; try again tomorrow"
 	case CauseWeeklyLimit:
 		return "received this week: the user received as many coupons of this template this week (from Monday, Asia/Shanghai) as the weekly limit allows; try again next week"
+	case CauseNotEligible:
+		return "not eligible: the template's eligibility rule refuses this user on the facts known of them (PUT /users/{id}/attributes, or an attributes import, changes them)"
 	}
 	return string(c)
 }
@@ -122,17 +125,20 @@ func (c Cause) Label() string {
 		return "已达每日领取上限 daily limit reached"
 	case CauseWeeklyLimit:
 		return "已达每周领取上限 weekly limit reached"
+	case CauseNotEligible:
+		return "不符合领取条件 not eligible"
 	}
 	return string(c)
 }
 
 // Retryable reports whether a row that failed for c may succeed if tried
-// again: stock can be added, a template resumed, a per-user limit raised.
+// again: stock can be added, a template resumed, a per-user limit raised,
+// a user's facts changed (not eligible).
 // A row whose id is invalid, inexact or repeated fails the same way every
 // time, so retrying it is pointless.
 func (c Cause) Retryable() bool {
 	return c == CauseOutOfStock || c == CauseTemplateInactive || c == CauseLimitReached ||
-		c == CauseDailyLimit || c == CauseWeeklyLimit
+		c == CauseDailyLimit || c == CauseWeeklyLimit || c == CauseNotEligible
 }
 
 // FailedCounts counts failed rows by cause.
@@ -143,6 +149,7 @@ type FailedCounts struct {
 	LimitReached     int64 `json:"limit_reached"`
 	OutOfStock       int64 `json:"out_of_stock"`
 	TemplateInactive int64 `json:"template_inactive"`
+	NotEligible      int64 `json:"not_eligible"`
 }
 
 // TaskCounts are a task's outcomes so far. Once a task succeeds, every
@@ -160,7 +167,7 @@ type TaskCounts struct {
 // FailedTotal is the number of failed rows, all causes together.
 func (c TaskCounts) FailedTotal() int64 {
 	f := c.Failed
-	return f.InvalidID + f.InexactNumber + f.Duplicate + f.LimitReached + f.OutOfStock + f.TemplateInactive
+	return f.InvalidID + f.InexactNumber + f.Duplicate + f.LimitReached + f.OutOfStock + f.TemplateInactive + f.NotEligible
 }
 
 // AddFailure counts one failed row of cause.
@@ -178,6 +185,8 @@ func (c *TaskCounts) AddFailure(cause Cause) {
 		c.Failed.OutOfStock++
 	case CauseTemplateInactive:
 		c.Failed.TemplateInactive++
+	case CauseNotEligible:
+		c.Failed.NotEligible++
 	default:
 		panic("quan: unknown cause " + string(cause))
 	}
@@ -195,6 +204,7 @@ func (c *TaskCounts) Add(o TaskCounts) {
 	c.Failed.LimitReached += o.Failed.LimitReached
 	c.Failed.OutOfStock += o.Failed.OutOfStock
 	c.Failed.TemplateInactive += o.Failed.TemplateInactive
+	c.Failed.NotEligible += o.Failed.NotEligible
 }
 
 // Task is one bulk distribution: a file of target users and the template

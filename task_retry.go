@@ -181,7 +181,7 @@ func nothingToRetry(t *Task, skipped SkippedCounts) error {
 		return Errorf(EINVALID, "task %d has no failed row to retry", t.ID)
 	}
 	return Errorf(EINVALID, "task %d has no failed row worth retrying: its %d failed rows would fail the same way again "+
-		"(%s %d, %s %d, %s %d); only rows that failed %s, %s or %s are retried",
+		"(%s %d, %s %d, %s %d); only rows that failed %s, %s, %s or %s are retried",
 		t.ID, skipped.Total(), CauseInvalidID, skipped.InvalidID, CauseInexactNumber, skipped.InexactNumber,
-		CauseDuplicate, skipped.Duplicate, CauseOutOfStock, CauseTemplateInactive, CauseLimitReached)
+		CauseDuplicate, skipped.Duplicate, CauseOutOfStock, CauseTemplateInactive, CauseLimitReached, CauseNotEligible)
 }

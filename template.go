@@ -196,6 +196,16 @@ type TemplateSpec struct {
 	// lifetime PerUserLimit; each at most PerUserLimit.
 	PerUserDaily  int64 `json:"perUserDaily,omitempty"`
 	PerUserWeekly int64 `json:"perUserWeekly,omitempty"`
+
+	// Eligibility and Applies are the template's rules in CEL (package
+	// rules): who may receive or claim its coupons (over user and now),
+	// and when a coupon can be used (over order, user and now); "" for
+	// none. They are version 0 of the rules, which a draft's edit
+	// changes; a change once the template is active is a new version
+	// (RulesVersion, TemplateService.ChangeRules). TemplateService
+	// type-checks them when the template is saved (checkRules).
+	Eligibility string `json:"eligibility,omitempty"`
+	Applies     string `json:"applies,omitempty"`
 }
 
 // Template defines a coupon: its rule, scope, windows, limits and stock.

@@ -21,6 +21,14 @@ type TemplateService struct {
 	Logger *slog.Logger
 	Now    Clock // nil means time.Now
 
+	// Rules type-checks the templates' rules when they are saved; nil
+	// refuses any rule. Versions keeps the versions of the rules after
+	// the first (ChangeRules); Book, if set, forgets what it knew of a
+	// template whose rules changed.
+	Rules    RuleEngine
+	Versions RulesStore
+	Book     *RuleBook
+
 	inflight atomic.Int64 // changes between the store and the cache
 }
 
@@ -78,7 +86,7 @@ func (s *TemplateService) Create(ctx context.Context, who Identity, in NewTempla
 		UpdatedAt:    now,
 	}
 	normalizeSpec(&t.TemplateSpec)
-	if err := t.Validate(); err != nil {
+	if err := withRuleErrors(t.Validate(), checkRules(s.Rules, t.Eligibility, t.Applies)); err != nil {
 		return nil, err
 	}
 	if err := s.Store.CreateTemplate(ctx, t, who.String()); err != nil {
@@ -149,7 +157,7 @@ func (s *TemplateService) Edit(ctx context.Context, who Identity, id int64, patc
 			return Errorf(EFORBIDDEN, "only the platform (an admin) can make a template platform-funded")
 		}
 		normalizeSpec(&in.TemplateSpec)
-		return t.Edit(in.TemplateSpec, in.Stock)
+		return withRuleErrors(t.Edit(in.TemplateSpec, in.Stock), checkRules(s.Rules, in.Eligibility, in.Applies))
 	})
 }
 
@@ -253,6 +261,7 @@ func (s *TemplateService) update(ctx context.Context, who Identity, id int64, ac
 	if err != nil {
 		return nil, fmt.Errorf("%s template %d: %w", action, id, err)
 	}
+	s.Book.Forget(id)
 	if s.Cache != nil {
 		var err error
 		if action == ActionActivate {
@@ -287,4 +296,5 @@ func normalizeSpec(s *TemplateSpec) {
 	if len(s.RemindChannels) == 0 {
 		s.RemindChannels = nil
 	}
+	normalizeRules(s)
 }

@@ -128,7 +128,11 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 		}
 		chosen = append(chosen, &c)
 	}
-	q := PriceOrder(req.Items, chosen, templates, now)
+	notMet, err := s.rulesNotMet(ctx, user, req.Items, chosen, now)
+	if err != nil {
+		return nil, err
+	}
+	q := priceOrder(req.Items, chosen, templates, now, notMet)
 	var discount int64
 	for i, cq := range q.Coupons {
 		if !cq.Usable {

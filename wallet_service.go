@@ -29,6 +29,11 @@ type WalletService struct {
 	Logger    *slog.Logger
 	LockTTL   time.Duration // 0 means DefaultLockTTL
 	Counters  WalletCounters
+	// Rules, if set, holds the templates' applies rules, and Attributes
+	// the users' facts they may read (nil: zero facts): a coupon whose
+	// rule an order does not meet is not usable for it, ReasonRuleNotMet.
+	Rules      *RuleBook
+	Attributes *AttributeService
 
 	specs specCache
 }
@@ -280,5 +285,9 @@ func (s *WalletService) Quote(ctx context.Context, who Identity, items []OrderIt
 			cs = append(cs, c)
 		}
 	}
-	return s.priceWithBudgets(ctx, items, cs, templates, now)
+	notMet, err := s.rulesNotMet(ctx, user, items, cs, now)
+	if err != nil {
+		return Quote{}, err
+	}
+	return s.priceWithBudgets(ctx, items, cs, templates, now, notMet)
 }

@@ -140,6 +140,9 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 	handle("POST /api/v1/templates/{id}/terminate", s.changeTemplate((*quan.TemplateService).Terminate))
 	handle("POST /api/v1/templates/{id}/stock", s.increaseStock)
 	handle("GET /api/v1/templates/{id}/history", s.templateHistory)
+	handle("GET /api/v1/templates/{id}/rules", s.templateRules)
+	handle("POST /api/v1/templates/{id}/rules", s.changeRules)
+	handle("POST /api/v1/templates/{id}/rules/evaluate", s.evaluateRules)
 
 	if s.Stats != nil {
 		handle("GET /api/v1/templates/{id}/stats", s.templateStats)

@@ -119,13 +119,18 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	// So are attributes files, every column of them.
 	ts.api.Attributes = &quan.AttributeService{Store: store, Now: clock, Files: files,
 		OpenRows: func(path string) (quan.OthersReader, error) { return sheet.OpenRows(path, sheet.Options{Others: true}) }}
-	// Tasks may target a segment of the users whose facts are on file.
+	// Tasks may target a segment of the users whose facts are on file,
+	// and templates have rules, as cmd/quan wires them.
 	engine, err := rules.New(rules.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts.api.Tasks.Rules, ts.api.Tasks.Attributes = engine, store
 	ts.api.Shops = &quan.ShopService{Store: store, Now: clock}
+	book := &quan.RuleBook{Engine: engine, Templates: store, Versions: store}
+	ts.api.Templates.Rules, ts.api.Templates.Versions, ts.api.Templates.Book = engine, store, book
+	ts.api.Wallet.Rules, ts.api.Wallet.Attributes = book, ts.api.Attributes
+	dist.Rules, dist.Facts = book, store
 	if setup != nil {
 		setup(ts)
 	}

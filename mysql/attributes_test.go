@@ -13,3 +13,10 @@ func TestAttributeStore(t *testing.T) {
 		return mysql.NewStore(openDB(t))
 	})
 }
+
+func TestRulesStore(t *testing.T) {
+	quantest.TestRulesStore(t, func(t *testing.T) quantest.RulesStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.RulesStores{Templates: s, Rules: s}
+	})
+}

@@ -192,10 +192,11 @@ func (s *Store) applyChunk(ctx context.Context, c *quan.Chunk, locked bool) (qua
 				failed_limit_reached = failed_limit_reached + ?,
 				failed_out_of_stock = failed_out_of_stock + ?,
 				failed_template_inactive = failed_template_inactive + ?,
+				failed_not_eligible = failed_not_eligible + ?,
 				chunks_done = chunks_done + 1, bytes_read = GREATEST(bytes_read, ?), updated_at = ?
 			WHERE id = ?`,
 			n.Rows, n.Valid, n.Issued, n.Canceled,
-			f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
+			f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive, f.NotEligible,
 			c.BytesRead, utc(c.Now), c.TaskID,
 		); err != nil {
 			return fmt.Errorf("save the counts: %w", translate(err))

@@ -24,7 +24,8 @@ const taskColumns = `id, shop_no, template_id, name, file_name, file_path, file_
 	failed_invalid_id, failed_inexact_number, failed_duplicate,
 	failed_limit_reached, failed_out_of_stock, failed_template_inactive,
 	chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
-	created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of, trace_parent, segment`
+	created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of, trace_parent, segment,
+	failed_not_eligible`
 
 // CreateTask stores t and sets t.ID. t.ID is left alone if anything fails.
 // The store checks no rule of its own: callers validate t first.
@@ -37,9 +38,10 @@ func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
 			failed_invalid_id, failed_inexact_number, failed_duplicate,
 			failed_limit_reached, failed_out_of_stock, failed_template_inactive,
 			chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
-			created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of, trace_parent, segment
+			created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of, trace_parent, segment,
+			failed_not_eligible
 		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		append([]any{t.ShopNo}, sqlrow.TaskValues(t, utc)...)...,
 	)
 	if err != nil {
@@ -183,7 +185,8 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 			failed_limit_reached = ?, failed_out_of_stock = ?, failed_template_inactive = ?,
 			chunks_done = ?, chunks_total = ?, bytes_read = ?, bytes_total = ?, report_path = ?, created_by = ?,
 			created_at = ?, started_at = ?, finished_at = ?, updated_at = ?,
-			owner = ?, lease_until = ?, retry_of = ?, trace_parent = ?, segment = ?
+			owner = ?, lease_until = ?, retry_of = ?, trace_parent = ?, segment = ?,
+			failed_not_eligible = ?
 		WHERE id = ?`,
 		append(sqlrow.TaskValues(t, utc), t.ID)...,
 	); err != nil {

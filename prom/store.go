@@ -26,6 +26,7 @@ type Store interface {
 	quan.AccountStore
 	quan.AttributeStore
 	quan.ShopStore
+	quan.RulesStore
 	Ping(ctx context.Context) error
 }
 
@@ -76,6 +77,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		accountOps:            newAccountOps(o),
 		attributeOps:          newAttributeOps(o),
 		shopOps:               newShopOps(o),
+		rulesOps:              newRulesOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -110,6 +112,7 @@ type store struct {
 	accountOps
 	attributeOps
 	shopOps
+	rulesOps
 }
 
 // archivingStore is a store whose adapter archives coupons.

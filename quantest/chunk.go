@@ -357,15 +357,18 @@ func testApplyPreDecided(t *testing.T, s TaskStores) {
 		bad(6, "", quan.CauseInvalidID),
 		user(7, 8),
 		bad(8, "用户", quan.CauseInvalidID),
+		// Refused by the template's eligibility rule before the store.
+		quan.ChunkRow{Line: 9, UserID: 9, Raw: "9", Cause: quan.CauseNotEligible},
 	)
-	apply(t, s, c, quan.TaskCounts{Rows: 7, Valid: 2, Issued: 2, Failed: quan.FailedCounts{
-		InvalidID: 3, InexactNumber: 1, Duplicate: 1}})
+	apply(t, s, c, quan.TaskCounts{Rows: 8, Valid: 2, Issued: 2, Failed: quan.FailedCounts{
+		InvalidID: 3, InexactNumber: 1, Duplicate: 1, NotEligible: 1}})
 	assertFailures(t, s, task.ID,
 		failed(c.Rows[0], quan.CauseInvalidID),
 		failed(c.Rows[1], quan.CauseInexactNumber),
 		failed(c.Rows[3], quan.CauseDuplicate),
 		failed(c.Rows[4], quan.CauseInvalidID),
 		failed(c.Rows[6], quan.CauseInvalidID),
+		failed(c.Rows[7], quan.CauseNotEligible),
 	)
 	assertCoupons(t, s, 7, tpl.ID, quan.NewCoupon(tpl, 7, 1, task.ID, c.Now))
 	assertInvariants(t, s, tpl, task)

@@ -179,7 +179,7 @@ func testCreateTaskStoresEveryField(t *testing.T, s TaskStores) {
 	full.Status = quan.TaskRunning
 	full.Reason = "not yet"
 	full.Counts = quan.TaskCounts{Rows: 100, Valid: 90, Issued: 80, Canceled: 1, Failed: quan.FailedCounts{
-		InvalidID: 2, InexactNumber: 3, Duplicate: 4, LimitReached: 5, OutOfStock: 6, TemplateInactive: 7}}
+		InvalidID: 2, InexactNumber: 3, Duplicate: 4, LimitReached: 5, OutOfStock: 6, TemplateInactive: 7, NotEligible: 8}}
 	full.ChunksDone = 4
 	full.BytesRead = 1 << 20
 	full.BytesTotal = 1 << 30

@@ -79,6 +79,8 @@ func testCreateStoresEveryField(t *testing.T, s quan.TemplateStore) {
 	want[1].Status = quan.TemplateActive
 	want[1].Stock, want[1].TotalStock = 7, 12
 	want[1].UpdatedAt = base.Add(90 * time.Minute)
+	want[4].Eligibility = `user.level >= 2 && "vip" in user.tags`
+	want[4].Applies = `order.total >= 10000 && order.channel == "app"`
 	seen := map[int64]bool{}
 	for _, tpl := range want {
 		create(t, s, tpl)

@@ -14,3 +14,10 @@ func TestAttributeStore(t *testing.T) {
 		return sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
 	})
 }
+
+func TestRulesStore(t *testing.T) {
+	quantest.TestRulesStore(t, func(t *testing.T) quantest.RulesStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.RulesStores{Templates: s, Rules: s}
+	})
+}

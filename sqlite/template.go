@@ -31,7 +31,7 @@ const templateColumns = `id, shop_no, name, description, kind,
 	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 	remind_before, remind_channels, remind_lead, stacking, priority,
-	budget, per_user_daily, per_user_weekly`
+	budget, per_user_daily, per_user_weekly, eligibility, applies`
 
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
 // in the same transaction. t.ID is left alone if anything fails.
@@ -55,8 +55,8 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 			validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 			per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 			remind_before, remind_channels, remind_lead, stacking, priority,
-			budget, per_user_daily, per_user_weekly
-		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			budget, per_user_daily, per_user_weekly, eligibility, applies
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
 		append([]any{t.ShopNo}, vals...)...,
 	).Scan(&id)
@@ -155,7 +155,8 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 			created_by = ?, created_at = ?, updated_at = ?,
 			remind_before = ?, remind_channels = ?, remind_lead = ?,
 			stacking = ?, priority = ?,
-			budget = ?, per_user_daily = ?, per_user_weekly = ?
+			budget = ?, per_user_daily = ?, per_user_weekly = ?,
+			eligibility = ?, applies = ?
 		WHERE id = ?`,
 		append(vals, id)...,
 	); err != nil {

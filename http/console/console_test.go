@@ -17,6 +17,7 @@ import (
 	"github.com/quanhq/quan"
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/http/console"
+	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sqlite"
 )
 
@@ -73,7 +74,11 @@ func startConsole(t testing.TB, setup func(tc *testConsole, c *console.Console))
 	store := sqlite.NewStore(db)
 	tc := &testConsole{store: store, now: testNow}
 	tc.accounts = &quan.AccountService{Store: store, Now: tc.clock, HashCost: 4}
-	tc.tpls = &quan.TemplateService{Store: store, Now: tc.clock}
+	engine, err := rules.New(rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.tpls = &quan.TemplateService{Store: store, Now: tc.clock, Rules: engine, Versions: store}
 	c := &console.Console{Accounts: tc.accounts, Templates: tc.tpls, Now: tc.clock}
 	setup(tc, c)
 	h, err := c.Handler()

@@ -53,6 +53,7 @@ var taskMessages = map[string]message{
 	"task.cause.limit_reached":     {"已达领取上限", "Per-user limit reached"},
 	"task.cause.out_of_stock":      {"库存不足", "Out of stock"},
 	"task.cause.template_inactive": {"模板未在发放", "Template not issuing"},
+	"task.cause.not_eligible":      {"不符合领取条件", "Not eligible"},
 	"task.cause.canceled":          {"任务取消未处理", "Not reached: canceled"},
 	"task.reason":                  {"失败原因", "Why it failed"},
 	"task.preview":                 {"这是预览（试运行）：", "This is a preview (dry run):"},

@@ -275,7 +275,7 @@ type taskShowData struct {
 // causes are the keys of a snapshot's counts of rows that got no coupon,
 // in the order the page lists them.
 var causes = []string{string(quan.CauseInvalidID), string(quan.CauseInexactNumber), string(quan.CauseDuplicate),
-	string(quan.CauseLimitReached), string(quan.CauseOutOfStock), string(quan.CauseTemplateInactive), "canceled"}
+	string(quan.CauseLimitReached), string(quan.CauseOutOfStock), string(quan.CauseTemplateInactive), string(quan.CauseNotEligible), "canceled"}
 
 func (c *Console) taskShow(w http.ResponseWriter, r *http.Request, s *session) error {
 	id, err := pathID(r)
@@ -295,7 +295,7 @@ func (c *Console) taskShow(w http.ResponseWriter, r *http.Request, s *session) e
 	}
 	if t.Status.Done() && !t.DryRun {
 		f := t.Counts.Failed
-		d.Retryable = f.OutOfStock + f.TemplateInactive + f.LimitReached
+		d.Retryable = f.OutOfStock + f.TemplateInactive + f.LimitReached + f.NotEligible
 	}
 	v := c.newView(r, s)
 	q := r.URL.Query()
@@ -451,7 +451,8 @@ func snapshotOf(t *quan.Task) taskSnapshot {
 		string(quan.CauseInvalidID): f.InvalidID, string(quan.CauseInexactNumber): f.InexactNumber,
 		string(quan.CauseDuplicate): f.Duplicate, string(quan.CauseLimitReached): f.LimitReached,
 		string(quan.CauseOutOfStock): f.OutOfStock, string(quan.CauseTemplateInactive): f.TemplateInactive,
-		"canceled": t.Counts.Canceled,
+		string(quan.CauseNotEligible): f.NotEligible,
+		"canceled":                    t.Counts.Canceled,
 	}
 	switch {
 	case t.Status.Done():

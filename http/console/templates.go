@@ -40,7 +40,7 @@ func (c *Console) templateRoutes(page func(string, pageFunc)) {
 var templateInputs = []string{"name", "description", "kind", "rule.amount", "rule.threshold", "rule.rate",
 	"rule.cap", "rule.step", "source", "scope.type", "scope.ids", "issueStart", "issueEnd", "validity",
 	"validity.type", "validity.start", "validity.end", "validity.hours", "perUserLimit", "stock", "codePrefix", "shopNo", "stacking", "priority",
-	"budget", "perUserDaily", "perUserWeekly"}
+	"budget", "perUserDaily", "perUserWeekly", "eligibility", "applies"}
 
 type templateListData struct {
 	Rows                template.HTML // see templateRows
@@ -160,6 +160,7 @@ type templateForm struct {
 	CodePrefix, ShopNo                     string
 	Stacking, Priority                     string
 	Budget, PerUserDaily, PerUserWeekly    string // budget in yuan, "" for none
+	Eligibility, Applies                   string // CEL rules, "" for none
 	Example                                string // the preview's example order, in yuan
 }
 
@@ -226,6 +227,8 @@ func (f *templateForm) spec(v *view) (quan.TemplateSpec, int64, int64, []quan.Fi
 		CodePrefix:  strings.TrimSpace(f.CodePrefix),
 		Stacking:    quan.Stacking(f.Stacking),
 		Priority:    whole("priority", f.Priority),
+		Eligibility: strings.ReplaceAll(f.Eligibility, "\r\n", "\n"),
+		Applies:     strings.ReplaceAll(f.Applies, "\r\n", "\n"),
 	}
 	// Only the amounts of the kind apply; the others are not sent, as a
 	// form keeps what was typed into inputs that are hidden.
@@ -287,6 +290,7 @@ func readTemplateForm(r *http.Request) templateForm {
 		Stock: g("stock"), CodePrefix: g("codePrefix"), ShopNo: g("shopNo"), Example: g("example"),
 		Stacking: g("stacking"), Priority: g("priority"),
 		Budget: g("budget"), PerUserDaily: g("perUserDaily"), PerUserWeekly: g("perUserWeekly"),
+		Eligibility: g("eligibility"), Applies: g("applies"),
 	}
 }
 
@@ -353,7 +357,8 @@ func (c *Console) templatePreview(w http.ResponseWriter, r *http.Request, s *ses
 type templateShowData struct {
 	T       *quan.Template
 	History []*quan.AuditEntry
-	Actions []string // the status changes the template allows now
+	Actions []string                // the status changes the template allows now
+	Rules   *quan.TemplateRulesInfo // every version of its rules
 }
 
 func (c *Console) templateShow(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -384,7 +389,11 @@ func (c *Console) templateShow(w http.ResponseWriter, r *http.Request, s *sessio
 	if e := r.URL.Query().Get("error"); e != "" {
 		v.Error = e
 	}
-	d := templateShowData{T: t, History: hist}
+	rules, err := c.Templates.RulesVersions(r.Context(), s.Who, id)
+	if err != nil {
+		return err
+	}
+	d := templateShowData{T: t, History: hist, Rules: rules}
 	switch t.Status {
 	case quan.TemplateDraft:
 		d.Actions = []string{"activate", "terminate"}
@@ -478,6 +487,7 @@ func formOf(v *view, t *quan.Template) templateForm {
 		PerUserLimit: strconv.FormatInt(t.PerUserLimit, 10), Stock: strconv.FormatInt(t.Stock, 10),
 		CodePrefix: t.CodePrefix, ShopNo: strconv.FormatInt(t.ShopNo, 10), Example: "100",
 		Stacking: string(cmp.Or(t.Stacking, quan.StackAny)), Priority: strconv.FormatInt(t.Priority, 10),
+		Eligibility: t.Eligibility, Applies: t.Applies,
 	}
 	money := func(n int64) string {
 		if n == 0 {

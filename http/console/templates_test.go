@@ -293,3 +293,45 @@ func TestListEscapes(t *testing.T) {
 		t.Fatal("a template's name is not escaped in the list")
 	}
 }
+
+// TestRulesForm: the template form has an eligibility and an applies
+// rule; a rule that does not compile is shown by its input with its
+// position; the rules and their versions are shown on the template page.
+func TestRulesForm(t *testing.T) {
+	tc := newConsole(t)
+	b := tc.signedIn(t, "m1001")
+	_, _, body := b.get("/console/templates/new")
+	contains(t, body, `<textarea id="eligibility" name="eligibility"`, `<textarea id="applies" name="applies"`)
+	form := templateForm()
+	form.Set("eligibility", "user.levl >= 2")
+	form.Set("applies", "order.total >= 10000")
+	status, _, body := b.post("/console/templates", form)
+	if status != http.StatusBadRequest {
+		t.Fatalf("a bad rule: %d\n%s", status, body)
+	}
+	contains(t, body, `<span id="eligibility-err"><span class="field-error" role="alert">1:5: undefined field &#39;levl&#39;</span>`,
+		`>order.total &gt;= 10000</textarea>`)
+	form.Set("eligibility", `user.level >= 2 && "vip" in user.tags`)
+	status, path, body := b.post("/console/templates", form)
+	if status != http.StatusOK || !strings.HasPrefix(path, "/console/templates/") {
+		t.Fatalf("create: %d at %s\n%s", status, path, body)
+	}
+	contains(t, body, `<section class="card" id="rules">`, "规则版本", `<code class="pre">user.level &gt;= 2 &amp;&amp; &#34;vip&#34; in user.tags</code>`,
+		`<code class="pre">order.total &gt;= 10000</code>`, "0 (当前)")
+
+	// A version: shown with its effective time, the current one marked.
+	page, _, _ := strings.Cut(path, "?")
+	id, _ := strconv.ParseInt(strings.TrimPrefix(page, "/console/templates/"), 10, 64)
+	merchant := quan.Identity{Role: quan.RoleMerchant, ShopNo: 1001}
+	if _, err := tc.tpls.Activate(context.Background(), merchant, id); err != nil {
+		t.Fatal(err)
+	}
+	applies := "order.total >= 20000"
+	if _, err := tc.tpls.ChangeRules(context.Background(), merchant, id, quan.RulesChange{Applies: &applies}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, body = b.get(page)
+	contains(t, body, `<code class="pre">order.total &gt;= 20000</code>`, "1 (当前)", "调整规则")
+	_, _, body = b.get("/console/lang?to=en&next=" + page)
+	contains(t, body, "Rules versions", "1 (current)", "Rules changed")
+}

@@ -17,7 +17,7 @@ import (
 //	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 //	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 //	remind_before, remind_channels, remind_lead, stacking, priority,
-//	budget, per_user_daily, per_user_weekly
+//	budget, per_user_daily, per_user_weekly, eligibility, applies
 //
 // in that order, scope_ids a JSON array of strings, the reminders'
 // durations whole seconds and their channels a comma list. A template with no
@@ -36,7 +36,7 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 		&t.Validity.Kind, NullTime(&t.Validity.Start), NullTime(&t.Validity.End), &t.Validity.Hours, &t.CodePrefix,
 		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, Time(&t.CreatedAt), Time(&t.UpdatedAt),
 		&before, &channels, &lead, &t.Stacking, &t.Priority,
-		&t.Budget, &t.PerUserDaily, &t.PerUserWeekly,
+		&t.Budget, &t.PerUserDaily, &t.PerUserWeekly, &t.Eligibility, &t.Applies,
 	); err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 }
 
 // TemplateValues returns the values of t's columns after id and shop_no,
-// name … per_user_weekly in ScanTemplate's order, for an INSERT (after shop_no)
+// name … applies in ScanTemplate's order, for an INSERT (after shop_no)
 // or an UPDATE (before id). at is how the store writes an instant;
 // validity_start and validity_end are NULL for the zero time.
 func TemplateValues[V any](t *quan.Template, at func(time.Time) V) ([]any, error) {
@@ -76,7 +76,7 @@ func TemplateValues[V any](t *quan.Template, at func(time.Time) V) ([]any, error
 		t.PerUserLimit, t.Stock, t.TotalStock, t.Status, t.CreatedBy, at(t.CreatedAt), at(t.UpdatedAt),
 		int64(time.Duration(t.RemindBefore) / time.Second), joinChannels(t.RemindChannels), int64(time.Duration(t.RemindLead) / time.Second),
 		t.Stacking, t.Priority,
-		t.Budget, t.PerUserDaily, t.PerUserWeekly,
+		t.Budget, t.PerUserDaily, t.PerUserWeekly, t.Eligibility, t.Applies,
 	}, nil
 }
 

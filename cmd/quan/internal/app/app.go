@@ -122,7 +122,15 @@ func (a *App) build(ctx context.Context) error {
 	files := &disk.Files{Dir: cfg.DataDir}
 	limits := fileLimits{MaxRows: cfg.Files.MaxRows, MaxUncompressed: cfg.Files.MaxUncompressed}
 
-	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now}
+	// Templates' rules: type-checked when saved, compiled once per
+	// version and kept by the book for claims, distributions and quotes.
+	engine, err := rules.New(rules.Options{})
+	if err != nil {
+		return fmt.Errorf("rules: %w", err)
+	}
+	book := &quan.RuleBook{Engine: engine, Templates: st, Versions: st, Logger: logger}
+	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now,
+		Rules: engine, Versions: st, Book: book}
 	a.Accounts = &quan.AccountService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
 	a.Shops = &quan.ShopService{Store: st, Now: cfg.Now, Logger: logger}
@@ -150,6 +158,8 @@ func (a *App) build(ctx context.Context) error {
 		Open:             limits.openTaskFile,
 		Report:           report.Failures{},
 		ReportPath:       files.ReportPath,
+		Rules:            book,
+		Facts:            st,
 		Owner:            runnerName(),
 		Lease:            cfg.Runner.Lease,
 		PollInterval:     cfg.Runner.Poll,
@@ -173,15 +183,12 @@ func (a *App) build(ctx context.Context) error {
 		Outbox:      st,
 	}
 	// A task may target a segment of the users on file instead of a file.
-	engine, err := rules.New(rules.Options{})
-	if err != nil {
-		return fmt.Errorf("rules: %w", err)
-	}
 	a.Tasks.Rules, a.Tasks.Attributes = engine, st
 	if a.Role == Local {
 		return nil
 	}
-	a.Wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger}
+	a.Wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
+		Rules: book, Attributes: a.Attributes}
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Wallet(a.Wallet))
 	}
@@ -193,7 +200,8 @@ func (a *App) build(ctx context.Context) error {
 	if b.ClaimBus != nil {
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: claims, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
-			Tracer: tracer, Refusals: &quan.RefusalCounter{Store: st, Logger: logger}, Shops: a.Shops}
+			Tracer: tracer, Refusals: &quan.RefusalCounter{Store: st, Logger: logger}, Shops: a.Shops,
+			Rules: book, Attributes: a.Attributes}
 		if a.Metrics != nil {
 			a.Metrics.MustRegister(prom.Claims(a.Claims))
 		}

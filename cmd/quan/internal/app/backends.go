@@ -42,6 +42,7 @@ type Store interface {
 	quan.AccountStore
 	quan.AttributeStore
 	quan.ShopStore
+	quan.RulesStore
 	Ping(ctx context.Context) error
 }
 

@@ -49,6 +49,12 @@ type claimBench struct {
 	// in turn, and prints both side by side.
 	MetricsCompare bool
 	Rounds         int
+	// Eligibility, if set, is the template's eligibility rule; every
+	// user of the run is given facts that meet the typical one first
+	// (level 2, tagged vip), and WarmFacts reads them into the facts
+	// cache before the load.
+	Eligibility string
+	WarmFacts   bool
 	freshDB
 }
 
@@ -65,6 +71,8 @@ func (b *claimBench) register(fs *flag.FlagSet) {
 	fs.Float64Var(&b.PersistRate, "claim-persist-rate", 0, "serve with this --claim-persist-rate: while claims arrive, write at most this many a second to the store, the rest after (0: as fast as the store goes)")
 	fs.BoolVar(&b.MetricsCompare, "metrics-compare", false, "run the claims with metrics off (as quan serve --metrics=false) and on, in turn, --rounds times each, each run on a server of its own, and print both side by side with their ratio")
 	fs.IntVar(&b.Rounds, "rounds", 2, "with --metrics-compare: runs with metrics off and on, each (in the order off, on, then on, off, and so on)")
+	fs.StringVar(&b.Eligibility, "eligibility", "", "claim a template with this eligibility rule (the typical one: 'user.level >= 2 && \"vip\" in user.tags'); every user of the run is given level 2 and the tag vip beforehand, so the rule lets all through and the claims differ from a run without it only by the rule's cost")
+	fs.BoolVar(&b.WarmFacts, "warm-facts", false, "with --eligibility: read every user's facts into the facts cache before the load (default: the first claim of each user reads them from the store, as after a restart)")
 	fs.StringVar(&b.CPUProfile, "cpuprofile", "", "write a CPU profile of the claims' load and drain (server and load generator: one process) to this file")
 	b.registerFreshDB(fs, "bench claim", "Without it, the run's template and coupons stay in the database and its cache keys under the prefix (claim records for 24 h), and its claims go on the stream --bus names, where another bench or quan serve on it takes them")
 }
@@ -197,9 +205,11 @@ func (c *Command) claimPhase(ctx context.Context, b *claimBench, cfg app.Config)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bench claim: start the server: %w", err)
 	}
+	// The returns on failure name no server: close the one started.
+	started := srv
 	defer func() {
 		if err != nil {
-			srv.Close()
+			started.Close()
 		}
 	}()
 	svc := srv.app.Claims
@@ -207,6 +217,11 @@ func (c *Command) claimPhase(ctx context.Context, b *claimBench, cfg app.Config)
 	tpl, err := srv.app.CreateDemoTemplate(ctx, b.Stock)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
+	}
+	if b.Eligibility != "" {
+		if err := c.eligibleUsers(ctx, srv.app, tpl.ID, b); err != nil {
+			return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
+		}
 	}
 	gen, err = claimLoad(*b, srv.tokens)
 	if err != nil {
@@ -891,4 +906,41 @@ func (s *server) Close() error {
 	}
 	s.app.Close()
 	return err
+}
+
+// eligibleUsers gives template b.Eligibility as its rules' version 1, in
+// force at once, and every user of the run (1 … Users) the facts of a
+// member of level 2 tagged vip, in the store; with WarmFacts they are
+// read into the facts cache too.
+func (c *Command) eligibleUsers(ctx context.Context, a *app.App, template int64, b *claimBench) error {
+	start := time.Now()
+	users := min(b.Users, b.Requests)
+	const batch = 5000
+	facts := make([]quan.UserFacts, 0, batch)
+	for u := 1; u <= users; u++ {
+		facts = append(facts, quan.UserFacts{UserID: int64(u), Level: 2, Tags: []string{"member", "vip"}, Region: "上海", Orders: 3})
+		if len(facts) == batch || u == users {
+			if err := a.Backends.Store.PutUserFacts(ctx, time.Now(), facts); err != nil {
+				return fmt.Errorf("give users facts: %w", err)
+			}
+			facts = facts[:0]
+		}
+	}
+	if _, err := a.Templates.ChangeRules(ctx, app.CLI, template, quan.RulesChange{Eligibility: &b.Eligibility}); err != nil {
+		return fmt.Errorf("the eligibility rule: %w", err)
+	}
+	if b.WarmFacts {
+		for u := 1; u <= users; u++ {
+			if _, err := a.Attributes.Facts(ctx, int64(u)); err != nil {
+				return fmt.Errorf("warm the facts cache: %w", err)
+			}
+		}
+	}
+	warm := "cold"
+	if b.WarmFacts {
+		warm = "read into the facts cache"
+	}
+	fmt.Fprintf(c.Stdout, "bench claim: eligibility rule %q on template %d; %s users given facts (level 2, tagged vip) in %s, %s\n",
+		b.Eligibility, template, cli.Thousands(int64(users)), time.Since(start).Round(time.Millisecond), warm)
+	return nil
 }

@@ -33,6 +33,26 @@ func TestBenchClaimEmbedded(t *testing.T) {
 	checkBenchClaim(t, out, 500)
 }
 
+// TestBenchClaimEligibility runs the bench on a template with the typical
+// eligibility rule: every user is given facts that meet it, so every
+// claim is decided as without it, and the verification holds.
+func TestBenchClaimEligibility(t *testing.T) {
+	t.Parallel()
+	out, stderr, err := runBench(t, "bench", "claim", "-c", "50", "-n", "2000", "--stock", "500",
+		"--eligibility", `user.level >= 2 && "vip" in user.tags`, "--warm-facts")
+	if err != nil {
+		t.Fatalf("bench claim: %v\n%s%s", err, out, stderr)
+	}
+	checkBenchClaim(t, out, 500)
+	if want := `eligibility rule "user.level >= 2 && \"vip\" in user.tags" on template 1; 1,800 users given facts`; !strings.Contains(out, want) {
+		t.Errorf("no %q in:\n%s", want, out)
+	}
+	_, _, err = runBench(t, "bench", "claim", "-n", "10", "--eligibility", "user.levl > 1")
+	if err == nil || !strings.Contains(err.Error(), "undefined field 'levl'") {
+		t.Errorf("a bad rule: %v", err)
+	}
+}
+
 // TestBenchClaimPaced runs the bench with the store writes paced while
 // claims arrive: every accepted claim is still persisted, once the load
 // is over.

@@ -216,6 +216,7 @@ func (s Summary) Write(w io.Writer, format string) error {
 		{quan.CauseLimitReached, c.Failed.LimitReached},
 		{quan.CauseOutOfStock, c.Failed.OutOfStock},
 		{quan.CauseTemplateInactive, c.Failed.TemplateInactive},
+		{quan.CauseNotEligible, c.Failed.NotEligible},
 	} {
 		if f.n > 0 {
 			fmt.Fprintf(w, "    %-18s %s\n", f.cause, Thousands(f.n))

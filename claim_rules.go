@@ -1,0 +1,65 @@
+package quan
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ENOTELIGIBLE refuses a claim the template's eligibility rule does not
+// let the user make: a 409 like the cache's refusals.
+const ENOTELIGIBLE = "not_eligible"
+
+// eligible returns nil if user may claim template at now by the
+// eligibility rule in force (none: anyone may), else ENOTELIGIBLE. It
+// runs before the reservation, so a refused claim takes no stock, no
+// place in the per-user limit and no rate-limit token. It reads the
+// template's rules from the RuleBook and the user's facts from
+// Attributes.Facts, both in memory once read: a template whose rules the
+// book does not hold yet is looked up only if the cache holds it or its
+// id may exist (the guard of a cold cache), so unknown ids cost the store
+// nothing.
+func (s *ClaimService) eligible(ctx context.Context, template, user int64, now time.Time) error {
+	if s.Rules == nil {
+		return nil
+	}
+	tr, ok := s.Rules.cached(template)
+	if !ok {
+		// A template the cache holds exists (one just activated is
+		// there before the highest id is read again); otherwise the
+		// guard of a cold cache decides.
+		if _, err := s.Cache.State(ctx, template); err != nil {
+			exists, err := s.known.exists(ctx, s.Templates, template)
+			if err != nil {
+				return err
+			}
+			if !exists {
+				return Errorf(ENOTFOUND, "template %d not found", template)
+			}
+		}
+		var err error
+		if tr, err = s.Rules.Rules(ctx, template); err != nil {
+			return err
+		}
+	}
+	rule, _ := tr.Eligibility(now)
+	if rule == nil {
+		return nil
+	}
+	facts := &UserFacts{UserID: user}
+	if s.Attributes != nil {
+		f, err := s.Attributes.Facts(ctx, user)
+		if err != nil {
+			return fmt.Errorf("facts of user %d: %w", user, err)
+		}
+		facts = f
+	}
+	if ok, err := rule.Eval(facts, nil, now); err == nil && ok {
+		return nil
+	}
+	if tr.Status == TemplateDraft {
+		// As the cache answers a draft: it does not exist for users.
+		return Errorf(ENOTFOUND, "template %d not found", template)
+	}
+	return Errorf(ENOTELIGIBLE, "you are not eligible for coupons of template %d", template)
+}

@@ -1,0 +1,352 @@
+package quan
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// RulesVersion is one version of a template's rules. Version 0 is the
+// rules the template was saved with (TemplateSpec.Eligibility and
+// Applies); a change of the rules of an active or paused template
+// ("临时规则调整") is version 1, 2, … in force from its EffectiveAt on.
+// Versions are never changed or removed.
+//
+// The version in force at a time t is the highest whose EffectiveAt is
+// not after t (version 0 always is). A claim or a distribution is judged
+// by the eligibility rule in force when it is made, and a coupon keeps the
+// version in force when it was issued (its CreatedAt): the applies rule of
+// that version decides whether it can be used, unless a later version in
+// force says ApplyToIssued, whose applies rule then governs it (the
+// latest such).
+type RulesVersion struct {
+	TemplateID  int64  `json:"templateId"`
+	Version     int64  `json:"version"`
+	Eligibility string `json:"eligibility"` // "" for none: anyone may receive
+	Applies     string `json:"applies"`     // "" for none: the coupon's scope and threshold alone decide
+	// EffectiveAt is when the version comes into force; zero for
+	// version 0, in force from the start.
+	EffectiveAt time.Time `json:"effectiveAt,omitzero"`
+	// ApplyToIssued makes the Applies rule govern the coupons issued
+	// under earlier versions too, from EffectiveAt on.
+	ApplyToIssued bool      `json:"applyToIssued"`
+	CreatedBy     string    `json:"createdBy"`
+	CreatedAt     time.Time `json:"createdAt"`
+}
+
+// RulesStore keeps the versions of templates' rules after version 0.
+type RulesStore interface {
+	// AddRulesVersion loads template id of shop (AnyShop: any) under its
+	// lock and calls check with it and its latest version (nil if it has
+	// none after version 0). If check returns nil, v is stored as the next
+	// version (v.TemplateID and v.Version are set), with an audit entry by
+	// actor, action ActionRules, at v.CreatedAt, whose changes are
+	// RulesChanges; all in one transaction. If check fails nothing is
+	// written and its error is returned. ErrNotFound if there is no such
+	// template. check must not call the store.
+	AddRulesVersion(ctx context.Context, shop, id int64, actor string, v *RulesVersion,
+		check func(t *Template, latest *RulesVersion) error) error
+	// RulesVersions returns the versions of template after version 0,
+	// oldest first; none for a template that has none or does not exist.
+	RulesVersions(ctx context.Context, template int64) ([]RulesVersion, error)
+}
+
+// RulesChanges lists what version v changes of the rules before it
+// (latest, or version 0 of t if latest is nil), as the audit trail shows
+// it: the version, each rule that differs, the effective time, and
+// applyToIssued when set.
+func RulesChanges(t *Template, latest, v *RulesVersion) []FieldChange {
+	prev := RulesVersion{Eligibility: t.Eligibility, Applies: t.Applies}
+	if latest != nil {
+		prev = *latest
+	}
+	raw := func(x any) json.RawMessage {
+		b, _ := json.Marshal(x) // strings, numbers, times and bools
+		return b
+	}
+	out := []FieldChange{{Field: "rulesVersion", Before: raw(prev.Version), After: raw(v.Version)}}
+	if prev.Eligibility != v.Eligibility {
+		out = append(out, FieldChange{Field: "eligibility", Before: raw(prev.Eligibility), After: raw(v.Eligibility)})
+	}
+	if prev.Applies != v.Applies {
+		out = append(out, FieldChange{Field: "applies", Before: raw(prev.Applies), After: raw(v.Applies)})
+	}
+	out = append(out, FieldChange{Field: "effectiveAt", Before: json.RawMessage("null"), After: raw(v.EffectiveAt)})
+	if v.ApplyToIssued {
+		out = append(out, FieldChange{Field: "applyToIssued", Before: raw(false), After: raw(true)})
+	}
+	return out
+}
+
+// normalizeRules trims the rules of a spec: a rule of blanks is none.
+func normalizeRules(s *TemplateSpec) {
+	s.Eligibility = strings.TrimSpace(s.Eligibility)
+	s.Applies = strings.TrimSpace(s.Applies)
+}
+
+// checkRules type-checks the rules of a template about to be saved with
+// engine and returns their problems as FieldErrors ("eligibility",
+// "applies", the message starting with the position): none when both are
+// empty or compile. Without an engine any rule is refused.
+func checkRules(engine RuleEngine, eligibility, applies string) []FieldError {
+	var bad []FieldError
+	for _, r := range []struct {
+		kind RuleKind
+		src  string
+	}{{RuleEligibility, eligibility}, {RuleApplies, applies}} {
+		if r.src == "" {
+			continue
+		}
+		if engine == nil {
+			bad = append(bad, FieldError{Field: string(r.kind), Message: "rules are not enabled on this server"})
+			continue
+		}
+		if _, err := engine.Compile(r.kind, r.src); err != nil {
+			if e, ok := err.(*Error); ok && len(e.Fields) > 0 {
+				bad = append(bad, e.Fields...)
+			} else {
+				bad = append(bad, FieldError{Field: string(r.kind), Message: err.Error()})
+			}
+		}
+	}
+	return bad
+}
+
+// withRuleErrors adds the rules' problems bad to err, the template's
+// validation error (nil if it is valid): one EINVALID naming every
+// field, so a merchant learns every problem at once.
+func withRuleErrors(err error, bad []FieldError) error {
+	if len(bad) == 0 {
+		return err
+	}
+	if err == nil {
+		return &Error{Code: EINVALID, Message: "the template has invalid fields", Fields: bad}
+	}
+	if e, ok := err.(*Error); ok && e.Code == EINVALID {
+		e.Fields = append(e.Fields, bad...)
+		return e
+	}
+	return err
+}
+
+// RulesChange is what a merchant sends to change the rules of an active
+// or paused template: a new version.
+type RulesChange struct {
+	// Eligibility and Applies are the new version's rules; nil keeps the
+	// rule of the latest version, "" means none.
+	Eligibility *string `json:"eligibility"`
+	Applies     *string `json:"applies"`
+	// EffectiveAt is when the version comes into force: now or later,
+	// and not before the latest version's; zero means now.
+	EffectiveAt time.Time `json:"effectiveAt,omitzero"`
+	// ApplyToIssued makes the new applies rule govern the coupons issued
+	// before too (RulesVersion).
+	ApplyToIssued bool `json:"applyToIssued"`
+}
+
+// ChangeRules adds a version of the rules of template id (an active or
+// paused template: a draft's rules are edited with it, ErrTransition for
+// a draft or an ended one), type-checked like a template's (EINVALID
+// naming eligibility or applies), in force from in.EffectiveAt. The
+// change is in the audit trail (ActionRules), and this process's RuleBook
+// forgets what it knew of the template; others learn it within their
+// RuleBook's TTL.
+func (s *TemplateService) ChangeRules(ctx context.Context, who Identity, id int64, in RulesChange) (*RulesVersion, error) {
+	shop, err := who.ShopScope()
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	eff := in.EffectiveAt.UTC().Truncate(time.Microsecond)
+	if in.EffectiveAt.IsZero() {
+		eff = now
+	}
+	if eff.Before(now) {
+		return nil, &Error{Code: EINVALID, Message: "invalid rules change", Fields: []FieldError{{Field: "effectiveAt",
+			Message: "must be now or later: leave it out for now"}}}
+	}
+	trim := func(p *string) *string {
+		if p == nil {
+			return nil
+		}
+		x := strings.TrimSpace(*p)
+		return &x
+	}
+	elig, appl := trim(in.Eligibility), trim(in.Applies)
+	v := &RulesVersion{EffectiveAt: eff, ApplyToIssued: in.ApplyToIssued, CreatedBy: who.String(), CreatedAt: now}
+	var bad []FieldError
+	err = s.Versions.AddRulesVersion(ctx, shop, id, who.String(), v, func(t *Template, latest *RulesVersion) error {
+		switch t.Status {
+		case TemplateDraft:
+			return Errorf(ETRANSITION, "template %d is a draft: edit its rules with the template", id)
+		case TemplateEnded:
+			return Errorf(ETRANSITION, "template %d has ended: its rules no longer change", id)
+		}
+		cur := RulesVersion{Eligibility: t.Eligibility, Applies: t.Applies}
+		if latest != nil {
+			cur = *latest
+			if eff.Before(latest.EffectiveAt) {
+				return &Error{Code: EINVALID, Message: "invalid rules change", Fields: []FieldError{{Field: "effectiveAt",
+					Message: fmt.Sprintf("must not be before %s, when version %d comes into force", latest.EffectiveAt.Format(time.RFC3339), latest.Version)}}}
+			}
+		}
+		v.Eligibility, v.Applies = cur.Eligibility, cur.Applies
+		if elig != nil {
+			v.Eligibility = *elig
+		}
+		if appl != nil {
+			v.Applies = *appl
+		}
+		if bad = checkRules(s.Rules, v.Eligibility, v.Applies); len(bad) > 0 {
+			return &Error{Code: EINVALID, Message: "invalid rules", Fields: bad}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("change the rules of template %d: %w", id, err)
+	}
+	s.Book.Forget(id)
+	return v, nil
+}
+
+// TemplateRulesInfo is every version of a template's rules and the one in
+// force now.
+type TemplateRulesInfo struct {
+	TemplateID int64          `json:"templateId"`
+	Current    int64          `json:"current"` // the version in force now
+	Versions   []RulesVersion `json:"versions"`
+}
+
+// RulesVersions returns the versions of the rules of template id, version
+// 0 first, and the one in force now. ErrNotFound if the caller's shop has
+// no such template.
+func (s *TemplateService) RulesVersions(ctx context.Context, who Identity, id int64) (*TemplateRulesInfo, error) {
+	t, err := s.Get(ctx, who, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.rulesInfo(ctx, t)
+}
+
+func (s *TemplateService) rulesInfo(ctx context.Context, t *Template) (*TemplateRulesInfo, error) {
+	var later []RulesVersion
+	if s.Versions != nil {
+		var err error
+		if later, err = s.Versions.RulesVersions(ctx, t.ID); err != nil {
+			return nil, fmt.Errorf("rules of template %d: %w", t.ID, err)
+		}
+	}
+	info := &TemplateRulesInfo{TemplateID: t.ID, Versions: make([]RulesVersion, 0, 1+len(later))}
+	info.Versions = append(info.Versions, RulesVersion{TemplateID: t.ID, Eligibility: t.Eligibility, Applies: t.Applies,
+		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt})
+	info.Versions = append(info.Versions, later...)
+	now := s.now()
+	for _, v := range later {
+		if !now.Before(v.EffectiveAt) {
+			info.Current = v.Version
+		}
+	}
+	return info, nil
+}
+
+// RulesSample is what an operator evaluates a template's rules on: sample
+// facts, and optionally rules to try instead of the template's.
+type RulesSample struct {
+	// Eligibility and Applies, if either is set, are evaluated instead of
+	// the template's rules in force (both: a nil one is not evaluated).
+	Eligibility *string     `json:"eligibility"`
+	Applies     *string     `json:"applies"`
+	User        UserFacts   `json:"user"`
+	Order       *OrderFacts `json:"order"`        // nil: an empty order
+	Now         time.Time   `json:"now,omitzero"` // zero: now
+}
+
+// RuleResult is what one rule gave on sample facts.
+type RuleResult struct {
+	Rule   string `json:"rule"`             // the expression; "" when there is none
+	Result *bool  `json:"result,omitempty"` // absent when there is no rule or it could not decide
+	Error  string `json:"error,omitempty"`  // why it could not decide
+}
+
+// RulesEvaluation is what EvaluateRules found.
+type RulesEvaluation struct {
+	Version     *int64     `json:"version,omitempty"` // the version evaluated; absent for rules given
+	Eligibility RuleResult `json:"eligibility"`
+	Applies     RuleResult `json:"applies"`
+}
+
+// EvaluateRules evaluates the rules of template id in force at sample.Now
+// (or those sample gives) on sample's facts, for an operator trying a
+// rule before relying on it. A rule given that does not compile is
+// EINVALID naming it, with its position; one that cannot decide on the
+// facts (a missing attrs key) is a result with Error. ErrNotFound if the
+// caller's shop has no such template.
+func (s *TemplateService) EvaluateRules(ctx context.Context, who Identity, id int64, sample RulesSample) (*RulesEvaluation, error) {
+	t, err := s.Get(ctx, who, id)
+	if err != nil {
+		return nil, err
+	}
+	now := sample.Now
+	if now.IsZero() {
+		now = s.now()
+	}
+	out := &RulesEvaluation{}
+	var elig, appl string
+	if sample.Eligibility != nil || sample.Applies != nil {
+		if sample.Eligibility != nil {
+			elig = strings.TrimSpace(*sample.Eligibility)
+		}
+		if sample.Applies != nil {
+			appl = strings.TrimSpace(*sample.Applies)
+		}
+	} else {
+		info, err := s.rulesInfo(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		v := info.Versions[0]
+		for _, x := range info.Versions[1:] {
+			if !now.Before(x.EffectiveAt) {
+				v = x
+			}
+		}
+		out.Version = &v.Version
+		elig, appl = v.Eligibility, v.Applies
+	}
+	if bad := checkRules(s.Rules, elig, appl); len(bad) > 0 {
+		return nil, &Error{Code: EINVALID, Message: "invalid rules", Fields: bad}
+	}
+	order := sample.Order
+	if order == nil {
+		order = &OrderFacts{}
+	}
+	eval := func(kind RuleKind, src string) RuleResult {
+		res := RuleResult{Rule: src}
+		if src == "" {
+			return res
+		}
+		r, err := s.Rules.Compile(kind, src)
+		if err == nil {
+			var ok bool
+			if ok, err = r.Eval(&sample.User, order, now); err == nil {
+				res.Result = &ok
+				return res
+			}
+		}
+		res.Error = ruleErrorText(err)
+		return res
+	}
+	out.Eligibility = eval(RuleEligibility, elig)
+	out.Applies = eval(RuleApplies, appl)
+	return out, nil
+}
+
+// ruleErrorText is what a rule's error says, without the code.
+func ruleErrorText(err error) string {
+	if e, ok := err.(*Error); ok && len(e.Fields) > 0 {
+		return e.Fields[0].Message
+	}
+	return ErrorMessage(err)
+}
