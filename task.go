@@ -75,9 +75,9 @@ const (
 	// The period limits (PerUserDaily, PerUserWeekly). A task counts
 	// their rows in FailedCounts.LimitReached, with the lifetime limit's:
 	// the row's own cause says which limit.
-	CauseDailyLimit  Cause = EDAILYLIMIT  // the user received the daily limit today (Asia/Shanghai)
-	CauseWeeklyLimit Cause = EWEEKLYLIMIT // the user received the weekly limit this week (from Monday, Asia/Shanghai)
-	CauseNotEligible      Cause = "not_eligible"      // the template's eligibility rule refuses the user
+	CauseDailyLimit  Cause = EDAILYLIMIT    // the user received the daily limit today (Asia/Shanghai)
+	CauseWeeklyLimit Cause = EWEEKLYLIMIT   // the user received the weekly limit this week (from Monday, Asia/Shanghai)
+	CauseNotEligible Cause = "not_eligible" // the template's eligibility rule refuses the user
 )
 
 // Describe says what a cause means and, where it can, how to fix it.
