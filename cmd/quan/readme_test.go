@@ -33,8 +33,8 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := readmeBlocks(t, string(readme), "")
-	if len(blocks) != 5 {
-		t.Fatalf("README has %d readme-test blocks, want 5", len(blocks))
+	if len(blocks) != 6 {
+		t.Fatalf("README has %d readme-test blocks, want 6", len(blocks))
 	}
 	env := testEnv(t)
 	sh := &readmeShell{t: t, env: env, dir: t.TempDir(), vars: map[string]string{}, sink: &syncBuffer{}}
