@@ -2,6 +2,7 @@ package quan
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -46,8 +47,9 @@ type AttributeService struct {
 	// DefaultFactsTTL.
 	CacheTTL time.Duration
 
-	once  sync.Once
-	cache *factsCache
+	once   sync.Once
+	cache  *factsCache
+	loader *factsLoader // reads the misses, many a query
 }
 
 func (s *AttributeService) now() time.Time {
@@ -67,6 +69,7 @@ func (s *AttributeService) facts() *factsCache {
 			ttl = DefaultFactsTTL
 		}
 		s.cache = newFactsCache(size, ttl)
+		s.loader = &factsLoader{read: s.Store.UserFacts}
 	})
 	return s.cache
 }
@@ -124,7 +127,8 @@ func (s *AttributeService) read(ctx context.Context, user int64) (*UserFacts, er
 
 // Facts returns the facts of user for the hot path (claims, quotes): from
 // an in-process cache when it holds them, else from the store, which it
-// then keeps for CacheTTL. A user of whom nothing is on file is kept too,
+// then keeps for CacheTTL; concurrent misses share store reads
+// (factsLoader). A user of whom nothing is on file is kept too,
 // as zero facts with UserID set. The facts returned are shared: read them,
 // never change them.
 //
@@ -139,9 +143,9 @@ func (s *AttributeService) Facts(ctx context.Context, user int64) (*UserFacts, e
 		return f, nil
 	}
 	gen := c.generation()
-	f, err := s.read(ctx, user)
+	f, err := s.loader.load(ctx, user)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read the facts of user %d: %w", user, err)
 	}
 	c.put(f, now, gen)
 	return f, nil
