@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"log/slog"
 	"mime"
@@ -17,8 +16,6 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// maxField bounds a non-file field of the task upload form.
-const maxField = 4 << 10
 
 // createTask takes a multipart form: the file, and the fields name,
 // templateId, notify (comma-separated or repeated), sendAt (RFC 3339),
@@ -41,83 +38,39 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 		return quan.Errorf(quan.EINVALID, "read the form: %v", err)
 	}
 	var in quan.NewTask
-	var bad []quan.FieldError
 	created := false
-	defer func() {
-		if !created && in.File.Path != "" {
-			s.Tasks.Files.Remove(in.File.Path) // Create removes it too; twice is harmless
-		}
-	}()
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			bad = append(bad, quan.FieldError{Field: "file", Message: fmt.Sprintf("the form is cut short or malformed: %v", err)})
-			break
-		}
-		name := part.FormName()
-		if name == "file" {
-			if in.File.Path != "" {
-				bad = append(bad, quan.FieldError{Field: "file", Message: "send one file only"})
-				part.Close()
-				continue
-			}
-			in.FileName = part.FileName()
-			if in.FileName == "" {
-				in.FileName = "upload"
-			}
-			f, err := s.Tasks.Upload(r.Context(), part)
-			part.Close()
-			if err != nil {
-				return err
-			}
-			in.File = f
-			continue
-		}
-		b, err := io.ReadAll(io.LimitReader(part, maxField+1))
-		part.Close()
-		if err != nil {
-			bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("could not be read: %v", err)})
-			continue
-		}
-		if len(b) > maxField {
-			bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("is longer than %d bytes", maxField)})
-			continue
-		}
-		v := strings.TrimSpace(string(b))
+	form, err := ReadUploadForm(r.Context(), mr, false, s.Tasks.Upload, func(f *UploadForm, name, v string) {
 		switch name {
 		case "name":
 			in.Name = v
 		case "templateId":
 			id, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || id <= 0 {
-				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not a template id", v)})
+				f.Bad = append(f.Bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not a template id", v)})
 			}
 			in.TemplateID = id
 		case "notify":
 			types, err := quan.ParseNotifyTypes(v)
 			if err != nil {
-				bad = append(bad, quan.FieldError{Field: name, Message: err.Error()})
+				f.Bad = append(f.Bad, quan.FieldError{Field: name, Message: err.Error()})
 			}
 			in.Notify = append(in.Notify, types...)
 		case "sendAt":
 			if v == "" {
-				continue
+				return
 			}
 			t, err := time.Parse(time.RFC3339, v)
 			if err != nil {
-				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not an RFC 3339 time such as 2026-11-11T20:00:00+08:00", v)})
+				f.Bad = append(f.Bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not an RFC 3339 time such as 2026-11-11T20:00:00+08:00", v)})
 			}
 			in.SendAt = t
 		case "dryRun":
 			if v == "" {
-				continue
+				return
 			}
 			dry, err := strconv.ParseBool(v)
 			if err != nil {
-				bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not true or false", v)})
+				f.Bad = append(f.Bad, quan.FieldError{Field: name, Message: fmt.Sprintf("%q is not true or false", v)})
 			}
 			in.DryRun = dry
 		case "sheet":
@@ -125,9 +78,19 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 		case "segment":
 			in.Segment = v
 		default:
-			bad = append(bad, quan.FieldError{Field: name, Message: "is not a known field"})
+			f.Bad = append(f.Bad, quan.FieldError{Field: name, Message: "is not a known field"})
 		}
+	})
+	in.File, in.FileName = form.File, form.FileName
+	defer func() {
+		if !created && in.File.Path != "" {
+			s.Tasks.Files.Remove(in.File.Path) // Create removes it too; twice is harmless
+		}
+	}()
+	if err != nil {
+		return err
 	}
+	bad := form.Bad
 	if _, err := quan.ParseNotifyTypes(joinNotify(in.Notify)); err != nil {
 		bad = append(bad, quan.FieldError{Field: "notify", Message: err.Error()})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -123,9 +122,6 @@ func (c *Console) showTaskForm(w http.ResponseWriter, r *http.Request, v *view, 
 	return nil
 }
 
-// maxField bounds a field of the upload form other than the file.
-const maxField = 4 << 10
-
 // taskCreate reads the upload form part by part: the file streams into
 // TaskService.Upload as it arrives, never held in memory, and the other
 // fields are small. signedIn has read the CSRF token, the first part.
@@ -136,50 +132,8 @@ func (c *Console) taskCreate(w http.ResponseWriter, r *http.Request, s *session)
 	}
 	f := taskForm{Notify: map[quan.NotifyType]bool{}}
 	var in quan.NewTask
-	var bad []quan.FieldError
 	created := false
-	defer func() {
-		if !created && in.File.Path != "" {
-			c.Tasks.Files.Remove(in.File.Path) // Create removes it too; twice is harmless
-		}
-	}()
-	for {
-		part, err := s.form.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			bad = append(bad, quan.FieldError{Field: "file", Message: fmt.Sprintf("the form is cut short or malformed: %v", err)})
-			break
-		}
-		name := part.FormName()
-		if name == "file" {
-			if part.FileName() == "" || in.File.Path != "" {
-				part.Close() // no file chosen; or a second one, which is not read
-				continue
-			}
-			in.FileName = part.FileName()
-			stored, err := c.Tasks.Upload(r.Context(), part)
-			part.Close()
-			if err != nil {
-				if quan.ErrorCode(err) != quan.ETOOLARGE {
-					return err
-				}
-				// The rest of the body is not read: the file was the
-				// last part that mattered, and it is refused.
-				bad = append(bad, quan.FieldError{Field: "file", Message: quan.ErrorMessage(err)})
-				break
-			}
-			in.File = stored
-			continue
-		}
-		b, err := io.ReadAll(io.LimitReader(part, maxField+1))
-		part.Close()
-		if err != nil || len(b) > maxField {
-			bad = append(bad, quan.FieldError{Field: name, Message: fmt.Sprintf("could not be read or is longer than %d bytes", maxField)})
-			continue
-		}
-		val := strings.TrimSpace(string(b))
+	form, err := qhttp.ReadUploadForm(r.Context(), s.form, true, c.Tasks.Upload, func(_ *qhttp.UploadForm, name, val string) {
 		switch name {
 		case "templateId":
 			f.TemplateID = val
@@ -197,6 +151,22 @@ func (c *Console) taskCreate(w http.ResponseWriter, r *http.Request, s *session)
 			f.Notify[quan.NotifyType(val)] = true
 			in.Notify = append(in.Notify, quan.NotifyType(val))
 		}
+	})
+	in.File, in.FileName = form.File, form.FileName
+	defer func() {
+		if !created && in.File.Path != "" {
+			c.Tasks.Files.Remove(in.File.Path) // Create removes it too; twice is harmless
+		}
+	}()
+	bad := form.Bad
+	switch quan.ErrorCode(err) {
+	case "":
+	case quan.ETOOLARGE:
+		// The rest of the body is not read: the file was the last part
+		// that mattered, and it is refused.
+		bad = append(bad, quan.FieldError{Field: "file", Message: quan.ErrorMessage(err)})
+	default:
+		return err
 	}
 	in.Name, in.Sheet, in.DryRun, in.Segment = f.Name, f.Sheet, f.DryRun, f.Segment
 	if f.TemplateID != "" {
