@@ -16,7 +16,6 @@ import (
 	"github.com/quanhq/quan"
 )
 
-
 // createTask takes a multipart form: the file, and the fields name,
 // templateId, notify (comma-separated or repeated), sendAt (RFC 3339),
 // dryRun and sheet, in any order. The file is streamed to the data folder,
