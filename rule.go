@@ -74,4 +74,9 @@ type CompiledRule interface {
 	// facts — a missing attrs key, or the evaluation cost limit reached —
 	// and callers treat it as not met.
 	Eval(user *UserFacts, order *OrderFacts, now time.Time) (bool, error)
+	// Filter is what a scan of users' facts needs for this rule: the facts
+	// it reads and conditions it implies, so that a user the filter does
+	// not pass is one Eval decides false (never one it cannot decide on).
+	// A rule of no simple condition gives a filter with no Where.
+	Filter() FactsFilter
 }

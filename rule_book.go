@@ -236,3 +236,6 @@ type brokenRule struct {
 func (r brokenRule) Source() string { return r.src }
 
 func (r brokenRule) Eval(*UserFacts, *OrderFacts, time.Time) (bool, error) { return false, r.err }
+
+// Filter passes every user: the rule decides on none.
+func (r brokenRule) Filter() FactsFilter { return FactsFilter{} }

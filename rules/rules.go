@@ -234,7 +234,7 @@ func (e *Engine) Compile(kind quan.RuleKind, expr string) (quan.CompiledRule, er
 	if err != nil {
 		return nil, invalid(kind, err.Error())
 	}
-	return &rule{kind: kind, src: expr, fast: fast, guarded: guarded}, nil
+	return &rule{kind: kind, src: expr, fast: fast, guarded: guarded, filter: filterOf(checked.NativeRep().Expr())}, nil
 }
 
 func costMessage(est, limit uint64) string {
@@ -284,9 +284,14 @@ type rule struct {
 	kind          quan.RuleKind
 	src           string
 	fast, guarded cel.Program
+	filter        quan.FactsFilter // filterOf the rule; its Read also says which facts priced checks
 }
 
 func (r *rule) Source() string { return r.src }
+
+// Filter implements quan.CompiledRule. The clauses are the rule's own:
+// the caller must not change them.
+func (r *rule) Filter() quan.FactsFilter { return r.filter }
 
 // Eval implements quan.CompiledRule.
 func (r *rule) Eval(user *quan.UserFacts, order *quan.OrderFacts, now time.Time) (bool, error) {
@@ -302,7 +307,7 @@ func (r *rule) Eval(user *quan.UserFacts, order *quan.OrderFacts, now time.Time)
 		act.order = orderVal{o: order, now: now}
 	}
 	prg := r.fast
-	if !priced(user, act.order.o) {
+	if !priced(r.filter.Read, user, act.order.o) {
 		prg = r.guarded
 	}
 	out, _, err := prg.Eval(act)
@@ -317,16 +322,25 @@ func (r *rule) Eval(user *quan.UserFacts, order *quan.OrderFacts, now time.Time)
 	return bool(b), nil
 }
 
-// priced reports whether the facts are within the sizes rules are priced
-// for. Strings are measured in bytes, never fewer than CEL's code points.
-func priced(u *quan.UserFacts, o *quan.OrderFacts) bool {
-	if len(u.Tags) > SizeTags || len(u.Attrs) > SizeAttrs || len(u.Region) > SizeString ||
-		!shortStrings(u.Tags) {
+// priced reports whether the facts a rule reads (read) are within the
+// sizes rules are priced for: the size of a fact the rule never reads
+// cannot change its cost. Strings are measured in bytes, never fewer than
+// CEL's code points.
+func priced(read quan.FactFields, u *quan.UserFacts, o *quan.OrderFacts) bool {
+	if read&quan.FactTags != 0 && (len(u.Tags) > SizeTags || !shortStrings(u.Tags)) {
 		return false
 	}
-	for k, v := range u.Attrs {
-		if len(k) > SizeString || len(v) > SizeString {
+	if read&quan.FactRegion != 0 && len(u.Region) > SizeString {
+		return false
+	}
+	if read&quan.FactAttrs != 0 {
+		if len(u.Attrs) > SizeAttrs {
 			return false
+		}
+		for k, v := range u.Attrs {
+			if len(k) > SizeString || len(v) > SizeString {
+				return false
+			}
 		}
 	}
 	if o == nil {
