@@ -113,8 +113,24 @@ type AttributeStore interface {
 	// none are missing from the map. Tags are never nil.
 	UserFacts(ctx context.Context, users []int64) (map[int64]*UserFacts, error)
 	// ScanUserFacts returns the facts of at most limit users whose id is
-	// above after, in ascending user id: a segment reads every user by
-	// calling it again with the last id returned, until fewer than limit
-	// come back.
-	ScanUserFacts(ctx context.Context, after int64, limit int) ([]UserFacts, error)
+	// above after and who pass filter, in ascending user id: a segment
+	// reads every user by calling it again with the last id returned,
+	// until fewer than limit come back. Only the facts filter.Read names
+	// are filled in (Tags never nil). It may return users filter.Match
+	// refuses, where its query cannot state a condition exactly, but
+	// never leaves out one Match passes.
+	ScanUserFacts(ctx context.Context, after int64, limit int, filter FactsFilter) ([]UserFacts, error)
+	// ExactFilter reports whether ScanUserFacts states every clause of
+	// where exactly, and so returns the users FactsFilter.Match passes
+	// and no others.
+	ExactFilter(where []FactsClause) bool
+	// CountUserFacts returns how many users have facts on file.
+	CountUserFacts(ctx context.Context) (int64, error)
+	// SplitUserFacts returns at most parts-1 ascending user ids that cut
+	// the users on file into ranges of about equal count, so that a
+	// segment can read them at once: with splits s, the ranges are ids
+	// up to s[0], above s[0] up to s[1], ..., above the last. None is
+	// empty, so fewer come back when there are few users (none for one
+	// user or none on file, or parts below 2).
+	SplitUserFacts(ctx context.Context, parts int) ([]int64, error)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -251,6 +253,68 @@ func TestSegmentTask(t *testing.T) {
 				got.Status, got.Reason, got.ChunksDone, got.ChunksTotal, got.Counts, len(want))
 		}
 		checkHolders(t, f.holders(t), want)
+	})
+
+	t.Run("TheFileHoldsWhatTheRuleMatches", func(t *testing.T) {
+		// Rules the store decides alone (the rule is its filter), rules
+		// it narrows for the rule to decide, and one it cannot narrow;
+		// users across the ranges the segment reads at once.
+		f := newSegmentFixture(t, 10)
+		attrs := []quan.UserFacts{}
+		for u := int64(10_000); u < 10_300; u += 3 {
+			fs := f.facts[u]
+			fs.Attrs = map[string]string{"city": []string{"hz", "sh"}[u/3%2]}
+			fs.Region = []string{"sh", "sh ", "上海"}[u/3%3]
+			attrs = append(attrs, fs)
+			f.facts[u] = fs
+		}
+		if err := f.st.PutUserFacts(t.Context(), f.now, attrs); err != nil {
+			t.Fatal(err)
+		}
+		engine, err := rules.New(rules.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rule := range []string{
+			segmentRule,
+			`user.level in [1, 3] || user.userId < 10010`,
+			`user.region == "sh" && user.level != 0`,
+			`user.level >= 2 && user.attrs["city"] == "hz"`,
+			`"vip" in user.tags && user.attrs.?city.orValue("") == "sh"`,
+			`user.tags.exists(t, t.startsWith("v")) || user.userId % 7 == 0`,
+		} {
+			r, err := engine.Compile(quan.RuleSegment, rule)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []int64
+			for _, u := range slices.Sorted(maps.Keys(f.facts)) {
+				fs := f.facts[u]
+				if ok, err := r.Eval(&fs, nil, f.now); ok && err == nil {
+					want = append(want, u)
+				}
+			}
+			task, err := f.tasks.Create(t.Context(), merchant1, quan.NewTask{Name: "vip", TemplateID: f.tpl.ID, DryRun: true, Segment: rule})
+			if err != nil {
+				t.Fatalf("%s: %v", rule, err)
+			}
+			data, err := os.ReadFile(task.FilePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+			var got []int64
+			for _, l := range lines[1:] {
+				u, err := strconv.ParseInt(l, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: line %q of the file", rule, l)
+				}
+				got = append(got, u)
+			}
+			if lines[0] != "userId" || !slices.Equal(got, want) {
+				t.Errorf("%s: the file holds %s and %d users %v...; want %d users %v...", rule, lines[0], len(got), got[:min(5, len(got))], len(want), want[:min(5, len(want))])
+			}
+		}
 	})
 
 	t.Run("ErrInvalid", func(t *testing.T) {

@@ -59,8 +59,35 @@ func (s *Store) UserFacts(ctx context.Context, users []int64) (map[int64]*quan.U
 	return sqlrow.FactsOf(ctx, s.db.db, users)
 }
 
+// factsDialect compares the region as bytes: utf8mb4_bin pads, so that
+// region = 'sh' would hold of "sh ". It states a tag condition with
+// JSON_CONTAINS, which compares the stored JSON strings as they are
+// written, escapes and all (MariaDB finds no "a&b" in ["a\u0026b"]):
+// exact for a tag that is written without escapes (sqlrow.PlainTag), and
+// left to the rule for any other.
+var factsDialect = sqlrow.FactsDialect{
+	RegionIs: `region = BINARY ?`,
+	HasTag:   `JSON_CONTAINS(tags, JSON_QUOTE(?))`,
+	ExactTag: sqlrow.PlainTag,
+}
+
 // ScanUserFacts implements quan.AttributeStore: a range of the primary
-// key.
-func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int) ([]quan.UserFacts, error) {
-	return sqlrow.ScanFactsAfter(ctx, s.db.db, after, limit)
+// key, filter.Where in SQL.
+func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int, filter quan.FactsFilter) ([]quan.UserFacts, error) {
+	return sqlrow.ScanFactsAfter(ctx, s.db.db, factsDialect, after, limit, filter)
+}
+
+// ExactFilter implements quan.AttributeStore.
+func (s *Store) ExactFilter(where []quan.FactsClause) bool {
+	return sqlrow.ExactWhere(where, factsDialect)
+}
+
+// CountUserFacts implements quan.AttributeStore.
+func (s *Store) CountUserFacts(ctx context.Context) (int64, error) {
+	return sqlrow.CountFacts(ctx, s.db.db)
+}
+
+// SplitUserFacts implements quan.AttributeStore.
+func (s *Store) SplitUserFacts(ctx context.Context, parts int) ([]int64, error) {
+	return sqlrow.SplitFacts(ctx, s.db.db, parts)
 }

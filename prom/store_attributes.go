@@ -9,14 +9,16 @@ import (
 
 // attributeOps record the attribute store's calls.
 type attributeOps struct {
-	putUserFacts, userFacts, scanUserFacts *op
+	putUserFacts, userFacts, scanUserFacts, countUserFacts, splitUserFacts *op
 }
 
 func newAttributeOps(o func(string) *op) attributeOps {
 	return attributeOps{
-		putUserFacts:  o("PutUserFacts"),
-		userFacts:     o("UserFacts"),
-		scanUserFacts: o("ScanUserFacts"),
+		putUserFacts:   o("PutUserFacts"),
+		userFacts:      o("UserFacts"),
+		scanUserFacts:  o("ScanUserFacts"),
+		countUserFacts: o("CountUserFacts"),
+		splitUserFacts: o("SplitUserFacts"),
 	}
 }
 
@@ -30,7 +32,20 @@ func (s *store) UserFacts(ctx context.Context, users []int64) (_ map[int64]*quan
 	return s.s.UserFacts(ctx, users)
 }
 
-func (s *store) ScanUserFacts(ctx context.Context, after int64, limit int) (_ []quan.UserFacts, err error) {
+func (s *store) ScanUserFacts(ctx context.Context, after int64, limit int, filter quan.FactsFilter) (_ []quan.UserFacts, err error) {
 	defer s.scanUserFacts.done(ctx, time.Now(), &err)
-	return s.s.ScanUserFacts(ctx, after, limit)
+	return s.s.ScanUserFacts(ctx, after, limit, filter)
 }
+
+func (s *store) CountUserFacts(ctx context.Context) (_ int64, err error) {
+	defer s.countUserFacts.done(ctx, time.Now(), &err)
+	return s.s.CountUserFacts(ctx)
+}
+
+func (s *store) SplitUserFacts(ctx context.Context, parts int) (_ []int64, err error) {
+	defer s.splitUserFacts.done(ctx, time.Now(), &err)
+	return s.s.SplitUserFacts(ctx, parts)
+}
+
+// ExactFilter asks no backend: it is not recorded.
+func (s *store) ExactFilter(where []quan.FactsClause) bool { return s.s.ExactFilter(where) }

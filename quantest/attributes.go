@@ -29,7 +29,14 @@ func TestAttributeStore(t *testing.T, newStore func(t *testing.T) quan.Attribute
 	run("ScanOrderAndCursor", testFactsScan)
 	run("LargeBatch", testFactsLarge)
 	run("ConcurrentPuts", testFactsConcurrent)
+	run("ScanFilter", testFactsFilter)
+	run("ScanReadsOnlyWhatIsAsked", testFactsFilterRead)
+	run("Count", testFactsCount)
+	run("Split", testFactsSplit)
 }
+
+// all is the filter of a scan that reads everything.
+var all = quan.FactsFilter{Read: quan.AllFacts}
 
 // fullFacts are facts with every field set, as a store returns them.
 func fullFacts(user int64) quan.UserFacts {
@@ -139,7 +146,7 @@ func testFactsScan(t *testing.T, s quan.AttributeStore) {
 	want := []int64{1, 3, 5, 7, 42, 900, 1 << 40}
 	var got []int64
 	for after, pages := int64(0), 0; ; pages++ {
-		page, err := s.ScanUserFacts(t.Context(), after, 3)
+		page, err := s.ScanUserFacts(t.Context(), after, 3, all)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,11 +167,11 @@ func testFactsScan(t *testing.T, s quan.AttributeStore) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("scanned %v, want %v", got, want)
 	}
-	page, err := s.ScanUserFacts(t.Context(), 5, 2)
+	page, err := s.ScanUserFacts(t.Context(), 5, 2, all)
 	if err != nil || len(page) != 2 || page[0].UserID != 7 || page[1].UserID != 42 {
 		t.Errorf("ScanUserFacts(after 5, 2) = %v, %v; want 7, 42", page, err)
 	}
-	if page, err := s.ScanUserFacts(t.Context(), 1<<40, 10); err != nil || len(page) != 0 {
+	if page, err := s.ScanUserFacts(t.Context(), 1<<40, 10, all); err != nil || len(page) != 0 {
 		t.Errorf("ScanUserFacts past the last = %v, %v", page, err)
 	}
 }
@@ -183,7 +190,7 @@ func testFactsLarge(t *testing.T, s quan.AttributeStore) {
 		putFacts(t, s, facts...)
 		var seen int
 		for after := int64(0); ; {
-			page, err := s.ScanUserFacts(t.Context(), after, 4000)
+			page, err := s.ScanUserFacts(t.Context(), after, 4000, all)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -251,5 +258,215 @@ func testFactsConcurrent(t *testing.T, s quan.AttributeStore) {
 		if f.Region != tag || len(f.Tags) != 1 || f.Tags[0] != tag || f.Attrs["w"] != tag {
 			t.Errorf("user %d has a mix of puts: %+v", u, f)
 		}
+	}
+}
+
+// filterTags are the tags of testFactsFilter's users: plain ones, one
+// only in case, one with a trailing space, and ones a JSON writer may
+// escape.
+var filterTags = []string{"vip", "VIP", "vip ", "新客", "a&b", `q"t`}
+
+// filterFacts are 240 users whose facts vary in every field a filter tests.
+func filterFacts() []quan.UserFacts {
+	regions := []string{"", "sh", "sh ", "上海"}
+	facts := make([]quan.UserFacts, 240)
+	for i := range facts {
+		f := quan.UserFacts{UserID: int64(i*3 + 1), Level: int64(i % 5), Orders: int64(i % 4), Region: regions[i%len(regions)],
+			Tags: []string{}, Attrs: map[string]string{"i": strconv.Itoa(i)}, RegisteredAt: base.Add(time.Duration(-i) * time.Hour)}
+		for j, tag := range filterTags {
+			if i>>j&1 == 1 {
+				f.Tags = append(f.Tags, tag)
+			}
+		}
+		facts[i] = f
+	}
+	return facts
+}
+
+// testFactsFilter: a scan through a filter returns, in pages, every user
+// the filter passes (quan.FactsFilter.Match), and where the store says it
+// states the clauses exactly (ExactFilter), no other. It must say so of
+// clauses on integer facts, the region and tags no JSON writer escapes
+// (letters, Chinese): a scan that reads everyone would miss the point of
+// a filter. Of other tags it may return more, never fewer.
+func testFactsFilter(t *testing.T, s quan.AttributeStore) {
+	facts := filterFacts()
+	putFacts(t, s, facts...)
+	cond := func(f quan.FactFields, op quan.FactOp, n int64, str string) quan.FactCond {
+		return quan.FactCond{Field: f, Op: op, Int: n, Str: str}
+	}
+	tests := []struct {
+		name  string
+		where []quan.FactsClause
+		exact bool
+	}{
+		{"None", nil, true},
+		{"LevelGe", []quan.FactsClause{{cond(quan.FactLevel, quan.FactGe, 2, "")}}, true},
+		{"LevelEqOrEq", []quan.FactsClause{{cond(quan.FactLevel, quan.FactEq, 1, ""), cond(quan.FactLevel, quan.FactEq, 4, "")}}, true},
+		{"OrdersNeAndLevelLt", []quan.FactsClause{{cond(quan.FactOrders, quan.FactNe, 0, "")}, {cond(quan.FactLevel, quan.FactLt, 3, "")}}, true},
+		{"OrdersLeGt", []quan.FactsClause{{cond(quan.FactOrders, quan.FactLe, 2, "")}, {cond(quan.FactOrders, quan.FactGt, 0, "")}}, true},
+		{"UserID", []quan.FactsClause{{cond(quan.FactUserID, quan.FactGt, 100, "")}, {cond(quan.FactUserID, quan.FactLe, 400, "")}}, true},
+		{"HasTag", []quan.FactsClause{{cond(quan.FactTags, quan.FactHasTag, 0, "vip")}}, true},
+		{"HasTagChinese", []quan.FactsClause{{cond(quan.FactTags, quan.FactHasTag, 0, "新客")}}, true},
+		{"LacksTag", []quan.FactsClause{{cond(quan.FactTags, quan.FactLacksTag, 0, "vip")}}, true},
+		{"HasTagAndLevel", []quan.FactsClause{{cond(quan.FactTags, quan.FactHasTag, 0, "vip")}, {cond(quan.FactLevel, quan.FactGe, 2, "")}}, true},
+		{"HasTagOrLevel", []quan.FactsClause{{cond(quan.FactTags, quan.FactHasTag, 0, "VIP"), cond(quan.FactLevel, quan.FactEq, 0, "")}}, true},
+		{"HasEscapedTag", []quan.FactsClause{{cond(quan.FactTags, quan.FactHasTag, 0, "a&b")}}, false},
+		{"LacksEscapedTag", []quan.FactsClause{{cond(quan.FactTags, quan.FactLacksTag, 0, `q"t`)}}, false},
+		{"Region", []quan.FactsClause{{cond(quan.FactRegion, quan.FactEq, 0, "sh")}}, true},
+		{"RegionChinese", []quan.FactsClause{{cond(quan.FactRegion, quan.FactEq, 0, "上海")}, {cond(quan.FactLevel, quan.FactGe, 1, "")}}, true},
+		{"Never", []quan.FactsClause{{}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			filter := quan.FactsFilter{Read: quan.AllFacts, Where: tt.where}
+			exact := s.ExactFilter(tt.where)
+			if tt.exact && !exact {
+				t.Errorf("ExactFilter(%+v) = false: a store states such clauses exactly", tt.where)
+			}
+			got := map[int64]quan.UserFacts{}
+			var last int64
+			for after, pages := int64(0), 0; ; pages++ {
+				page, err := s.ScanUserFacts(t.Context(), after, 7, filter)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range page {
+					if f.UserID <= last {
+						t.Fatalf("user %d after user %d: not in ascending order", f.UserID, last)
+					}
+					last = f.UserID
+					got[f.UserID] = f
+				}
+				if len(page) < 7 {
+					break
+				}
+				after = page[len(page)-1].UserID
+				if pages > len(facts) {
+					t.Fatal("the scan does not end")
+				}
+			}
+			var want int
+			for _, f := range facts {
+				g, ok := got[f.UserID]
+				switch {
+				case filter.Match(&f) && !ok:
+					t.Errorf("user %d (%+v) passes the filter and was not returned", f.UserID, f)
+				case filter.Match(&f):
+					want++
+					sameFacts(t, fmt.Sprintf("user %d", f.UserID), &g, f)
+				case ok && exact:
+					t.Errorf("user %d (%+v) does not pass the filter and was returned", f.UserID, f)
+				}
+			}
+			if want == 0 && tt.name != "Never" {
+				t.Fatalf("no user passes %s: the test's facts do not test it", tt.name)
+			}
+		})
+	}
+}
+
+// testFactsFilterRead: a scan fills in the facts filter.Read names and
+// leaves the others zero (tags empty, not nil).
+func testFactsFilterRead(t *testing.T, s quan.AttributeStore) {
+	full := fullFacts(9)
+	putFacts(t, s, full)
+	for _, read := range []quan.FactFields{0, quan.FactLevel, quan.FactTags, quan.FactRegisteredAt, quan.FactRegion,
+		quan.FactOrders, quan.FactAttrs, quan.FactLevel | quan.FactTags, quan.AllFacts &^ quan.FactTags} {
+		page, err := s.ScanUserFacts(t.Context(), 0, 10, quan.FactsFilter{Read: read})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) != 1 {
+			t.Fatalf("read %b: %d users, want 1", read, len(page))
+		}
+		want := quan.UserFacts{UserID: 9, Tags: []string{}}
+		if read&quan.FactLevel != 0 {
+			want.Level = full.Level
+		}
+		if read&quan.FactTags != 0 {
+			want.Tags = full.Tags
+		}
+		if read&quan.FactRegisteredAt != 0 {
+			want.RegisteredAt = full.RegisteredAt
+		}
+		if read&quan.FactRegion != 0 {
+			want.Region = full.Region
+		}
+		if read&quan.FactOrders != 0 {
+			want.Orders = full.Orders
+		}
+		if read&quan.FactAttrs != 0 {
+			want.Attrs = full.Attrs
+		}
+		sameFacts(t, fmt.Sprintf("read %b", read), &page[0], want)
+		if page[0].Tags == nil {
+			t.Errorf("read %b: tags nil", read)
+		}
+	}
+}
+
+// testFactsCount: CountUserFacts counts the users on file, once each.
+func testFactsCount(t *testing.T, s quan.AttributeStore) {
+	if n, err := s.CountUserFacts(t.Context()); err != nil || n != 0 {
+		t.Fatalf("CountUserFacts of none = %d, %v", n, err)
+	}
+	putFacts(t, s, fullFacts(1), fullFacts(2), fullFacts(3))
+	putFacts(t, s, fullFacts(2))
+	if n, err := s.CountUserFacts(t.Context()); err != nil || n != 3 {
+		t.Fatalf("CountUserFacts = %d, %v; want 3", n, err)
+	}
+}
+
+// testFactsSplit: the splits cut the users on file into ranges of about
+// equal count, none empty, in ascending order.
+func testFactsSplit(t *testing.T, s quan.AttributeStore) {
+	if got, err := s.SplitUserFacts(t.Context(), 4); err != nil || len(got) != 0 {
+		t.Fatalf("SplitUserFacts of none = %v, %v", got, err)
+	}
+	putFacts(t, s, fullFacts(5))
+	if got, err := s.SplitUserFacts(t.Context(), 4); err != nil || len(got) != 0 {
+		t.Fatalf("SplitUserFacts of one user = %v, %v; want none", got, err)
+	}
+	var ids []int64
+	for i := range int64(1000) {
+		ids = append(ids, i*i+6) // unevenly spread, so cutting by value would not do
+	}
+	for _, u := range ids {
+		putFacts(t, s, quan.UserFacts{UserID: u})
+	}
+	ids = append([]int64{5}, ids...) // 1,001 users
+	for _, parts := range []int{0, 1, 2, 3, 4, 7} {
+		splits, err := s.SplitUserFacts(t.Context(), parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := max(parts-1, 0); len(splits) != want {
+			t.Fatalf("SplitUserFacts(%d) = %v: %d ids, want %d", parts, splits, len(splits), want)
+		}
+		var counts []int
+		lo := int64(0)
+		for i, hi := range append(splits, 1<<62) {
+			if i > 0 && hi <= lo {
+				t.Fatalf("SplitUserFacts(%d) = %v: not ascending", parts, splits)
+			}
+			n := 0
+			for _, u := range ids {
+				if u > lo && u <= hi {
+					n++
+				}
+			}
+			counts = append(counts, n)
+			lo = hi
+		}
+		for _, n := range counts {
+			if parts > 1 && (n < len(ids)/parts-1 || n > len(ids)/parts+1) {
+				t.Errorf("SplitUserFacts(%d) = %v cuts %v users: not about %d each", parts, splits, counts, len(ids)/parts)
+			}
+		}
+	}
+	putFacts(t, s, quan.UserFacts{UserID: 8}, quan.UserFacts{UserID: 9})
+	if got, err := s.SplitUserFacts(t.Context(), 2000); err != nil || len(got) != 1002 {
+		t.Errorf("SplitUserFacts(2000) of 1,003 users = %d ids, %v; want 1,002 (no empty range)", len(got), err)
 	}
 }

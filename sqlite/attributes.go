@@ -54,7 +54,31 @@ func (s *Store) UserFacts(ctx context.Context, users []int64) (map[int64]*quan.U
 	return sqlrow.FactsOf(ctx, s.db.read, users)
 }
 
-// ScanUserFacts implements quan.AttributeStore: a range of the rowid.
-func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int) ([]quan.UserFacts, error) {
-	return sqlrow.ScanFactsAfter(ctx, s.db.read, after, limit)
+// factsDialect states a tag condition through json_each, which decodes
+// the stored JSON: exact for every tag. region is TEXT of the BINARY
+// collation.
+var factsDialect = sqlrow.FactsDialect{
+	RegionIs: `region = ?`,
+	HasTag:   `EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)`,
+}
+
+// ScanUserFacts implements quan.AttributeStore: a range of the rowid,
+// filter.Where in SQL.
+func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int, filter quan.FactsFilter) ([]quan.UserFacts, error) {
+	return sqlrow.ScanFactsAfter(ctx, s.db.read, factsDialect, after, limit, filter)
+}
+
+// ExactFilter implements quan.AttributeStore.
+func (s *Store) ExactFilter(where []quan.FactsClause) bool {
+	return sqlrow.ExactWhere(where, factsDialect)
+}
+
+// CountUserFacts implements quan.AttributeStore.
+func (s *Store) CountUserFacts(ctx context.Context) (int64, error) {
+	return sqlrow.CountFacts(ctx, s.db.read)
+}
+
+// SplitUserFacts implements quan.AttributeStore.
+func (s *Store) SplitUserFacts(ctx context.Context, parts int) ([]int64, error) {
+	return sqlrow.SplitFacts(ctx, s.db.read, parts)
 }

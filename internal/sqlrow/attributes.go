@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/quanhq/quan"
 )
@@ -43,16 +44,180 @@ func FactsOf(ctx context.Context, q Queryer, users []int64) (map[int64]*quan.Use
 	return out, nil
 }
 
-// ScanFactsAfter reads the facts of at most limit users above after, in
-// user id order: a range of the primary key. A segment reads every user
-// through it, so it decodes the facts without a pointer per user and the
-// common tags and attrs without encoding/json (decodeTags, decodeAttrs).
-func ScanFactsAfter(ctx context.Context, q Queryer, after int64, limit int) ([]quan.UserFacts, error) {
+// FactsDialect is how an engine states the conditions of a
+// quan.FactsFilter that SQL has no common words for.
+type FactsDialect struct {
+	// RegionIs is a condition on the row that is true when its region is
+	// the string bound to its one parameter, byte for byte (no collation
+	// that pads or folds).
+	RegionIs string
+	// HasTag is a condition on the row that is true when its tags hold
+	// the string bound to its one parameter.
+	HasTag string
+	// ExactTag reports whether HasTag decides exactly for tag; a clause
+	// with a condition on another tag is left out of the scan's WHERE
+	// (the scan then returns more users, which the contract allows).
+	ExactTag func(tag string) bool
+}
+
+// ScanFactsAfter reads the facts of at most limit users above after who
+// pass filter, in user id order: a range of the primary key. It selects
+// only the columns filter.Read names and states filter.Where in SQL
+// (factsWhere). A segment reads every user through it, so it decodes
+// the facts without a pointer per user and the common tags and attrs
+// without encoding/json (decodeTags, decodeAttrs).
+func ScanFactsAfter(ctx context.Context, q Queryer, d FactsDialect, after int64, limit int, filter quan.FactsFilter) ([]quan.UserFacts, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	return Query(ctx, q, "scan user facts", scanFactsRow,
-		`SELECT `+FactsColumns+` FROM user_facts WHERE user_id > ? ORDER BY user_id LIMIT ?`, after, limit)
+	cols, scan := factsScanner(filter.Read)
+	where, args := factsWhere(filter.Where, d)
+	rows, err := q.QueryContext(ctx, `SELECT `+cols+` FROM user_facts WHERE user_id > ?`+where+` ORDER BY user_id LIMIT ?`,
+		append(append([]any{after}, args...), limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("scan user facts: %w", err)
+	}
+	defer rows.Close()
+	out := make([]quan.UserFacts, 0, min(limit, 10_000)) // a segment's batch, read without growing
+	for rows.Next() {
+		f, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan user facts: %w", err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("scan user facts: %w", err)
+	}
+	return out, nil
+}
+
+// factsScanner returns the columns of user_facts that hold the user id
+// and the facts of read, and a function that reads a row of them
+// (RawBytes are valid until the next row: they are decoded there).
+func factsScanner(read quan.FactFields) (string, func(Scanner) (quan.UserFacts, error)) {
+	if read&quan.AllFacts == quan.AllFacts {
+		return FactsColumns, scanFactsRow
+	}
+	cols := "user_id"
+	pick := func(f quan.FactFields, col string) bool {
+		if read&f == 0 {
+			return false
+		}
+		cols += ", " + col
+		return true
+	}
+	level, tags, reg := pick(quan.FactLevel, "level"), pick(quan.FactTags, "tags"), pick(quan.FactRegisteredAt, "registered_at")
+	region, orders, attrs := pick(quan.FactRegion, "region"), pick(quan.FactOrders, "orders"), pick(quan.FactAttrs, "attrs")
+	// One set of destinations for the query's rows: they are read one
+	// after another, and each row's values are copied out.
+	var (
+		f                 quan.UserFacts
+		rawTags, rawAttrs sql.RawBytes
+		dest              = []any{&f.UserID}
+	)
+	if level {
+		dest = append(dest, &f.Level)
+	}
+	if tags {
+		dest = append(dest, &rawTags)
+	}
+	if reg {
+		dest = append(dest, NullTime(&f.RegisteredAt))
+	}
+	if region {
+		dest = append(dest, &f.Region)
+	}
+	if orders {
+		dest = append(dest, &f.Orders)
+	}
+	if attrs {
+		dest = append(dest, &rawAttrs)
+	}
+	if !tags {
+		rawTags = sql.RawBytes("[]")
+	}
+	return cols, func(row Scanner) (quan.UserFacts, error) {
+		if err := row.Scan(dest...); err != nil {
+			return quan.UserFacts{}, err
+		}
+		out := f
+		return out, decodeFacts(&out, rawTags, rawAttrs)
+	}
+}
+
+// factsWhere is filter's clauses as SQL to follow a WHERE condition ("
+// AND (level >= ?) AND (…)"), and their arguments. A clause with a
+// condition SQL cannot state exactly (a FactCond of a form it does not
+// allow; a tag d.ExactTag refuses) is left out.
+func factsWhere(clauses []quan.FactsClause, d FactsDialect) (string, []any) {
+	var (
+		b    strings.Builder
+		args []any
+	)
+clauses:
+	for _, c := range clauses {
+		if len(c) == 0 {
+			b.WriteString(" AND 1 = 0")
+			continue
+		}
+		var (
+			cb    strings.Builder
+			cargs []any
+		)
+		for i, fc := range c {
+			cond, arg, ok := factCondSQL(fc, d)
+			if !ok {
+				continue clauses
+			}
+			if i > 0 {
+				cb.WriteString(" OR ")
+			}
+			cb.WriteString(cond)
+			cargs = append(cargs, arg)
+		}
+		b.WriteString(" AND (" + cb.String() + ")")
+		args = append(args, cargs...)
+	}
+	return b.String(), args
+}
+
+// ExactWhere reports whether factsWhere states every clause of where
+// (it leaves out none).
+func ExactWhere(where []quan.FactsClause, d FactsDialect) bool {
+	for _, c := range where {
+		for _, fc := range c {
+			if _, _, ok := factCondSQL(fc, d); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// factCondSQL is one condition as SQL with its one argument, or false if
+// it cannot be stated exactly.
+func factCondSQL(fc quan.FactCond, d FactsDialect) (string, any, bool) {
+	switch fc.Field {
+	case quan.FactUserID, quan.FactLevel, quan.FactOrders:
+		col := map[quan.FactFields]string{quan.FactUserID: "user_id", quan.FactLevel: "level", quan.FactOrders: "orders"}[fc.Field]
+		op, ok := map[quan.FactOp]string{quan.FactEq: "=", quan.FactNe: "<>", quan.FactLt: "<",
+			quan.FactLe: "<=", quan.FactGt: ">", quan.FactGe: ">="}[fc.Op]
+		return col + " " + op + " ?", fc.Int, ok
+	case quan.FactRegion:
+		return d.RegionIs, fc.Str, d.RegionIs != "" && fc.Op == quan.FactEq
+	case quan.FactTags:
+		if d.HasTag == "" || (d.ExactTag != nil && !d.ExactTag(fc.Str)) {
+			return "", nil, false
+		}
+		switch fc.Op {
+		case quan.FactHasTag:
+			return d.HasTag, fc.Str, true
+		case quan.FactLacksTag:
+			return "NOT " + d.HasTag, fc.Str, true
+		}
+	}
+	return "", nil, false
 }
 
 // scanFactsRow reads a user's facts from a row of *sql.Rows (RawBytes
@@ -66,6 +231,58 @@ func scanFactsRow(row Scanner) (quan.UserFacts, error) {
 		return f, err
 	}
 	return f, decodeFacts(&f, tags, attrs)
+}
+
+// PlainTag reports whether tag is written into the tags' JSON as it is,
+// between quotes, by encoding/json and by a database's JSON functions
+// alike: valid UTF-8 with no character either may escape (quote,
+// backslash, control characters, <, > and &, U+2028 and U+2029).
+func PlainTag(tag string) bool {
+	if !utf8.ValidString(tag) {
+		return false
+	}
+	for _, r := range tag {
+		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
+}
+
+// SplitFacts implements quan.AttributeStore.SplitUserFacts: a count,
+// then one walk of the primary key to each cut.
+func SplitFacts(ctx context.Context, q Queryer, parts int) ([]int64, error) {
+	if parts < 2 {
+		return nil, nil
+	}
+	n, err := CountFacts(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	var splits []int64
+	for k := 1; k < parts; k++ {
+		at := n * int64(k) / int64(parts) // users up to the cut
+		if at == 0 {
+			continue
+		}
+		id, err := Query(ctx, q, "split user facts", Int64, `SELECT user_id FROM user_facts ORDER BY user_id LIMIT 1 OFFSET ?`, at-1)
+		if err != nil {
+			return nil, err
+		}
+		if len(id) == 1 && (len(splits) == 0 || id[0] > splits[len(splits)-1]) && at < n {
+			splits = append(splits, id[0])
+		}
+	}
+	return splits, nil
+}
+
+// CountFacts counts the users with facts on file.
+func CountFacts(ctx context.Context, q Queryer) (int64, error) {
+	n, err := Query(ctx, q, "count user facts", Int64, `SELECT COUNT(*) FROM user_facts`)
+	if err != nil {
+		return 0, err
+	}
+	return n[0], nil
 }
 
 // ScanFacts reads a user's facts from a row of FactsColumns.
