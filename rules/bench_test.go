@@ -16,28 +16,36 @@ const (
 		`order.items.exists(i, i.categoryId == "books") && order.hour >= 18`
 )
 
+// BenchmarkEvalEligibility is the rule through Eval, which decides it by
+// its filter (the rule is exact).
 func BenchmarkEvalEligibility(b *testing.B) {
-	r := mustCompile(b, quan.RuleEligibility, benchEligibility)
-	u := &quan.UserFacts{UserID: 42, Level: 3, Tags: []string{"new", "student", "vip"}, Region: "sh", Orders: 7}
-	now := time.Now()
-	b.ReportAllocs()
-	for b.Loop() {
-		if ok, err := r.Eval(u, nil, now); err != nil || !ok {
-			b.Fatalf("Eval = %v, %v; want true", ok, err)
-		}
-	}
+	benchEligible(b, func(r quan.CompiledRule, u *quan.UserFacts, now time.Time) (bool, error) { return r.Eval(u, nil, now) },
+		[]string{"new", "student", "vip"})
 }
 
-// BenchmarkEvalEligibilityGuarded is the same rule on a user with more
+// BenchmarkEvalEligibilityCEL is the same rule by its CEL program: what
+// a rule of the same size that is not exact costs.
+func BenchmarkEvalEligibilityCEL(b *testing.B) {
+	benchEligible(b, rules.EvalCEL, []string{"new", "student", "vip"})
+}
+
+// BenchmarkEvalEligibilityGuarded is the CEL program on a user with more
 // tags than rules are priced for, which runs under CEL's runtime cost
 // tracking.
 func BenchmarkEvalEligibilityGuarded(b *testing.B) {
+	benchEligible(b, rules.EvalCEL, append(make([]string, rules.SizeTags), "vip"))
+}
+
+func benchEligible(b *testing.B, eval func(quan.CompiledRule, *quan.UserFacts, time.Time) (bool, error), tags []string) {
 	r := mustCompile(b, quan.RuleEligibility, benchEligibility)
-	u := &quan.UserFacts{UserID: 42, Level: 3, Tags: append(make([]string, rules.SizeTags), "vip")}
+	if !r.Filter().Exact {
+		b.Fatalf("%q is not exact", benchEligibility)
+	}
+	u := &quan.UserFacts{UserID: 42, Level: 3, Tags: tags, Region: "sh", Orders: 7}
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		if ok, err := r.Eval(u, nil, now); err != nil || !ok {
+		if ok, err := eval(r, u, now); err != nil || !ok {
 			b.Fatalf("Eval = %v, %v; want true", ok, err)
 		}
 	}

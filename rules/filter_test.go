@@ -88,10 +88,11 @@ var exactRules = map[string]bool{"LevelGe": true, "LevelAndTag": true, "LiteralF
 	"UserID": true, "Negative": true, "Or": true, "InList": true, "EmptyList": true, "RegionIn": true, "RegionEq": true,
 	"NotTag": true, "NotLess": true, "NestedAnd": true}
 
-// TestFilterSound evaluates rules on random facts: a user the filter does
-// not pass is one the rule decides false, the rule decides the same on
-// the facts the filter reads alone as on all of them, and an exact
-// filter passes the users the rule is true of and no others.
+// TestFilterSound evaluates rules on random facts by their CEL programs:
+// a user the filter does not pass is one the rule decides false, the rule
+// decides the same on the facts the filter reads alone as on all of them,
+// an exact filter passes the users the rule is true of and no others, and
+// Eval (which decides an exact rule by the filter) agrees with CEL.
 func TestFilterSound(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, rules.Options{})
@@ -141,9 +142,12 @@ func TestFilterSound(t *testing.T) {
 			if rng.IntN(3) > 0 {
 				f.Attrs = map[string]string{"city": []string{"hz", "sh"}[rng.IntN(2)], "vip": []string{"y", "n"}[rng.IntN(2)]}
 			}
-			ok, err := r.Eval(&f, nil, now)
+			ok, err := rules.EvalCEL(r, &f, now)
 			if filter.Exact && (ok != filter.Match(&f) || err != nil) {
 				t.Errorf("%q on %+v: the exact filter gives %v, the rule %v, %v", expr, f, filter.Match(&f), ok, err)
+			}
+			if ok2, err2 := r.Eval(&f, nil, now); ok2 != ok || (err2 == nil) != (err == nil) {
+				t.Errorf("%q on %+v: Eval gives %v, %v; CEL %v, %v", expr, f, ok2, err2, ok, err)
 			}
 			if !filter.Match(&f) {
 				refused++
@@ -154,7 +158,7 @@ func TestFilterSound(t *testing.T) {
 			}
 			passed++
 			read := readOnly(f, filter.Read)
-			ok2, err2 := r.Eval(&read, nil, now)
+			ok2, err2 := rules.EvalCEL(r, &read, now)
 			if ok != ok2 || (err == nil) != (err2 == nil) {
 				t.Errorf("%q: on all facts %v, %v; on the facts it reads (%+v) %v, %v", expr, ok, err, read, ok2, err2)
 			}

@@ -294,10 +294,23 @@ func (r *rule) Source() string { return r.src }
 func (r *rule) Filter() quan.FactsFilter { return r.filter }
 
 // Eval implements quan.CompiledRule.
+//
+// A rule that is nothing but its filter's conditions (FactsFilter.Exact:
+// user.level >= 2 && "vip" in user.tags, the typical eligibility rule)
+// is decided by the filter's Match, in Go, without CEL: the same answer
+// (TestFilterSound), at a fraction of the cost on the claim's hot path.
 func (r *rule) Eval(user *quan.UserFacts, order *quan.OrderFacts, now time.Time) (bool, error) {
 	if user == nil {
 		user = &quan.UserFacts{}
 	}
+	if r.filter.Exact && r.kind != quan.RuleApplies {
+		return r.filter.Match(user), nil
+	}
+	return r.evalCEL(user, order, now)
+}
+
+// evalCEL is Eval by the CEL program, user not nil.
+func (r *rule) evalCEL(user *quan.UserFacts, order *quan.OrderFacts, now time.Time) (bool, error) {
 	act := &activation{user: user, now: now}
 	if r.kind == quan.RuleApplies {
 		if order == nil {
