@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 )
 
 // OrderItem is one line of an order being priced. Prices are in fen.
@@ -22,9 +23,19 @@ const (
 	MaxItemUnitPrice = 100_000_000_00 // 100 million yuan
 )
 
-// ValidateOrder reports every problem of an order's items at once.
-func ValidateOrder(items []OrderItem) error {
+// ValidateOrder reports every problem of an order at once: its items,
+// and the channel it is placed on ("app", "mini", "web"; "" if the client
+// does not say), which an applies rule reads as order.channel: valid
+// UTF-8 of at most MaxFactBytes bytes, like any fact a rule is priced
+// for.
+func ValidateOrder(items []OrderItem, channel string) error {
 	var v validator
+	switch {
+	case len(channel) > MaxFactBytes:
+		v.add("channel", fmt.Sprintf("is %d bytes long: at most %d", len(channel), MaxFactBytes))
+	case !utf8.ValidString(channel):
+		v.add("channel", "is not valid UTF-8")
+	}
 	switch {
 	case len(items) == 0:
 		v.add("items", "an order needs at least one item")

@@ -110,7 +110,7 @@ func TestPriceOrder(t *testing.T) {
 		{SKU: "tea", Category: "drink", ShopNo: 20, UnitPrice: 999, Quantity: 3},  // 29.97 at shop 20
 		{SKU: "cup", Category: "home", ShopNo: 20, UnitPrice: 500, Quantity: 1},
 	}
-	if err := quan.ValidateOrder(items); err != nil {
+	if err := quan.ValidateOrder(items, ""); err != nil {
 		t.Fatal(err)
 	}
 	q := quan.PriceOrder(items, coupons, templates, now)
@@ -158,12 +158,12 @@ func TestPriceOrder(t *testing.T) {
 }
 
 func TestValidateOrder(t *testing.T) {
-	err := quan.ValidateOrder([]quan.OrderItem{{SKU: "", ShopNo: 0, UnitPrice: -1, Quantity: 0}})
+	err := quan.ValidateOrder([]quan.OrderItem{{SKU: "", ShopNo: 0, UnitPrice: -1, Quantity: 0}}, "")
 	fields := quan.ErrorFields(err)
 	if !errors.Is(err, quan.ErrInvalid) || len(fields) != 4 {
 		t.Errorf("ValidateOrder of a bad item: %v with %d fields, want 4", err, len(fields))
 	}
-	if err := quan.ValidateOrder(nil); !errors.Is(err, quan.ErrInvalid) {
+	if err := quan.ValidateOrder(nil, ""); !errors.Is(err, quan.ErrInvalid) {
 		t.Errorf("an empty order: %v", err)
 	}
 }

@@ -207,7 +207,7 @@ func BenchmarkQuoteRules(b *testing.B) {
 		items = append(items, quan.OrderItem{SKU: fmt.Sprintf("sku-%d", i), Category: cat, ShopNo: 1, UnitPrice: 1000 + int64(i)*100, Quantity: 1})
 	}
 	who := quan.Identity{Role: quan.RoleUser, UserID: user}
-	q, err := w.Quote(ctx, who, items)
+	q, err := w.Quote(ctx, who, items, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func BenchmarkQuoteRules(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
-		if _, err := w.Quote(ctx, who, items); err != nil {
+		if _, err := w.Quote(ctx, who, items, ""); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))

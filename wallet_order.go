@@ -54,12 +54,13 @@ func (s *WalletService) change(ctx context.Context, user int64, seen []*Coupon, 
 // was quoted.
 type LockRequest struct {
 	Items            []OrderItem `json:"items"`
+	Channel          string      `json:"channel,omitempty"` // where the order is placed, as in the quote
 	CouponIDs        []int64     `json:"couponIds"`
 	ExpectedDiscount int64       `json:"expectedDiscount"`
 }
 
 // Key identifies the request among the locks of its order: a digest of
-// its items and its coupons (in id order, each once). The discount
+// its items, its channel and its coupons (in id order, each once). The discount
 // expected is left out: the items and coupons decide it, and a lock asked
 // again at another is refused as a price change.
 func (r LockRequest) Key() string {
@@ -68,7 +69,7 @@ func (r LockRequest) Key() string {
 		// Quoted, the strings cannot run into the next field.
 		fmt.Fprintf(h, "%q %q %d %d %d\n", it.SKU, it.Category, it.ShopNo, it.UnitPrice, it.Quantity)
 	}
-	fmt.Fprintf(h, "coupons %v", slices.Compact(slices.Sorted(slices.Values(r.CouponIDs))))
+	fmt.Fprintf(h, "channel %q coupons %v", r.Channel, slices.Compact(slices.Sorted(slices.Values(r.CouponIDs))))
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
@@ -87,7 +88,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	if err := validOrderID(order); err != nil {
 		return nil, err
 	}
-	if err := ValidateOrder(req.Items); err != nil {
+	if err := ValidateOrder(req.Items, req.Channel); err != nil {
 		return nil, err
 	}
 	if len(req.CouponIDs) == 0 {
@@ -128,7 +129,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 		}
 		chosen = append(chosen, &c)
 	}
-	notMet, err := s.rulesNotMet(ctx, user, req.Items, chosen, now)
+	notMet, err := s.rulesNotMet(ctx, user, req.Items, req.Channel, chosen, now)
 	if err != nil {
 		return nil, err
 	}

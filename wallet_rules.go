@@ -35,11 +35,11 @@ func OrderFactsOf(items []OrderItem, channel string, now time.Time) *OrderFacts 
 
 // rulesNotMet returns the coupons of cs (of user) whose applies rule, of
 // the version that governs each (TemplateRules.Applies), is not met by an
-// order of items at now: nil when none of their templates has an
+// order of items on channel at now: nil when none of their templates has an
 // applies rule, which costs a look in the RuleBook per template. The
 // user's facts are read (from memory, Attributes.Facts) only if a rule is
 // evaluated.
-func (s *WalletService) rulesNotMet(ctx context.Context, user int64, items []OrderItem, cs []*Coupon, now time.Time) (map[int64]bool, error) {
+func (s *WalletService) rulesNotMet(ctx context.Context, user int64, items []OrderItem, channel string, cs []*Coupon, now time.Time) (map[int64]bool, error) {
 	if s.Rules == nil {
 		return nil, nil
 	}
@@ -64,7 +64,7 @@ func (s *WalletService) rulesNotMet(ctx context.Context, user int64, items []Ord
 			continue
 		}
 		if order == nil {
-			order = OrderFactsOf(items, "", now)
+			order = OrderFactsOf(items, channel, now)
 			facts = &UserFacts{UserID: user}
 			if s.Attributes != nil {
 				if facts, err = s.Attributes.Facts(ctx, user); err != nil {

@@ -258,15 +258,16 @@ func (s *WalletService) templatesOf(ctx context.Context, all []*Coupon) (map[int
 	return templates, nil
 }
 
-// Quote prices items with every coupon the user holds that could apply:
-// available or locked ones, and expired ones whose window closed lately
-// are reported with their reason too.
-func (s *WalletService) Quote(ctx context.Context, who Identity, items []OrderItem) (Quote, error) {
+// Quote prices items, to be ordered on channel ("" if unknown; an
+// applies rule reads it as order.channel), with every coupon the user
+// holds that could apply: available or locked ones, and expired ones
+// whose window closed lately are reported with their reason too.
+func (s *WalletService) Quote(ctx context.Context, who Identity, items []OrderItem, channel string) (Quote, error) {
 	user, err := userOf(who)
 	if err != nil {
 		return Quote{}, err
 	}
-	if err := ValidateOrder(items); err != nil {
+	if err := ValidateOrder(items, channel); err != nil {
 		return Quote{}, err
 	}
 	now := s.now()
@@ -285,7 +286,7 @@ func (s *WalletService) Quote(ctx context.Context, who Identity, items []OrderIt
 			cs = append(cs, c)
 		}
 	}
-	notMet, err := s.rulesNotMet(ctx, user, items, cs, now)
+	notMet, err := s.rulesNotMet(ctx, user, items, channel, cs, now)
 	if err != nil {
 		return Quote{}, err
 	}

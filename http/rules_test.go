@@ -85,6 +85,66 @@ func TestRulesTypeChecked(t *testing.T) {
 	})
 }
 
+// TestRulesOrderChannel: the channel a quote or a lock names is the
+// order.channel an applies rule reads; an order that names none has the
+// channel "", and a channel longer than a fact may be is refused.
+func TestRulesOrderChannel(t *testing.T) {
+	ts := newTestServer(t)
+	m := ts.merchant(t, 1)
+	body := validTemplate()
+	body["applies"] = `order.channel == "app"`
+	tpl := ts.create(t, m, body)
+	ts.do(t, "POST", loc(tpl.ID)+"/activate", m, nil).want(t, http.StatusOK, "")
+	if task := ts.distribute(t, m, tpl.ID, "users.csv", []byte("userId\n7\n"), nil); task.Counts.Issued != 1 {
+		t.Fatalf("distribution: %+v", task.Counts)
+	}
+	u := ts.user(t, 7)
+	quote := func(req map[string]any) quan.CouponQuote {
+		t.Helper()
+		var q quan.Quote
+		r := ts.do(t, "POST", "/api/v1/settlement/quote", u, req)
+		r.want(t, http.StatusOK, "")
+		r.decode(t, &q)
+		if len(q.Coupons) != 1 {
+			t.Fatalf("quote %+v: want the one coupon", q)
+		}
+		return q.Coupons[0]
+	}
+	for _, c := range []struct {
+		name    string
+		channel any
+		usable  bool
+	}{{"App", "app", true}, {"Web", "web", false}, {"None", nil, false}} {
+		req := map[string]any{"items": order(30_000)}
+		if c.channel != nil {
+			req["channel"] = c.channel
+		}
+		if cq := quote(req); cq.Usable != c.usable || (!c.usable && cq.Reason != quan.ReasonRuleNotMet) {
+			t.Errorf("%s: usable %v reason %q, want usable %v", c.name, cq.Usable, cq.Reason, c.usable)
+		}
+	}
+	cq := quote(map[string]any{"items": order(30_000), "channel": "app"})
+	lock := func(channel string) response {
+		return ts.do(t, "POST", "/api/v1/orders/o-channel/lock", u, map[string]any{
+			"items": order(30_000), "channel": channel, "couponIds": []int64{cq.CouponID}, "expectedDiscount": cq.Discount})
+	}
+	r := lock("web")
+	r.want(t, http.StatusConflict, quan.ENOTUSABLE)
+	if !strings.Contains(r.Problem.Detail, quan.ReasonRuleNotMet) {
+		t.Errorf("lock on the web refused with %q, want the reason %s", r.Problem.Detail, quan.ReasonRuleNotMet)
+	}
+	lock("app").want(t, http.StatusOK, "")
+	lock("app").want(t, http.StatusOK, "")                    // the same lock again
+	lock("mini").want(t, http.StatusConflict, quan.ECONFLICT) // another request for the order
+
+	long := strings.Repeat("a", quan.MaxFactBytes+1)
+	r = ts.do(t, "POST", "/api/v1/settlement/quote", u, map[string]any{"items": order(30_000), "channel": long})
+	r.want(t, http.StatusBadRequest, quan.EINVALID)
+	if len(r.Problem.Errors) != 1 || r.Problem.Errors[0].Field != "channel" {
+		t.Errorf("errors %+v, want one naming channel", r.Problem.Errors)
+	}
+}
+
 // TestRulesVersions: the rules of an active template change by versions;
 // a coupon keeps the applies rule of the version it was issued under,
 // unless a later version in force applies to issued coupons; a version

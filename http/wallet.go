@@ -86,19 +86,20 @@ func (s *Server) claimable(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// quote is POST /settlement/quote {items}.
+// quote is POST /settlement/quote {items, channel}.
 func (s *Server) quote(w http.ResponseWriter, r *http.Request) error {
 	who, err := identity(r)
 	if err != nil {
 		return err
 	}
 	var body struct {
-		Items []quan.OrderItem `json:"items"`
+		Items   []quan.OrderItem `json:"items"`
+		Channel string           `json:"channel"`
 	}
 	if err := decodeJSON(w, r, &body); err != nil {
 		return err
 	}
-	q, err := s.Wallet.Quote(r.Context(), who, body.Items)
+	q, err := s.Wallet.Quote(r.Context(), who, body.Items, body.Channel)
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func testBudgetMoves(t *testing.T, s WalletStores) {
 	if quan.ErrorCode(err) != quan.ENOTUSABLE || !strings.Contains(err.Error(), quan.ReasonBudgetSpent) {
 		t.Fatalf("lock over the budget: %v, want %s naming %s", err, quan.ENOTUSABLE, quan.ReasonBudgetSpent)
 	}
-	q, err := w.Quote(t.Context(), user(2), budgetOrder)
+	q, err := w.Quote(t.Context(), user(2), budgetOrder, "")
 	if err != nil || len(q.Coupons) != 1 || q.Coupons[0].Usable || q.Coupons[0].Reason != quan.ReasonBudgetSpent || len(q.Combination) != 0 {
 		t.Fatalf("quote over the budget: %+v, %v; want the coupon unusable: %s", q, err, quan.ReasonBudgetSpent)
 	}
@@ -106,7 +106,7 @@ func testBudgetMoves(t *testing.T, s WalletStores) {
 		t.Fatal(err)
 	}
 	wantUsage(t, s, tpl.ID, 0, budgetOff)
-	if q, err := w.Quote(t.Context(), user(2), budgetOrder); err != nil || !q.Coupons[0].Usable {
+	if q, err := w.Quote(t.Context(), user(2), budgetOrder, ""); err != nil || !q.Coupons[0].Usable {
 		t.Fatalf("quote with the budget given back: %+v, %v", q, err)
 	}
 	if err := lock(2); err != nil {
