@@ -101,8 +101,10 @@ type CodeStore interface {
 	Codes(ctx context.Context, id int64) iter.Seq2[RedeemCode, error]
 	// RedeemCode issues user the coupon of code at now, in one
 	// transaction: the template issues at now, the user holds fewer than
-	// the limit and stock is left (else the refusal as ESOLDOUT, ELIMIT,
-	// ENOTSTARTED, EENDED or EPAUSED), then one stock is taken, the coupon
+	// the limit, received fewer than the period limits today and this
+	// week, and stock is left (else the refusal of IssueRefusal: ESOLDOUT,
+	// ELIMIT, EDAILYLIMIT, EWEEKLYLIMIT, ENOTSTARTED, EENDED or EPAUSED),
+	// then one stock is taken, the coupon
 	// created (Source FromCode) and the code marked redeemed. A code
 	// redeemed before by the same user returns that coupon; by another
 	// user it is ECODEUSED. An unknown code is ErrNotFound.
@@ -291,10 +293,12 @@ func (s *CodeService) Redeem(ctx context.Context, who Identity, code string) (*C
 	return c, nil
 }
 
-// IssueRefusal says why t cannot issue a user holding held coupons one
-// more at now, or returns nil: the rules of a single issue (a redeemed
-// code) that every store applies.
-func IssueRefusal(t *Template, held int64, now time.Time) error {
+// IssueRefusal says why t cannot issue user, holding held coupons of it,
+// one more at now, or returns nil: the rules of a single issue (a
+// redeemed code) that every store applies. periods are the coupons user
+// received in each day and week (needed only when t has period limits;
+// nil counts none).
+func IssueRefusal(t *Template, user, held int64, periods *PeriodHeld, now time.Time) error {
 	switch {
 	case t.Status == TemplateEnded || t.Status == TemplateActive && !now.Before(t.IssueEnd):
 		return Errorf(EENDED, "template %d no longer issues", t.ID)
@@ -304,7 +308,14 @@ func IssueRefusal(t *Template, held int64, now time.Time) error {
 		return Errorf(ENOTSTARTED, "template %d does not issue yet", t.ID)
 	case held >= t.PerUserLimit:
 		return Errorf(ELIMIT, "you hold as many coupons of template %d as one user may", t.ID)
-	case t.Stock <= 0:
+	}
+	switch t.periodRefusal(periods, user, now) {
+	case CauseDailyLimit:
+		return Errorf(EDAILYLIMIT, "you received as many coupons of template %d today as one user may a day", t.ID)
+	case CauseWeeklyLimit:
+		return Errorf(EWEEKLYLIMIT, "you received as many coupons of template %d this week as one user may a week", t.ID)
+	}
+	if t.Stock <= 0 {
 		return Errorf(ESOLDOUT, "template %d is sold out", t.ID)
 	}
 	return nil

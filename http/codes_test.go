@@ -196,3 +196,30 @@ func TestCodesWithoutExport(t *testing.T) {
 	ts.do(t, "GET", fmt.Sprintf("/api/v1/code-batches/%d/codes.csv", b.ID), m, nil).want(t, http.StatusOK, "")
 	ts.do(t, "GET", fmt.Sprintf("/api/v1/code-batches/%d/codes.xlsx", b.ID), m, nil).want(t, http.StatusNotFound, quan.ENOTFOUND)
 }
+
+// TestRedeemCodePeriodLimits: a code redeemed over the template's daily
+// limit answers 409 daily_limit_reached and stays unused; the next day it
+// is redeemed.
+func TestRedeemCodePeriodLimits(t *testing.T) {
+	ts := newTestServer(t)
+	m := ts.merchant(t, 1)
+	body := validTemplate()
+	body["stock"], body["perUserLimit"], body["perUserDaily"] = 10, 5, 1
+	tpl := ts.create(t, m, body)
+	ts.do(t, "POST", loc(tpl.ID)+"/activate", m, nil).want(t, http.StatusOK, "")
+	b := &quan.CodeBatch{TemplateID: tpl.ID, ShopNo: 1, Count: 2, Status: quan.CodeBatchGenerating, CreatedBy: "merchant:1", CreatedAt: testNow, UpdatedAt: testNow}
+	if err := ts.store.CreateCodeBatch(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	codes, _ := quan.NewCodes(2, "")
+	if _, err := ts.store.AddCodes(t.Context(), b.ID, codes, testNow); err != nil {
+		t.Fatal(err)
+	}
+	redeem := func(code string) response {
+		return ts.do(t, "POST", "/api/v1/codes/redeem", ts.user(t, 7), map[string]any{"code": code})
+	}
+	redeem(codes[0]).want(t, http.StatusCreated, "")
+	redeem(codes[1]).want(t, http.StatusConflict, quan.EDAILYLIMIT)
+	ts.setNow(ts.clock().Add(24 * time.Hour))
+	redeem(codes[1]).want(t, http.StatusCreated, "")
+}

@@ -31,6 +31,7 @@ func TestCodeStore(t *testing.T, newStores func(t *testing.T) CodeStores) {
 	run("CodeBatches/OfTemplateNewestFirst", testCodeBatches)
 	run("RedeemCode/OnceWithTheRules", testRedeemCode)
 	run("RedeemCode/RaceOneWinner", testRedeemRace)
+	run("RedeemCode/PeriodLimits", testRedeemPeriods)
 }
 
 func codeBatchOf(t *testing.T, s CodeStores, tpl *quan.Template, n int64) *quan.CodeBatch {
@@ -198,5 +199,39 @@ func testRedeemRace(t *testing.T, s CodeStores) {
 	wg.Wait()
 	if won.Load() != 1 || stats(t, s.TaskStores, tpl.ID, 0).Coupons != 1 {
 		t.Fatalf("%d of 10 users redeemed one code", won.Load())
+	}
+}
+
+// testRedeemPeriods: a redeem is refused over the daily or the weekly
+// limit, counted by the Shanghai day and week the user received each
+// coupon of the template (by a code or otherwise), and the code refused
+// stays unused.
+func testRedeemPeriods(t *testing.T, s CodeStores) {
+	tpl := newTemplate(t, 1, "code periods")
+	tpl.Status = quan.TemplateActive
+	tpl.PerUserLimit, tpl.PerUserDaily, tpl.PerUserWeekly = 5, 1, 2
+	mustValid(t, tpl)
+	tpl = create(t, s.Templates, tpl)
+	b := codeBatchOf(t, s, tpl, 5)
+	codes := newCodes(t, 5)
+	if _, err := s.Codes.AddCodes(t.Context(), b.ID, codes, base); err != nil {
+		t.Fatal(err)
+	}
+	monday := quan.ShanghaiWeekStart(quan.ShanghaiWeek(base) + 1)
+	redeem := func(code string, user int64, at time.Duration, want string) {
+		t.Helper()
+		_, err := s.Codes.RedeemCode(t.Context(), code, user, monday.Add(at))
+		if want == "" && err != nil || want != "" && quan.ErrorCode(err) != want {
+			t.Fatalf("redeem %s by user %d at monday+%s: %v, want %q", code, user, at, err, want)
+		}
+	}
+	redeem(codes[0], 1, time.Hour, "")
+	redeem(codes[1], 1, 2*time.Hour, quan.EDAILYLIMIT)
+	redeem(codes[1], 2, 2*time.Hour, "") // another user, the same code: it was not used up
+	redeem(codes[2], 1, 25*time.Hour, "")
+	redeem(codes[3], 1, 49*time.Hour, quan.EWEEKLYLIMIT)
+	redeem(codes[3], 1, 7*24*time.Hour, "") // next Monday, 00:00 in Shanghai
+	if got := stats(t, s.TaskStores, tpl.ID, 0).Coupons; got != 4 {
+		t.Fatalf("%d coupons issued, want 4", got)
 	}
 }

@@ -143,10 +143,14 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 		return nil, err
 	}
 	held := map[int64]int64{}
-	if err := heldCounts(ctx, tx, template, []int64{user}, held); err != nil {
+	var periods *quan.PeriodHeld // nil counts nothing
+	if t.HasPeriodLimits() {
+		periods = &quan.PeriodHeld{}
+	}
+	if err := holdings(ctx, tx, template, []int64{user}, held, map[string]*quan.Claim{}, periods); err != nil {
 		return nil, err
 	}
-	if err := quan.IssueRefusal(t, held[user], now); err != nil {
+	if err := quan.IssueRefusal(t, user, held[user], periods, now); err != nil {
 		return nil, err
 	}
 	c := quan.NewCoupon(t, user, held[user]+1, 0, now)
