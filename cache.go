@@ -144,6 +144,13 @@ type Cache interface {
 	// is atomic on its own. It returns how many it made; ErrCacheCold if
 	// the template is not loaded.
 	SwapHeld(ctx context.Context, template int64, swaps []HeldSwap) (int, error)
+	// PeriodHoldings is Holdings of the counts of period p (a Shanghai
+	// day or week) that the period limits check: Count is the user's
+	// count in p, and users with none are left out. A template without
+	// period limits yields none. ErrCacheCold if it is not loaded.
+	PeriodHoldings(ctx context.Context, template int64, p Period) iter.Seq2[Holding, error]
+	// SwapPeriodHeld is SwapHeld of the counts of period p.
+	SwapPeriodHeld(ctx context.Context, template int64, p Period, swaps []HeldSwap) (int, error)
 
 	// The count of a shop's claims in a Shanghai day, for the shop's
 	// DailyClaimCap (ShopSettings): unlike everything above, one counter
@@ -167,6 +174,18 @@ type Cache interface {
 	// settled (a redelivery); "" gives back every time (the claim path,
 	// giving back what the same call took).
 	ShopClaimsGive(ctx context.Context, shop, day int64, key string) error
+}
+
+// Period is a Shanghai day (ShanghaiDay) or, with Week, a week
+// (ShanghaiWeek): the span of the counts a period limit checks.
+type Period struct {
+	Week bool
+	N    int64
+}
+
+// PeriodsOf returns the day and the week of at.
+func PeriodsOf(at time.Time) (day, week Period) {
+	return Period{N: ShanghaiDay(at)}, Period{Week: true, N: ShanghaiWeek(at)}
 }
 
 // HeldSwap is one user's count as Cache.SwapHeld corrects it: from Old

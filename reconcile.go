@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -33,15 +34,17 @@ type ReconcileCounters struct {
 
 	// Of the last run, before repair: the sum over drifted templates of
 	// |cache stock − store stock|, the templates with any drift, and the
-	// users whose cached count differed from the store's.
+	// users whose cached count (lifetime, or of today or this week for
+	// the period limits) differed from the store's.
 	StockDrift     atomic.Int64
 	DriftTemplates atomic.Int64
 	HeldDriftUsers atomic.Int64
 }
 
-// Reconciler compares the cache's stock and holdings with the store's for
-// the active templates, reports the drift and corrects the cache from the
-// store: the store decides.
+// Reconciler compares the cache's stock and holdings (and, for templates
+// with period limits, the users' counts of today and this week) with the
+// store's for the active templates, reports the drift and corrects the
+// cache from the store: the store decides.
 //
 // The contract, and why it does not mistake work in flight for drift: the
 // cache runs ahead of the store. A claim reserves in the cache at once and
@@ -91,7 +94,10 @@ type Reconciler struct {
 	Local []InFlight
 	// Settle is the wait between two readings; 0 means
 	// DefaultReconcileSettle, below 0 none (for tests).
-	Settle   time.Duration
+	Settle time.Duration
+	// Now tells the day and week whose period counts are compared (nil
+	// means time.Now).
+	Now      func() time.Time
 	Logger   *slog.Logger
 	Counters ReconcileCounters
 
@@ -168,25 +174,48 @@ type Drift struct {
 	// Held are the users whose counts differ: Old the cache's, Count the
 	// store's (the correction SwapHeld makes).
 	Held []HeldSwap
+	// For a template with period limits, the users whose counts of the
+	// day and of the week of the reading differ (the corrections
+	// SwapPeriodHeld makes).
+	Day, Week         Period
+	DayHeld, WeekHeld []HeldSwap
 }
 
 // None reports whether cache and store agree.
-func (d Drift) None() bool { return d.CacheStock == d.StoreStock && len(d.Held) == 0 }
+func (d Drift) None() bool {
+	return d.CacheStock == d.StoreStock && len(d.Held) == 0 && len(d.DayHeld) == 0 && len(d.WeekHeld) == 0
+}
 
 func (d Drift) same(e Drift) bool {
-	if d.CacheStock != e.CacheStock || d.StoreStock != e.StoreStock || len(d.Held) != len(e.Held) {
+	return d.CacheStock == e.CacheStock && d.StoreStock == e.StoreStock && d.Day == e.Day && d.Week == e.Week &&
+		sameSwaps(d.Held, e.Held) && sameSwaps(d.DayHeld, e.DayHeld) && sameSwaps(d.WeekHeld, e.WeekHeld)
+}
+
+func sameSwaps(a, b []HeldSwap) bool {
+	if len(a) != len(b) {
 		return false
 	}
-	m := make(map[int64]HeldSwap, len(d.Held))
-	for _, h := range d.Held {
+	m := make(map[int64]HeldSwap, len(a))
+	for _, h := range a {
 		m[h.UserID] = h
 	}
-	for _, h := range e.Held {
+	for _, h := range b {
 		if m[h.UserID] != h {
 			return false
 		}
 	}
 	return true
+}
+
+// users counts the users with any count that differs.
+func (d Drift) users() int {
+	seen := map[int64]bool{}
+	for _, hs := range [][]HeldSwap{d.Held, d.DayHeld, d.WeekHeld} {
+		for _, h := range hs {
+			seen[h.UserID] = true
+		}
+	}
+	return len(seen)
 }
 
 // Reconcile runs once: it reads every active template (and those Check
@@ -232,7 +261,7 @@ func (r *Reconciler) Reconcile(ctx context.Context) error {
 	var stock, users int64
 	for _, d := range found {
 		stock += max(d.CacheStock-d.StoreStock, d.StoreStock-d.CacheStock)
-		users += int64(len(d.Held))
+		users += int64(d.users())
 	}
 	r.Counters.StockDrift.Store(stock)
 	r.Counters.DriftTemplates.Store(int64(len(found)))
@@ -399,39 +428,79 @@ func wrapNil(err error, wrap func(error) error) error {
 
 // compare reads the store's stock and holdings of the template of st and
 // the cache's holdings, and returns how they differ from st and the
-// cache.
+// cache. For a template with period limits it compares the counts of the
+// day and the week of now as well.
 func (r *Reconciler) compare(ctx context.Context, st TemplateState) (Drift, error) {
 	tpl, err := r.Templates.Template(ctx, AnyShop, st.ID)
 	if err != nil {
 		return Drift{}, err
 	}
 	d := Drift{Template: st.ID, CacheStock: st.Stock, StoreStock: tpl.Stock}
-	cached := map[int64]int64{}
-	for h, err := range r.Cache.Holdings(ctx, st.ID) {
+	var at time.Time // of the period counts: none without period limits
+	if st.PerUserDaily > 0 || st.PerUserWeekly > 0 {
+		at = time.Now()
+		if r.Now != nil {
+			at = r.Now()
+		}
+		d.Day, d.Week = PeriodsOf(at)
+	}
+	cached, err := countsByUser(r.Cache.Holdings(ctx, st.ID))
+	if err != nil {
+		return Drift{}, err
+	}
+	var cachedDay, cachedWeek map[int64]int64
+	if !at.IsZero() {
+		if cachedDay, err = countsByUser(r.Cache.PeriodHoldings(ctx, st.ID, d.Day)); err != nil {
+			return Drift{}, err
+		}
+		if cachedWeek, err = countsByUser(r.Cache.PeriodHoldings(ctx, st.ID, d.Week)); err != nil {
+			return Drift{}, err
+		}
+	}
+	for h, err := range r.Coupons.Holdings(ctx, st.ID, at) {
 		if err != nil {
 			return Drift{}, err
 		}
-		cached[h.UserID] = h.Count
+		d.Held = drifted(d.Held, cached, h.UserID, h.Count)
+		if !at.IsZero() {
+			d.DayHeld = drifted(d.DayHeld, cachedDay, h.UserID, h.Day)
+			d.WeekHeld = drifted(d.WeekHeld, cachedWeek, h.UserID, h.Week)
+		}
 	}
-	// The lifetime counts alone, as Cache.Holdings yields them: the
-	// repair swaps those. The period counts come with a load; the store
-	// checks the period limits again on every claim.
-	for h, err := range r.Coupons.Holdings(ctx, st.ID, time.Time{}) {
-		if err != nil {
-			return Drift{}, err
+	// Counted in the cache, none in the store.
+	for _, c := range []struct {
+		m     map[int64]int64
+		swaps *[]HeldSwap
+	}{{cached, &d.Held}, {cachedDay, &d.DayHeld}, {cachedWeek, &d.WeekHeld}} {
+		for u, n := range c.m {
+			*c.swaps = append(*c.swaps, HeldSwap{UserID: u, Old: n, Count: 0})
 		}
-		if h.Count <= 0 {
-			continue
-		}
-		if c := cached[h.UserID]; c != h.Count {
-			d.Held = append(d.Held, HeldSwap{UserID: h.UserID, Old: c, Count: h.Count})
-		}
-		delete(cached, h.UserID)
-	}
-	for u, c := range cached { // counted in the cache, none in the store
-		d.Held = append(d.Held, HeldSwap{UserID: u, Old: c, Count: 0})
 	}
 	return d, nil
+}
+
+// drifted appends to swaps the correction of user's count in cached to
+// the store's count n, if they differ, and takes the user out of cached.
+func drifted(swaps []HeldSwap, cached map[int64]int64, user, n int64) []HeldSwap {
+	if c := cached[user]; n > 0 && c != n {
+		swaps = append(swaps, HeldSwap{UserID: user, Old: c, Count: n})
+	} else if n <= 0 {
+		return swaps // none in the store: left in cached, corrected to 0 if counted there
+	}
+	delete(cached, user)
+	return swaps
+}
+
+// countsByUser collects a cache's counts by user.
+func countsByUser(hs iter.Seq2[Holding, error]) (map[int64]int64, error) {
+	m := map[int64]int64{}
+	for h, err := range hs {
+		if err != nil {
+			return nil, err
+		}
+		m[h.UserID] = h.Count
+	}
+	return m, nil
 }
 
 // repair corrects the cache to the store's figures of d, where the cache
@@ -453,11 +522,26 @@ func (r *Reconciler) repair(ctx context.Context, d Drift) error {
 		}
 		users = n
 	}
-	if stockFixed || users > 0 {
+	periods := 0
+	for _, p := range []struct {
+		p     Period
+		swaps []HeldSwap
+	}{{d.Day, d.DayHeld}, {d.Week, d.WeekHeld}} {
+		if len(p.swaps) == 0 {
+			continue
+		}
+		n, err := r.Cache.SwapPeriodHeld(ctx, d.Template, p.p, p.swaps)
+		if err != nil && !errors.Is(err, ErrCacheCold) {
+			return fmt.Errorf("reconcile template %d: correct the period counts: %w", d.Template, err)
+		}
+		periods += n
+	}
+	if stockFixed || users > 0 || periods > 0 {
 		r.Counters.Repairs.Add(1)
 	}
 	r.logger().Warn("the cache drifted from the store; corrected from the store",
 		"template", d.Template, "cache_stock", d.CacheStock, "store_stock", d.StoreStock,
-		"held_drift_users", len(d.Held), "stock_corrected", stockFixed, "held_corrected", users)
+		"held_drift_users", len(d.Held), "stock_corrected", stockFixed, "held_corrected", users,
+		"day_drift_users", len(d.DayHeld), "week_drift_users", len(d.WeekHeld), "period_counts_corrected", periods)
 	return nil
 }

@@ -3,6 +3,7 @@ package quan_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/quanhq/quan"
 )
@@ -95,6 +96,74 @@ func TestReconcileRepairsDrift(t *testing.T) {
 				t.Errorf("claim of user 1 after repair: %v, want limit_reached", err)
 			}
 
+			if err := rec.Reconcile(ctx); err != nil {
+				t.Fatal(err)
+			}
+			assertReconcile(t, rec, reconcileWant{repairs: 1, ok: 2})
+		})
+	}
+}
+
+// TestReconcileRepairsPeriodDrift: the counts of the day and the week
+// the period limits check, drifted in the cache (a claim of today
+// forgotten, one counted that was never made), are reported and
+// corrected from the store, and the limits then refuse and admit as the
+// store would.
+func TestReconcileRepairsPeriodDrift(t *testing.T) {
+	for name, newRig := range reconcileRigs {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, 10)
+			ctx := t.Context()
+			tpl, err := r.store.UpdateTemplate(ctx, 1, r.tpl.ID, "test", "limits", func(t *quan.Template) error {
+				t.PerUserLimit, t.PerUserDaily, t.PerUserWeekly = 5, 1, 2
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.tpl = tpl
+			r.serve(t)
+			rec := r.reconciler()
+			rec.Now = func() time.Time { return claimAt }
+			r.claim(t, 1)
+			r.settled(t, rec)
+			day, week := quan.PeriodsOf(claimAt)
+
+			if n, err := r.cache.SwapPeriodHeld(ctx, tpl.ID, day, []quan.HeldSwap{{UserID: 1, Old: 1, Count: 0}, {UserID: 2, Old: 0, Count: 1}}); err != nil || n != 2 {
+				t.Fatalf("inject day drift: %d %v", n, err)
+			}
+			if n, err := r.cache.SwapPeriodHeld(ctx, tpl.ID, week, []quan.HeldSwap{{UserID: 3, Old: 0, Count: 2}}); err != nil || n != 1 {
+				t.Fatalf("inject week drift: %d %v", n, err)
+			}
+			if err := rec.Reconcile(ctx); err != nil {
+				t.Fatal(err)
+			}
+			assertReconcile(t, rec, reconcileWant{templates: 1, users: 3, repairs: 1, ok: 1})
+			for _, p := range []quan.Period{day, week} {
+				got := map[int64]int64{}
+				for h, err := range r.cache.PeriodHoldings(ctx, tpl.ID, p) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					got[h.UserID] = h.Count
+				}
+				if len(got) != 1 || got[1] != 1 {
+					t.Errorf("the cache's counts of %+v after repair: %v, want user 1's one claim", p, got)
+				}
+			}
+			claim := func(user int64) error {
+				_, err := r.s.Claim(ctx, quan.Identity{Role: quan.RoleUser, UserID: user}, tpl.ID, "")
+				return err
+			}
+			if err := claim(1); quan.ErrorCode(err) != quan.EDAILYLIMIT {
+				t.Errorf("claim of user 1 after repair: %v, want %s", err, quan.EDAILYLIMIT)
+			}
+			for _, u := range []int64{2, 3} {
+				if err := claim(u); err != nil {
+					t.Errorf("claim of user %d after repair: %v", u, err)
+				}
+			}
+			r.settled(t, rec)
 			if err := rec.Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}

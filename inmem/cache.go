@@ -415,3 +415,54 @@ func (c *Cache) SwapHeld(ctx context.Context, id int64, swaps []quan.HeldSwap) (
 	}
 	return n, nil
 }
+
+// PeriodHoldings implements quan.Cache.
+func (c *Cache) PeriodHoldings(ctx context.Context, id int64, p quan.Period) iter.Seq2[quan.Holding, error] {
+	return func(yield func(quan.Holding, error) bool) {
+		t, err := c.get(id)
+		if err != nil {
+			yield(quan.Holding{}, err)
+			return
+		}
+		t.mu.Lock()
+		var hs []quan.Holding
+		for k, n := range t.periods {
+			if k.week == p.Week && k.period == p.N && n > 0 {
+				hs = append(hs, quan.Holding{UserID: k.user, Count: n})
+			}
+		}
+		t.mu.Unlock()
+		for _, h := range hs {
+			if !yield(h, nil) {
+				return
+			}
+		}
+	}
+}
+
+// SwapPeriodHeld implements quan.Cache.
+func (c *Cache) SwapPeriodHeld(ctx context.Context, id int64, p quan.Period, swaps []quan.HeldSwap) (int, error) {
+	t, err := c.get(id)
+	if err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.periods == nil {
+		t.periods = make(map[periodKey]int64)
+	}
+	n := 0
+	for _, s := range swaps {
+		k := periodKey{s.UserID, p.Week, p.N}
+		if max(t.periods[k], 0) != s.Old {
+			continue
+		}
+		if s.Count > 0 {
+			t.periods[k] = s.Count
+		} else {
+			delete(t.periods, k)
+		}
+		n++
+	}
+	return n, nil
+}

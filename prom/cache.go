@@ -30,21 +30,23 @@ type sharedCache interface {
 func (m *BackendMetrics) Cache(c quan.Cache) quan.Cache {
 	o := m.ops("cache")
 	w := &cache{
-		c:           c,
-		reserve:     o("Reserve"),
-		release:     o("Release"),
-		prime:       o("Prime"),
-		load:        o("Load"),
-		update:      o("Update"),
-		reservation: o("Reservation"),
-		state:       o("State"),
-		held:        o("Held"),
-		holdings:    o("Holdings"),
-		swapStock:   o("SwapStock"),
-		swapHeld:    o("SwapHeld"),
-		shopTake:    o("ShopClaimsTake"),
-		shopLoad:    o("ShopClaimsLoad"),
-		shopGive:    o("ShopClaimsGive"),
+		c:              c,
+		reserve:        o("Reserve"),
+		release:        o("Release"),
+		prime:          o("Prime"),
+		load:           o("Load"),
+		update:         o("Update"),
+		reservation:    o("Reservation"),
+		state:          o("State"),
+		held:           o("Held"),
+		holdings:       o("Holdings"),
+		swapStock:      o("SwapStock"),
+		swapHeld:       o("SwapHeld"),
+		periodHoldings: o("PeriodHoldings"),
+		swapPeriodHeld: o("SwapPeriodHeld"),
+		shopTake:       o("ShopClaimsTake"),
+		shopLoad:       o("ShopClaimsLoad"),
+		shopGive:       o("ShopClaimsGive"),
 	}
 	switch s := c.(type) {
 	case sharedCache:
@@ -76,7 +78,7 @@ var (
 type cache struct {
 	c                                                               quan.Cache
 	reserve, release, prime, load, update, reservation, state, held *op
-	holdings, swapStock, swapHeld                                   *op
+	holdings, swapStock, swapHeld, periodHoldings, swapPeriodHeld   *op
 	shopTake, shopLoad, shopGive                                    *op
 }
 
@@ -147,6 +149,15 @@ func (c *cache) SwapStock(ctx context.Context, template, old, stock int64) (_ bo
 func (c *cache) SwapHeld(ctx context.Context, template int64, swaps []quan.HeldSwap) (_ int, err error) {
 	defer c.swapHeld.done(ctx, time.Now(), &err)
 	return c.c.SwapHeld(ctx, template, swaps)
+}
+
+func (c *cache) PeriodHoldings(ctx context.Context, template int64, p quan.Period) iter.Seq2[quan.Holding, error] {
+	return timedSeq(ctx, c.periodHoldings, c.c.PeriodHoldings(ctx, template, p))
+}
+
+func (c *cache) SwapPeriodHeld(ctx context.Context, template int64, p quan.Period, swaps []quan.HeldSwap) (_ int, err error) {
+	defer c.swapPeriodHeld.done(ctx, time.Now(), &err)
+	return c.c.SwapPeriodHeld(ctx, template, p, swaps)
 }
 
 // limitingCache is a shared cache that records its calls. It is the

@@ -16,7 +16,7 @@ var (
 	driftTemplatesDesc = prometheus.NewDesc("quan_stock_drift_templates",
 		"Templates whose cache drifted from the store in the last reconciliation.", nil, nil)
 	holdingDriftDesc = prometheus.NewDesc("quan_holding_drift_users",
-		"Users whose cached holding differed from the store's in the last reconciliation.", nil, nil)
+		"Users whose cached holding, or count of today or this week (the period limits), differed from the store's in the last reconciliation.", nil, nil)
 	reconcileRunsDesc = prometheus.NewDesc("quan_reconcile_runs_total",
 		"Reconciliations of the cache with the store, by result: ok, or error (a template could not be read or repaired).",
 		[]string{"result"}, nil)

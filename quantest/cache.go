@@ -27,6 +27,7 @@ func TestCache(t *testing.T, newCache func(t *testing.T) quan.Cache) {
 	testCacheState(t, newCache)
 	testCacheStampedes(t, newCache)
 	testCacheRepair(t, newCache)
+	testCachePeriodRepair(t, newCache)
 	testCachePeriods(t, newCache)
 	testCachePeriodsLoaded(t, newCache)
 	testCacheShopClaims(t, newCache)

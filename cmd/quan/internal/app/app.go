@@ -227,7 +227,7 @@ func (a *App) buildReconciler() {
 		local = append(local, a.Claims)
 	}
 	a.Reconciler = &quan.Reconciler{Templates: b.Store, Tasks: b.Store, Coupons: b.Store, Cache: cache,
-		Buses: []quan.Bus{b.ClaimBus, b.Bus}, Local: local, Logger: a.Logger}
+		Buses: []quan.Bus{b.ClaimBus, b.Bus}, Local: local, Logger: a.Logger, Now: a.Config.Now}
 	if b.Cache == cache {
 		a.Distributor.Reconciler = a.Reconciler
 	}
