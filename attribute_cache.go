@@ -19,9 +19,12 @@ type factsCache struct {
 	gen uint64
 }
 
+// factsEntry is one user's facts and when they go stale (Unix
+// nanoseconds: a time.Time would add a pointer for the collector to scan
+// in every entry).
 type factsEntry struct {
 	f     *UserFacts
-	until time.Time
+	until int64
 }
 
 func newFactsCache(max int, ttl time.Duration) *factsCache {
@@ -33,7 +36,7 @@ func (c *factsCache) get(user int64, now time.Time) (*UserFacts, bool) {
 	c.mu.RLock()
 	e, ok := c.m[user]
 	c.mu.RUnlock()
-	if !ok || !now.Before(e.until) {
+	if !ok || now.UnixNano() >= e.until {
 		return nil, false
 	}
 	return e.f, true
@@ -68,7 +71,7 @@ func (c *factsCache) put(f *UserFacts, now time.Time, gen uint64) {
 			}
 		}
 	}
-	c.m[f.UserID] = factsEntry{f: f, until: now.Add(c.ttl)}
+	c.m[f.UserID] = factsEntry{f: f, until: now.Add(c.ttl).UnixNano()}
 }
 
 // forget drops what is kept of users.

@@ -13,8 +13,8 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// FactsColumns are the columns of user_facts a store reads, in ScanFacts'
-// order (updated_at is written, never read).
+// FactsColumns are the columns of user_facts a store reads, in
+// scanFactsRow's order (updated_at is written, never read).
 //
 // Tags and attrs are JSON text, an array of strings and an object of
 // strings: both engines check it (SQLite's json_valid in a CHECK, MySQL's
@@ -28,16 +28,29 @@ const factsBatch = 1000
 
 // FactsOf reads the facts of users through q, factsBatch users a query
 // along the primary key; a user with none on file is missing from the map.
+//
+// The facts are what the hot path's facts cache keeps, for many users at
+// once, so they are made cheap for the garbage collector to keep: the
+// users of a query share one allocation, and equal tags one string.
 func FactsOf(ctx context.Context, q Queryer, users []int64) (map[int64]*quan.UserFacts, error) {
 	out := make(map[int64]*quan.UserFacts, len(users))
+	tags := map[string]string{}
 	for start := 0; start < len(users); start += factsBatch {
 		part := users[start:min(start+factsBatch, len(users))]
-		fs, err := Query(ctx, q, "read user facts", ScanFacts,
+		fs, err := queryFacts(ctx, q, len(part), scanFactsRow,
 			`SELECT `+FactsColumns+` FROM user_facts WHERE user_id IN (`+Params(len(part))+`)`, Args(nil, part)[1:]...)
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range fs {
+		for i := range fs {
+			f := &fs[i]
+			for j, t := range f.Tags {
+				if s, ok := tags[t]; ok {
+					f.Tags[j] = s
+				} else {
+					tags[t] = t
+				}
+			}
 			out[f.UserID] = f
 		}
 	}
@@ -72,22 +85,30 @@ func ScanFactsAfter(ctx context.Context, q Queryer, d FactsDialect, after int64,
 	}
 	cols, scan := factsScanner(filter.Read)
 	where, args := factsWhere(filter.Where, d)
-	rows, err := q.QueryContext(ctx, `SELECT `+cols+` FROM user_facts WHERE user_id > ?`+where+` ORDER BY user_id LIMIT ?`,
+	return queryFacts(ctx, q, min(limit, 10_000), scan,
+		`SELECT `+cols+` FROM user_facts WHERE user_id > ?`+where+` ORDER BY user_id LIMIT ?`,
 		append(append([]any{after}, args...), limit)...)
+}
+
+// queryFacts runs query through q and reads its rows with scan into one
+// slice made for n of them (a segment's batch, a cache's users: read
+// without growing, kept in one allocation).
+func queryFacts(ctx context.Context, q Queryer, n int, scan func(Scanner) (quan.UserFacts, error), query string, args ...any) ([]quan.UserFacts, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("scan user facts: %w", err)
+		return nil, fmt.Errorf("read user facts: %w", err)
 	}
 	defer rows.Close()
-	out := make([]quan.UserFacts, 0, min(limit, 10_000)) // a segment's batch, read without growing
+	out := make([]quan.UserFacts, 0, n)
 	for rows.Next() {
 		f, err := scan(rows)
 		if err != nil {
-			return nil, fmt.Errorf("scan user facts: %w", err)
+			return nil, fmt.Errorf("read user facts: %w", err)
 		}
 		out = append(out, f)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("scan user facts: %w", err)
+		return nil, fmt.Errorf("read user facts: %w", err)
 	}
 	return out, nil
 }
@@ -283,21 +304,6 @@ func CountFacts(ctx context.Context, q Queryer) (int64, error) {
 		return 0, err
 	}
 	return n[0], nil
-}
-
-// ScanFacts reads a user's facts from a row of FactsColumns.
-func ScanFacts(row Scanner) (*quan.UserFacts, error) {
-	var (
-		f           quan.UserFacts
-		tags, attrs []byte
-	)
-	if err := row.Scan(&f.UserID, &f.Level, &tags, NullTime(&f.RegisteredAt), &f.Region, &f.Orders, &attrs); err != nil {
-		return nil, err
-	}
-	if err := decodeFacts(&f, tags, attrs); err != nil {
-		return nil, err
-	}
-	return &f, nil
 }
 
 // decodeFacts sets f's tags (never nil) and attrs (nil when empty) from
