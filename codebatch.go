@@ -99,6 +99,9 @@ type CodeStore interface {
 	CodeBatches(ctx context.Context, shop, template int64) ([]*CodeBatch, error)
 	// Codes streams the codes of batch id in code order.
 	Codes(ctx context.Context, id int64) iter.Seq2[RedeemCode, error]
+	// Code returns code as it stands (its template, and by whom and when
+	// it was redeemed); ErrNotFound if there is no such code.
+	Code(ctx context.Context, code string) (RedeemCode, error)
 	// RedeemCode issues user the coupon of code at now, in one
 	// transaction: the template issues at now, the user holds fewer than
 	// the limit, received fewer than the period limits today and this
@@ -119,7 +122,11 @@ type CodeService struct {
 	Codes     CodeStore
 	Templates TemplateStore
 	Cache     Cache // nil: the store alone checks and reserves
-	Now       Clock
+	// Rules and Attributes decide the templates' eligibility rules, as
+	// for claims; a nil Rules checks none.
+	Rules      *RuleBook
+	Attributes *AttributeService
+	Now        Clock
 	Logger    *slog.Logger
 	// Chunk is how many codes are generated and stored a transaction; 0
 	// means 10,000.
@@ -277,7 +284,11 @@ func (s *CodeService) Redeem(ctx context.Context, who Identity, code string) (*C
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.Codes.RedeemCode(ctx, code, who.UserID, s.now())
+	now := s.now()
+	if err := s.eligible(ctx, code, who.UserID, now); err != nil {
+		return nil, fmt.Errorf("redeem code: %w", err)
+	}
+	c, err := s.Codes.RedeemCode(ctx, code, who.UserID, now)
 	if err != nil {
 		return nil, fmt.Errorf("redeem code: %w", err)
 	}
@@ -291,6 +302,30 @@ func (s *CodeService) Redeem(ctx context.Context, who Identity, code string) (*C
 		}
 	}
 	return c, nil
+}
+
+// eligible returns ENOTELIGIBLE if the eligibility rule of code's template
+// in force at now refuses user, unless user redeemed the code before (the
+// redeem is answered again, whatever the user's facts are now).
+func (s *CodeService) eligible(ctx context.Context, code string, user int64, now time.Time) error {
+	if s.Rules == nil {
+		return nil
+	}
+	rc, err := s.Codes.Code(ctx, code)
+	if err != nil {
+		if ErrorCode(err) == ENOTFOUND {
+			return Errorf(ENOTFOUND, "no code %s", code)
+		}
+		return err
+	}
+	if rc.UserID == user {
+		return nil
+	}
+	tr, err := s.Rules.Rules(ctx, rc.TemplateID)
+	if err != nil {
+		return fmt.Errorf("rules of template %d: %w", rc.TemplateID, err)
+	}
+	return eligibleBy(ctx, tr, s.Attributes, rc.TemplateID, user, now)
 }
 
 // IssueRefusal says why t cannot issue user, holding held coupons of it,

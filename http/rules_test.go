@@ -307,6 +307,56 @@ func TestRulesClaimNotEligible(t *testing.T) {
 	ts.claim(t, ts.user(t, 7), 999).want(t, http.StatusNotFound, quan.ENOTFOUND)
 }
 
+// TestRulesCodeNotEligible: a code redeemed by a user the template's
+// eligibility rule refuses is 409 not_eligible and stays unused; a member
+// redeems it, and is answered the same coupon again after the facts
+// change.
+func TestRulesCodeNotEligible(t *testing.T) {
+	ts := newTestServer(t)
+	m := ts.merchant(t, 1)
+	admin := ts.token(t, quan.Identity{Role: quan.RoleAdmin, Subject: "upstream"})
+	body := validTemplate()
+	body["eligibility"] = `user.level >= 2 && "vip" in user.tags`
+	tpl := ts.create(t, m, body)
+	ts.do(t, "POST", loc(tpl.ID)+"/activate", m, nil).want(t, http.StatusOK, "")
+	b := &quan.CodeBatch{TemplateID: tpl.ID, ShopNo: 1, Count: 1, Status: quan.CodeBatchGenerating, CreatedBy: "merchant:1", CreatedAt: testNow, UpdatedAt: testNow}
+	if err := ts.store.CreateCodeBatch(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	codes, _ := quan.NewCodes(1, "")
+	if _, err := ts.store.AddCodes(t.Context(), b.ID, codes, testNow); err != nil {
+		t.Fatal(err)
+	}
+	redeem := func(user int64) response {
+		return ts.do(t, "POST", "/api/v1/codes/redeem", ts.user(t, user), map[string]any{"code": codes[0]})
+	}
+	redeem(7).want(t, http.StatusConflict, quan.ENOTELIGIBLE)
+	ts.do(t, "PUT", attributesPath(8), admin, map[string]any{"level": 2, "tags": []string{"vip"}}).want(t, http.StatusOK, "")
+	r := redeem(8)
+	r.want(t, http.StatusCreated, "")
+	var first quan.Coupon
+	r.decode(t, &first)
+	ts.do(t, "PUT", attributesPath(8), admin, map[string]any{"level": 0}).want(t, http.StatusOK, "")
+	r = redeem(8)
+	r.want(t, http.StatusCreated, "")
+	var again quan.Coupon
+	r.decode(t, &again)
+	if again.ID != first.ID {
+		t.Errorf("the same code again: coupon %d, want %d", again.ID, first.ID)
+	}
+	ts.do(t, "POST", "/api/v1/codes/redeem", ts.user(t, 7), map[string]any{"code": newCodeNotStored(t)}).want(t, http.StatusNotFound, quan.ENOTFOUND)
+}
+
+// newCodeNotStored is a well-formed code that no batch holds.
+func newCodeNotStored(t *testing.T) string {
+	t.Helper()
+	cs, err := quan.NewCodes(1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs[0]
+}
+
 // TestRulesDistributionNotEligible: rows whose user the eligibility rule
 // refuses fail not_eligible, counted and in the failure report.
 func TestRulesDistributionNotEligible(t *testing.T) {

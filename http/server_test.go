@@ -130,6 +130,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	book := &quan.RuleBook{Engine: engine, Templates: store, Versions: store}
 	ts.api.Templates.Rules, ts.api.Templates.Versions, ts.api.Templates.Book = engine, store, book
 	ts.api.Wallet.Rules, ts.api.Wallet.Attributes = book, ts.api.Attributes
+	ts.api.Codes.Rules, ts.api.Codes.Attributes = book, ts.api.Attributes
 	dist.Rules, dist.Facts = book, store
 	if setup != nil {
 		setup(ts)

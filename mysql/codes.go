@@ -118,6 +118,11 @@ func (s *Store) Codes(ctx context.Context, id int64) iter.Seq2[quan.RedeemCode, 
 		WHERE batch_id = ? AND code > ? ORDER BY code LIMIT 10000`, id)
 }
 
+// Code implements quan.CodeStore.
+func (s *Store) Code(ctx context.Context, code string) (quan.RedeemCode, error) {
+	return sqlrow.RedeemCodeOf(ctx, s.db.db, code)
+}
+
 // codesPage is the LIMIT of the query of Codes.
 const codesPage = 10000
 

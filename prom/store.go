@@ -70,6 +70,7 @@ func (m *BackendMetrics) Store(s Store) Store {
 		generatingCodeBatches: o("GeneratingCodeBatches"),
 		codeBatches:           o("CodeBatches"),
 		codes:                 o("Codes"),
+		code:                  o("Code"),
 		redeemCode:            o("RedeemCode"),
 		notifyOps:             newNotifyOps(o),
 		statsOps:              newStatsOps(o),
@@ -98,14 +99,14 @@ var (
 type store struct {
 	s Store
 
-	createTemplate, template, templates, updateTemplate, adjustStock, templateHistory   *op
-	createTask, task, tasks, updateTask, claimTask, applyChunk, appliedChunks, failures *op
-	userCoupons, coupon, couponStats, holdings                                          *op
-	issueClaims, failClaim, claim                                                       *op
-	updateCoupons, orderCoupons, swapCoupons, lapseCoupons, budgetUsage                 *op
-	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, redeemCode      *op
-	codeBatches                                                                         *op
-	taskStatuses, oldestRunningTask, oldestAvailableEnd                                 *op
+	createTemplate, template, templates, updateTemplate, adjustStock, templateHistory    *op
+	createTask, task, tasks, updateTask, claimTask, applyChunk, appliedChunks, failures  *op
+	userCoupons, coupon, couponStats, holdings                                           *op
+	issueClaims, failClaim, claim                                                        *op
+	updateCoupons, orderCoupons, swapCoupons, lapseCoupons, budgetUsage                  *op
+	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, code, redeemCode *op
+	codeBatches                                                                          *op
+	taskStatuses, oldestRunningTask, oldestAvailableEnd                                  *op
 	notifyOps
 	statsOps
 	remindOps
@@ -304,6 +305,11 @@ func (s *store) CodeBatches(ctx context.Context, shop, template int64) (_ []*qua
 
 func (s *store) Codes(ctx context.Context, id int64) iter.Seq2[quan.RedeemCode, error] {
 	return timedSeq(ctx, s.codes, s.s.Codes(ctx, id))
+}
+
+func (s *store) Code(ctx context.Context, code string) (_ quan.RedeemCode, err error) {
+	defer s.code.done(ctx, time.Now(), &err)
+	return s.s.Code(ctx, code)
 }
 
 func (s *store) RedeemCode(ctx context.Context, code string, user int64, now time.Time) (_ *quan.Coupon, err error) {

@@ -166,6 +166,17 @@ func testRedeemCode(t *testing.T, s CodeStores) {
 		t.Fatal(err)
 	}
 	redeem(codes[3], 4, quan.EPAUSED)
+	// Code tells a code as it stands.
+	if rc, err := s.Codes.Code(t.Context(), codes[0]); err != nil || rc.Code != codes[0] || rc.BatchID != b.ID ||
+		rc.TemplateID != tpl.ID || rc.UserID != 1 || rc.CouponID != c.ID || !rc.RedeemedAt.Equal(now) {
+		t.Errorf("Code(redeemed) = %+v, %v", rc, err)
+	}
+	if rc, err := s.Codes.Code(t.Context(), codes[4]); err != nil || rc.TemplateID != tpl.ID || rc.UserID != 0 || !rc.RedeemedAt.IsZero() {
+		t.Errorf("Code(unused) = %+v, %v", rc, err)
+	}
+	if _, err := s.Codes.Code(t.Context(), "2222222222222222"); !errors.Is(err, quan.ErrNotFound) {
+		t.Errorf("Code(unknown) = %v, want ErrNotFound", err)
+	}
 	for rc, err := range s.Codes.Codes(t.Context(), b.ID) {
 		if err != nil {
 			t.Fatal(err)

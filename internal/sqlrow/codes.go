@@ -115,3 +115,20 @@ func (c *Codes) Fill(ctx context.Context, q Queryer, cs []*quan.Coupon) error {
 	maps.Copy(c.prefixes, found)
 	return nil
 }
+
+// RedeemCodeOf reads code from redeem_codes through q (quan.CodeStore.Code):
+// ErrNotFound if there is none.
+func RedeemCodeOf(ctx context.Context, q Queryer, code string) (quan.RedeemCode, error) {
+	rs, err := Query(ctx, q, "read code "+code, func(row Scanner) (quan.RedeemCode, error) {
+		var c quan.RedeemCode
+		err := row.Scan(&c.Code, &c.BatchID, &c.TemplateID, &c.UserID, &c.CouponID, NullTime(&c.RedeemedAt))
+		return c, err
+	}, `SELECT code, batch_id, template_id, user_id, coupon_id, redeemed_at FROM redeem_codes WHERE code = ?`, code)
+	if err != nil {
+		return quan.RedeemCode{}, err
+	}
+	if len(rs) == 0 {
+		return quan.RedeemCode{}, fmt.Errorf("code %s: %w", code, quan.ErrNotFound)
+	}
+	return rs[0], nil
+}

@@ -192,7 +192,8 @@ func (a *App) build(ctx context.Context) error {
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Wallet(a.Wallet))
 	}
-	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger}
+	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger,
+		Rules: book, Attributes: a.Attributes}
 	a.Reminders = &quan.ReminderService{Store: st, Templates: st, Now: cfg.Now, Logger: logger}
 	if err := a.buildNotify(ctx); err != nil {
 		return err
