@@ -127,7 +127,7 @@ type CodeService struct {
 	Rules      *RuleBook
 	Attributes *AttributeService
 	Now        Clock
-	Logger    *slog.Logger
+	Logger     *slog.Logger
 	// Chunk is how many codes are generated and stored a transaction; 0
 	// means 10,000.
 	Chunk int
