@@ -67,8 +67,9 @@ func (s *Store) UserFacts(ctx context.Context, users []int64) (map[int64]*quan.U
 // left to the rule for any other.
 var factsDialect = sqlrow.FactsDialect{
 	RegionIs: `region = BINARY ?`,
-	HasTag:   `JSON_CONTAINS(tags, JSON_QUOTE(?))`,
-	ExactTag: sqlrow.PlainTag,
+	HasTag: func(tag string) (string, []any, bool) {
+		return `JSON_CONTAINS(tags, JSON_QUOTE(?))`, []any{tag}, sqlrow.PlainTag(tag)
+	},
 }
 
 // ScanUserFacts implements quan.AttributeStore: a range of the primary

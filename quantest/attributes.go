@@ -262,14 +262,14 @@ func testFactsConcurrent(t *testing.T, s quan.AttributeStore) {
 }
 
 // filterTags are the tags of testFactsFilter's users: plain ones, one
-// only in case, one with a trailing space, and ones a JSON writer may
-// escape.
-var filterTags = []string{"vip", "VIP", "vip ", "新客", "a&b", `q"t`}
+// only in case, one with a trailing space, ones a JSON writer may escape,
+// and ones whose JSON holds "vip" or "vip", although they are not vip.
+var filterTags = []string{"vip", "VIP", "vip ", "新客", "a&b", `q"t`, `x"vip`, `vip","x`}
 
-// filterFacts are 240 users whose facts vary in every field a filter tests.
+// filterFacts are 256 users whose facts vary in every field a filter tests.
 func filterFacts() []quan.UserFacts {
 	regions := []string{"", "sh", "sh ", "上海"}
-	facts := make([]quan.UserFacts, 240)
+	facts := make([]quan.UserFacts, 256)
 	for i := range facts {
 		f := quan.UserFacts{UserID: int64(i*3 + 1), Level: int64(i % 5), Orders: int64(i % 4), Region: regions[i%len(regions)],
 			Tags: []string{}, Attrs: map[string]string{"i": strconv.Itoa(i)}, RegisteredAt: base.Add(time.Duration(-i) * time.Hour)}

@@ -64,13 +64,11 @@ type FactsDialect struct {
 	// the string bound to its one parameter, byte for byte (no collation
 	// that pads or folds).
 	RegionIs string
-	// HasTag is a condition on the row that is true when its tags hold
-	// the string bound to its one parameter.
-	HasTag string
-	// ExactTag reports whether HasTag decides exactly for tag; a clause
-	// with a condition on another tag is left out of the scan's WHERE
-	// (the scan then returns more users, which the contract allows).
-	ExactTag func(tag string) bool
+	// HasTag returns a condition on the row that is true when its tags
+	// hold tag, and its arguments; false if the engine cannot state that
+	// exactly (a clause with such a condition is left out of the scan's
+	// WHERE, which then returns more users: the contract allows it).
+	HasTag func(tag string) (cond string, args []any, ok bool)
 }
 
 // ScanFactsAfter reads the facts of at most limit users above after who
@@ -170,7 +168,7 @@ func factsScanner(read quan.FactFields) (string, func(Scanner) (quan.UserFacts, 
 // factsWhere is filter's clauses as SQL to follow a WHERE condition ("
 // AND (level >= ?) AND (…)"), and their arguments. A clause with a
 // condition SQL cannot state exactly (a FactCond of a form it does not
-// allow; a tag d.ExactTag refuses) is left out.
+// allow; a tag d.HasTag refuses) is left out.
 func factsWhere(clauses []quan.FactsClause, d FactsDialect) (string, []any) {
 	var (
 		b    strings.Builder
@@ -195,7 +193,7 @@ clauses:
 				cb.WriteString(" OR ")
 			}
 			cb.WriteString(cond)
-			cargs = append(cargs, arg)
+			cargs = append(cargs, arg...)
 		}
 		b.WriteString(" AND (" + cb.String() + ")")
 		args = append(args, cargs...)
@@ -216,27 +214,26 @@ func ExactWhere(where []quan.FactsClause, d FactsDialect) bool {
 	return true
 }
 
-// factCondSQL is one condition as SQL with its one argument, or false if
-// it cannot be stated exactly.
-func factCondSQL(fc quan.FactCond, d FactsDialect) (string, any, bool) {
+// factCondSQL is one condition as SQL with its arguments, or false if it
+// cannot be stated exactly.
+func factCondSQL(fc quan.FactCond, d FactsDialect) (string, []any, bool) {
 	switch fc.Field {
 	case quan.FactUserID, quan.FactLevel, quan.FactOrders:
 		col := map[quan.FactFields]string{quan.FactUserID: "user_id", quan.FactLevel: "level", quan.FactOrders: "orders"}[fc.Field]
 		op, ok := map[quan.FactOp]string{quan.FactEq: "=", quan.FactNe: "<>", quan.FactLt: "<",
 			quan.FactLe: "<=", quan.FactGt: ">", quan.FactGe: ">="}[fc.Op]
-		return col + " " + op + " ?", fc.Int, ok
+		return col + " " + op + " ?", []any{fc.Int}, ok
 	case quan.FactRegion:
-		return d.RegionIs, fc.Str, d.RegionIs != "" && fc.Op == quan.FactEq
+		return d.RegionIs, []any{fc.Str}, d.RegionIs != "" && fc.Op == quan.FactEq
 	case quan.FactTags:
-		if d.HasTag == "" || (d.ExactTag != nil && !d.ExactTag(fc.Str)) {
+		if d.HasTag == nil || (fc.Op != quan.FactHasTag && fc.Op != quan.FactLacksTag) {
 			return "", nil, false
 		}
-		switch fc.Op {
-		case quan.FactHasTag:
-			return d.HasTag, fc.Str, true
-		case quan.FactLacksTag:
-			return "NOT " + d.HasTag, fc.Str, true
+		cond, args, ok := d.HasTag(fc.Str)
+		if fc.Op == quan.FactLacksTag {
+			cond = "NOT (" + cond + ")"
 		}
+		return cond, args, ok
 	}
 	return "", nil, false
 }
