@@ -70,6 +70,32 @@ const (
 	FactLacksTag // Str is none of them
 )
 
+// Only returns f with only the facts read names (the user id always),
+// the others zero and Tags empty: what a scan that reads read returns of
+// the user.
+func (f UserFacts) Only(read FactFields) UserFacts {
+	out := UserFacts{UserID: f.UserID, Tags: []string{}}
+	if read&FactLevel != 0 {
+		out.Level = f.Level
+	}
+	if read&FactTags != 0 {
+		out.Tags = f.Tags
+	}
+	if read&FactRegisteredAt != 0 {
+		out.RegisteredAt = f.RegisteredAt
+	}
+	if read&FactRegion != 0 {
+		out.Region = f.Region
+	}
+	if read&FactOrders != 0 {
+		out.Orders = f.Orders
+	}
+	if read&FactAttrs != 0 {
+		out.Attrs = f.Attrs
+	}
+	return out
+}
+
 // Match reports whether f meets every clause of the filter: what a store's
 // scan must keep. A store may return more users than Match passes (a
 // condition its SQL cannot state exactly is left out) but never fewer.

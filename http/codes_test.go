@@ -207,14 +207,7 @@ func TestRedeemCodePeriodLimits(t *testing.T) {
 	body["stock"], body["perUserLimit"], body["perUserDaily"] = 10, 5, 1
 	tpl := ts.create(t, m, body)
 	ts.do(t, "POST", loc(tpl.ID)+"/activate", m, nil).want(t, http.StatusOK, "")
-	b := &quan.CodeBatch{TemplateID: tpl.ID, ShopNo: 1, Count: 2, Status: quan.CodeBatchGenerating, CreatedBy: "merchant:1", CreatedAt: testNow, UpdatedAt: testNow}
-	if err := ts.store.CreateCodeBatch(t.Context(), b); err != nil {
-		t.Fatal(err)
-	}
-	codes, _ := quan.NewCodes(2, "")
-	if _, err := ts.store.AddCodes(t.Context(), b.ID, codes, testNow); err != nil {
-		t.Fatal(err)
-	}
+	codes := ts.storedCodes(t, tpl.ID, 2)
 	redeem := func(code string) response {
 		return ts.do(t, "POST", "/api/v1/codes/redeem", ts.user(t, 7), map[string]any{"code": code})
 	}
@@ -222,4 +215,22 @@ func TestRedeemCodePeriodLimits(t *testing.T) {
 	redeem(codes[1]).want(t, http.StatusConflict, quan.EDAILYLIMIT)
 	ts.setNow(ts.clock().Add(24 * time.Hour))
 	redeem(codes[1]).want(t, http.StatusCreated, "")
+}
+
+// storedCodes stores a batch of n codes of tpl straight in the store, ready
+// to redeem, and returns them.
+func (ts *testServer) storedCodes(t *testing.T, tpl int64, n int) []string {
+	t.Helper()
+	b := &quan.CodeBatch{TemplateID: tpl, ShopNo: 1, Count: int64(n), Status: quan.CodeBatchGenerating, CreatedBy: "merchant:1", CreatedAt: testNow, UpdatedAt: testNow}
+	if err := ts.store.CreateCodeBatch(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	codes, err := quan.NewCodes(n, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.store.AddCodes(t.Context(), b.ID, codes, testNow); err != nil {
+		t.Fatal(err)
+	}
+	return codes
 }

@@ -319,14 +319,7 @@ func TestRulesCodeNotEligible(t *testing.T) {
 	body["eligibility"] = `user.level >= 2 && "vip" in user.tags`
 	tpl := ts.create(t, m, body)
 	ts.do(t, "POST", loc(tpl.ID)+"/activate", m, nil).want(t, http.StatusOK, "")
-	b := &quan.CodeBatch{TemplateID: tpl.ID, ShopNo: 1, Count: 1, Status: quan.CodeBatchGenerating, CreatedBy: "merchant:1", CreatedAt: testNow, UpdatedAt: testNow}
-	if err := ts.store.CreateCodeBatch(t.Context(), b); err != nil {
-		t.Fatal(err)
-	}
-	codes, _ := quan.NewCodes(1, "")
-	if _, err := ts.store.AddCodes(t.Context(), b.ID, codes, testNow); err != nil {
-		t.Fatal(err)
-	}
+	codes := ts.storedCodes(t, tpl.ID, 1)
 	redeem := func(user int64) response {
 		return ts.do(t, "POST", "/api/v1/codes/redeem", ts.user(t, user), map[string]any{"code": codes[0]})
 	}

@@ -380,24 +380,9 @@ func testFactsFilterRead(t *testing.T, s quan.AttributeStore) {
 		if len(page) != 1 {
 			t.Fatalf("read %b: %d users, want 1", read, len(page))
 		}
-		want := quan.UserFacts{UserID: 9, Tags: []string{}}
-		if read&quan.FactLevel != 0 {
-			want.Level = full.Level
-		}
-		if read&quan.FactTags != 0 {
-			want.Tags = full.Tags
-		}
-		if read&quan.FactRegisteredAt != 0 {
-			want.RegisteredAt = full.RegisteredAt
-		}
-		if read&quan.FactRegion != 0 {
-			want.Region = full.Region
-		}
-		if read&quan.FactOrders != 0 {
-			want.Orders = full.Orders
-		}
-		if read&quan.FactAttrs != 0 {
-			want.Attrs = full.Attrs
+		want := full.Only(read)
+		if want.Tags == nil {
+			t.Fatalf("Only(%b) has tags nil", read)
 		}
 		sameFacts(t, fmt.Sprintf("read %b", read), &page[0], want)
 		if page[0].Tags == nil {
