@@ -413,13 +413,15 @@ func testFactsSplit(t *testing.T, s quan.AttributeStore) {
 	if got, err := s.SplitUserFacts(t.Context(), 4); err != nil || len(got) != 0 {
 		t.Fatalf("SplitUserFacts of one user = %v, %v; want none", got, err)
 	}
-	var ids []int64
+	var (
+		ids   []int64
+		facts []quan.UserFacts
+	)
 	for i := range int64(1000) {
 		ids = append(ids, i*i+6) // unevenly spread, so cutting by value would not do
+		facts = append(facts, quan.UserFacts{UserID: i*i + 6})
 	}
-	for _, u := range ids {
-		putFacts(t, s, quan.UserFacts{UserID: u})
-	}
+	putFacts(t, s, facts...)
 	ids = append([]int64{5}, ids...) // 1,001 users
 	for _, parts := range []int{0, 1, 2, 3, 4, 7} {
 		splits, err := s.SplitUserFacts(t.Context(), parts)
