@@ -305,8 +305,9 @@ func (s *CodeService) Redeem(ctx context.Context, who Identity, code string) (*C
 }
 
 // eligible returns ENOTELIGIBLE if the eligibility rule of code's template
-// in force at now refuses user, unless user redeemed the code before (the
-// redeem is answered again, whatever the user's facts are now).
+// in force at now refuses user, unless the code is redeemed already: the
+// store then answers the user's own redeem again, whatever the user's
+// facts are now, or anyone else's with ECODEUSED.
 func (s *CodeService) eligible(ctx context.Context, code string, user int64, now time.Time) error {
 	if s.Rules == nil {
 		return nil
@@ -318,7 +319,7 @@ func (s *CodeService) eligible(ctx context.Context, code string, user int64, now
 		}
 		return err
 	}
-	if rc.UserID == user {
+	if rc.UserID != 0 {
 		return nil
 	}
 	tr, err := s.Rules.Rules(ctx, rc.TemplateID)

@@ -337,6 +337,7 @@ func TestRulesCodeNotEligible(t *testing.T) {
 	if again.ID != first.ID {
 		t.Errorf("the same code again: coupon %d, want %d", again.ID, first.ID)
 	}
+	redeem(7).want(t, http.StatusConflict, quan.ECODEUSED) // used, whoever asks
 	ts.do(t, "POST", "/api/v1/codes/redeem", ts.user(t, 7), map[string]any{"code": newCodeNotStored(t)}).want(t, http.StatusNotFound, quan.ENOTFOUND)
 }
 

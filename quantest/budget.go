@@ -173,15 +173,22 @@ func testBudgetStampede(t *testing.T, s WalletStores) {
 	}
 }
 
+// periodTemplate stores an active template of shop 1 whose users may
+// receive 5 coupons, 1 a day and 2 a week.
+func periodTemplate(t *testing.T, s quan.TemplateStore, name string) *quan.Template {
+	t.Helper()
+	tpl := newTemplate(t, 1, name)
+	tpl.Status = quan.TemplateActive
+	tpl.PerUserLimit, tpl.PerUserDaily, tpl.PerUserWeekly = 5, 1, 2
+	mustValid(t, tpl)
+	return create(t, s, tpl)
+}
+
 // testIssueClaimsPeriods: the store refuses a claim over a period limit
 // whatever the cache let through, counting the coupons a user received by
 // the Shanghai day and week of each claim's At, in the batch and before.
 func testIssueClaimsPeriods(t *testing.T, s ClaimStores) {
-	tpl := newTemplate(t, 1, "periods")
-	tpl.Status = quan.TemplateActive
-	tpl.PerUserLimit, tpl.PerUserDaily, tpl.PerUserWeekly = 5, 1, 2
-	mustValid(t, tpl)
-	tpl = create(t, s.Templates, tpl)
+	tpl := periodTemplate(t, s.Templates, "periods")
 	monday := quan.ShanghaiWeekStart(quan.ShanghaiWeek(base) + 1)
 	claim := func(d time.Duration) *quan.Claim {
 		c := newClaim(tpl.ID, 1)

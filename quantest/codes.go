@@ -218,11 +218,7 @@ func testRedeemRace(t *testing.T, s CodeStores) {
 // coupon of the template (by a code or otherwise), and the code refused
 // stays unused.
 func testRedeemPeriods(t *testing.T, s CodeStores) {
-	tpl := newTemplate(t, 1, "code periods")
-	tpl.Status = quan.TemplateActive
-	tpl.PerUserLimit, tpl.PerUserDaily, tpl.PerUserWeekly = 5, 1, 2
-	mustValid(t, tpl)
-	tpl = create(t, s.Templates, tpl)
+	tpl := periodTemplate(t, s.Templates, "code periods")
 	b := codeBatchOf(t, s, tpl, 5)
 	codes := newCodes(t, 5)
 	if _, err := s.Codes.AddCodes(t.Context(), b.ID, codes, base); err != nil {
