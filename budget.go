@@ -11,12 +11,6 @@ import (
 // MaxBudget bounds a template's Budget: 10 billion yuan, in fen.
 const MaxBudget = 1_000_000_000_000
 
-// Refusal codes of the budgets and period limits: a 409 says which.
-const (
-	EDAILYLIMIT  = "daily_limit_reached"  // the user received PerUserDaily coupons today
-	EWEEKLYLIMIT = "weekly_limit_reached" // the user received PerUserWeekly coupons this week
-)
-
 // ReasonBudgetSpent: the template's budget left cannot cover the coupon's
 // discount (a quote's reason, and the reason of a lock's ENOTUSABLE).
 const ReasonBudgetSpent = "budget_spent"

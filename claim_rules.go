@@ -6,10 +6,6 @@ import (
 	"time"
 )
 
-// ENOTELIGIBLE refuses a claim the template's eligibility rule does not
-// let the user make: a 409 like the cache's refusals.
-const ENOTELIGIBLE = "not_eligible"
-
 // eligible returns nil if user may claim template at now by the
 // eligibility rule in force (none: anyone may), else ENOTELIGIBLE. It
 // runs before the reservation, so a refused claim takes no stock, no

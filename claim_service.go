@@ -22,15 +22,6 @@ const (
 	ClaimDurable      = "quan-claims"
 )
 
-// Claim refusal codes: a 409 says which.
-const (
-	ESOLDOUT    = "sold_out"
-	ELIMIT      = "limit_reached"
-	ENOTSTARTED = "not_started"
-	EENDED      = "ended"
-	EPAUSED     = "paused"
-)
-
 // ClaimCounters count what happened to claims in this process; package
 // prom reads them at each scrape. Every count is of
 // claims, not of bus messages: a message carries a batch of claims, and a
@@ -395,9 +386,9 @@ func (s *ClaimService) shopCapRefusal(template int64, err error) error {
 	case ENOTFOUND:
 		s.Counters.UnknownIDs.Add(1)
 		return err
-	case EShopDailyCap:
+	case ESHOPDAILYCAP:
 		s.Counters.refused(RefusedShopCap)
-		s.Refusals.Add(template, EShopDailyCap)
+		s.Refusals.Add(template, ESHOPDAILYCAP)
 		return err
 	}
 	return fmt.Errorf("claim template %d: %w", template, err)

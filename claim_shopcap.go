@@ -76,7 +76,7 @@ func (t *shopCapTake) giveBack(ctx context.Context) {
 // takeShopCap counts the claim id (under the client's key, "" for none) of
 // template in its shop's day of now, if the shop has a DailyClaimCap: nil
 // if it has none or the claim is a retry the cache has a record of (its
-// first try counted, or was refused). EShopDailyCap if the shop's claims
+// first try counted, or was refused). ESHOPDAILYCAP if the shop's claims
 // of the day reached the cap; ErrNotFound if there is no template.
 func (s *ClaimService) takeShopCap(ctx context.Context, template int64, id, key string, day int64) (*shopCapTake, error) {
 	if s.Shops == nil {
@@ -107,7 +107,7 @@ func (s *ClaimService) takeShopCap(ctx context.Context, template int64, id, key 
 			return nil, fmt.Errorf("the daily claim cap of shop %d: %w", shop, err)
 		}
 		if !ok {
-			return nil, Errorf(EShopDailyCap, "shop %d accepts %d claims a day and has accepted them today (days in Asia/Shanghai time): try again tomorrow", shop, limit)
+			return nil, Errorf(ESHOPDAILYCAP, "shop %d accepts %d claims a day and has accepted them today (days in Asia/Shanghai time): try again tomorrow", shop, limit)
 		}
 		return &shopCapTake{s: s, shop: shop, day: day}, nil
 	}

@@ -114,9 +114,6 @@ type CodeStore interface {
 	RedeemCode(ctx context.Context, code string, user int64, now time.Time) (*Coupon, error)
 }
 
-// ECODEUSED says a code was redeemed by someone else.
-const ECODEUSED = "code_used"
-
 // CodeService is the merchant's and user's side of redemption codes.
 type CodeService struct {
 	Codes     CodeStore

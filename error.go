@@ -30,6 +30,23 @@ const (
 	EPRICECHANGED = "price_changed"        // the discount is not what the client expected: quote again
 )
 
+// Refusals of a claim, a code's redemption or a reminder: each a 409 that
+// says why the user cannot have the coupon now. The cache's refusals
+// (Refusal) and a distribution's causes (Cause) name the same reasons.
+const (
+	ESOLDOUT      = "sold_out"             // the template's stock is gone
+	ELIMIT        = "limit_reached"        // the user holds PerUserLimit coupons of the template
+	EDAILYLIMIT   = "daily_limit_reached"  // the user received PerUserDaily coupons today
+	EWEEKLYLIMIT  = "weekly_limit_reached" // the user received PerUserWeekly coupons this week
+	ENOTSTARTED   = "not_started"          // the template does not issue yet
+	EENDED        = "ended"                // the template issues no more
+	EPAUSED       = "paused"               // the template is paused
+	ENOTELIGIBLE  = "not_eligible"         // the template's eligibility rule refuses the user
+	ESHOPDAILYCAP = "shop_daily_cap"       // the shop's claims today reached its DailyClaimCap
+	ECODEUSED     = "code_used"            // the redemption code was redeemed by someone else
+	EALREADYOPEN  = "already_open"         // the template issues already: claim it rather than ask to be reminded
+)
+
 // Error is quan's one error type: a machine code, a message a person
 // understands, for EINVALID the problem of each field and for
 // ERATELIMITED how long to wait.

@@ -16,12 +16,6 @@ const (
 	MaxRemindLead = Duration(7 * 24 * time.Hour)
 )
 
-// Error codes of opening reminders (预约). EENDED, a template that issues
-// no more, is the claims' code.
-const (
-	EALREADYOPEN = "already_open" // the template issues already: claim it rather than ask to be reminded
-)
-
 // validateReminders checks RemindBefore, RemindChannels and RemindLead.
 func (s *TemplateSpec) validateReminders(v *validator) {
 	whole := func(field string, d Duration) bool {

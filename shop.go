@@ -8,13 +8,10 @@ import (
 	"time"
 )
 
-// EShopDailyCap: the shop's claims today reached its DailyClaimCap. A 409.
-const EShopDailyCap = "shop_daily_cap"
-
 // RefusedShopCap is the refusal of a claim by its shop's DailyClaimCap,
 // as ClaimCounters count it: not a refusal of the template's reservation
 // (Cache.Reserve never answers it), but of the shop's count before it.
-const RefusedShopCap Refusal = EShopDailyCap
+const RefusedShopCap Refusal = ESHOPDAILYCAP
 
 // MaxDailyClaimCap bounds ShopSettings.DailyClaimCap.
 const MaxDailyClaimCap = 1_000_000_000

@@ -218,20 +218,20 @@ func TestClaimShopDailyCap(t *testing.T) {
 		r.claim(t, a, 1, "")
 		r.claim(t, a, 2, "")
 		r.claim(t, b, 1, "")
-		r.claim(t, b, 2, quan.EShopDailyCap)
-		r.claim(t, a, 3, quan.EShopDailyCap)
+		r.claim(t, b, 2, quan.ESHOPDAILYCAP)
+		r.claim(t, a, 3, quan.ESHOPDAILYCAP)
 		if n := r.s.Counters.RefusedBy(quan.RefusedShopCap); n != 2 {
 			t.Errorf("%d claims counted refused by the shop's cap, want 2", n)
 		}
 		// 23:59:59 Shanghai time is still the day; 00:00 is the next.
 		day := quan.ShanghaiDay(claimAt)
 		r.at(quan.ShanghaiDayStart(day + 1).Add(-time.Second))
-		r.claim(t, b, 2, quan.EShopDailyCap)
+		r.claim(t, b, 2, quan.ESHOPDAILYCAP)
 		r.at(quan.ShanghaiDayStart(day + 1))
 		r.claim(t, b, 2, "")
 		r.claim(t, b, 3, "")
 		r.claim(t, a, 4, "")
-		r.claim(t, a, 5, quan.EShopDailyCap)
+		r.claim(t, a, 5, quan.ESHOPDAILYCAP)
 	})
 
 	t.Run("RefusedByTemplateGivesBack", func(t *testing.T) {
@@ -242,7 +242,7 @@ func TestClaimShopDailyCap(t *testing.T) {
 			r.claim(t, r.tpl.ID, 1, quan.ELIMIT)
 		}
 		r.claim(t, r.second.ID, 1, "")
-		r.claim(t, r.second.ID, 2, quan.EShopDailyCap)
+		r.claim(t, r.second.ID, 2, quan.ESHOPDAILYCAP)
 	})
 
 	t.Run("FailedInTheStoreGivesBack", func(t *testing.T) {
@@ -259,7 +259,7 @@ func TestClaimShopDailyCap(t *testing.T) {
 		r.claim(t, r.tpl.ID, 2, "")
 		waitFor(t, "the claim failed and given back", func() bool { return r.s.Counters.Compensated.Load() == 1 })
 		r.claim(t, r.second.ID, 3, "")
-		r.claim(t, r.second.ID, 4, quan.EShopDailyCap)
+		r.claim(t, r.second.ID, 4, quan.ESHOPDAILYCAP)
 	})
 
 	t.Run("ReloadedFromTheStore", func(t *testing.T) {
@@ -272,7 +272,7 @@ func TestClaimShopDailyCap(t *testing.T) {
 		// the shop's count restarts from the store's, 2.
 		r.spy.Cache = inmem.NewCache()
 		r.claim(t, r.tpl.ID, 2, "")
-		r.claim(t, r.tpl.ID, 3, quan.EShopDailyCap)
+		r.claim(t, r.tpl.ID, 3, quan.ESHOPDAILYCAP)
 	})
 
 	t.Run("RetryCountsOnce", func(t *testing.T) {
@@ -285,7 +285,7 @@ func TestClaimShopDailyCap(t *testing.T) {
 			}
 		}
 		r.claim(t, r.second.ID, 1, "")
-		r.claim(t, r.second.ID, 2, quan.EShopDailyCap)
+		r.claim(t, r.second.ID, 2, quan.ESHOPDAILYCAP)
 	})
 
 	t.Run("NoCapNoCall", func(t *testing.T) {
@@ -305,7 +305,7 @@ func TestClaimShopDailyCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.claim(t, r.tpl.ID, 10, "")
-		r.claim(t, r.tpl.ID, 11, quan.EShopDailyCap)
+		r.claim(t, r.tpl.ID, 11, quan.ESHOPDAILYCAP)
 		if r.spy.shopCalls.Load() == 0 {
 			t.Error("claims of a capped shop made no call to the cache for it")
 		}

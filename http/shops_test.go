@@ -92,7 +92,7 @@ func TestClaimShopDailyCap(t *testing.T) {
 
 	ts.claim(t, ts.user(t, 1), a.ID).want(t, http.StatusAccepted, "")
 	ts.claim(t, ts.user(t, 1), b.ID).want(t, http.StatusAccepted, "")
-	ts.claim(t, ts.user(t, 2), b.ID).want(t, http.StatusConflict, quan.EShopDailyCap)
-	ts.claim(t, ts.user(t, 3), a.ID).want(t, http.StatusConflict, quan.EShopDailyCap)
+	ts.claim(t, ts.user(t, 2), b.ID).want(t, http.StatusConflict, quan.ESHOPDAILYCAP)
+	ts.claim(t, ts.user(t, 3), a.ID).want(t, http.StatusConflict, quan.ESHOPDAILYCAP)
 	ts.claim(t, ts.user(t, 2), other.ID).want(t, http.StatusAccepted, "")
 }
