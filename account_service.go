@@ -87,28 +87,28 @@ type NewAccount struct {
 // *Error naming them: name, role (merchant or admin), shopNo (positive
 // for a merchant, 0 for an admin) and password.
 func (in NewAccount) Validate() error {
-	var v validator
+	var v Validation
 	if msg := accountNameProblem(in.Name); msg != "" {
-		v.add("name", msg)
+		v.Add("name", msg)
 	}
 	switch in.Role {
 	case RoleMerchant:
 		if in.ShopNo <= 0 {
-			v.add("shopNo", "a merchant's account needs its shop: a positive shop number")
+			v.Add("shopNo", "a merchant's account needs its shop: a positive shop number")
 		}
 	case RoleAdmin:
 		if in.ShopNo != 0 {
-			v.add("shopNo", "an admin's account sees every shop: leave the shop number out (0)")
+			v.Add("shopNo", "an admin's account sees every shop: leave the shop number out (0)")
 		}
 	case "":
-		v.add("role", "is required: merchant or admin")
+		v.Add("role", "is required: merchant or admin")
 	default:
-		v.add("role", fmt.Sprintf("%q is not a console role: use merchant or admin", in.Role))
+		v.Add("role", fmt.Sprintf("%q is not a console role: use merchant or admin", in.Role))
 	}
 	if msg := passwordProblem(in.Password); msg != "" {
-		v.add("password", msg)
+		v.Add("password", msg)
 	}
-	return v.err("invalid account")
+	return v.Err("invalid account")
 }
 
 // AccountService manages the operator console's accounts and signs their
@@ -198,23 +198,11 @@ func (s *AccountService) cost() int {
 	return bcrypt.DefaultCost
 }
 
-// requireAdmin refuses anyone but an admin: no identity is
-// EUNAUTHORIZED, another role EFORBIDDEN.
-func requireAdmin(who Identity) error {
-	switch who.Role {
-	case RoleAdmin:
-		return nil
-	case "":
-		return ErrUnauthorized
-	}
-	return Errorf(EFORBIDDEN, "only an admin manages console accounts")
-}
-
 // Add creates an account. Only admins may: EFORBIDDEN otherwise. EINVALID
 // lists the fields in error (name, role, shopNo, password); ECONFLICT if
 // the name is taken (in any ASCII case).
 func (s *AccountService) Add(ctx context.Context, who Identity, in NewAccount) (*Account, error) {
-	if err := requireAdmin(who); err != nil {
+	if err := RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, err
 	}
 	if err := in.Validate(); err != nil {
@@ -240,15 +228,15 @@ func (s *AccountService) Add(ctx context.Context, who Identity, in NewAccount) (
 // List returns one page of the accounts of f, by name, and how many
 // match. Admins only.
 func (s *AccountService) List(ctx context.Context, who Identity, f AccountFilter) ([]*Account, int, error) {
-	if err := requireAdmin(who); err != nil {
+	if err := RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, 0, err
 	}
-	var v validator
+	var v Validation
 	if f.ShopNo < 0 {
-		v.add("shopNo", "must not be negative (0: every shop)")
+		v.Add("shopNo", "must not be negative (0: every shop)")
 	}
-	v.page(f.Offset, f.Limit)
-	if err := v.err("invalid account filter"); err != nil {
+	v.Page(f.Offset, f.Limit)
+	if err := v.Err("invalid account filter"); err != nil {
 		return nil, 0, err
 	}
 	as, n, err := s.Store.Accounts(ctx, f)
@@ -303,7 +291,7 @@ func (s *AccountService) GetByName(ctx context.Context, who Identity, name strin
 // console is never left without the admin who meant to keep it.
 // Disabling ends the account's sessions at once.
 func (s *AccountService) SetDisabled(ctx context.Context, who Identity, id int64, disabled bool) (*Account, error) {
-	if err := requireAdmin(who); err != nil {
+	if err := RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -336,7 +324,7 @@ func (s *AccountService) SetDisabled(ctx context.Context, who Identity, id int64
 // It ends the account's sessions and forgets its failed sign-ins, which
 // lifts a lockout of the account.
 func (s *AccountService) ResetPassword(ctx context.Context, who Identity, id int64, password string) (*Account, error) {
-	if err := requireAdmin(who); err != nil {
+	if err := RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, err
 	}
 	if msg := passwordProblem(password); msg != "" {

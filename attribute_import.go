@@ -72,7 +72,7 @@ func newFactColumns(names []string) (*factColumns, error) {
 		}
 		switch {
 		case len(name) > MaxFactBytes:
-			return nil, fmt.Errorf("column %q: an attribute's name is at most %d bytes", clipRaw(name), MaxFactBytes)
+			return nil, fmt.Errorf("column %q: an attribute's name is at most %d bytes", ClipRaw(name), MaxFactBytes)
 		case !utf8.ValidString(name):
 			return nil, fmt.Errorf("column %q: the name is not valid UTF-8", name)
 		case attrs[name]:
@@ -92,7 +92,7 @@ func newFactColumns(names []string) (*factColumns, error) {
 // row whose user id is good is returned with its user even when a fact is
 // not, so that it claims the user against later rows.
 func (c *factColumns) parse(fr FileRow) (UserFacts, int64, *ImportFailure) {
-	id, fail := importUserID(fr)
+	id, fail := ImportUserID(fr)
 	if fail != nil {
 		return UserFacts{}, 0, fail
 	}
@@ -114,7 +114,7 @@ func (c *factColumns) parse(fr FileRow) (UserFacts, int64, *ImportFailure) {
 			n, perr := strconv.ParseInt(v, 10, 64)
 			switch {
 			case perr != nil:
-				return bad(i, "%q is not a whole number", clipRaw(v))
+				return bad(i, "%q is not a whole number", ClipRaw(v))
 			case n < 0:
 				return bad(i, "%d is negative: 0 or more", n)
 			case kind == colLevel:
@@ -129,7 +129,7 @@ func (c *factColumns) parse(fr FileRow) (UserFacts, int64, *ImportFailure) {
 			}
 		case colRegisteredAt:
 			if f.RegisteredAt, err = parseFactTime(v); err != nil {
-				return bad(i, "%q: %v", clipRaw(v), err)
+				return bad(i, "%q: %v", ClipRaw(v), err)
 			}
 		case colRegion:
 			f.Region = v
@@ -140,7 +140,7 @@ func (c *factColumns) parse(fr FileRow) (UserFacts, int64, *ImportFailure) {
 			f.Attrs[c.names[i]] = v
 		}
 	}
-	f.normalize()
+	f.Normalize()
 	// What is left to check: the tags' number and sizes, the lengths of
 	// the region and the attributes' values.
 	if err := f.Validate(); err != nil {
@@ -151,7 +151,7 @@ func (c *factColumns) parse(fr FileRow) (UserFacts, int64, *ImportFailure) {
 				tag := strings.TrimPrefix(fe.Field, "tags")
 				if tag != "" { // "[3]": name the tag
 					n, _ := strconv.Atoi(strings.Trim(tag, "[]"))
-					return bad(i, "tag %q %s", clipRaw(f.Tags[n]), fe.Message)
+					return bad(i, "tag %q %s", ClipRaw(f.Tags[n]), fe.Message)
 				}
 				return bad(i, "%s (separate tags with | or ,)", fe.Message)
 			case kind == colRegion && fe.Field == "region",
@@ -183,13 +183,13 @@ func parseFactTime(v string) (time.Time, error) {
 		return t, nil
 	}
 	for _, l := range factTimeLayouts {
-		if t, err := time.ParseInLocation(l, v, chinaTime); err == nil {
+		if t, err := time.ParseInLocation(l, v, ChinaTime); err == nil {
 			return t, nil
 		}
 	}
 	if d, err := strconv.ParseFloat(v, 64); err == nil && d >= excelFrom && d < excelTo {
 		days := math.Floor(d)
-		at := time.Date(1899, 12, 30, 0, 0, 0, 0, chinaTime).AddDate(0, 0, int(days))
+		at := time.Date(1899, 12, 30, 0, 0, 0, 0, ChinaTime).AddDate(0, 0, int(days))
 		return at.Add(time.Duration(math.Round((d-days)*86400)) * time.Second), nil
 	}
 	return time.Time{}, fmt.Errorf("not a time: write 2006-01-02, 2006-01-02 15:04[:05] (China time) or RFC 3339")

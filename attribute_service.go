@@ -85,7 +85,7 @@ func (s *AttributeService) Put(ctx context.Context, who Identity, facts UserFact
 	}
 	f := facts
 	f.Tags, f.Attrs = append([]string(nil), facts.Tags...), maps.Clone(facts.Attrs)
-	f.normalize()
+	f.Normalize()
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -192,24 +192,24 @@ func (s *AttributeService) Import(ctx context.Context, who Identity, r io.Reader
 	now := s.now()
 	// Whatever is stored, and however it ends, the cache forgets it all.
 	defer s.facts().forgetAll()
-	return fileImport[UserFacts]{
-		what: "attributes", files: s.Files, maxSize: s.MaxFileSize, maxRows: maxRows,
-		batch: AttributeImportBatch, reasons: attributeImportReasons, open: open,
-		store: func(ctx context.Context, rows []UserFacts) (int, error) {
+	return FileImport[UserFacts]{
+		What: "attributes", Files: s.Files, MaxSize: s.MaxFileSize, MaxRows: maxRows,
+		Batch: AttributeImportBatch, Reasons: attributeImportReasons, Open: open,
+		Store: func(ctx context.Context, rows []UserFacts) (int, error) {
 			if err := s.Store.PutUserFacts(ctx, now, rows); err != nil {
 				return 0, err
 			}
 			return len(rows), nil
 		},
-	}.run(ctx, r)
+	}.Run(ctx, r)
 }
 
 // CanChangeAttributes returns nil if who may put a user's attributes (an
 // admin), else ErrUnauthorized or EFORBIDDEN: the API asks before it
 // reads the body.
-func CanChangeAttributes(who Identity) error { return canImport(who, "change users' attributes") }
+func CanChangeAttributes(who Identity) error { return RequireAdmin(who, "change users' attributes") }
 
 // CanImportAttributes returns nil if who may import users' attributes (an
 // admin), else ErrUnauthorized or EFORBIDDEN: the API asks before it
 // reads the upload.
-func CanImportAttributes(who Identity) error { return canImport(who, "import users' attributes") }
+func CanImportAttributes(who Identity) error { return RequireAdmin(who, "import users' attributes") }

@@ -67,7 +67,7 @@ func (f *UserFacts) Validate() error {
 			case k == "":
 				add("attrs", "has an entry with an empty name")
 			case len(k) > MaxFactBytes:
-				add("attrs", "the name %q is %d bytes long: at most %d", clipRaw(k), len(k), MaxFactBytes)
+				add("attrs", "the name %q is %d bytes long: at most %d", ClipRaw(k), len(k), MaxFactBytes)
 			case !utf8.ValidString(k):
 				add("attrs", "the name %q is not valid UTF-8", k)
 			default:
@@ -81,10 +81,10 @@ func (f *UserFacts) Validate() error {
 	return nil
 }
 
-// normalize gives f the form the store keeps and returns: tags in their
+// Normalize gives f the form the store keeps and returns: tags in their
 // first order without repeats and never nil, attrs nil when empty, the
 // registration time in UTC to the microsecond.
-func (f *UserFacts) normalize() {
+func (f *UserFacts) Normalize() {
 	tags := make([]string, 0, len(f.Tags))
 	for _, t := range f.Tags {
 		if !slices.Contains(tags, t) {

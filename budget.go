@@ -2,7 +2,6 @@ package quan
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -15,19 +14,19 @@ const MaxBudget = 1_000_000_000_000
 // discount (a quote's reason, and the reason of a lock's ENOTUSABLE).
 const ReasonBudgetSpent = "budget_spent"
 
-func (s *TemplateSpec) validateBudget(v *validator) {
+func (s *TemplateSpec) validateBudget(v *Validation) {
 	switch {
 	case s.Budget < 0:
-		v.add("budget", "must not be negative (0: no budget)")
+		v.Add("budget", "must not be negative (0: no budget)")
 	case s.Budget > MaxBudget:
-		v.add("budget", fmt.Sprintf("must be at most %d fen", MaxBudget))
+		v.Add("budget", fmt.Sprintf("must be at most %d fen", MaxBudget))
 	}
 	period := func(field string, n int64) bool {
 		switch {
 		case n < 0:
-			v.add(field, "must not be negative (0: no limit)")
+			v.Add(field, "must not be negative (0: no limit)")
 		case n > MaxPerUserLimit || n > s.PerUserLimit && s.PerUserLimit > 0:
-			v.add(field, "must be at most perUserLimit: the lifetime limit bounds every period")
+			v.Add(field, "must be at most perUserLimit: the lifetime limit bounds every period")
 		default:
 			return true
 		}
@@ -36,7 +35,7 @@ func (s *TemplateSpec) validateBudget(v *validator) {
 	okD := period("perUserDaily", s.PerUserDaily)
 	okW := period("perUserWeekly", s.PerUserWeekly)
 	if okD && okW && s.PerUserDaily > 0 && s.PerUserWeekly > 0 && s.PerUserDaily > s.PerUserWeekly {
-		v.add("perUserDaily", "must be at most perUserWeekly: a day is part of a week")
+		v.Add("perUserDaily", "must be at most perUserWeekly: a day is part of a week")
 	}
 }
 
@@ -135,9 +134,9 @@ func (p *PeriodHeld) Week(user int64, at time.Time) int64 {
 	return p.m[periodKey{user, true, ShanghaiWeek(at)}]
 }
 
-// periodRefusal returns the cause a user who received held coupons is
+// PeriodRefusal returns the cause a user who received held coupons is
 // refused one more at at by the period limits of t, "" if none.
-func (s *TemplateSpec) periodRefusal(held *PeriodHeld, user int64, at time.Time) Cause {
+func (s *TemplateSpec) PeriodRefusal(held *PeriodHeld, user int64, at time.Time) Cause {
 	switch {
 	case s.PerUserDaily > 0 && held.Day(user, at) >= s.PerUserDaily:
 		return CauseDailyLimit
@@ -218,60 +217,4 @@ func held(c *Coupon, s CouponStatus) int64 {
 // template cannot take: ENOTUSABLE, naming ReasonBudgetSpent.
 func BudgetSpentError(template int64) error {
 	return Errorf(ENOTUSABLE, "the coupons of template %d cannot be used: %s (its budget cannot cover the discount)", template, ReasonBudgetSpent)
-}
-
-// priceWithBudgets is priceOrder (notMet: the coupons whose applies rule
-// the order does not meet), with the coupons whose template's budget
-// left cannot cover their discount unusable (ReasonBudgetSpent) and out
-// of the best combination. It reads the budget of each template with one
-// among the usable coupons, once: what is left changes with every lock,
-// so it is never cached. The lock checks again, atomically, in the store.
-func (s *WalletService) priceWithBudgets(ctx context.Context, items []OrderItem, cs []*Coupon, templates map[int64]*Template, now time.Time, notMet map[int64]bool) (Quote, error) {
-	q := priceOrder(items, cs, templates, now, notMet)
-	left := map[int64]int64{}
-	spent := map[int64]bool{} // coupon → its budget cannot cover it
-	for _, cq := range q.Coupons {
-		t := templates[cq.TemplateID]
-		if !cq.Usable || t == nil || t.Budget == 0 {
-			continue
-		}
-		l, ok := left[t.ID]
-		if !ok {
-			u, err := s.Coupons.BudgetUsage(ctx, t.ID)
-			if err != nil {
-				return Quote{}, err
-			}
-			l = u.Left()
-			left[t.ID] = l
-		}
-		if cq.Discount > l {
-			spent[cq.CouponID] = true
-		}
-	}
-	if len(spent) == 0 {
-		return q, nil
-	}
-	rest := make([]*Coupon, 0, len(cs))
-	for _, c := range cs {
-		if !spent[c.ID] {
-			rest = append(rest, c)
-		}
-	}
-	r := priceOrder(items, rest, templates, now, notMet)
-	// Every coupon in its place, those refused as the first pricing saw
-	// them, unusable.
-	byID := make(map[int64]CouponQuote, len(r.Coupons))
-	for _, cq := range r.Coupons {
-		byID[cq.CouponID] = cq
-	}
-	for i, cq := range q.Coupons {
-		if spent[cq.CouponID] {
-			cq.Usable, cq.Discount, cq.Reason = false, 0, ReasonBudgetSpent
-			q.Coupons[i] = cq
-			continue
-		}
-		q.Coupons[i] = byID[cq.CouponID]
-	}
-	r.Coupons = q.Coupons
-	return r, nil
 }

@@ -262,3 +262,17 @@ type ClaimLedger interface {
 	// yet nor given back, so not in the store's figures.
 	Unhanded(ctx context.Context, template int64) (int64, error)
 }
+
+// SharedCache is a Cache the processes share (Redis), which is also the
+// claims' Ledger, their one-call Reserver, the RateLimiter and the
+// Idempotency store, so that every process sees the same. The binary
+// wires each of these roles from it explicitly.
+type SharedCache interface {
+	Cache
+	LimitedReserver
+	ClaimLedger
+	RateLimiter
+	Idempotency
+	// Ping reports whether the cache answers.
+	Ping(ctx context.Context) error
+}

@@ -80,8 +80,8 @@ func PlanChunk(c *Chunk, t *Template, held map[int64]int64, periods *PeriodHeld,
 			r.Cause = CauseTemplateInactive
 		case held[r.UserID] >= t.PerUserLimit:
 			r.Cause = CauseLimitReached
-		case t.periodRefusal(periods, r.UserID, c.Now) != "":
-			r.Cause = t.periodRefusal(periods, r.UserID, c.Now)
+		case t.PeriodRefusal(periods, r.UserID, c.Now) != "":
+			r.Cause = t.PeriodRefusal(periods, r.UserID, c.Now)
 		case int64(len(issues)) >= stock:
 			r.Cause = CauseOutOfStock
 		default:

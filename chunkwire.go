@@ -23,8 +23,8 @@ const (
 // is cut at a character boundary and marked with "…".
 const MaxRawBytes = 64
 
-// clipRaw cuts s to MaxRawBytes at a character boundary.
-func clipRaw(s string) string {
+// ClipRaw cuts s to MaxRawBytes at a character boundary.
+func ClipRaw(s string) string {
 	if len(s) <= MaxRawBytes {
 		return s
 	}

@@ -151,8 +151,8 @@ func PlanClaims(claims []*Claim, t *Template, held map[int64]int64, periods *Per
 			c.Status, c.Reason = ClaimFailed, string(CauseTemplateInactive)
 		case held[c.UserID] >= t.PerUserLimit:
 			c.Status, c.Reason = ClaimFailed, string(CauseLimitReached)
-		case t.periodRefusal(periods, c.UserID, c.At) != "":
-			c.Status, c.Reason = ClaimFailed, string(t.periodRefusal(periods, c.UserID, c.At))
+		case t.PeriodRefusal(periods, c.UserID, c.At) != "":
+			c.Status, c.Reason = ClaimFailed, string(t.PeriodRefusal(periods, c.UserID, c.At))
 		case stock <= 0:
 			c.Status, c.Reason = ClaimFailed, string(CauseOutOfStock)
 		default:
@@ -286,3 +286,23 @@ func DecodeClaims(b []byte) ([]*Claim, error) {
 	}
 	return cs, nil
 }
+
+// ClaimBatchSubject is the bus subject claims are handed to the store on,
+// in batches (EncodeClaims). ClaimDurable is the consumer name the
+// processes persisting claims share.
+const (
+	ClaimBatchSubject = "quan.claims.batch"
+	ClaimDurable      = "quan-claims"
+)
+
+// Observer takes one measurement, such as a claim's duration in seconds
+// (a prometheus.Observer is one).
+type Observer interface{ Observe(float64) }
+
+// MaxClaimsPerMessage bounds the claims one bus message carries (about
+// 45 bytes each, far below a bus message's limit).
+const MaxClaimsPerMessage = 500
+
+// MaxClaimsPerTransaction bounds the claims the store decides in one
+// transaction: the claims of the messages handled at once share it.
+const MaxClaimsPerTransaction = 2000

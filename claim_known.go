@@ -38,36 +38,3 @@ func (k *knownIDs) exists(ctx context.Context, store TemplateStore, id int64) (b
 	}
 	return id <= k.highest, nil
 }
-
-// flight runs one call per key at a time; callers arriving meanwhile wait
-// for it and share its error.
-type flight struct {
-	mu    sync.Mutex
-	calls map[int64]*flightCall
-}
-
-type flightCall struct {
-	done chan struct{}
-	err  error
-}
-
-func (f *flight) do(key int64, fn func() error) error {
-	f.mu.Lock()
-	if f.calls == nil {
-		f.calls = map[int64]*flightCall{}
-	}
-	if c, ok := f.calls[key]; ok {
-		f.mu.Unlock()
-		<-c.done
-		return c.err
-	}
-	c := &flightCall{done: make(chan struct{})}
-	f.calls[key] = c
-	f.mu.Unlock()
-	c.err = fn()
-	f.mu.Lock()
-	delete(f.calls, key)
-	f.mu.Unlock()
-	close(c.done)
-	return c.err
-}

@@ -38,7 +38,8 @@ func (c *limitedCache) ReserveLimited(ctx context.Context, template int64, key s
 
 // TestClaimRateLimits: a claim over the user's or the template's limit is
 // ERATELIMITED with the wait, whether the cache takes the tokens with the
-// reservation (its Limiter is the cache) or the Limiter goes first.
+// reservation (the cache is its Reserver and Limiter) or the Limiter
+// goes first.
 func TestClaimRateLimits(t *testing.T) {
 	for _, way := range []struct {
 		name     string
@@ -52,6 +53,9 @@ func TestClaimRateLimits(t *testing.T) {
 			r := newClaimRig(t, 100)
 			c := &limitedCache{Cache: inmem.NewCache(), RateLimiter: inmem.NewRateLimiter()}
 			r.s.Cache, r.s.Limiter = c, way.limiter(c)
+			if way.oneCalls {
+				r.s.Reserver = c
+			}
 			r.s.Limits = quan.ClaimLimits{UserRate: 0.01, UserBurst: 1, TemplateRate: 0.01, TemplateBurst: 2}
 			user := func(id int64) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: id} }
 			limited := func(id int64, what string) {

@@ -72,7 +72,7 @@ func decodeClaims(m Message) ([]*Claim, error) {
 			return nil, Errorf(EINVALID, "message %s: claim %d of %d lacks its id, template or user: %+v", m.ID, i+1, len(cs), *c)
 		}
 	}
-	decodeClaimTraces(cs, m.Header[ClaimTracesHeader])
+	DecodeClaimTraces(cs, m.Header[ClaimTracesHeader])
 	return cs, nil
 }
 

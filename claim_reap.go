@@ -35,10 +35,10 @@ const maxReap = 1000
 // and issues nothing. Only a claim the store holds as failed has its
 // reservation given back; one the store issued (its hand-off reached the
 // bus after all) keeps it. It returns how many claims it reaped. A cache
-// without a ClaimLedger has nothing to reap.
+// without a Ledger has nothing to reap.
 func (s *ClaimService) Reap(ctx context.Context) (int, error) {
-	ledger, ok := s.Cache.(ClaimLedger)
-	if !ok {
+	ledger := s.Ledger
+	if ledger == nil {
 		return 0, nil
 	}
 	after := s.ReapAfter
@@ -94,7 +94,7 @@ func (s *ClaimService) reapOne(ctx context.Context, ledger ClaimLedger, e Ledger
 
 // ServeReaper reaps abandoned claims every interval until ctx ends.
 func (s *ClaimService) ServeReaper(ctx context.Context, interval time.Duration) error {
-	if _, ok := s.Cache.(ClaimLedger); !ok || interval <= 0 {
+	if s.Ledger == nil || interval <= 0 {
 		return nil
 	}
 	tick := time.NewTicker(interval)

@@ -34,7 +34,7 @@ func newLedgerRig(t *testing.T, stock int64) (r *claimRig, c *redis.Cache, later
 		c.Close()
 	})
 	r = newClaimRig(t, stock)
-	r.cache, r.s.Cache = c, c
+	r.cache, r.s.Cache, r.s.Ledger, r.s.Reserver = c, c, c, c
 	var shift atomic.Int64
 	r.s.Now = func() time.Time { return claimAt.Add(time.Duration(shift.Load())) }
 	return r, c, func() { shift.Store(int64(quan.DefaultReapAfter + time.Second)) }

@@ -2,7 +2,6 @@ package quan
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -19,7 +18,7 @@ func (s *ClaimService) eligible(ctx context.Context, template, user int64, now t
 	if s.Rules == nil {
 		return nil
 	}
-	tr, ok := s.Rules.cached(template)
+	tr, ok := s.Rules.Cached(template)
 	if !ok {
 		// A template the cache holds exists (one just activated is
 		// there before the highest id is read again); otherwise the
@@ -38,33 +37,10 @@ func (s *ClaimService) eligible(ctx context.Context, template, user int64, now t
 			return err
 		}
 	}
-	err := eligibleBy(ctx, tr, s.Attributes, template, user, now)
+	err := EligibleBy(ctx, tr, s.Facts, template, user, now)
 	if ErrorCode(err) == ENOTELIGIBLE && tr.Status == TemplateDraft {
 		// As the cache answers a draft: it does not exist for users.
 		return Errorf(ENOTFOUND, "template %d not found", template)
 	}
 	return err
-}
-
-// eligibleBy returns nil if the eligibility rule of tr (the rules of
-// template) in force at now lets user receive its coupons, or there is
-// none, else ENOTELIGIBLE. The user's facts are read from attrs (nil:
-// nothing is known of users) only if there is a rule.
-func eligibleBy(ctx context.Context, tr *TemplateRules, attrs *AttributeService, template, user int64, now time.Time) error {
-	rule, _ := tr.Eligibility(now)
-	if rule == nil {
-		return nil
-	}
-	facts := &UserFacts{UserID: user}
-	if attrs != nil {
-		f, err := attrs.Facts(ctx, user)
-		if err != nil {
-			return fmt.Errorf("facts of user %d: %w", user, err)
-		}
-		facts = f
-	}
-	if ok, err := rule.Eval(facts, nil, now); err == nil && ok {
-		return nil
-	}
-	return Errorf(ENOTELIGIBLE, "you are not eligible for coupons of template %d", template)
 }

@@ -12,78 +12,26 @@ import (
 	"time"
 
 	"github.com/quanhq/quan/internal/batch"
+	"github.com/quanhq/quan/internal/flight"
 )
 
-// ClaimBatchSubject is the bus subject claims are handed to the store on,
-// in batches (EncodeClaims). ClaimDurable is the consumer name the
-// processes persisting claims share.
-const (
-	ClaimBatchSubject = "quan.claims.batch"
-	ClaimDurable      = "quan-claims"
-)
-
-// ClaimCounters count what happened to claims in this process; package
-// prom reads them at each scrape. Every count is of
-// claims, not of bus messages: a message carries a batch of claims, and a
-// failed delivery of it counts each of its claims in Retried. A delivery
-// redone after some of its claims were settled (a give-back that failed)
-// counts those again.
-type ClaimCounters struct {
-	Accepted      atomic.Int64 // reserved and handed off: 202
-	Refused       atomic.Int64 // refused by the cache: 409
-	RateLimited   atomic.Int64 // refused by a rate limit: 429
-	UnknownIDs    atomic.Int64 // answered 404 without the store
-	Issued        atomic.Int64 // persisted with a coupon
-	Failed        atomic.Int64 // decided by the store without a coupon
-	Compensated   atomic.Int64 // reservations given back after a failure
-	Retried       atomic.Int64 // claims of a delivery whose persisting failed and goes again
-	DeadLettered  atomic.Int64 // claims whose hand-off ran out of deliveries
-	HandoffFailed atomic.Int64 // claims whose hand-off could not be stored: 503
-	Reaped        atomic.Int64 // abandoned claims whose reservation Reap gave back
-	Found         atomic.Int64 // retried claims answered with the claim of their first try
-	NotEligible   atomic.Int64 // refused by the template's eligibility rule: 409, before the cache
-
-	// HandoffPending is a gauge: claims reserved whose hand-off to the
-	// bus has not returned yet.
-	HandoffPending atomic.Int64
-
-	refusedBy [len(allRefusals)]atomic.Int64 // Refused by reason
+// RefusalRecorder counts the claims refused before the store for the
+// statistics (stats.RefusalCounter).
+type RefusalRecorder interface {
+	// Add counts one claim of template refused with code.
+	Add(template int64, code string)
 }
 
-// allRefusals are the cache's refusals, in the order ClaimCounters keeps
-// them.
-var allRefusals = [...]Refusal{RefusedInactive, RefusedNotStarted, RefusedEnded, RefusedLimit, RefusedSoldOut,
-	RefusedDaily, RefusedWeekly, RefusedShopCap}
-
-// Refusals returns every Refusal a cache answers, and RefusedShopCap,
-// the shop's daily cap (counted in the cache too, apart from the
-// template's reservation).
-func Refusals() []Refusal { return append([]Refusal(nil), allRefusals[:]...) }
-
-// RefusedBy returns how many claims the cache refused for r (they are
-// counted in Refused too).
-func (c *ClaimCounters) RefusedBy(r Refusal) int64 {
-	for i, x := range allRefusals {
-		if x == r {
-			return c.refusedBy[i].Load()
-		}
-	}
-	return 0
+// ShopCaps are what claims need of the shops' settings (shops.Service):
+// each shop's daily claim cap, and the claims of a shop the store counts
+// in a day, with which a cold cache is loaded.
+type ShopCaps interface {
+	// DailyClaimCap returns the DailyClaimCap of shop, 0 for none.
+	DailyClaimCap(ctx context.Context, shop int64) (int64, error)
+	// ShopClaimed returns how many coupons claims of shop's templates
+	// issued in [from, to).
+	ShopClaimed(ctx context.Context, shop int64, from, to time.Time) (int64, error)
 }
-
-func (c *ClaimCounters) refused(r Refusal) {
-	c.Refused.Add(1)
-	for i, x := range allRefusals {
-		if x == r {
-			c.refusedBy[i].Add(1)
-			return
-		}
-	}
-}
-
-// Observer takes one measurement, such as a claim's duration in seconds
-// (a prometheus.Observer is one).
-type Observer interface{ Observe(float64) }
 
 // ClaimService takes flash-sale claims: it checks and reserves in the
 // cache at once, hands the claim to the bus durably before it answers, and
@@ -95,25 +43,36 @@ type Observer interface{ Observe(float64) }
 // bus and both ends tens of microseconds of CPU whatever it carries, so
 // under load that cost is shared by hundreds of claims.
 //
-// Limiter, if set, limits claims by the buckets of Limits. When Cache is
-// a LimitedReserver and Limiter is that same cache (Redis serving both),
-// a claim takes its tokens and its reservation in one call.
+// Limiter, if set, limits claims by the buckets of Limits. With a
+// Reserver (Redis serving both), a claim takes its tokens and its
+// reservation in one call.
 type ClaimService struct {
 	Templates TemplateStore
 	Coupons   CouponStore // the holdings a cold cache is loaded with
 	Claims    ClaimStore
 	Cache     Cache
-	Bus       Bus
-	Limiter   RateLimiter // nil limits nothing
-	Limits    ClaimLimits
-	Now       Clock
-	Logger    *slog.Logger
-	Counters  ClaimCounters
+	// Ledger, if set, is the cache's record of the claims reserved and
+	// not yet handed off (a cache the processes share, Redis): the
+	// reservation of a claim whose process died in between is given back
+	// by Reap. nil: reservations live and die with this process's memory,
+	// and one whose hand-off fails is given back at once.
+	Ledger ClaimLedger
+	// Reserver, if set, reserves in Cache and takes the claim's tokens of
+	// Limits in one call: it keeps the buckets itself (it is the Limiter,
+	// Redis), and gathers the claims of concurrent calls into one call.
+	// nil: Limiter.Allow, then Cache.Reserve.
+	Reserver LimitedReserver
+	Bus      Bus
+	Limiter  RateLimiter // nil limits nothing
+	Limits   ClaimLimits
+	Now      Clock
+	Logger   *slog.Logger
+	Counters ClaimCounters
 	// Latency, if set, is given the seconds each Claim took.
 	Latency Observer
 	// Refusals, if set, counts the claims refused before the store (409s
 	// and 429s) for the statistics; nil counts none.
-	Refusals *RefusalCounter
+	Refusals RefusalRecorder
 	// MaxDeliver is how many times a claim's hand-off is tried before it
 	// is dead-lettered and fails; 0 means DefaultMaxDeliver.
 	MaxDeliver int
@@ -133,19 +92,19 @@ type ClaimService struct {
 	Tracer Tracer
 	// Shops, if set, has claims honour the shops' DailyClaimCap (see
 	// claim_shopcap.go); nil caps no shop.
-	Shops *ShopService
-	// Rules, if set, holds the templates' eligibility rules, and
-	// Attributes the users' facts they are decided on (nil: every user's
-	// facts are zero); a claim the rule in force refuses is ENOTELIGIBLE
+	Shops ShopCaps
+	// Rules, if set, holds the templates' eligibility rules, and Facts
+	// the users' facts they are decided on (nil: every user's facts are
+	// zero); a claim the rule in force refuses is ENOTELIGIBLE
 	// (eligible).
-	Rules      *RuleBook
-	Attributes *AttributeService
+	Rules RuleSource
+	Facts FactsSource
 
 	once    sync.Once
 	handoff *batch.Batcher[*Claim, Handoff]
 	persist *batch.Batcher[*Claim, *Claim]
 	pace    *pace
-	prime   flight
+	prime   flight.Group
 	known   knownIDs
 	shops   templateShops
 	// inflight counts the claims between their reservation and the end
@@ -155,16 +114,8 @@ type ClaimService struct {
 
 // InFlight returns how many claims of this process are reserved in the
 // cache and not yet handed to the bus (or given back): work a Reconciler
-// must not take for drift when the cache keeps no ClaimLedger.
+// must not take for drift when the cache keeps no Ledger.
 func (s *ClaimService) InFlight() int64 { return s.inflight.Load() }
-
-// MaxClaimsPerMessage bounds the claims one bus message carries (about
-// 45 bytes each, far below a bus message's limit).
-const MaxClaimsPerMessage = 500
-
-// MaxClaimsPerTransaction bounds the claims the store decides in one
-// transaction: the claims of the messages handled at once share it.
-const MaxClaimsPerTransaction = 2000
 
 func (s *ClaimService) init() {
 	s.once.Do(func() {
@@ -181,7 +132,7 @@ func (s *ClaimService) init() {
 
 // publish hands cs to the bus in one message, within HandoffTimeout, under
 // an ID of this batch alone (batchID), so that PublishMany's own retries
-// store it once. With a ClaimLedger the claims then leave the ledger, and
+// store it once. With a Ledger the claims then leave the ledger, and
 // each says where it was.
 func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]Handoff, error) {
 	ctx, cancel := context.WithTimeout(ctx, HandoffTimeout)
@@ -191,15 +142,15 @@ func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]Handoff, err
 		return nil, err
 	}
 	m := Message{Subject: ClaimBatchSubject, ID: batchID(cs[0].ID), Data: data}
-	if traces := encodeClaimTraces(cs); traces != "" {
+	if traces := EncodeClaimTraces(cs); traces != "" {
 		m.Header = map[string]string{ClaimTracesHeader: traces}
 	}
 	if err := s.Bus.PublishMany(ctx, []Message{m}); err != nil {
 		return nil, err
 	}
 	out := make([]Handoff, len(cs))
-	ledger, ok := s.Cache.(ClaimLedger)
-	if !ok {
+	ledger := s.Ledger
+	if ledger == nil {
 		return out, nil // HandedNow
 	}
 	byTemplate := map[int64][]int{}
@@ -288,7 +239,7 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 			s.Counters.UnknownIDs.Add(1)
 		case ENOTELIGIBLE:
 			s.Counters.NotEligible.Add(1)
-			s.Refusals.Add(template, ENOTELIGIBLE)
+			s.refused(template, ENOTELIGIBLE)
 		}
 		return nil, err
 	}
@@ -308,7 +259,7 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 	}
 	if ErrorCode(err) == ERATELIMITED {
 		s.Counters.RateLimited.Add(1)
-		s.Refusals.Add(template, ERATELIMITED)
+		s.refused(template, ERATELIMITED)
 		return nil, err
 	}
 	if err != nil {
@@ -324,10 +275,10 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 				return rec, nil
 			}
 		}
-		s.Counters.refused(refusals[0])
+		s.Counters.CountRefusal(refusals[0])
 		err := s.refusal(ctx, template, refusals[0])
 		if code := ErrorCode(err); code != ENOTFOUND {
-			s.Refusals.Add(template, code)
+			s.refused(template, code)
 		}
 		return nil, err
 	}
@@ -340,7 +291,7 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 		// ledger the reaper fences it in the store before it gives the
 		// reservation back; without one (the cache dies with this
 		// process) it goes back now.
-		if _, ok := s.Cache.(ClaimLedger); !ok {
+		if s.Ledger == nil {
 			if rerr := s.Cache.Release(ctx, template, c.ID); rerr != nil {
 				s.logger().Error("give back the reservation of a claim not handed off", "claim", c.ID, "err", rerr)
 			}
@@ -387,8 +338,8 @@ func (s *ClaimService) shopCapRefusal(template int64, err error) error {
 		s.Counters.UnknownIDs.Add(1)
 		return err
 	case ESHOPDAILYCAP:
-		s.Counters.refused(RefusedShopCap)
-		s.Refusals.Add(template, ESHOPDAILYCAP)
+		s.Counters.CountRefusal(RefusedShopCap)
+		s.refused(template, ESHOPDAILYCAP)
 		return err
 	}
 	return fmt.Errorf("claim template %d: %w", template, err)
@@ -416,11 +367,8 @@ func (s *ClaimService) reserve(ctx context.Context, template int64, key string, 
 		cb = s.Limits.buckets(user, template)
 		buckets = cb.list()
 	}
-	lr, _ := s.Cache.(LimitedReserver)
-	// Only the same object holds the buckets where Allow keeps them. (A
-	// LimitedReserver of a type that is not comparable would panic here;
-	// the caches are pointers.)
-	if len(buckets) > 0 && (lr == nil || any(lr) != any(s.Limiter)) {
+	lr := s.Reserver
+	if len(buckets) > 0 && lr == nil {
 		refused, wait, err := s.Limiter.Allow(ctx, buckets...)
 		if err != nil {
 			return nil, fmt.Errorf("rate limit: %w", err)
@@ -471,7 +419,7 @@ func (s *ClaimService) loadCold(ctx context.Context, template int64) error {
 	if !exists {
 		return Errorf(ENOTFOUND, "template %d not found", template)
 	}
-	return s.prime.do(template, func() error { return s.load(ctx, template) })
+	return s.prime.Do(template, func() error { return s.load(ctx, template) })
 }
 
 // maxBacklogWait bounds how long a cold load waits for the claims on the
@@ -609,4 +557,12 @@ func batchID(first string) string {
 	var r [8]byte
 	rand.Read(r[:])
 	return "claims:" + first + ":" + hex.EncodeToString(r[:])
+}
+
+// refused counts a claim of template refused with code before the store,
+// if s has Refusals.
+func (s *ClaimService) refused(template int64, code string) {
+	if s.Refusals != nil {
+		s.Refusals.Add(template, code)
+	}
 }

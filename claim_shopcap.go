@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/quanhq/quan/internal/flight"
 )
 
 // The shop's daily claim cap (ShopSettings.DailyClaimCap) on the claim
@@ -98,7 +100,7 @@ func (s *ClaimService) takeShopCap(ctx context.Context, template int64, id, key 
 	for attempt := 0; ; attempt++ {
 		ok, err := s.Cache.ShopClaimsTake(ctx, shop, day, limit)
 		if errors.Is(err, ErrCacheCold) && attempt == 0 {
-			if err := s.shops.load.do(shop, func() error { return s.loadShopClaims(ctx, shop, day) }); err != nil {
+			if err := s.shops.load.Do(shop, func() error { return s.loadShopClaims(ctx, shop, day) }); err != nil {
 				return nil, err
 			}
 			continue
@@ -116,7 +118,7 @@ func (s *ClaimService) takeShopCap(ctx context.Context, template int64, id, key 
 // loadShopClaims loads the count of shop in day into the cache from the
 // store's count of the coupons its claims issued that day.
 func (s *ClaimService) loadShopClaims(ctx context.Context, shop, day int64) error {
-	n, err := s.Shops.Store.ShopClaimed(ctx, shop, ShanghaiDayStart(day), ShanghaiDayStart(day+1))
+	n, err := s.Shops.ShopClaimed(ctx, shop, ShanghaiDayStart(day), ShanghaiDayStart(day+1))
 	if err != nil {
 		return fmt.Errorf("count the claims of shop %d today: %w", shop, err)
 	}
@@ -156,8 +158,8 @@ func (s *ClaimService) giveShopCapOf(ctx context.Context, c *Claim) error {
 type templateShops struct {
 	mu   sync.RWMutex
 	m    map[int64]int64
-	read flight // one store read per template at a time
-	load flight // one load of a shop's count at a time
+	read flight.Group // one store read per template at a time
+	load flight.Group // one load of a shop's count at a time
 }
 
 // maxTemplateShops bounds templateShops; a sixteenth goes, at random, when
@@ -171,7 +173,7 @@ func (t *templateShops) of(ctx context.Context, s *ClaimService, template int64)
 	if ok {
 		return shop, nil
 	}
-	err := t.read.do(template, func() error {
+	err := t.read.Do(template, func() error {
 		exists, err := s.known.exists(ctx, s.Templates, template)
 		if err != nil {
 			return err

@@ -9,7 +9,7 @@ import (
 func TestClipRaw(t *testing.T) {
 	for _, s := range []string{"", "123", strings.Repeat("9", MaxRawBytes), strings.Repeat("x", MaxRawBytes+1),
 		strings.Repeat("券", 100), "a" + strings.Repeat("券", 100), strings.Repeat("x", 128<<10)} {
-		got := clipRaw(s)
+		got := ClipRaw(s)
 		switch {
 		case len(s) <= MaxRawBytes && got != s:
 			t.Errorf("clipRaw(%q) = %q, want it unchanged", s, got)

@@ -3,13 +3,9 @@ package quan
 import (
 	"context"
 	"encoding/csv"
-	"errors"
-	"fmt"
 	"io"
 	"iter"
-	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -114,218 +110,6 @@ type CodeStore interface {
 	RedeemCode(ctx context.Context, code string, user int64, now time.Time) (*Coupon, error)
 }
 
-// CodeService is the merchant's and user's side of redemption codes.
-type CodeService struct {
-	Codes     CodeStore
-	Templates TemplateStore
-	Cache     Cache // nil: the store alone checks and reserves
-	// Rules and Attributes decide the templates' eligibility rules, as
-	// for claims; a nil Rules checks none.
-	Rules      *RuleBook
-	Attributes *AttributeService
-	Now        Clock
-	Logger     *slog.Logger
-	// Chunk is how many codes are generated and stored a transaction; 0
-	// means 10,000.
-	Chunk int
-	// Background bounds the generations in the background: they stop
-	// when it ends (and resume later from what they stored). Nil means
-	// they run to their end.
-	Background context.Context
-
-	wg sync.WaitGroup
-}
-
-func (s *CodeService) now() time.Time {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
-func (s *CodeService) logger() *slog.Logger {
-	if s.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return s.Logger
-}
-
-// Create starts a batch of n codes for template of the merchant's shop and
-// returns it generating; the codes are made in the background (Get shows
-// the progress). The template must not have ended.
-func (s *CodeService) Create(ctx context.Context, who Identity, template, n int64) (*CodeBatch, error) {
-	shop, err := who.ShopScope()
-	if err != nil {
-		return nil, err
-	}
-	if n < 1 || n > MaxCodeBatch {
-		return nil, &Error{Code: EINVALID, Message: "invalid code batch", Fields: []FieldError{{Field: "count", Message: fmt.Sprintf("must be 1 … %d", MaxCodeBatch)}}}
-	}
-	t, err := s.Templates.Template(ctx, shop, template)
-	if err != nil {
-		return nil, err
-	}
-	if t.Status == TemplateEnded {
-		return nil, Errorf(ETRANSITION, "template %d has ended: it issues no more coupons", template)
-	}
-	now := s.now()
-	b := &CodeBatch{TemplateID: t.ID, ShopNo: t.ShopNo, Count: n, Status: CodeBatchGenerating, CreatedBy: who.String(), CreatedAt: now, UpdatedAt: now}
-	if err := s.Codes.CreateCodeBatch(ctx, b); err != nil {
-		return nil, err
-	}
-	s.Generate(b)
-	return b, nil
-}
-
-// Generate makes the rest of batch b's codes in the background.
-func (s *CodeService) Generate(b *CodeBatch) {
-	s.wg.Go(func() {
-		ctx := s.Background
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		if err := s.generate(ctx, b); err != nil && ctx.Err() == nil {
-			s.logger().Error("generate codes", "batch", b.ID, "err", err)
-		}
-	})
-}
-
-// Wait waits for the generations under way.
-func (s *CodeService) Wait() { s.wg.Wait() }
-
-// Resume generates the batches a process that died left unfinished.
-func (s *CodeService) Resume(ctx context.Context) error {
-	bs, err := s.Codes.GeneratingCodeBatches(ctx)
-	if err != nil {
-		return err
-	}
-	for _, b := range bs {
-		s.Generate(b)
-	}
-	return nil
-}
-
-func (s *CodeService) generate(ctx context.Context, b *CodeBatch) error {
-	chunk := int64(s.Chunk)
-	if chunk <= 0 {
-		chunk = 10_000
-	}
-	for b.Generated < b.Count {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		n := min(chunk, b.Count-b.Generated)
-		for attempt := 0; ; attempt++ {
-			codes, err := NewCodes(int(n), "")
-			if err != nil {
-				return err
-			}
-			next, err := s.Codes.AddCodes(ctx, b.ID, codes, s.now())
-			if errors.Is(err, ErrConflict) && attempt < 3 {
-				continue // a code that exists: 73 random bits make it all but impossible
-			}
-			if err != nil {
-				return err
-			}
-			b = next
-			break
-		}
-	}
-	s.logger().Info("codes generated", "batch", b.ID, "count", b.Count)
-	return nil
-}
-
-// Get returns batch id of the merchant's shop.
-func (s *CodeService) Get(ctx context.Context, who Identity, id int64) (*CodeBatch, error) {
-	shop, err := who.ShopScope()
-	if err != nil {
-		return nil, err
-	}
-	return s.Codes.CodeBatch(ctx, shop, id)
-}
-
-// List returns the batches of template of the merchant's shop, newest
-// first. ErrNotFound if there is no such template (or it is another
-// shop's).
-func (s *CodeService) List(ctx context.Context, who Identity, template int64) ([]*CodeBatch, error) {
-	shop, err := who.ShopScope()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.Templates.Template(ctx, shop, template); err != nil {
-		return nil, err
-	}
-	return s.Codes.CodeBatches(ctx, shop, template)
-}
-
-// Export streams the codes of a ready batch of the merchant's shop.
-func (s *CodeService) Export(ctx context.Context, who Identity, id int64) (*CodeBatch, iter.Seq2[RedeemCode, error], error) {
-	b, err := s.Get(ctx, who, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	if b.Status != CodeBatchReady {
-		return nil, nil, Errorf(ETRANSITION, "batch %d is still generating: %d of %d codes made", id, b.Generated, b.Count)
-	}
-	return b, s.Codes.Codes(ctx, id), nil
-}
-
-// Redeem issues the user the coupon of code. A mistyped code (bad check
-// symbol) is refused before anything is looked up.
-func (s *CodeService) Redeem(ctx context.Context, who Identity, code string) (*Coupon, error) {
-	if who.Role != RoleUser {
-		return nil, Errorf(EFORBIDDEN, "only users redeem codes")
-	}
-	code, err := ParseCode(code)
-	if err != nil {
-		return nil, err
-	}
-	now := s.now()
-	if err := s.eligible(ctx, code, who.UserID, now); err != nil {
-		return nil, fmt.Errorf("redeem code: %w", err)
-	}
-	c, err := s.Codes.RedeemCode(ctx, code, who.UserID, now)
-	if err != nil {
-		return nil, fmt.Errorf("redeem code: %w", err)
-	}
-	if s.Cache != nil {
-		// Keep the cache's counters in step with the coupon issued: a
-		// reservation under the code's key, idempotent, so a redeem
-		// answered again counts once (a template the cache does not hold
-		// is loaded whole when needed).
-		if _, err := s.Cache.Reserve(ctx, c.TemplateID, "code:"+code, []int64{c.UserID}, c.CreatedAt); err != nil && !errors.Is(err, ErrCacheCold) {
-			s.logger().Warn("count a redeemed code in the cache", "template", c.TemplateID, "err", err)
-		}
-	}
-	return c, nil
-}
-
-// eligible returns ENOTELIGIBLE if the eligibility rule of code's template
-// in force at now refuses user, unless the code is redeemed already: the
-// store then answers the user's own redeem again, whatever the user's
-// facts are now, or anyone else's with ECODEUSED.
-func (s *CodeService) eligible(ctx context.Context, code string, user int64, now time.Time) error {
-	if s.Rules == nil {
-		return nil
-	}
-	rc, err := s.Codes.Code(ctx, code)
-	if err != nil {
-		if ErrorCode(err) == ENOTFOUND {
-			return Errorf(ENOTFOUND, "no code %s", code)
-		}
-		return err
-	}
-	if rc.UserID != 0 {
-		return nil
-	}
-	tr, err := s.Rules.Rules(ctx, rc.TemplateID)
-	if err != nil {
-		return fmt.Errorf("rules of template %d: %w", rc.TemplateID, err)
-	}
-	return eligibleBy(ctx, tr, s.Attributes, rc.TemplateID, user, now)
-}
-
 // IssueRefusal says why t cannot issue user, holding held coupons of it,
 // one more at now, or returns nil: the rules of a single issue (a
 // redeemed code) that every store applies. periods are the coupons user
@@ -342,7 +126,7 @@ func IssueRefusal(t *Template, user, held int64, periods *PeriodHeld, now time.T
 	case held >= t.PerUserLimit:
 		return Errorf(ELIMIT, "you hold as many coupons of template %d as one user may", t.ID)
 	}
-	switch t.periodRefusal(periods, user, now) {
+	switch t.PeriodRefusal(periods, user, now) {
 	case CauseDailyLimit:
 		return Errorf(EDAILYLIMIT, "you received as many coupons of template %d today as one user may a day", t.ID)
 	case CauseWeeklyLimit:

@@ -67,25 +67,25 @@ func (s *NoticeService) ImportContacts(ctx context.Context, who Identity, r io.R
 	if maxRows <= 0 {
 		maxRows = DefaultMaxContactRows
 	}
-	return fileImport[ContactRow]{
-		what: "contacts", files: s.Files, maxSize: s.MaxFileSize, maxRows: maxRows,
-		batch: ContactImportBatch, reasons: contactImportReasons, open: open,
-		store: func(ctx context.Context, rows []ContactRow) (int, error) {
+	return FileImport[ContactRow]{
+		What: "contacts", Files: s.Files, MaxSize: s.MaxFileSize, MaxRows: maxRows,
+		Batch: ContactImportBatch, Reasons: contactImportReasons, Open: open,
+		Store: func(ctx context.Context, rows []ContactRow) (int, error) {
 			return s.Contacts.ImportContacts(ctx, now, rows)
 		},
-	}.run(ctx, r)
+	}.Run(ctx, r)
 }
 
 // CanImportContacts returns nil if who may import contacts (an admin),
 // else ErrUnauthorized or EFORBIDDEN: the API asks before it reads the
 // upload.
-func CanImportContacts(who Identity) error { return canImport(who, "import contacts") }
+func CanImportContacts(who Identity) error { return RequireAdmin(who, "import contacts") }
 
 // parseContactRow checks one row of a contacts file. A row whose user id
 // is good is returned with its user even when its contact is not, so that
 // it claims the user against later rows.
 func parseContactRow(fr FileRow) (ContactRow, *ImportFailure) {
-	id, fail := importUserID(fr)
+	id, fail := ImportUserID(fr)
 	if fail != nil {
 		return ContactRow{}, fail
 	}

@@ -1,6 +1,9 @@
 package quan
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // CouponStatus is where a held coupon is in its life.
 type CouponStatus string
@@ -172,4 +175,37 @@ func (c *Coupon) set(s CouponStatus, now time.Time) {
 
 func (c *Coupon) transitionErr(verb string) error {
 	return Errorf(ETRANSITION, "cannot %s coupon %d: it is %s", verb, c.ID, c.Status)
+}
+
+// CouponEventSubject is the bus subject of coupon status changes.
+const CouponEventSubject = "quan.coupon.status_changed"
+
+// CouponEvent says a coupon's status changed, for downstream systems.
+type CouponEvent struct {
+	Coupon   int64        `json:"coupon"`
+	User     int64        `json:"user"`
+	Template int64        `json:"template"`
+	Old      CouponStatus `json:"old"`
+	New      CouponStatus `json:"new"`
+	Order    string       `json:"order,omitempty"`
+	At       time.Time    `json:"at"`
+}
+
+// Event is the event of c's change from old to its status at now.
+func (c *Coupon) Event(old CouponStatus, now time.Time) CouponEvent {
+	return CouponEvent{Coupon: c.ID, User: c.UserID, Template: c.TemplateID, Old: old, New: c.Status, Order: c.OrderID, At: now}
+}
+
+// MaxEventsPerMessage bounds the events one message on
+// CouponEventSubject carries.
+const MaxEventsPerMessage = 1000
+
+// DecodeCouponEvents reads a message of CouponEventSubject: a JSON array
+// of events.
+func DecodeCouponEvents(data []byte) ([]CouponEvent, error) {
+	var es []CouponEvent
+	if err := json.Unmarshal(data, &es); err != nil {
+		return nil, Errorf(EINVALID, "coupon events: %v", err)
+	}
+	return es, nil
 }

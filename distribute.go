@@ -5,54 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quanhq/quan/internal/userset"
 )
 
-// FileRow is one data row of a distribution file as a RowReader gives it.
-type FileRow struct {
-	Line    int64
-	UserID  string // as written
-	Inexact bool   // the user id is a numeric cell beyond 2^53: the digits typed are lost
-	// Phone and Mail are the contact columns as written; "" when blank or
-	// the file has no such column.
-	Phone, Mail string
-	// Lang is the language column as written, or "": a contacts import
-	// reads it; a distribution does not.
-	Lang string
-	// Others are the file's other columns as written, named by
-	// OthersReader.Others, when it was opened to read them (an attributes
-	// import); nil otherwise.
-	Others []string
-}
-
-// RowReader streams the data rows of a distribution file in one pass.
-type RowReader interface {
-	// Read fills dst with the next rows: n > 0 and nil, or 0 and io.EOF
-	// at the end, or 0 and an error that names what is wrong with the file.
-	Read(dst []FileRow) (int, error)
-	// Progress reports the bytes of the file's data consumed and in all.
-	Progress() (read, total int64)
-	Close() error
-}
-
-// OthersReader is a RowReader of a file opened to read every column
-// besides the user id's, whatever the header names it: FileRow.Others.
-type OthersReader interface {
-	RowReader
-	// Others names the columns of FileRow.Others, as the header row
-	// writes them (trimmed), in order.
-	Others() []string
-}
-
-// FailureReport writes the failed rows of a task, in line order, as a file
-// at path.
-type FailureReport interface {
-	Write(ctx context.Context, path string, t *Task, rows iter.Seq2[Failure, error]) error
+// CacheChecker is told of a template whose cache must be checked against
+// the store (reconcile.Reconciler).
+type CacheChecker interface {
+	// Check asks for template to be reconciled soon, minding the work in
+	// flight.
+	Check(template int64)
 }
 
 // Distributor runs distribution tasks: it claims due tasks from the store,
@@ -108,7 +75,7 @@ type Distributor struct {
 	// Without one the task's end loads the template from the store into
 	// the cache if their stocks differ: right only when nothing else
 	// reserves in that cache (a process that only distributes).
-	Reconciler *Reconciler
+	Reconciler CacheChecker
 	Now        Clock
 	Logger     *slog.Logger
 	Counters   DistributionCounters
@@ -120,7 +87,7 @@ type Distributor struct {
 	// the users' facts they are decided on (nil: every user's facts are
 	// zero): a row the rule in force refuses fails CauseNotEligible
 	// (screen).
-	Rules *RuleBook
+	Rules RuleSource
 	Facts AttributeStore
 
 	wakeOnce sync.Once
@@ -338,7 +305,7 @@ func (d *Distributor) sink(ctx context.Context, c *Chunk, round int) error {
 			d.Counters.ChunksFailed.Add(1)
 			return fmt.Errorf("apply chunk %d: %w", c.Seq, err)
 		}
-		d.Counters.applied(n, false)
+		d.Counters.Applied(n, false)
 		return nil
 	}
 	data, err := EncodeChunk(c)
@@ -431,7 +398,7 @@ func (d *Distributor) await(ctx context.Context, t *Task, lost <-chan struct{}) 
 // Chunks the store has applied are read (to rebuild the set of users seen)
 // but not sent. It returns the rows and chunks of the file.
 func (d *Distributor) readChunks(ctx context.Context, t *Task, rows RowReader, applied map[int64]bool, out chan<- *Chunk) (int64, int64, error) {
-	seen := newUserSet(1 << 16)
+	seen := userset.New(1 << 16)
 	buf := make([]FileRow, 1024)
 	size := t.ChunkSize
 	// The contact columns travel with the rows only when the store needs
@@ -458,13 +425,13 @@ func (d *Distributor) readChunks(ctx context.Context, t *Task, rows RowReader, a
 	for {
 		k, err := rows.Read(buf)
 		for _, fr := range buf[:k] {
-			r := ChunkRow{Line: fr.Line, Raw: clipRaw(fr.UserID)}
+			r := ChunkRow{Line: fr.Line, Raw: ClipRaw(fr.UserID)}
 			switch id, ok := ParseUserID(fr.UserID); {
 			case fr.Inexact:
 				r.Cause = CauseInexactNumber
 			case !ok:
 				r.Cause = CauseInvalidID
-			case !seen.add(id):
+			case !seen.Add(id):
 				r.Cause = CauseDuplicate
 			default:
 				r.UserID = id

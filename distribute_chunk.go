@@ -40,7 +40,7 @@ func (d *Distributor) handleChunk(ctx context.Context, m Message) error {
 		d.logger().Warn("apply chunk", "task", c.TaskID, "chunk", c.Seq, "attempt", m.Attempt, "err", err)
 		return err
 	}
-	d.Counters.applied(n, m.Attempt > 1)
+	d.Counters.Applied(n, m.Attempt > 1)
 	d.logger().Debug("chunk applied", "task", c.TaskID, "chunk", c.Seq, "issued", n.Issued, "rows", n.Rows)
 	return nil
 }

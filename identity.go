@@ -92,3 +92,16 @@ func IdentityFromContext(ctx context.Context) Identity {
 	id, _ := ctx.Value(identityKey{}).(Identity)
 	return id
 }
+
+// RequireAdmin returns nil if who is an admin, else ErrUnauthorized
+// without an identity or EFORBIDDEN saying that only an admin may do
+// what ("import contacts").
+func RequireAdmin(who Identity, what string) error {
+	switch {
+	case who.Role == "":
+		return ErrUnauthorized
+	case who.Role != RoleAdmin:
+		return Errorf(EFORBIDDEN, "only an admin may %s", what)
+	}
+	return nil
+}

@@ -83,20 +83,6 @@ type Dispatcher struct {
 	stats    map[NotifyType]*dispatchCounters // made by init, never changed after
 }
 
-// DispatchStats counts what a dispatcher did since it was made.
-type DispatchStats struct {
-	Sent     int64 `json:"sent"`
-	Retried  int64 `json:"retried"`  // deferred after RetryLater
-	Failed   int64 `json:"failed"`   // failed for good, or out of tries (opt-outs not included)
-	OptedOut int64 `json:"optedOut"` // failed because the user opted out
-	Quiet    int64 `json:"quiet"`    // deferred by quiet hours
-	// PossibleDuplicates counts messages sent again after a dispatcher
-	// took them and never recorded what became of them (it died or lost
-	// its lease): the provider may have accepted the first sending. They
-	// went with the same message id, for a provider that de-duplicates.
-	PossibleDuplicates int64 `json:"possibleDuplicates"`
-}
-
 type dispatchCounters struct {
 	sent, retried, failed, optedOut, quiet, dupes atomic.Int64
 }
@@ -325,7 +311,7 @@ type QuietHours struct {
 }
 
 // DefaultQuietHours is 22:00–08:00 China Standard Time.
-var DefaultQuietHours = QuietHours{Start: 22 * time.Hour, End: 8 * time.Hour, Location: chinaTime}
+var DefaultQuietHours = QuietHours{Start: 22 * time.Hour, End: 8 * time.Hour, Location: ChinaTime}
 
 // ParseQuietHours parses "22:00-08:00" in loc (nil: China Standard Time).
 // "" and "off" are no quiet hours.
@@ -334,7 +320,7 @@ func ParseQuietHours(s string, loc *time.Location) (QuietHours, error) {
 		return QuietHours{}, nil
 	}
 	if loc == nil {
-		loc = chinaTime
+		loc = ChinaTime
 	}
 	var h1, m1, h2, m2 int
 	if n, err := fmt.Sscanf(s, "%d:%d-%d:%d", &h1, &m1, &h2, &m2); err != nil || n != 4 ||
@@ -356,7 +342,7 @@ func (q QuietHours) Until(now time.Time) (time.Time, bool) {
 	}
 	loc := q.Location
 	if loc == nil {
-		loc = chinaTime
+		loc = ChinaTime
 	}
 	t := now.In(loc)
 	day := func(offset int, at time.Duration) time.Time {

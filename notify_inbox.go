@@ -38,21 +38,6 @@ func (s *NoticeService) now() time.Time {
 	return time.Now()
 }
 
-// Notice is an inbox message or popup as the API shows it.
-type Notice struct {
-	ID        int64             `json:"id"`
-	Channel   NotifyType        `json:"channel"`
-	Kind      MessageKind       `json:"kind"`
-	Subject   string            `json:"subject"`
-	Text      string            `json:"text"`
-	Params    map[string]string `json:"params"`
-	TaskID    int64             `json:"taskId,omitempty"`
-	CreatedAt time.Time         `json:"createdAt"`
-	ExpiresAt time.Time         `json:"expiresAt,omitzero"`
-	Read      bool              `json:"read"` // inbox: read; popup: shown
-	ReadAt    time.Time         `json:"readAt,omitzero"`
-}
-
 // contactOwner returns the user whose contact who may see or change: its own
 // (user 0, or its own id) for a user, any for an admin.
 func contactOwner(who Identity, user int64) (int64, error) {

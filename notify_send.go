@@ -104,15 +104,15 @@ func RetryAll(n int, after time.Duration, reason string) []SendResult {
 	return out
 }
 
-// maxOutgoingID is the longest Outgoing.ID.
-const maxOutgoingID = 128
+// MaxOutgoingID is the longest Outgoing.ID.
+const MaxOutgoingID = 128
 
 // Validate reports whether o can be handed to a Sender: an ID of the
 // allowed characters, an email or SMS channel, an address and a text.
 // Senders answer FailedForGood to a message that is not valid.
 func (o Outgoing) Validate() error {
-	if o.ID == "" || len(o.ID) > maxOutgoingID {
-		return Errorf(EINVALID, "message id must be 1 to %d bytes", maxOutgoingID)
+	if o.ID == "" || len(o.ID) > MaxOutgoingID {
+		return Errorf(EINVALID, "message id must be 1 to %d bytes", MaxOutgoingID)
 	}
 	for i := 0; i < len(o.ID); i++ {
 		c := o.ID[i]
@@ -129,4 +129,18 @@ func (o Outgoing) Validate() error {
 		return Errorf(EINVALID, "message %s has no text", o.ID)
 	}
 	return nil
+}
+
+// DispatchStats counts what a dispatcher did since it was made.
+type DispatchStats struct {
+	Sent     int64 `json:"sent"`
+	Retried  int64 `json:"retried"`  // deferred after RetryLater
+	Failed   int64 `json:"failed"`   // failed for good, or out of tries (opt-outs not included)
+	OptedOut int64 `json:"optedOut"` // failed because the user opted out
+	Quiet    int64 `json:"quiet"`    // deferred by quiet hours
+	// PossibleDuplicates counts messages sent again after a dispatcher
+	// took them and never recorded what became of them (it died or lost
+	// its lease): the provider may have accepted the first sending. They
+	// went with the same message id, for a provider that de-duplicates.
+	PossibleDuplicates int64 `json:"possibleDuplicates"`
 }

@@ -318,3 +318,18 @@ const SecretSize = 32
 
 // SecretUnsubscribe names the key of the unsubscribe links of mails.
 const SecretUnsubscribe = "unsubscribe"
+
+// Notice is an inbox message or popup as the API shows it.
+type Notice struct {
+	ID        int64             `json:"id"`
+	Channel   NotifyType        `json:"channel"`
+	Kind      MessageKind       `json:"kind"`
+	Subject   string            `json:"subject"`
+	Text      string            `json:"text"`
+	Params    map[string]string `json:"params"`
+	TaskID    int64             `json:"taskId,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
+	ExpiresAt time.Time         `json:"expiresAt,omitzero"`
+	Read      bool              `json:"read"` // inbox: read; popup: shown
+	ReadAt    time.Time         `json:"readAt,omitzero"`
+}

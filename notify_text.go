@@ -125,7 +125,7 @@ func (t Texts) sign(lang Lang) string {
 func (t Texts) render(p textPair, lang Lang, v MessageVars, name string) (Rendered, error) {
 	loc := t.Location
 	if loc == nil {
-		loc = chinaTime
+		loc = ChinaTime
 	}
 	layout := "2006-01-02 15:04"
 	if p.sms {
@@ -166,9 +166,9 @@ func (t Texts) render(p textPair, lang Lang, v MessageVars, name string) (Render
 	return out, nil
 }
 
-// chinaTime is China Standard Time; a fixed zone needs no tzdata on the
+// ChinaTime is China Standard Time; a fixed zone needs no tzdata on the
 // host.
-var chinaTime = time.FixedZone("CST", 8*3600)
+var ChinaTime = time.FixedZone("CST", 8*3600)
 
 // cleanName turns control characters and line breaks into spaces and
 // trims: a name goes into mail subjects and one-line texts.

@@ -40,7 +40,7 @@ func (k UnsubscribeKey) Check(token string) (user int64, ch NotifyType, err erro
 		return bad("this server has no unsubscribe key")
 	}
 	id, sig, ok := cutLast(token, ".")
-	if !ok || id == "" || len(token) > maxOutgoingID+40 {
+	if !ok || id == "" || len(token) > MaxOutgoingID+40 {
 		return bad("the token is missing or malformed")
 	}
 	if !hmac.Equal([]byte(sig), []byte(k.sign(id))) {

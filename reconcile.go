@@ -7,7 +7,6 @@ import (
 	"iter"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -23,22 +22,6 @@ const DefaultReconcileSettle = 2 * time.Second
 type InFlight interface {
 	// InFlight returns how many such operations are under way now.
 	InFlight() int64
-}
-
-// ReconcileCounters are what Reconciler found: counters over the runs and
-// gauges of the last run (package prom reads them).
-type ReconcileCounters struct {
-	RunsOK     atomic.Int64 // runs that read every template they could
-	RunsFailed atomic.Int64 // runs that failed to read or repair one at least
-	Repairs    atomic.Int64 // templates whose cache was corrected from the store
-
-	// Of the last run, before repair: the sum over drifted templates of
-	// |cache stock − store stock|, the templates with any drift, and the
-	// users whose cached count (lifetime, or of today or this week for
-	// the period limits) differed from the store's.
-	StockDrift     atomic.Int64
-	DriftTemplates atomic.Int64
-	HeldDriftUsers atomic.Int64
 }
 
 // Reconciler compares the cache's stock and holdings (and, for templates
@@ -57,7 +40,7 @@ type ReconcileCounters struct {
 //
 //   - nothing is in flight for it at each of the checks that enclose each
 //     reading (Busy: this process's InFlight work, the claims of the
-//     template in the cache's ClaimLedger, a running task of the
+//     template in the cache's Ledger, a running task of the
 //     template, the claims and chunks waiting on the bus, which the
 //     store has not acknowledged yet), and its cached stock did not move
 //     while it was read;
@@ -86,6 +69,9 @@ type Reconciler struct {
 	Tasks     TaskStore   // nil: no task runs (no chunk in flight)
 	Coupons   CouponStore // the store's holdings
 	Cache     Cache
+	// Ledger, if set, is the cache's record of the claims reserved and not
+	// yet handed off (ClaimService.Ledger): a template with any is busy.
+	Ledger ClaimLedger
 	// Buses carry the claims and chunks that are in flight while they
 	// wait on them (the claim bus and the chunk bus: nil ones are left
 	// out, the same one twice is read once).
@@ -330,7 +316,7 @@ func (r *Reconciler) Busy(ctx context.Context, template int64) (bool, error) {
 			return true, nil
 		}
 	}
-	if l, ok := r.Cache.(ClaimLedger); ok {
+	if l := r.Ledger; l != nil {
 		n, err := l.Unhanded(ctx, template)
 		if err != nil {
 			return false, err

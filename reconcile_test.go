@@ -22,7 +22,7 @@ var reconcileRigs = map[string]func(t *testing.T, stock int64) *claimRig{
 // reconciler returns a Reconciler of the rig's cache, store and bus, with
 // no wait between its readings.
 func (r *claimRig) reconciler() *quan.Reconciler {
-	return &quan.Reconciler{Templates: r.store, Tasks: r.store, Coupons: r.store, Cache: r.cache,
+	return &quan.Reconciler{Templates: r.store, Tasks: r.store, Coupons: r.store, Cache: r.cache, Ledger: r.s.Ledger,
 		Buses: []quan.Bus{r.bus}, Local: []quan.InFlight{r.s}, Settle: -1}
 }
 

@@ -17,25 +17,25 @@ const (
 )
 
 // validateReminders checks RemindBefore, RemindChannels and RemindLead.
-func (s *TemplateSpec) validateReminders(v *validator) {
+func (s *TemplateSpec) validateReminders(v *Validation) {
 	whole := func(field string, d Duration) bool {
 		if time.Duration(d)%time.Second != 0 {
-			v.add(field, fmt.Sprintf("%s: whole seconds only", d))
+			v.Add(field, fmt.Sprintf("%s: whole seconds only", d))
 			return false
 		}
 		return true
 	}
 	switch d := s.RemindBefore; {
 	case d < 0:
-		v.add("remindBefore", "must be positive (or 0: no expiry reminder)")
+		v.Add("remindBefore", "must be positive (or 0: no expiry reminder)")
 	case d == 0:
 	case !whole("remindBefore", d):
 	default:
 		if n := s.validityLength(); n > 0 && time.Duration(d) >= n {
-			v.add("remindBefore", fmt.Sprintf("%s must be shorter than the coupons' validity of %s", d, Duration(n)))
+			v.Add("remindBefore", fmt.Sprintf("%s must be shorter than the coupons' validity of %s", d, Duration(n)))
 		}
 		if len(s.RemindChannels) == 0 {
-			v.add("remindChannels", "name at least one channel (inbox, popup, email, sms) for the expiry reminders")
+			v.Add("remindChannels", "name at least one channel (inbox, popup, email, sms) for the expiry reminders")
 		}
 	}
 	seen := map[NotifyType]bool{}
@@ -43,17 +43,17 @@ func (s *TemplateSpec) validateReminders(v *validator) {
 		field := fmt.Sprintf("remindChannels[%d]", i)
 		switch {
 		case ch != NotifyInbox && ch != NotifyPopup && ch != NotifyEmail && ch != NotifySMS:
-			v.add(field, fmt.Sprintf("%q is not a channel: use inbox, popup, email or sms", ch))
+			v.Add(field, fmt.Sprintf("%q is not a channel: use inbox, popup, email or sms", ch))
 		case seen[ch]:
-			v.add(field, fmt.Sprintf("%q is listed twice", ch))
+			v.Add(field, fmt.Sprintf("%q is listed twice", ch))
 		}
 		seen[ch] = true
 	}
 	switch d := s.RemindLead; {
 	case d < 0:
-		v.add("remindLead", "must be positive (or absent: 5m)")
+		v.Add("remindLead", "must be positive (or absent: 5m)")
 	case d > MaxRemindLead:
-		v.add("remindLead", fmt.Sprintf("must be at most %s", MaxRemindLead))
+		v.Add("remindLead", fmt.Sprintf("must be at most %s", MaxRemindLead))
 	default:
 		whole("remindLead", d)
 	}

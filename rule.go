@@ -1,6 +1,11 @@
 package quan
 
-import "time"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // UserFacts are what quan knows of a user for eligibility rules and segments.
 type UserFacts struct {
@@ -79,4 +84,194 @@ type CompiledRule interface {
 	// not pass is one Eval decides false (never one it cannot decide on).
 	// A rule of no simple condition gives a filter with no Where.
 	Filter() FactsFilter
+}
+
+// RuleSource gives the compiled rules of templates to the paths that
+// decide them: claims, codes, distributions and the wallet
+// (templates.RuleBook, which keeps them in memory).
+type RuleSource interface {
+	// Rules returns the compiled rules of template, nil if it has none;
+	// ErrNotFound if there is no such template.
+	Rules(ctx context.Context, template int64) (*TemplateRules, error)
+	// Cached returns the rules of template if they are at hand without
+	// reading the store, and whether they are.
+	Cached(template int64) (*TemplateRules, bool)
+}
+
+// FactsSource gives the facts of users to the rules that decide on them
+// (facts.Service, which keeps them in memory once read).
+type FactsSource interface {
+	// Facts returns what is known of user: zero facts for a user the
+	// store knows nothing of.
+	Facts(ctx context.Context, user int64) (*UserFacts, error)
+}
+
+// EligibleBy returns nil if the eligibility rule of tr (the rules of
+// template) in force at now lets user receive its coupons, or there is
+// none, else ENOTELIGIBLE. The user's facts are read from attrs (nil:
+// nothing is known of users) only if there is a rule.
+func EligibleBy(ctx context.Context, tr *TemplateRules, attrs FactsSource, template, user int64, now time.Time) error {
+	rule, _ := tr.Eligibility(now)
+	if rule == nil {
+		return nil
+	}
+	facts := &UserFacts{UserID: user}
+	if attrs != nil {
+		f, err := attrs.Facts(ctx, user)
+		if err != nil {
+			return fmt.Errorf("facts of user %d: %w", user, err)
+		}
+		facts = f
+	}
+	if ok, err := rule.Eval(facts, nil, now); err == nil && ok {
+		return nil
+	}
+	return Errorf(ENOTELIGIBLE, "you are not eligible for coupons of template %d", template)
+}
+
+// TemplateRules are the compiled rules of one template, every version.
+// A nil *TemplateRules has none.
+type TemplateRules struct {
+	TemplateID int64
+	Status     TemplateStatus // when read
+	versions   []compiledVersion
+}
+
+type compiledVersion struct {
+	RulesVersion
+	eligibility, applies CompiledRule // nil for none
+}
+
+// AddVersion appends the next version of r's rules, v compiled: its
+// eligibility and applies rules, nil for none. Versions are added in
+// order, the template's own rules first (version 0).
+func (r *TemplateRules) AddVersion(v RulesVersion, eligibility, applies CompiledRule) {
+	r.versions = append(r.versions, compiledVersion{RulesVersion: v, eligibility: eligibility, applies: applies})
+}
+
+// InForce returns the version in force at t (RulesVersion).
+func (r *TemplateRules) InForce(t time.Time) int64 {
+	if r == nil {
+		return 0
+	}
+	v := 0
+	for i := 1; i < len(r.versions); i++ {
+		if !t.Before(r.versions[i].EffectiveAt) {
+			v = i
+		}
+	}
+	return int64(v)
+}
+
+// Eligibility returns the eligibility rule in force at now and its
+// version; nil if that version has none.
+func (r *TemplateRules) Eligibility(now time.Time) (CompiledRule, int64) {
+	if r == nil {
+		return nil, 0
+	}
+	v := r.InForce(now)
+	return r.versions[v].eligibility, v
+}
+
+// Applies returns the applies rule that governs, at now, a coupon issued
+// at issued, and its version: that of the version in force at issued,
+// or of the latest version in force at now that applies to coupons
+// issued before it (ApplyToIssued). nil if that version has none.
+func (r *TemplateRules) Applies(issued, now time.Time) (CompiledRule, int64) {
+	if r == nil {
+		return nil, 0
+	}
+	v := r.InForce(issued)
+	for i := v + 1; i < int64(len(r.versions)); i++ {
+		w := &r.versions[i]
+		if w.ApplyToIssued && !now.Before(w.EffectiveAt) {
+			v = i
+		}
+	}
+	return r.versions[v].applies, v
+}
+
+// HasApplies reports whether any version has an applies rule.
+func (r *TemplateRules) HasApplies() bool {
+	if r == nil {
+		return false
+	}
+	for i := range r.versions {
+		if r.versions[i].applies != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// RulesVersion is one version of a template's rules. Version 0 is the
+// rules the template was saved with (TemplateSpec.Eligibility and
+// Applies); a change of the rules of an active or paused template
+// ("临时规则调整") is version 1, 2, … in force from its EffectiveAt on.
+// Versions are never changed or removed.
+//
+// The version in force at a time t is the highest whose EffectiveAt is
+// not after t (version 0 always is). A claim or a distribution is judged
+// by the eligibility rule in force when it is made, and a coupon keeps the
+// version in force when it was issued (its CreatedAt): the applies rule of
+// that version decides whether it can be used, unless a later version in
+// force says ApplyToIssued, whose applies rule then governs it (the
+// latest such).
+type RulesVersion struct {
+	TemplateID  int64  `json:"templateId"`
+	Version     int64  `json:"version"`
+	Eligibility string `json:"eligibility"` // "" for none: anyone may receive
+	Applies     string `json:"applies"`     // "" for none: the coupon's scope and threshold alone decide
+	// EffectiveAt is when the version comes into force; zero for
+	// version 0, in force from the start.
+	EffectiveAt time.Time `json:"effectiveAt,omitzero"`
+	// ApplyToIssued makes the Applies rule govern the coupons issued
+	// under earlier versions too, from EffectiveAt on.
+	ApplyToIssued bool      `json:"applyToIssued"`
+	CreatedBy     string    `json:"createdBy"`
+	CreatedAt     time.Time `json:"createdAt"`
+}
+
+// RulesStore keeps the versions of templates' rules after version 0.
+type RulesStore interface {
+	// AddRulesVersion loads template id of shop (AnyShop: any) under its
+	// lock and calls check with it and its latest version (nil if it has
+	// none after version 0). If check returns nil, v is stored as the next
+	// version (v.TemplateID and v.Version are set), with an audit entry by
+	// actor, action ActionRules, at v.CreatedAt, whose changes are
+	// RulesChanges; all in one transaction. If check fails nothing is
+	// written and its error is returned. ErrNotFound if there is no such
+	// template. check must not call the store.
+	AddRulesVersion(ctx context.Context, shop, id int64, actor string, v *RulesVersion,
+		check func(t *Template, latest *RulesVersion) error) error
+	// RulesVersions returns the versions of template after version 0,
+	// oldest first; none for a template that has none or does not exist.
+	RulesVersions(ctx context.Context, template int64) ([]RulesVersion, error)
+}
+
+// RulesChanges lists what version v changes of the rules before it
+// (latest, or version 0 of t if latest is nil), as the audit trail shows
+// it: the version, each rule that differs, the effective time, and
+// applyToIssued when set.
+func RulesChanges(t *Template, latest, v *RulesVersion) []FieldChange {
+	prev := RulesVersion{Eligibility: t.Eligibility, Applies: t.Applies}
+	if latest != nil {
+		prev = *latest
+	}
+	raw := func(x any) json.RawMessage {
+		b, _ := json.Marshal(x) // strings, numbers, times and bools
+		return b
+	}
+	out := []FieldChange{{Field: "rulesVersion", Before: raw(prev.Version), After: raw(v.Version)}}
+	if prev.Eligibility != v.Eligibility {
+		out = append(out, FieldChange{Field: "eligibility", Before: raw(prev.Eligibility), After: raw(v.Eligibility)})
+	}
+	if prev.Applies != v.Applies {
+		out = append(out, FieldChange{Field: "applies", Before: raw(prev.Applies), After: raw(v.Applies)})
+	}
+	out = append(out, FieldChange{Field: "effectiveAt", Before: json.RawMessage("null"), After: raw(v.EffectiveAt)})
+	if v.ApplyToIssued {
+		out = append(out, FieldChange{Field: "applyToIssued", Before: raw(false), After: raw(true)})
+	}
+	return out
 }

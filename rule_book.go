@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/quanhq/quan/internal/flight"
 )
 
 // DefaultRulesTTL is how long a RuleBook serves the rules it compiled when
@@ -36,80 +38,12 @@ type RuleBook struct {
 	mu     sync.RWMutex
 	m      map[int64]*bookEntry
 	gen    uint64 // counts Forget calls: a load that overlapped one is not kept
-	flight flight
+	flight flight.Group
 }
 
 type bookEntry struct {
 	rules *TemplateRules
 	until time.Time
-}
-
-// TemplateRules are the compiled rules of one template, every version.
-// A nil *TemplateRules has none.
-type TemplateRules struct {
-	TemplateID int64
-	Status     TemplateStatus // when read
-	versions   []compiledVersion
-}
-
-type compiledVersion struct {
-	RulesVersion
-	eligibility, applies CompiledRule // nil for none
-}
-
-// InForce returns the version in force at t (RulesVersion).
-func (r *TemplateRules) InForce(t time.Time) int64 {
-	if r == nil {
-		return 0
-	}
-	v := 0
-	for i := 1; i < len(r.versions); i++ {
-		if !t.Before(r.versions[i].EffectiveAt) {
-			v = i
-		}
-	}
-	return int64(v)
-}
-
-// Eligibility returns the eligibility rule in force at now and its
-// version; nil if that version has none.
-func (r *TemplateRules) Eligibility(now time.Time) (CompiledRule, int64) {
-	if r == nil {
-		return nil, 0
-	}
-	v := r.InForce(now)
-	return r.versions[v].eligibility, v
-}
-
-// Applies returns the applies rule that governs, at now, a coupon issued
-// at issued, and its version: that of the version in force at issued,
-// or of the latest version in force at now that applies to coupons
-// issued before it (ApplyToIssued). nil if that version has none.
-func (r *TemplateRules) Applies(issued, now time.Time) (CompiledRule, int64) {
-	if r == nil {
-		return nil, 0
-	}
-	v := r.InForce(issued)
-	for i := v + 1; i < int64(len(r.versions)); i++ {
-		w := &r.versions[i]
-		if w.ApplyToIssued && !now.Before(w.EffectiveAt) {
-			v = i
-		}
-	}
-	return r.versions[v].applies, v
-}
-
-// hasApplies reports whether any version has an applies rule.
-func (r *TemplateRules) hasApplies() bool {
-	if r == nil {
-		return false
-	}
-	for i := range r.versions {
-		if r.versions[i].applies != nil {
-			return true
-		}
-	}
-	return false
 }
 
 func (b *RuleBook) ttl() time.Duration {
@@ -119,8 +53,8 @@ func (b *RuleBook) ttl() time.Duration {
 	return b.TTL
 }
 
-// cached returns the rules of template if the book holds them fresh.
-func (b *RuleBook) cached(template int64) (*TemplateRules, bool) {
+// Cached returns the rules of template if the book holds them fresh.
+func (b *RuleBook) Cached(template int64) (*TemplateRules, bool) {
 	if b == nil {
 		return nil, true
 	}
@@ -138,7 +72,7 @@ func (b *RuleBook) cached(template int64) (*TemplateRules, bool) {
 // compiles (the engine's limits were lowered) is kept as one that never
 // decides, so it refuses rather than lets through, and is logged.
 func (b *RuleBook) Rules(ctx context.Context, template int64) (*TemplateRules, error) {
-	if r, ok := b.cached(template); ok {
+	if r, ok := b.Cached(template); ok {
 		return r, nil
 	}
 	var (
@@ -146,7 +80,7 @@ func (b *RuleBook) Rules(ctx context.Context, template int64) (*TemplateRules, e
 		err error
 	)
 	// Concurrent misses share one load; each then reads the entry.
-	ferr := b.flight.do(template, func() error {
+	ferr := b.flight.Do(template, func() error {
 		out, err = b.load(ctx, template)
 		return err
 	})
@@ -156,7 +90,7 @@ func (b *RuleBook) Rules(ctx context.Context, template int64) (*TemplateRules, e
 	if out != nil || err != nil {
 		return out, err
 	}
-	if r, ok := b.cached(template); ok {
+	if r, ok := b.Cached(template); ok {
 		return r, nil
 	}
 	return b.load(ctx, template)
@@ -181,9 +115,8 @@ func (b *RuleBook) load(ctx context.Context, template int64) (*TemplateRules, er
 		r = &TemplateRules{TemplateID: template, Status: t.Status}
 		all := append([]RulesVersion{{TemplateID: template, Eligibility: t.Eligibility, Applies: t.Applies}}, later...)
 		for _, v := range all {
-			r.versions = append(r.versions, compiledVersion{RulesVersion: v,
-				eligibility: b.compile(template, v.Version, RuleEligibility, v.Eligibility),
-				applies:     b.compile(template, v.Version, RuleApplies, v.Applies)})
+			r.AddVersion(v, b.compile(template, v.Version, RuleEligibility, v.Eligibility),
+				b.compile(template, v.Version, RuleApplies, v.Applies))
 		}
 	}
 	b.mu.Lock()

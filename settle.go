@@ -29,35 +29,35 @@ const (
 // UTF-8 of at most MaxFactBytes bytes, like any fact a rule is priced
 // for.
 func ValidateOrder(items []OrderItem, channel string) error {
-	var v validator
+	var v Validation
 	switch {
 	case len(channel) > MaxFactBytes:
-		v.add("channel", fmt.Sprintf("is %d bytes long: at most %d", len(channel), MaxFactBytes))
+		v.Add("channel", fmt.Sprintf("is %d bytes long: at most %d", len(channel), MaxFactBytes))
 	case !utf8.ValidString(channel):
-		v.add("channel", "is not valid UTF-8")
+		v.Add("channel", "is not valid UTF-8")
 	}
 	switch {
 	case len(items) == 0:
-		v.add("items", "an order needs at least one item")
+		v.Add("items", "an order needs at least one item")
 	case len(items) > MaxOrderItems:
-		v.add("items", fmt.Sprintf("at most %d items", MaxOrderItems))
+		v.Add("items", fmt.Sprintf("at most %d items", MaxOrderItems))
 	}
 	for i, it := range items {
 		f := func(name string) string { return fmt.Sprintf("items[%d].%s", i, name) }
 		if it.SKU == "" {
-			v.add(f("sku"), "is required")
+			v.Add(f("sku"), "is required")
 		}
 		if it.ShopNo <= 0 {
-			v.add(f("shopNo"), "must be a positive shop number")
+			v.Add(f("shopNo"), "must be a positive shop number")
 		}
 		if it.UnitPrice < 0 || it.UnitPrice > MaxItemUnitPrice {
-			v.add(f("unitPrice"), fmt.Sprintf("must be 0 … %d fen", int64(MaxItemUnitPrice)))
+			v.Add(f("unitPrice"), fmt.Sprintf("must be 0 … %d fen", int64(MaxItemUnitPrice)))
 		}
 		if it.Quantity < 1 || it.Quantity > MaxItemQuantity {
-			v.add(f("quantity"), fmt.Sprintf("must be 1 … %d", MaxItemQuantity))
+			v.Add(f("quantity"), fmt.Sprintf("must be 1 … %d", MaxItemQuantity))
 		}
 	}
-	return v.err("invalid order")
+	return v.Err("invalid order")
 }
 
 // Reasons a coupon does not apply to an order.
@@ -172,13 +172,13 @@ func inScope(t *Template, it OrderItem) bool {
 // discounts together never exceed the order's total. Integer arithmetic
 // only.
 func PriceOrder(items []OrderItem, coupons []*Coupon, templates map[int64]*Template, now time.Time) Quote {
-	return priceOrder(items, coupons, templates, now, nil)
+	return PriceOrderExcept(items, coupons, templates, now, nil)
 }
 
-// priceOrder is PriceOrder where the coupons in notMet, by id, are not
+// PriceOrderExcept is PriceOrder where the coupons in notMet, by id, are not
 // usable for the order by their applies rule (ReasonRuleNotMet), once
 // every other check passed.
-func priceOrder(items []OrderItem, coupons []*Coupon, templates map[int64]*Template, now time.Time, notMet map[int64]bool) Quote {
+func PriceOrderExcept(items []OrderItem, coupons []*Coupon, templates map[int64]*Template, now time.Time, notMet map[int64]bool) Quote {
 	var q Quote
 	for _, it := range items {
 		q.Total += it.UnitPrice * it.Quantity
@@ -233,3 +233,7 @@ func priceOrder(items []OrderItem, coupons []*Coupon, templates map[int64]*Templ
 	q.Payable = q.Total - q.CombinationDiscount
 	return q
 }
+
+// ReasonRuleNotMet: the coupon's applies rule says no to this order (or
+// cannot decide on it).
+const ReasonRuleNotMet = "rule_not_met"

@@ -82,7 +82,7 @@ func TestStacksEveryPolicy(t *testing.T) {
 					if got := stacks(tc.x, tc.y); got != tc.want || stacks(tc.y, tc.x) != got {
 						t.Errorf("stacks = %v, reversed %v; want %v both", got, stacks(tc.y, tc.x), tc.want)
 					}
-					if why := stackConflict(tc.x, tc.y); (why == "") != tc.want {
+					if why := StackConflict(tc.x, tc.y); (why == "") != tc.want {
 						t.Errorf("stackConflict = %q, want a reason iff they do not stack", why)
 					}
 					combo := bestCombination([]CouponQuote{tc.y, tc.x}, 100_000)

@@ -33,9 +33,9 @@ func stacks(a, b CouponQuote) bool {
 	return stackSlot(a) != stackSlot(b) && a.Stacking.allows(b.Source) && b.Stacking.allows(a.Source)
 }
 
-// stackConflict says why coupons a and b may not be used in one order, or
+// StackConflict says why coupons a and b may not be used in one order, or
 // returns "" if they may (stacks).
-func stackConflict(a, b CouponQuote) string {
+func StackConflict(a, b CouponQuote) string {
 	if s := stackSlot(a); s == stackSlot(b) {
 		return fmt.Sprintf("coupons %d and %d do not stack: at most one %s coupon", a.CouponID, b.CouponID, slotName(s))
 	}
@@ -131,16 +131,16 @@ func bestCombination(cqs []CouponQuote, total int64) []CouponQuote {
 	} else {
 		combo = searchShapes(slots, total)
 	}
-	applyOrder(combo)
+	SortInApplyOrder(combo)
 	return combo
 }
 
-// applyOrder sorts a combination in the order its discounts apply: the
+// SortInApplyOrder sorts a combination in the order its discounts apply: the
 // higher Priority first, then the platform coupon, then shops by number.
 // When the discounts together exceed the order's total, the coupons
 // first in this order keep their whole discount (the share Lock records)
 // and the last ones give up what is over.
-func applyOrder(combo []CouponQuote) {
+func SortInApplyOrder(combo []CouponQuote) {
 	slices.SortFunc(combo, func(a, b CouponQuote) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(stackSlot(a), stackSlot(b)), cmp.Compare(a.CouponID, b.CouponID))
 	})

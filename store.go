@@ -2,6 +2,7 @@ package quan
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"time"
 )
@@ -228,4 +229,46 @@ type MonitorStore interface {
 	// database, since it was opened; always 0 on an engine that never
 	// needs to.
 	StoreRetries() int64
+}
+
+// Validate reports every invalid filter value at once.
+func (f TemplateFilter) Validate() error {
+	var v Validation
+	switch f.Status {
+	case "", TemplateDraft, TemplateActive, TemplatePaused, TemplateEnded:
+	default:
+		v.Add("status", fmt.Sprintf("%q is not a status: use draft, active, paused or ended", f.Status))
+	}
+	switch f.Kind {
+	case "", KindDirect, KindThreshold, KindDiscount, KindStep, KindComposite:
+	default:
+		v.Add("kind", fmt.Sprintf("%q is not a kind: use %s", f.Kind, KindNames))
+	}
+	v.Page(f.Offset, f.Limit)
+	return v.Err("invalid list parameters")
+}
+
+// Store is every port of what quan keeps, as one adapter provides them
+// all (sqlite.Store, mysql.Store): what the binary wires the use cases
+// to, each through the ports it needs.
+type Store interface {
+	TemplateStore
+	TaskStore
+	CouponStore
+	ClaimStore
+	WalletStore
+	CodeStore
+	MonitorStore
+	NotificationStore
+	ContactStore
+	SecretStore
+	StatsStore
+	ReminderStore
+	AccountStore
+	AttributeStore
+	ShopStore
+	RulesStore
+	Archiver
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
 }

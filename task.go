@@ -265,26 +265,26 @@ const (
 
 // Validate reports every problem of a new task at once.
 func (t *Task) Validate() error {
-	var v validator
+	var v Validation
 	if t.ShopNo <= 0 {
-		v.add("shopNo", "must be a positive shop number")
+		v.Add("shopNo", "must be a positive shop number")
 	}
 	if t.TemplateID <= 0 {
-		v.add("templateId", "is required")
+		v.Add("templateId", "is required")
 	}
 	switch name := strings.TrimSpace(t.Name); {
 	case name == "":
-		v.add("name", "is required")
+		v.Add("name", "is required")
 	case len([]rune(t.Name)) > MaxNameLen:
-		v.add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
+		v.Add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
 	}
 	if t.FileName == "" || t.FileSize <= 0 {
-		v.add("file", "is required and must not be empty")
+		v.Add("file", "is required and must not be empty")
 	}
 	if t.ChunkSize < 1 || t.ChunkSize > MaxChunkSize {
-		v.add("chunkSize", fmt.Sprintf("must be between 1 and %d", MaxChunkSize))
+		v.Add("chunkSize", fmt.Sprintf("must be between 1 and %d", MaxChunkSize))
 	}
-	return v.err("the task has invalid fields")
+	return v.Err("the task has invalid fields")
 }
 
 // Start moves a pending task to running.

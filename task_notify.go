@@ -2,35 +2,9 @@ package quan
 
 import (
 	"context"
-	"io"
 	"iter"
 	"slices"
 )
-
-// TaskNotifications is how far the notifications of a task are: its
-// channels and its messages' counts by channel and status, as the chunks
-// recorded them and the dispatchers moved them on.
-type TaskNotifications struct {
-	Channels []NotifyType `json:"channels"`
-	// ByChannel has an entry for every channel of the task, zeros until
-	// its first chunk issues.
-	ByChannel map[NotifyType]ChannelCounts `json:"byChannel"`
-	// Counts are the store's counts as they are (NotificationCounts).
-	Counts []NotificationCount `json:"counts"`
-}
-
-// ChannelCounts are a task's messages on one channel by status. An inbox
-// or popup message is one broadcast that every holder of a coupon of the
-// task sees: it counts once, and Recipients says how many see it.
-type ChannelCounts struct {
-	Queued     int64 `json:"queued"`
-	Deferred   int64 `json:"deferred"`
-	Sent       int64 `json:"sent"`
-	Failed     int64 `json:"failed"`
-	Total      int64 `json:"total"`
-	Broadcast  bool  `json:"broadcast,omitempty"`
-	Recipients int64 `json:"recipients"` // email, SMS: Total; inbox, popup: the coupons issued
-}
 
 // NotificationProgress returns the notification progress of task id if
 // the caller's shop owns it, else ErrNotFound. A task that notifies on no
@@ -134,32 +108,4 @@ func (s *TaskService) FailedNotifications(ctx context.Context, who Identity, id 
 			}
 		}
 	}, nil
-}
-
-// NotificationFailuresExport writes a task's failed notifications to w
-// as a spreadsheet file, headed by NotificationFailureColumns, the
-// addresses masked (MaskAddress), streamed row by row. It returns the
-// first error of ns, or ctx's when ctx ends; w holds a partial file then.
-type NotificationFailuresExport interface {
-	Write(ctx context.Context, w io.Writer, ns iter.Seq2[*Notification, error]) error
-}
-
-// NotificationFailureColumns heads the columns of a task's failed
-// notifications report: the user, the channel, the address masked
-// (MaskAddress), the reason's code and what it means.
-func NotificationFailureColumns() []string {
-	return []string{"用户ID User ID", "渠道 Channel", "地址 Address", "原因 Reason", "说明 Details"}
-}
-
-// DescribeReason says what the reason a notification failed means.
-func DescribeReason(reason string) string {
-	switch reason {
-	case ReasonNoContact:
-		return "no address: neither the file's row nor the user's contact on file has one for the channel"
-	case ReasonInvalidContact:
-		return "the address is not a mobile number (1[3-9] and 9 digits, or +country code) or a mail address"
-	case ReasonOptedOut:
-		return "the user opted out of the channel"
-	}
-	return reason
 }

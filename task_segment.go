@@ -47,9 +47,9 @@ type SegmentMatch struct {
 // compileSegment compiles expr as a segment rule, or adds its problem to v
 // under the field "segment" (the engine's message starts with the line and
 // column).
-func (s *TaskService) compileSegment(expr string, v *validator) CompiledRule {
-	if s.Rules == nil || s.Attributes == nil {
-		v.add("segment", "this server has no rule engine or user attributes: send a file of target users")
+func (s *TaskService) compileSegment(expr string, v *Validation) CompiledRule {
+	if s.Rules == nil || s.Facts == nil {
+		v.Add("segment", "this server has no rule engine or user attributes: send a file of target users")
 		return nil
 	}
 	rule, err := s.Rules.Compile(RuleSegment, expr)
@@ -57,11 +57,11 @@ func (s *TaskService) compileSegment(expr string, v *validator) CompiledRule {
 		var e *Error
 		if errors.As(err, &e) && e.Code == EINVALID && len(e.Fields) > 0 {
 			for _, f := range e.Fields {
-				v.add("segment", f.Message)
+				v.Add("segment", f.Message)
 			}
 			return nil
 		}
-		v.add("segment", err.Error())
+		v.Add("segment", err.Error())
 		return nil
 	}
 	return rule
@@ -80,7 +80,7 @@ func (s *TaskService) compileSegment(expr string, v *validator) CompiledRule {
 // them exactly (FactsFilter.Exact, ExactFilter): then the store decides.
 func (s *TaskService) freezeSegment(ctx context.Context, rule CompiledRule, now time.Time) (StoredFile, SegmentMatch, error) {
 	var m SegmentMatch
-	splits, err := s.Attributes.SplitUserFacts(ctx, segmentParts())
+	splits, err := s.Facts.SplitUserFacts(ctx, segmentParts())
 	if err != nil {
 		return StoredFile{}, m, fmt.Errorf("read user facts: %w", err)
 	}
@@ -89,7 +89,7 @@ func (s *TaskService) freezeSegment(ctx context.Context, rule CompiledRule, now 
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: nothing reads the store once this returns
 	filter := rule.Filter()
-	decide := !filter.Exact || !s.Attributes.ExactFilter(filter.Where)
+	decide := !filter.Exact || !s.Facts.ExactFilter(filter.Where)
 	if !decide {
 		filter.Read = 0 // the store decides: only the ids are read
 	}
@@ -160,7 +160,7 @@ func (s *TaskService) scanSegment(ctx context.Context, rule CompiledRule, decide
 		filter.Where = append(slices.Clip(filter.Where), FactsClause{{Field: FactUserID, Op: FactLe, Int: r.upTo}})
 	}
 	for after := r.after; ; {
-		fs, err := s.Attributes.ScanUserFacts(ctx, after, segmentBatch, filter)
+		fs, err := s.Facts.ScanUserFacts(ctx, after, segmentBatch, filter)
 		if err != nil {
 			send(segmentRead{err: err})
 			return
@@ -229,7 +229,7 @@ func (s *TaskService) segmentFile(ctx context.Context, rule CompiledRule) (Store
 		return f, nil
 	}
 	s.Files.Remove(f.Path)
-	onFile, err := s.Attributes.CountUserFacts(ctx)
+	onFile, err := s.Facts.CountUserFacts(ctx)
 	if err != nil {
 		return StoredFile{}, fmt.Errorf("create task: segment: %w", err)
 	}

@@ -49,7 +49,7 @@ func newSegmentFixture(t *testing.T, stock int64) *segmentFixture {
 	f := &segmentFixture{st: st, now: now, files: files, facts: map[int64]quan.UserFacts{}}
 	f.tasks = &quan.TaskService{
 		Tasks: st, Templates: st, Files: files, Now: clock, ChunkSize: 50,
-		Rules: engine, Attributes: st,
+		Rules: engine, Facts: st,
 		Check: func(ctx context.Context, path, name string) error {
 			return sheet.Check(ctx, path, sheet.Options{Sheet: name})
 		},

@@ -9,24 +9,6 @@ import (
 	"time"
 )
 
-// FileStore keeps the files merchants upload.
-type FileStore interface {
-	// Save copies r into a new file, at most max bytes (ErrTooLarge past
-	// it, nothing kept), and returns where it is, its size and SHA-256.
-	Save(ctx context.Context, r io.Reader, max int64) (StoredFile, error)
-	// Open reads a file Save returned; ErrNotFound if it is gone.
-	Open(path string) (io.ReadCloser, error)
-	// Remove deletes a file Save returned.
-	Remove(path string) error
-}
-
-// StoredFile is a file kept by a FileStore.
-type StoredFile struct {
-	Path   string
-	Size   int64
-	SHA256 string
-}
-
 // TaskService is the merchant's use of distribution tasks.
 type TaskService struct {
 	Tasks     TaskStore
@@ -58,12 +40,9 @@ type TaskService struct {
 	// Rules compiles a task's segment and Attributes holds the facts it
 	// is evaluated over (task_segment.go); without both, a task needs a
 	// file.
-	Rules      RuleEngine
-	Attributes AttributeStore
+	Rules RuleEngine
+	Facts AttributeStore
 }
-
-// DefaultMaxFileSize is the largest upload accepted by default.
-const DefaultMaxFileSize = 1 << 30
 
 // NewTask is what a merchant sends to start a distribution.
 type NewTask struct {
@@ -122,38 +101,38 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 	if err != nil {
 		return nil, err
 	}
-	var v validator
+	var v Validation
 	var segment CompiledRule
 	switch {
 	case in.Segment != "" && f.Path != "":
-		v.add("segment", "send a file or a segment, not both")
+		v.Add("segment", "send a file or a segment, not both")
 	case in.Segment != "" && in.Sheet != "":
-		v.add("sheet", "applies to a file only, not to a segment")
+		v.Add("sheet", "applies to a file only, not to a segment")
 	case in.Segment != "":
 		segment = s.compileSegment(in.Segment, &v)
 	case f.Path == "" || in.FileName == "":
-		v.add("file", "is required: upload the .xlsx or .csv file of target users, or give a segment")
+		v.Add("file", "is required: upload the .xlsx or .csv file of target users, or give a segment")
 	}
 	if in.TemplateID <= 0 {
-		v.add("templateId", "is required")
+		v.Add("templateId", "is required")
 	}
 	if strings.TrimSpace(in.Name) == "" {
-		v.add("name", "is required")
+		v.Add("name", "is required")
 	}
 	var tpl *Template
 	if in.TemplateID > 0 {
 		tpl, err = s.Templates.Template(ctx, shop, in.TemplateID)
 		switch {
 		case err == nil && tpl.Status == TemplateEnded:
-			v.add("templateId", fmt.Sprintf("template %d has ended: it issues no more coupons", tpl.ID))
+			v.Add("templateId", fmt.Sprintf("template %d has ended: it issues no more coupons", tpl.ID))
 		case err == nil:
 		case ErrorCode(err) == ENOTFOUND:
-			v.add("templateId", fmt.Sprintf("no template %d in your shop", in.TemplateID))
+			v.Add("templateId", fmt.Sprintf("no template %d in your shop", in.TemplateID))
 		default:
 			return nil, fmt.Errorf("create task: %w", err)
 		}
 	}
-	if err := v.err("the task has invalid fields"); err != nil {
+	if err := v.Err("the task has invalid fields"); err != nil {
 		return nil, err
 	}
 	if segment != nil {
@@ -246,14 +225,14 @@ func (s *TaskService) List(ctx context.Context, who Identity, f TaskFilter) ([]*
 	if shop != AnyShop {
 		f.ShopNo = shop
 	}
-	var v validator
+	var v Validation
 	switch f.Status {
 	case "", TaskPending, TaskRunning, TaskSucceeded, TaskFailed, TaskCanceled:
 	default:
-		v.add("status", fmt.Sprintf("%q is not a task status: use pending, running, succeeded, failed or canceled", f.Status))
+		v.Add("status", fmt.Sprintf("%q is not a task status: use pending, running, succeeded, failed or canceled", f.Status))
 	}
-	v.page(f.Offset, f.Limit)
-	if err := v.err("invalid list parameters"); err != nil {
+	v.Page(f.Offset, f.Limit)
+	if err := v.Err("invalid list parameters"); err != nil {
 		return nil, 0, err
 	}
 	if f.Limit == 0 {

@@ -1,7 +1,6 @@
 package quan
 
 import (
-	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -30,22 +29,6 @@ func TestParseUserID(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("ParseUserID(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
-	}
-}
-
-func TestUserSet(t *testing.T) {
-	s := newUserSet(4)
-	seen := map[int64]bool{}
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 100_000 {
-		id := 1 + r.Int64N(50_000) // many repeats
-		if got := s.add(id); got == seen[id] {
-			t.Fatalf("add(%d) = %v after seen=%v", id, got, seen[id])
-		}
-		seen[id] = true
-	}
-	if s.n != len(seen) {
-		t.Fatalf("set holds %d, want %d", s.n, len(seen))
 	}
 }
 

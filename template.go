@@ -34,8 +34,8 @@ const (
 	KindComposite Kind = "composite"
 )
 
-// kindNames lists the kinds for messages.
-const kindNames = "direct, threshold, discount, step or composite"
+// KindNames lists the kinds for messages.
+const KindNames = "direct, threshold, discount, step or composite"
 
 // Stacking says which other coupons a coupon may be used with in one
 // order. PriceOrder's doc comment states how it combines with the slot
@@ -224,94 +224,94 @@ type Template struct {
 // Validate reports every problem of t at once, as an EINVALID *Error with
 // one FieldError per problem, or nil.
 func (t *Template) Validate() error {
-	var v validator
+	var v Validation
 	if t.ShopNo <= 0 {
-		v.add("shopNo", "must be a positive shop number")
+		v.Add("shopNo", "must be a positive shop number")
 	}
 	t.TemplateSpec.validate(&v)
 	switch {
 	case t.Stock < 0:
-		v.add("stock", "must not be negative")
+		v.Add("stock", "must not be negative")
 	case t.Stock > MaxStock:
-		v.add("stock", fmt.Sprintf("must be at most %d", MaxStock))
+		v.Add("stock", fmt.Sprintf("must be at most %d", MaxStock))
 	case t.Status == TemplateDraft && t.Stock < 1:
-		v.add("stock", fmt.Sprintf("must be between 1 and %d", MaxStock))
+		v.Add("stock", fmt.Sprintf("must be between 1 and %d", MaxStock))
 	}
-	return v.err("the template has invalid fields")
+	return v.Err("the template has invalid fields")
 }
 
-func (s *TemplateSpec) validate(v *validator) {
+func (s *TemplateSpec) validate(v *Validation) {
 	name := strings.TrimSpace(s.Name)
 	switch {
 	case name == "":
-		v.add("name", "is required")
+		v.Add("name", "is required")
 	case utf8.RuneCountInString(s.Name) > MaxNameLen:
-		v.add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
+		v.Add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
 	default:
 		if r, bad := unsafeRune(s.Name, ""); bad {
-			v.add("name", fmt.Sprintf("must not contain %U: no control or bidirectional formatting characters", r))
+			v.Add("name", fmt.Sprintf("must not contain %U: no control or bidirectional formatting characters", r))
 		}
 	}
 	switch {
 	case utf8.RuneCountInString(s.Description) > MaxDescLen:
-		v.add("description", fmt.Sprintf("must be at most %d characters", MaxDescLen))
+		v.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescLen))
 	default:
 		// A description may run over several lines, and may use tabs to
 		// line things up; a name is one line.
 		if r, bad := unsafeRune(s.Description, "\n\t"); bad {
-			v.add("description", fmt.Sprintf("must not contain %U: no control or bidirectional formatting characters other than line feed and tab", r))
+			v.Add("description", fmt.Sprintf("must not contain %U: no control or bidirectional formatting characters other than line feed and tab", r))
 		}
 	}
 	s.validateRule(v)
 	switch s.Source {
 	case SourceShop, SourcePlatform:
 	case "":
-		v.add("source", "is required: shop or platform")
+		v.Add("source", "is required: shop or platform")
 	default:
-		v.add("source", fmt.Sprintf("%q is not a source: use shop or platform", s.Source))
+		v.Add("source", fmt.Sprintf("%q is not a source: use shop or platform", s.Source))
 	}
 	s.validateScope(v)
 	s.validateStacking(v)
 	if len(s.CodePrefix) > MaxCodePrefix {
-		v.add("codePrefix", fmt.Sprintf("at most %d symbols", MaxCodePrefix))
+		v.Add("codePrefix", fmt.Sprintf("at most %d symbols", MaxCodePrefix))
 	}
 	for i := range len(s.CodePrefix) {
 		if codeIndex[s.CodePrefix[i]] < 0 {
-			v.add("codePrefix", fmt.Sprintf("%q is not one of %s", s.CodePrefix[i], CodeAlphabet))
+			v.Add("codePrefix", fmt.Sprintf("%q is not one of %s", s.CodePrefix[i], CodeAlphabet))
 			break
 		}
 	}
 	issueOK := true
 	if s.IssueStart.IsZero() {
-		v.add("issueStart", "is required")
+		v.Add("issueStart", "is required")
 		issueOK = false
 	}
 	if s.IssueEnd.IsZero() {
-		v.add("issueEnd", "is required")
+		v.Add("issueEnd", "is required")
 		issueOK = false
 	}
 	if issueOK && !s.IssueEnd.After(s.IssueStart) {
-		v.add("issueEnd", "must be after issueStart")
+		v.Add("issueEnd", "must be after issueStart")
 		issueOK = false
 	}
 	s.validateValidity(v, issueOK)
 	if s.PerUserLimit < 1 || s.PerUserLimit > MaxPerUserLimit {
-		v.add("perUserLimit", fmt.Sprintf("must be between 1 and %d", MaxPerUserLimit))
+		v.Add("perUserLimit", fmt.Sprintf("must be between 1 and %d", MaxPerUserLimit))
 	}
 	s.validateReminders(v)
 	s.validateBudget(v)
 }
 
-func (s *TemplateSpec) validateRule(v *validator) {
+func (s *TemplateSpec) validateRule(v *Validation) {
 	r := s.Rule
 	amount := func(field string, x int64, required bool) bool {
 		switch {
 		case x < 0:
-			v.add(field, "must not be negative")
+			v.Add(field, "must not be negative")
 		case x == 0 && required:
-			v.add(field, "is required and must be positive (in fen)")
+			v.Add(field, "is required and must be positive (in fen)")
 		case x > MaxAmount:
-			v.add(field, fmt.Sprintf("must be at most %d fen", MaxAmount))
+			v.Add(field, fmt.Sprintf("must be at most %d fen", MaxAmount))
 		default:
 			return true
 		}
@@ -319,7 +319,7 @@ func (s *TemplateSpec) validateRule(v *validator) {
 	}
 	unused := func(field string, x int64) {
 		if x != 0 {
-			v.add(field, fmt.Sprintf("does not apply to a %s coupon", s.Kind))
+			v.Add(field, fmt.Sprintf("does not apply to a %s coupon", s.Kind))
 		}
 	}
 	switch s.Kind {
@@ -333,14 +333,14 @@ func (s *TemplateSpec) validateRule(v *validator) {
 		okA := amount("rule.amount", r.Amount, true)
 		okT := amount("rule.threshold", r.Threshold, true)
 		if okA && okT && r.Amount > r.Threshold {
-			v.add("rule.amount", "must not exceed the threshold")
+			v.Add("rule.amount", "must not exceed the threshold")
 		}
 		unused("rule.rate", r.Rate)
 		unused("rule.cap", r.Cap)
 		unused("rule.step", r.Step)
 	case KindDiscount:
 		if r.Rate < 1 || r.Rate > 99 {
-			v.add("rule.rate", "must be between 1 and 99: the percent the buyer pays, 85 means 8.5折")
+			v.Add("rule.rate", "must be between 1 and 99: the percent the buyer pays, 85 means 8.5折")
 		}
 		amount("rule.cap", r.Cap, false)
 		amount("rule.threshold", r.Threshold, false)
@@ -351,13 +351,13 @@ func (s *TemplateSpec) validateRule(v *validator) {
 		okT := amount("rule.threshold", r.Threshold, true)
 		okC := amount("rule.cap", r.Cap, false)
 		if okA && okT && r.Amount > r.Threshold {
-			v.add("rule.amount", "must not exceed the threshold")
+			v.Add("rule.amount", "must not exceed the threshold")
 		}
 		if r.Rate < 1 || r.Rate > 99 {
-			v.add("rule.rate", "must be between 1 and 99: the percent paid of what is left after the amount off, 85 means 8.5折")
+			v.Add("rule.rate", "must be between 1 and 99: the percent paid of what is left after the amount off, 85 means 8.5折")
 		}
 		if okA && okC && r.Cap > 0 && r.Cap < r.Amount {
-			v.add("rule.cap", "must be at least the amount, or 0 for no cap")
+			v.Add("rule.cap", "must be at least the amount, or 0 for no cap")
 		}
 		unused("rule.step", r.Step)
 	case KindStep:
@@ -365,58 +365,58 @@ func (s *TemplateSpec) validateRule(v *validator) {
 		okS := amount("rule.step", r.Step, true)
 		okC := amount("rule.cap", r.Cap, true)
 		if okA && okS && r.Amount > r.Step {
-			v.add("rule.amount", "must not exceed the step")
+			v.Add("rule.amount", "must not exceed the step")
 		}
 		if okA && okC && r.Cap < r.Amount {
-			v.add("rule.cap", "must be at least the amount of one step")
+			v.Add("rule.cap", "must be at least the amount of one step")
 		}
 		unused("rule.threshold", r.Threshold)
 		unused("rule.rate", r.Rate)
 	case "":
-		v.add("kind", "is required: "+kindNames)
+		v.Add("kind", "is required: "+KindNames)
 	default:
-		v.add("kind", fmt.Sprintf("%q is not a kind: use %s", s.Kind, kindNames))
+		v.Add("kind", fmt.Sprintf("%q is not a kind: use %s", s.Kind, KindNames))
 	}
 }
 
-func (s *TemplateSpec) validateStacking(v *validator) {
+func (s *TemplateSpec) validateStacking(v *Validation) {
 	switch s.Stacking {
 	case "", StackAny, StackExclusive, StackWithShop:
 	case StackWithPlatform:
 		// The slot rule allows one platform coupon an order: a platform
 		// coupon that stacks only with platform coupons stacks with none.
 		if s.Source == SourcePlatform {
-			v.add("stacking", "a platform coupon cannot stack with another platform coupon (one per order): use exclusive")
+			v.Add("stacking", "a platform coupon cannot stack with another platform coupon (one per order): use exclusive")
 		}
 	default:
-		v.add("stacking", fmt.Sprintf("%q is not a stacking policy: use any, exclusive, withShop or withPlatform", s.Stacking))
+		v.Add("stacking", fmt.Sprintf("%q is not a stacking policy: use any, exclusive, withShop or withPlatform", s.Stacking))
 	}
 	if s.Priority < 0 || s.Priority > MaxPriority {
-		v.add("priority", fmt.Sprintf("must be between 0 and %d", MaxPriority))
+		v.Add("priority", fmt.Sprintf("must be between 0 and %d", MaxPriority))
 	}
 }
 
-func (s *TemplateSpec) validateScope(v *validator) {
+func (s *TemplateSpec) validateScope(v *Validation) {
 	switch s.Scope.Kind {
 	case ScopeAll:
 		if len(s.Scope.IDs) > 0 {
-			v.add("scope.ids", "must be empty when the scope is all goods")
+			v.Add("scope.ids", "must be empty when the scope is all goods")
 		}
 		return
 	case ScopeGoods, ScopeCategories:
 	case "":
-		v.add("scope.type", "is required: all, goods or categories")
+		v.Add("scope.type", "is required: all, goods or categories")
 		return
 	default:
-		v.add("scope.type", fmt.Sprintf("%q is not a scope: use all, goods or categories", s.Scope.Kind))
+		v.Add("scope.type", fmt.Sprintf("%q is not a scope: use all, goods or categories", s.Scope.Kind))
 		return
 	}
 	if len(s.Scope.IDs) == 0 {
-		v.add("scope.ids", fmt.Sprintf("must list at least one id for a %s scope", s.Scope.Kind))
+		v.Add("scope.ids", fmt.Sprintf("must list at least one id for a %s scope", s.Scope.Kind))
 		return
 	}
 	if len(s.Scope.IDs) > MaxScopeIDs {
-		v.add("scope.ids", fmt.Sprintf("must list at most %d ids", MaxScopeIDs))
+		v.Add("scope.ids", fmt.Sprintf("must list at most %d ids", MaxScopeIDs))
 		return
 	}
 	seen := make(map[string]bool, len(s.Scope.IDs))
@@ -424,50 +424,50 @@ func (s *TemplateSpec) validateScope(v *validator) {
 		field := fmt.Sprintf("scope.ids[%d]", i)
 		switch {
 		case strings.TrimSpace(id) == "":
-			v.add(field, "must not be empty")
+			v.Add(field, "must not be empty")
 		case len(id) > 64:
-			v.add(field, "must be at most 64 characters")
+			v.Add(field, "must be at most 64 characters")
 		case seen[id]:
-			v.add(field, fmt.Sprintf("%q is listed twice", id))
+			v.Add(field, fmt.Sprintf("%q is listed twice", id))
 		}
 		seen[id] = true
 	}
 }
 
-func (s *TemplateSpec) validateValidity(v *validator, issueOK bool) {
+func (s *TemplateSpec) validateValidity(v *Validation, issueOK bool) {
 	d := s.Validity
 	switch d.Kind {
 	case ValidFixed:
 		if d.Hours != 0 {
-			v.add("validity.hours", "does not apply to a fixed validity")
+			v.Add("validity.hours", "does not apply to a fixed validity")
 		}
 		ok := true
 		if d.Start.IsZero() {
-			v.add("validity.start", "is required for a fixed validity")
+			v.Add("validity.start", "is required for a fixed validity")
 			ok = false
 		}
 		if d.End.IsZero() {
-			v.add("validity.end", "is required for a fixed validity")
+			v.Add("validity.end", "is required for a fixed validity")
 			ok = false
 		}
 		if ok && !d.End.After(d.Start) {
-			v.add("validity.end", "must be after validity.start")
+			v.Add("validity.end", "must be after validity.start")
 			ok = false
 		}
 		if ok && issueOK && d.End.After(s.IssueEnd) {
-			v.add("validity.end", "must not be after issueEnd: coupons never outlive their template")
+			v.Add("validity.end", "must not be after issueEnd: coupons never outlive their template")
 		}
 	case ValidRelative:
 		if !d.Start.IsZero() || !d.End.IsZero() {
-			v.add("validity", "start and end do not apply to a relative validity")
+			v.Add("validity", "start and end do not apply to a relative validity")
 		}
 		if d.Hours < 1 || d.Hours > MaxValidHours {
-			v.add("validity.hours", fmt.Sprintf("must be between 1 and %d", MaxValidHours))
+			v.Add("validity.hours", fmt.Sprintf("must be between 1 and %d", MaxValidHours))
 		}
 	case "":
-		v.add("validity.type", "is required: fixed or relative")
+		v.Add("validity.type", "is required: fixed or relative")
 	default:
-		v.add("validity.type", fmt.Sprintf("%q is not a validity: use fixed or relative", d.Kind))
+		v.Add("validity.type", fmt.Sprintf("%q is not a validity: use fixed or relative", d.Kind))
 	}
 }
 
@@ -579,24 +579,24 @@ func unsafeRune(s, allowed string) (rune, bool) {
 	return 0, false
 }
 
-// validator collects field errors so a caller learns every problem at once.
-type validator struct{ fields []FieldError }
+// Validation collects field errors so a caller learns every problem at once.
+type Validation struct{ fields []FieldError }
 
-func (v *validator) add(field, msg string) {
+func (v *Validation) Add(field, msg string) {
 	v.fields = append(v.fields, FieldError{Field: field, Message: msg})
 }
 
-// page checks the offset and limit of a listing (0 means the default).
-func (v *validator) page(offset, limit int) {
+// Page checks the offset and limit of a listing (0 means the default).
+func (v *Validation) Page(offset, limit int) {
 	if offset < 0 {
-		v.add("offset", "must not be negative")
+		v.Add("offset", "must not be negative")
 	}
 	if limit < 0 || limit > MaxPageSize {
-		v.add("limit", fmt.Sprintf("must be between 1 and %d", MaxPageSize))
+		v.Add("limit", fmt.Sprintf("must be between 1 and %d", MaxPageSize))
 	}
 }
 
-func (v *validator) err(msg string) error {
+func (v *Validation) Err(msg string) error {
 	if len(v.fields) == 0 {
 		return nil
 	}

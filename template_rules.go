@@ -2,83 +2,10 @@ package quan
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 )
-
-// RulesVersion is one version of a template's rules. Version 0 is the
-// rules the template was saved with (TemplateSpec.Eligibility and
-// Applies); a change of the rules of an active or paused template
-// ("临时规则调整") is version 1, 2, … in force from its EffectiveAt on.
-// Versions are never changed or removed.
-//
-// The version in force at a time t is the highest whose EffectiveAt is
-// not after t (version 0 always is). A claim or a distribution is judged
-// by the eligibility rule in force when it is made, and a coupon keeps the
-// version in force when it was issued (its CreatedAt): the applies rule of
-// that version decides whether it can be used, unless a later version in
-// force says ApplyToIssued, whose applies rule then governs it (the
-// latest such).
-type RulesVersion struct {
-	TemplateID  int64  `json:"templateId"`
-	Version     int64  `json:"version"`
-	Eligibility string `json:"eligibility"` // "" for none: anyone may receive
-	Applies     string `json:"applies"`     // "" for none: the coupon's scope and threshold alone decide
-	// EffectiveAt is when the version comes into force; zero for
-	// version 0, in force from the start.
-	EffectiveAt time.Time `json:"effectiveAt,omitzero"`
-	// ApplyToIssued makes the Applies rule govern the coupons issued
-	// under earlier versions too, from EffectiveAt on.
-	ApplyToIssued bool      `json:"applyToIssued"`
-	CreatedBy     string    `json:"createdBy"`
-	CreatedAt     time.Time `json:"createdAt"`
-}
-
-// RulesStore keeps the versions of templates' rules after version 0.
-type RulesStore interface {
-	// AddRulesVersion loads template id of shop (AnyShop: any) under its
-	// lock and calls check with it and its latest version (nil if it has
-	// none after version 0). If check returns nil, v is stored as the next
-	// version (v.TemplateID and v.Version are set), with an audit entry by
-	// actor, action ActionRules, at v.CreatedAt, whose changes are
-	// RulesChanges; all in one transaction. If check fails nothing is
-	// written and its error is returned. ErrNotFound if there is no such
-	// template. check must not call the store.
-	AddRulesVersion(ctx context.Context, shop, id int64, actor string, v *RulesVersion,
-		check func(t *Template, latest *RulesVersion) error) error
-	// RulesVersions returns the versions of template after version 0,
-	// oldest first; none for a template that has none or does not exist.
-	RulesVersions(ctx context.Context, template int64) ([]RulesVersion, error)
-}
-
-// RulesChanges lists what version v changes of the rules before it
-// (latest, or version 0 of t if latest is nil), as the audit trail shows
-// it: the version, each rule that differs, the effective time, and
-// applyToIssued when set.
-func RulesChanges(t *Template, latest, v *RulesVersion) []FieldChange {
-	prev := RulesVersion{Eligibility: t.Eligibility, Applies: t.Applies}
-	if latest != nil {
-		prev = *latest
-	}
-	raw := func(x any) json.RawMessage {
-		b, _ := json.Marshal(x) // strings, numbers, times and bools
-		return b
-	}
-	out := []FieldChange{{Field: "rulesVersion", Before: raw(prev.Version), After: raw(v.Version)}}
-	if prev.Eligibility != v.Eligibility {
-		out = append(out, FieldChange{Field: "eligibility", Before: raw(prev.Eligibility), After: raw(v.Eligibility)})
-	}
-	if prev.Applies != v.Applies {
-		out = append(out, FieldChange{Field: "applies", Before: raw(prev.Applies), After: raw(v.Applies)})
-	}
-	out = append(out, FieldChange{Field: "effectiveAt", Before: json.RawMessage("null"), After: raw(v.EffectiveAt)})
-	if v.ApplyToIssued {
-		out = append(out, FieldChange{Field: "applyToIssued", Before: raw(false), After: raw(true)})
-	}
-	return out
-}
 
 // normalizeRules trims the rules of a spec: a rule of blanks is none.
 func normalizeRules(s *TemplateSpec) {

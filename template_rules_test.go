@@ -200,7 +200,7 @@ func BenchmarkQuoteRules(b *testing.B) {
 		quan.UserFacts{UserID: user, Level: 3, Tags: []string{"vip"}}); err != nil {
 		b.Fatal(err)
 	}
-	w := &quan.WalletService{Coupons: f.st, Templates: f.st, Now: func() time.Time { return f.now }, Rules: f.book, Attributes: attrs}
+	w := &quan.WalletService{Coupons: f.st, Templates: f.st, Now: func() time.Time { return f.now }, Rules: f.book, Facts: attrs}
 	var items []quan.OrderItem
 	for i := range 20 {
 		cat := []string{"wear", "books", "food", "toys"}[i%4]

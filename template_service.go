@@ -123,23 +123,6 @@ func (s *TemplateService) List(ctx context.Context, who Identity, f TemplateFilt
 	return s.Store.Templates(ctx, f)
 }
 
-// Validate reports every invalid filter value at once.
-func (f TemplateFilter) Validate() error {
-	var v validator
-	switch f.Status {
-	case "", TemplateDraft, TemplateActive, TemplatePaused, TemplateEnded:
-	default:
-		v.add("status", fmt.Sprintf("%q is not a status: use draft, active, paused or ended", f.Status))
-	}
-	switch f.Kind {
-	case "", KindDirect, KindThreshold, KindDiscount, KindStep, KindComposite:
-	default:
-		v.add("kind", fmt.Sprintf("%q is not a kind: use %s", f.Kind, kindNames))
-	}
-	v.page(f.Offset, f.Limit)
-	return v.err("invalid list parameters")
-}
-
 // Edit changes a draft template: patch gets the current spec and stock and
 // changes them (inside the store's transaction, so concurrent edits never
 // lose each other); the result is validated and saved. ErrNotDraft once

@@ -36,9 +36,9 @@ type Tracer interface {
 // of many requests, each of its own trace.
 const ClaimTracesHeader = "Claim-Traces"
 
-// encodeClaimTraces returns the ClaimTracesHeader value of cs, "" if none
+// EncodeClaimTraces returns the ClaimTracesHeader value of cs, "" if none
 // of them is traced.
-func encodeClaimTraces(cs []*Claim) string {
+func EncodeClaimTraces(cs []*Claim) string {
 	traced := false
 	for _, c := range cs {
 		if c.TraceParent != "" {
@@ -63,10 +63,10 @@ func encodeClaimTraces(cs []*Claim) string {
 	return string(b)
 }
 
-// decodeClaimTraces sets the TraceParent of each of cs from v, a
+// DecodeClaimTraces sets the TraceParent of each of cs from v, a
 // ClaimTracesHeader value. A value that does not hold one parent per
 // claim is ignored: tracing never fails a claim.
-func decodeClaimTraces(cs []*Claim, v string) {
+func DecodeClaimTraces(cs []*Claim, v string) {
 	if v == "" {
 		return
 	}

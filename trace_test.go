@@ -14,21 +14,21 @@ func TestClaimTraces(t *testing.T) {
 		}
 		return cs
 	}
-	if v := encodeClaimTraces(claims("", "")); v != "" {
+	if v := EncodeClaimTraces(claims("", "")); v != "" {
 		t.Errorf("no claim traced: header %q, want none", v)
 	}
-	v := encodeClaimTraces(claims(p1, "", p3))
+	v := EncodeClaimTraces(claims(p1, "", p3))
 	if v != p1+",,"+p3 {
 		t.Fatalf("header %q", v)
 	}
 	got := claims("", "", "")
-	decodeClaimTraces(got, v)
+	DecodeClaimTraces(got, v)
 	if got[0].TraceParent != p1 || got[1].TraceParent != "" || got[2].TraceParent != p3 {
 		t.Errorf("decoded %q %q %q", got[0].TraceParent, got[1].TraceParent, got[2].TraceParent)
 	}
 	for _, n := range []int{2, 4} {
 		cs := claims(make([]string, n)...)
-		decodeClaimTraces(cs, v)
+		DecodeClaimTraces(cs, v)
 		for _, c := range cs {
 			if c.TraceParent != "" {
 				t.Errorf("a header of 3 parents on a batch of %d: set %q", n, c.TraceParent)

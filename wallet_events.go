@@ -5,30 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 )
-
-// CouponEventSubject is the bus subject of coupon status changes.
-const CouponEventSubject = "quan.coupon.status_changed"
-
-// CouponEvent says a coupon's status changed, for downstream systems.
-type CouponEvent struct {
-	Coupon   int64        `json:"coupon"`
-	User     int64        `json:"user"`
-	Template int64        `json:"template"`
-	Old      CouponStatus `json:"old"`
-	New      CouponStatus `json:"new"`
-	Order    string       `json:"order,omitempty"`
-	At       time.Time    `json:"at"`
-}
-
-func eventOf(c *Coupon, old CouponStatus, now time.Time) CouponEvent {
-	return CouponEvent{Coupon: c.ID, User: c.UserID, Template: c.TemplateID, Old: old, New: c.Status, Order: c.OrderID, At: now}
-}
-
-// MaxEventsPerMessage bounds the events one message on
-// CouponEventSubject carries.
-const MaxEventsPerMessage = 1000
 
 // publish sends events on the bus, up to MaxEventsPerMessage in a
 // message: a JSON array, in the order the changes were made. JetStream
@@ -56,14 +33,4 @@ func (s *WalletService) publish(ctx context.Context, events []CouponEvent) {
 	if err := s.Bus.PublishMany(context.WithoutCancel(ctx), ms); err != nil {
 		s.logger().Error("publish coupon events", "events", len(events), "messages", len(ms), "err", err)
 	}
-}
-
-// DecodeCouponEvents reads a message of CouponEventSubject: a JSON array
-// of events.
-func DecodeCouponEvents(data []byte) ([]CouponEvent, error) {
-	var es []CouponEvent
-	if err := json.Unmarshal(data, &es); err != nil {
-		return nil, Errorf(EINVALID, "coupon events: %v", err)
-	}
-	return es, nil
 }

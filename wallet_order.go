@@ -80,7 +80,7 @@ func (r LockRequest) Key() string {
 // coupons (idempotent); with other items or coupons it is a conflict, as
 // is a coupon that another order holds.
 func (s *WalletService) Lock(ctx context.Context, who Identity, order string, req LockRequest) (_ []*Coupon, err error) {
-	defer func() { s.Counters.failed(CouponAvailable, CouponLocked, err) }()
+	defer func() { s.Counters.Failed(CouponAvailable, CouponLocked, err) }()
 	user, err := userOf(who)
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	if err != nil {
 		return nil, err
 	}
-	q := priceOrder(req.Items, chosen, templates, now, notMet)
+	q := PriceOrderExcept(req.Items, chosen, templates, now, notMet)
 	var discount int64
 	for i, cq := range q.Coupons {
 		if !cq.Usable {
@@ -142,7 +142,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 		// The stacking rules of bestCombination: every two coupons asked
 		// for must stack, whatever the quote would have chosen.
 		for _, other := range q.Coupons[:i] {
-			if why := stackConflict(other, cq); why != "" {
+			if why := StackConflict(other, cq); why != "" {
 				return nil, Errorf(ENOTUSABLE, "%s", why)
 			}
 		}
@@ -158,7 +158,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	shares := map[int64]int64{}
 	left := discount
 	applied := slices.Clone(q.Coupons)
-	applyOrder(applied)
+	SortInApplyOrder(applied)
 	for _, cq := range applied {
 		shares[cq.CouponID] = min(cq.Discount, left)
 		left -= shares[cq.CouponID]
@@ -182,14 +182,14 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 				return err
 			}
 			c.LockKey, c.Discount = key, shares[c.ID]
-			events = append(events, eventOf(c, old, now))
+			events = append(events, c.Event(old, now))
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lock coupons for order %s: %w", order, err)
 	}
-	s.Counters.written(events)
+	s.Counters.Written(events)
 	s.publish(ctx, events)
 	return cs, nil
 }
@@ -276,7 +276,7 @@ func (s *WalletService) Refund(ctx context.Context, who Identity, order string) 
 // the change asked for, under which a refusal or failure is counted.
 func (s *WalletService) orderChange(ctx context.Context, who Identity, order, verb string, tr CouponTransition,
 	change func(c *Coupon, now time.Time) (bool, error), check func([]*Coupon) error) (_ []*Coupon, err error) {
-	defer func() { s.Counters.failed(tr.From, tr.To, err) }()
+	defer func() { s.Counters.Failed(tr.From, tr.To, err) }()
 	user, err := userOf(who)
 	if err != nil {
 		return nil, err
@@ -299,7 +299,7 @@ func (s *WalletService) orderChange(ctx context.Context, who Identity, order, ve
 		for _, c := range cs {
 			old := c.Status
 			if c.Lapse(now) {
-				events = append(events, eventOf(c, old, now))
+				events = append(events, c.Event(old, now))
 				old = c.Status
 			}
 		}
@@ -321,7 +321,7 @@ func (s *WalletService) orderChange(ctx context.Context, who Identity, order, ve
 				return err
 			}
 			if changed {
-				events = append(events, eventOf(c, old, now))
+				events = append(events, c.Event(old, now))
 			}
 		}
 		return nil
@@ -329,7 +329,7 @@ func (s *WalletService) orderChange(ctx context.Context, who Identity, order, ve
 	if err != nil {
 		return nil, fmt.Errorf("%s order %s: %w", verb, order, err)
 	}
-	s.Counters.written(events)
+	s.Counters.Written(events)
 	s.publish(ctx, events)
 	if cs == nil {
 		cs = []*Coupon{}

@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// ReasonRuleNotMet: the coupon's applies rule says no to this order (or
-// cannot decide on it).
-const ReasonRuleNotMet = "rule_not_met"
-
 // OrderFactsOf returns the facts an applies rule sees of an order of
 // items placed at now: its total, its lines, its categories once each,
 // and its shop when every item is of one shop (0 for an order across
@@ -37,7 +33,7 @@ func OrderFactsOf(items []OrderItem, channel string, now time.Time) *OrderFacts 
 // the version that governs each (TemplateRules.Applies), is not met by an
 // order of items on channel at now: nil when none of their templates has an
 // applies rule, which costs a look in the RuleBook per template. The
-// user's facts are read (from memory, Attributes.Facts) only if a rule is
+// user's facts are read (from memory, Facts.Facts) only if a rule is
 // evaluated.
 func (s *WalletService) rulesNotMet(ctx context.Context, user int64, items []OrderItem, channel string, cs []*Coupon, now time.Time) (map[int64]bool, error) {
 	if s.Rules == nil {
@@ -56,7 +52,7 @@ func (s *WalletService) rulesNotMet(ctx context.Context, user int64, items []Ord
 		if err != nil {
 			return nil, fmt.Errorf("rules of template %d: %w", c.TemplateID, err)
 		}
-		if !tr.hasApplies() {
+		if !tr.HasApplies() {
 			continue
 		}
 		rule, _ := tr.Applies(c.CreatedAt, now)
@@ -66,8 +62,8 @@ func (s *WalletService) rulesNotMet(ctx context.Context, user int64, items []Ord
 		if order == nil {
 			order = OrderFactsOf(items, channel, now)
 			facts = &UserFacts{UserID: user}
-			if s.Attributes != nil {
-				if facts, err = s.Attributes.Facts(ctx, user); err != nil {
+			if s.Facts != nil {
+				if facts, err = s.Facts.Facts(ctx, user); err != nil {
 					return nil, fmt.Errorf("facts of user %d: %w", user, err)
 				}
 			}

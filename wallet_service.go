@@ -22,18 +22,21 @@ type CouponStores interface {
 // wallet, pricing an order, locking coupons for it, paying, cancelling and
 // refunding, and what time does to coupons.
 type WalletService struct {
-	Coupons   CouponStores
+	Coupons CouponStores
+	// Archiver, if set, moves the coupons of ended templates to history
+	// (Archive); nil moves none.
+	Archiver  Archiver
 	Templates TemplateStore
 	Bus       Bus // nil publishes no events
 	Now       Clock
 	Logger    *slog.Logger
 	LockTTL   time.Duration // 0 means DefaultLockTTL
 	Counters  WalletCounters
-	// Rules, if set, holds the templates' applies rules, and Attributes
+	// Rules, if set, holds the templates' applies rules, and Facts
 	// the users' facts they may read (nil: zero facts): a coupon whose
 	// rule an order does not meet is not usable for it, ReasonRuleNotMet.
-	Rules      *RuleBook
-	Attributes *AttributeService
+	Rules RuleSource
+	Facts FactsSource
 
 	specs specCache
 }
@@ -106,14 +109,14 @@ func (s *WalletService) List(ctx context.Context, who Identity, f WalletFilter) 
 	if err != nil {
 		return nil, 0, err
 	}
-	var v validator
+	var v Validation
 	switch f.Status {
 	case "", CouponAvailable, CouponLocked, CouponUsed, CouponExpired, CouponRevoked:
 	default:
-		v.add("status", fmt.Sprintf("%q is not a status: use available, locked, used, expired or revoked", f.Status))
+		v.Add("status", fmt.Sprintf("%q is not a status: use available, locked, used, expired or revoked", f.Status))
 	}
-	v.page(f.Offset, f.Limit)
-	if err := v.err("invalid wallet query"); err != nil {
+	v.Page(f.Offset, f.Limit)
+	if err := v.Err("invalid wallet query"); err != nil {
 		return nil, 0, err
 	}
 	limit := f.Limit
@@ -201,9 +204,9 @@ func (s *WalletService) Claimable(ctx context.Context, who Identity, offset, lim
 	if err != nil {
 		return nil, 0, err
 	}
-	var v validator
-	v.page(offset, limit)
-	if err := v.err("invalid list parameters"); err != nil {
+	var v Validation
+	v.Page(offset, limit)
+	if err := v.Err("invalid list parameters"); err != nil {
 		return nil, 0, err
 	}
 	if limit == 0 {

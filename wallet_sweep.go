@@ -11,7 +11,7 @@ import (
 func (s *WalletService) Sweep(ctx context.Context, batch int) (_ int, err error) {
 	defer func() {
 		if err != nil && ctx.Err() == nil {
-			s.Counters.add(CouponAvailable, CouponExpired, TransitionError, 1)
+			s.Counters.Count(CouponAvailable, CouponExpired, TransitionError, 1)
 		}
 	}()
 	now := s.now()
@@ -36,7 +36,7 @@ func (s *WalletService) Sweep(ctx context.Context, batch int) (_ int, err error)
 		}
 		n += len(cs)
 		for i, c := range cs {
-			s.Counters.add(was[i], c.Status, TransitionOK, 1)
+			s.Counters.Count(was[i], c.Status, TransitionOK, 1)
 			if was[i] == CouponLocked {
 				s.Counters.LocksExpired.Add(1)
 			}
@@ -44,7 +44,7 @@ func (s *WalletService) Sweep(ctx context.Context, batch int) (_ int, err error)
 		if s.Bus != nil && len(cs) > 0 {
 			events := make([]CouponEvent, len(cs))
 			for i, c := range cs {
-				events[i] = eventOf(c, was[i], now)
+				events[i] = c.Event(was[i], now)
 				events[i].Order = ""
 			}
 			out <- events
@@ -59,8 +59,8 @@ func (s *WalletService) Sweep(ctx context.Context, batch int) (_ int, err error)
 // last changed over after ago into the history table, in batches, and
 // returns how many; nothing when the store cannot archive.
 func (s *WalletService) Archive(ctx context.Context, after time.Duration, batch int) (int, error) {
-	a, ok := s.Coupons.(Archiver)
-	if !ok || after <= 0 {
+	a := s.Archiver
+	if a == nil || after <= 0 {
 		return 0, nil
 	}
 	now := s.now()

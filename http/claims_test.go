@@ -40,7 +40,7 @@ func newClaimServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		ts.claims = &quan.ClaimService{
 			Templates: ts.store, Coupons: ts.store, Claims: ts.store, Cache: ts.cache, Bus: bus, Now: ts.clock,
 			Limiter: inmem.NewRateLimiter(), MaxDeliver: 3, Backoff: []time.Duration{10 * time.Millisecond},
-			Rules: ts.api.Templates.Book, Attributes: ts.api.Attributes,
+			Rules: ts.api.Templates.Book, Facts: ts.api.Attributes,
 		}
 		if setup != nil {
 			setup(ts)

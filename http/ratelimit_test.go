@@ -62,7 +62,7 @@ func TestClaimRateLimitSlow(t *testing.T) {
 			ts := newClaimServer(t, func(ts *testServer) {
 				ts.claims.Limits = quan.ClaimLimits{UserRate: 1e-12, UserBurst: 1}
 				if c != nil {
-					ts.claims.Cache, ts.claims.Limiter = c, c
+					ts.claims.Cache, ts.claims.Limiter, ts.claims.Ledger, ts.claims.Reserver = c, c, c, c
 				}
 			})
 			m := ts.merchant(t, 1)
@@ -84,7 +84,7 @@ func testClaimRateLimitsAllOrNothing(t *testing.T, cache *redis.Cache) {
 	ts := newClaimServer(t, func(ts *testServer) {
 		ts.claims.Limits = quan.ClaimLimits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.1, TemplateBurst: 1}
 		if cache != nil {
-			ts.claims.Cache, ts.claims.Limiter = cache, cache
+			ts.claims.Cache, ts.claims.Limiter, ts.claims.Ledger, ts.claims.Reserver = cache, cache, cache, cache
 		}
 	})
 	m := ts.merchant(t, 1)

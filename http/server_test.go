@@ -104,7 +104,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Tokens:      tokens,
 		Checks:      map[string]func(context.Context) error{"store": db.Ping},
 		Now:         clock,
-		Wallet:      &quan.WalletService{Coupons: store, Templates: store, Now: clock},
+		Wallet:      &quan.WalletService{Coupons: store, Archiver: store, Templates: store, Now: clock},
 		Notices:     &quan.NoticeService{Store: store, Contacts: store, Now: clock},
 		Codes:       &quan.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
 		Stats:       &quan.StatsService{Store: store, Now: clock},
@@ -125,12 +125,12 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.api.Tasks.Rules, ts.api.Tasks.Attributes = engine, store
+	ts.api.Tasks.Rules, ts.api.Tasks.Facts = engine, store
 	ts.api.Shops = &quan.ShopService{Store: store, Now: clock}
 	book := &quan.RuleBook{Engine: engine, Templates: store, Versions: store}
 	ts.api.Templates.Rules, ts.api.Templates.Versions, ts.api.Templates.Book = engine, store, book
-	ts.api.Wallet.Rules, ts.api.Wallet.Attributes = book, ts.api.Attributes
-	ts.api.Codes.Rules, ts.api.Codes.Attributes = book, ts.api.Attributes
+	ts.api.Wallet.Rules, ts.api.Wallet.Facts = book, ts.api.Attributes
+	ts.api.Codes.Rules, ts.api.Codes.Facts = book, ts.api.Attributes
 	dist.Rules, dist.Facts = book, store
 	if setup != nil {
 		setup(ts)

@@ -16,8 +16,10 @@ import (
 // the cache), a redemption and the expiry of the rest, each seen in the
 // template's and the shop's statistics over HTTP.
 func TestStatsEndToEnd(t *testing.T) {
+	refusals := &quan.RefusalCounter{}
 	ts := newClaimServer(t, func(ts *testServer) {
-		ts.claims.Refusals = &quan.RefusalCounter{Store: ts.store}
+		refusals.Store = ts.store
+		ts.claims.Refusals = refusals
 	})
 	m := ts.merchant(t, 1)
 	tpl := ts.activeTemplate(t, m, 3, 1)
@@ -32,7 +34,7 @@ func TestStatsEndToEnd(t *testing.T) {
 	}
 	ts.claim(t, ts.user(t, 7), tpl.ID).want(t, http.StatusConflict, quan.ELIMIT)
 	ts.claim(t, ts.user(t, 10), tpl.ID).want(t, http.StatusConflict, quan.ESOLDOUT)
-	if err := ts.claims.Refusals.Flush(t.Context()); err != nil {
+	if err := refusals.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 

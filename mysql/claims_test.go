@@ -22,9 +22,9 @@ func TestClaims(t *testing.T) {
 	if redisURL == "" || natsURL == "" {
 		t.Skip("set QUAN_TEST_REDIS and QUAN_TEST_NATS (with QUAN_TEST_MYSQL) to run claims on MySQL")
 	}
-	caches := map[string]func(t *testing.T) quan.Cache{
-		"InProcess": func(t *testing.T) quan.Cache { return inmem.NewCache() },
-		"Redis": func(t *testing.T) quan.Cache {
+	caches := map[string]func(t *testing.T) (quan.Cache, quan.SharedCache){
+		"InProcess": func(t *testing.T) (quan.Cache, quan.SharedCache) { return inmem.NewCache(), nil },
+		"Redis": func(t *testing.T) (quan.Cache, quan.SharedCache) {
 			c, err := redis.Open(t.Context(), redisURL, fmt.Sprintf("quantest:claims%d:", rand.Uint32()))
 			if err != nil {
 				t.Fatal(err)
@@ -33,7 +33,7 @@ func TestClaims(t *testing.T) {
 				c.Drop(context.Background())
 				c.Close()
 			})
-			return c
+			return c, c
 		},
 	}
 	for name, newCache := range caches {
@@ -49,9 +49,11 @@ func TestClaims(t *testing.T) {
 					bus.Drop(context.Background())
 					bus.Close()
 				})
+				cache, shared := newCache(t)
 				return quantest.ClaimBackends{
 					ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
-					Cache:       newCache(t),
+					Cache:       cache,
+					Shared:      shared,
 					Bus:         bus,
 				}
 			})

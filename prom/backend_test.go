@@ -82,21 +82,18 @@ func openSQLite(t *testing.T) *sqlite.DB {
 }
 
 // wrappedStore is a SQLite store recorded in a registry of its own.
-func wrappedStore(t *testing.T) prom.Store {
+func wrappedStore(t *testing.T) quan.Store {
 	t.Helper()
 	return prom.NewBackendMetrics(prometheus.NewRegistry()).Store(sqlite.NewStore(openSQLite(t)))
 }
 
 // TestStore: a call to the store is timed; not found is an answer, not a
 // failure, and neither is a call its caller canceled; a store that
-// cannot answer (closed) is. The store stays an Archiver.
+// cannot answer (closed) is.
 func TestStore(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	db := openSQLite(t)
 	s := prom.NewBackendMetrics(reg).Store(sqlite.NewStore(db))
-	if _, ok := s.(quan.Archiver); !ok {
-		t.Error("the recorded SQLite store is no Archiver")
-	}
 	ctx := t.Context()
 	if n, failed := calls(t, reg, "store", "IssueClaims"); n != 0 || failed != 0 {
 		t.Errorf("IssueClaims before any call: %v calls, %v failed", n, failed)
@@ -124,7 +121,7 @@ func TestStore(t *testing.T) {
 	if _, err := s.Template(ctx, quan.AnyShop, 1); err == nil {
 		t.Fatal("Template on a closed store succeeded")
 	}
-	if _, err := s.(quan.Archiver).ArchiveCoupons(ctx, time.Now(), time.Now(), 10); err == nil {
+	if _, err := s.ArchiveCoupons(ctx, time.Now(), time.Now(), 10); err == nil {
 		t.Fatal("ArchiveCoupons on a closed store succeeded")
 	}
 	for _, op := range []string{"Template", "ArchiveCoupons"} {
@@ -216,7 +213,7 @@ func TestCacheConformance(t *testing.T) {
 	})
 	t.Run("Redis", func(t *testing.T) {
 		quantest.TestCache(t, func(t *testing.T) quan.Cache {
-			return prom.NewBackendMetrics(prometheus.NewRegistry()).Cache(openRedis(t))
+			return prom.NewBackendMetrics(prometheus.NewRegistry()).SharedCache(openRedis(t))
 		})
 	})
 }
@@ -243,35 +240,16 @@ func openRedis(t *testing.T) *redis.Cache {
 	return c
 }
 
-// TestCacheRedis: the Redis cache recorded is still the ledger, the
-// limited reserver, the rate limiter and the idempotency store, with
-// Ping, and its calls are timed; a Redis that cannot answer (closed)
-// fails them.
+// TestCacheRedis: the calls of the Redis cache recorded, in each of its
+// roles (ledger, limited reserver, rate limiter), are timed; a Redis
+// that cannot answer (closed) fails them.
 func TestCacheRedis(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := prom.NewBackendMetrics(reg)
-	c := m.Cache(openRedis(t))
-	ledger, ok := c.(quan.ClaimLedger)
-	if !ok {
-		t.Fatal("the recorded Redis cache is no ClaimLedger")
-	}
-	lr, ok := c.(quan.LimitedReserver)
-	if !ok {
-		t.Fatal("the recorded Redis cache is no LimitedReserver")
-	}
-	limiter, ok := c.(quan.RateLimiter)
-	if !ok {
-		t.Fatal("the recorded Redis cache is no RateLimiter")
-	}
-	if _, ok := c.(quan.Idempotency); !ok {
-		t.Fatal("the recorded Redis cache is no Idempotency")
-	}
-	p, ok := c.(interface{ Ping(context.Context) error })
-	if !ok {
-		t.Fatal("the recorded Redis cache has no Ping")
-	}
+	c := m.SharedCache(openRedis(t))
+	ledger, lr, limiter := quan.ClaimLedger(c), quan.LimitedReserver(c), quan.RateLimiter(c)
 	ctx := t.Context()
-	if err := p.Ping(ctx); err != nil {
+	if err := c.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
@@ -301,7 +279,7 @@ func TestCacheRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone.Close()
-	if _, err := m.Cache(gone).Reserve(ctx, 1, "claim-2", []int64{8}, now); err == nil {
+	if _, err := m.SharedCache(gone).Reserve(ctx, 1, "claim-2", []int64{8}, now); err == nil {
 		t.Fatal("Reserve on a closed Redis succeeded")
 	}
 	if n, failed := calls(t, reg, "cache", "Reserve"); n != 1 || failed != 1 {

@@ -8,25 +8,9 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// sharedCache is a cache shared by processes (Redis): besides the Cache,
-// the claim ledger, the limited reservation, the rate limiter and the
-// idempotency store, which code finds by type assertion.
-type sharedCache interface {
-	quan.Cache
-	quan.LimitedReserver
-	quan.ClaimLedger
-	quan.RateLimiter
-	quan.Idempotency
-	pinger
-}
-
-// Cache returns c recording each call as backend "cache". The result has
-// the optional interfaces of c, neither more nor fewer, for the two
-// shapes of cache quan has: a bare quan.Cache (inmem) and a shared one
-// that is also a quan.LimitedReserver, quan.ClaimLedger,
-// quan.RateLimiter, quan.Idempotency and has Ping (redis). A cache of
-// another shape is returned as it is, unrecorded, rather than stripped
-// of an interface or given one it lacks. Ping passes through untimed.
+// Cache returns c recording each call as backend "cache": a cache of this
+// process (inmem). A cache the processes share is recorded by
+// SharedCache, with its other roles.
 func (m *BackendMetrics) Cache(c quan.Cache) quan.Cache {
 	o := m.ops("cache")
 	w := &cache{
@@ -48,30 +32,33 @@ func (m *BackendMetrics) Cache(c quan.Cache) quan.Cache {
 		shopLoad:       o("ShopClaimsLoad"),
 		shopGive:       o("ShopClaimsGive"),
 	}
-	switch s := c.(type) {
-	case sharedCache:
-		return &limitingCache{
-			cache:          w,
-			s:              s,
-			reserveLimited: o("ReserveLimited"),
-			handed:         o("Handed"),
-			abandoned:      o("Abandoned"),
-			reaped:         o("Reaped"),
-			allow:          o("Allow"),
-			begin:          o("Begin"),
-			complete:       o("Complete"),
-			abort:          o("Abort"),
-			unhanded:       o("Unhanded"),
-		}
-	case quan.LimitedReserver, quan.ClaimLedger, quan.RateLimiter, quan.Idempotency, pinger:
-		return c
-	}
 	return w
 }
 
+// SharedCache returns c recording each call as backend "cache", in each of
+// its roles (the claims' ledger and reserver, the rate limiter, the
+// idempotency store): the wiring hands the result to each, as it did c.
+// Ping passes through untimed.
+func (m *BackendMetrics) SharedCache(c quan.SharedCache) quan.SharedCache {
+	o := m.ops("cache")
+	return &sharedCache{
+		cache:          m.Cache(c).(*cache),
+		s:              c,
+		reserveLimited: o("ReserveLimited"),
+		handed:         o("Handed"),
+		abandoned:      o("Abandoned"),
+		reaped:         o("Reaped"),
+		allow:          o("Allow"),
+		begin:          o("Begin"),
+		complete:       o("Complete"),
+		abort:          o("Abort"),
+		unhanded:       o("Unhanded"),
+	}
+}
+
 var (
-	_ quan.Cache  = (*cache)(nil)
-	_ sharedCache = (*limitingCache)(nil)
+	_ quan.Cache       = (*cache)(nil)
+	_ quan.SharedCache = (*sharedCache)(nil)
 )
 
 // cache is a quan.Cache that records its calls.
@@ -160,61 +147,57 @@ func (c *cache) SwapPeriodHeld(ctx context.Context, template int64, p quan.Perio
 	return c.c.SwapPeriodHeld(ctx, template, p, swaps)
 }
 
-// limitingCache is a shared cache that records its calls. It is the
-// rate limiter and the idempotency store of the process when the cache
-// it wraps is (the wiring passes it on as both), so that ClaimService,
-// which takes tokens and reserves in one call only when its Limiter is
-// its Cache, still finds them the same.
-type limitingCache struct {
+// sharedCache is a shared cache that records its calls.
+type sharedCache struct {
 	*cache
-	s                                                                        sharedCache
+	s                                                                        quan.SharedCache
 	reserveLimited, handed, abandoned, reaped, allow, begin, complete, abort *op
 	unhanded                                                                 *op
 }
 
-func (c *limitingCache) Unhanded(ctx context.Context, template int64) (_ int64, err error) {
+func (c *sharedCache) Unhanded(ctx context.Context, template int64) (_ int64, err error) {
 	defer c.unhanded.done(ctx, time.Now(), &err)
 	return c.s.Unhanded(ctx, template)
 }
 
-func (c *limitingCache) Ping(ctx context.Context) error { return c.s.Ping(ctx) }
+func (c *sharedCache) Ping(ctx context.Context) error { return c.s.Ping(ctx) }
 
-func (c *limitingCache) ReserveLimited(ctx context.Context, template int64, key string, users []int64, now time.Time, buckets []quan.Bucket) (_ int, _ time.Duration, _ []quan.Refusal, err error) {
+func (c *sharedCache) ReserveLimited(ctx context.Context, template int64, key string, users []int64, now time.Time, buckets []quan.Bucket) (_ int, _ time.Duration, _ []quan.Refusal, err error) {
 	defer c.reserveLimited.done(ctx, time.Now(), &err)
 	return c.s.ReserveLimited(ctx, template, key, users, now, buckets)
 }
 
-func (c *limitingCache) Handed(ctx context.Context, template int64, keys []string) (_ []quan.Handoff, err error) {
+func (c *sharedCache) Handed(ctx context.Context, template int64, keys []string) (_ []quan.Handoff, err error) {
 	defer c.handed.done(ctx, time.Now(), &err)
 	return c.s.Handed(ctx, template, keys)
 }
 
-func (c *limitingCache) Abandoned(ctx context.Context, cutoff time.Time, max int) (_ []quan.LedgerEntry, err error) {
+func (c *sharedCache) Abandoned(ctx context.Context, cutoff time.Time, max int) (_ []quan.LedgerEntry, err error) {
 	defer c.abandoned.done(ctx, time.Now(), &err)
 	return c.s.Abandoned(ctx, cutoff, max)
 }
 
-func (c *limitingCache) Reaped(ctx context.Context, template int64, key string) (err error) {
+func (c *sharedCache) Reaped(ctx context.Context, template int64, key string) (err error) {
 	defer c.reaped.done(ctx, time.Now(), &err)
 	return c.s.Reaped(ctx, template, key)
 }
 
-func (c *limitingCache) Allow(ctx context.Context, buckets ...quan.Bucket) (_ int, _ time.Duration, err error) {
+func (c *sharedCache) Allow(ctx context.Context, buckets ...quan.Bucket) (_ int, _ time.Duration, err error) {
 	defer c.allow.done(ctx, time.Now(), &err)
 	return c.s.Allow(ctx, buckets...)
 }
 
-func (c *limitingCache) Begin(ctx context.Context, key string, running time.Duration) (_ quan.KeyState, _ *quan.Replay, err error) {
+func (c *sharedCache) Begin(ctx context.Context, key string, running time.Duration) (_ quan.KeyState, _ *quan.Replay, err error) {
 	defer c.begin.done(ctx, time.Now(), &err)
 	return c.s.Begin(ctx, key, running)
 }
 
-func (c *limitingCache) Complete(ctx context.Context, key string, r quan.Replay, keep time.Duration) (err error) {
+func (c *sharedCache) Complete(ctx context.Context, key string, r quan.Replay, keep time.Duration) (err error) {
 	defer c.complete.done(ctx, time.Now(), &err)
 	return c.s.Complete(ctx, key, r, keep)
 }
 
-func (c *limitingCache) Abort(ctx context.Context, key string) (err error) {
+func (c *sharedCache) Abort(ctx context.Context, key string) (err error) {
 	defer c.abort.done(ctx, time.Now(), &err)
 	return c.s.Abort(ctx, key)
 }

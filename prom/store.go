@@ -8,33 +8,10 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// Store is everything quan keeps, as one adapter provides it (the
-// wiring's app.Store has the same methods).
-type Store interface {
-	quan.TemplateStore
-	quan.TaskStore
-	quan.CouponStore
-	quan.ClaimStore
-	quan.WalletStore
-	quan.CodeStore
-	quan.MonitorStore
-	quan.NotificationStore
-	quan.ContactStore
-	quan.SecretStore
-	quan.StatsStore
-	quan.ReminderStore
-	quan.AccountStore
-	quan.AttributeStore
-	quan.ShopStore
-	quan.RulesStore
-	Ping(ctx context.Context) error
-}
-
-// Store returns s recording each call as backend "store". The result is a
-// quan.Archiver exactly when s is one. Ping and CodeKey pass through
-// untimed; Holdings and Codes are timed over the whole iteration, the
-// caller's work between rows included.
-func (m *BackendMetrics) Store(s Store) Store {
+// Store returns s recording each call as backend "store". Ping and
+// CodeKey pass through untimed; Holdings and Codes are timed over the
+// whole iteration, the caller's work between rows included.
+func (m *BackendMetrics) Store(s quan.Store) quan.Store {
 	o := m.ops("store")
 	w := &store{
 		s:                     s,
@@ -82,22 +59,17 @@ func (m *BackendMetrics) Store(s Store) Store {
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
-	}
-	if a, ok := s.(quan.Archiver); ok {
-		return &archivingStore{store: w, a: a, archiveCoupons: o("ArchiveCoupons")}
+		archiveCoupons:        o("ArchiveCoupons"),
 	}
 	return w
 }
 
-var (
-	_ Store         = (*store)(nil)
-	_ quan.Archiver = (*archivingStore)(nil)
-)
+var _ quan.Store = (*store)(nil)
 
 // store is a Store that records its calls. It embeds nothing, so a
 // method added to a port fails to compile here until it is recorded.
 type store struct {
-	s Store
+	s quan.Store
 
 	createTemplate, template, templates, updateTemplate, adjustStock, templateHistory    *op
 	createTask, task, tasks, updateTask, claimTask, applyChunk, appliedChunks, failures  *op
@@ -106,7 +78,7 @@ type store struct {
 	updateCoupons, orderCoupons, swapCoupons, lapseCoupons, budgetUsage                  *op
 	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, code, redeemCode *op
 	codeBatches                                                                          *op
-	taskStatuses, oldestRunningTask, oldestAvailableEnd                                  *op
+	taskStatuses, oldestRunningTask, oldestAvailableEnd, archiveCoupons                  *op
 	notifyOps
 	statsOps
 	remindOps
@@ -116,16 +88,9 @@ type store struct {
 	rulesOps
 }
 
-// archivingStore is a store whose adapter archives coupons.
-type archivingStore struct {
-	*store
-	a              quan.Archiver
-	archiveCoupons *op
-}
-
-func (s *archivingStore) ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (_ int, err error) {
+func (s *store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (_ int, err error) {
 	defer s.archiveCoupons.done(ctx, time.Now(), &err)
-	return s.a.ArchiveCoupons(ctx, before, now, limit)
+	return s.s.ArchiveCoupons(ctx, before, now, limit)
 }
 
 func (s *store) Ping(ctx context.Context) error { return s.s.Ping(ctx) }

@@ -15,7 +15,11 @@ import (
 type ClaimBackends struct {
 	ClaimStores
 	Cache quan.Cache
-	Bus   quan.Bus
+	// Shared is Cache when the processes share it (Redis), nil otherwise:
+	// the claims then keep their ledger in it and take their tokens with
+	// their reservations, as the binary wires them.
+	Shared quan.SharedCache
+	Bus    quan.Bus
 }
 
 // TestClaims runs the claim stampede on a cache and a store: 10,000
@@ -49,6 +53,9 @@ func testClaimStampede(t *testing.T, b ClaimBackends) {
 	tpl := activeTemplate(t, b.TaskStores, "flash", stock, 1)
 	s := &quan.ClaimService{Templates: b.Templates, Coupons: b.Coupons, Claims: b.Claims, Cache: b.Cache, Bus: b.Bus,
 		Now: func() time.Time { return claimAt }}
+	if b.Shared != nil {
+		s.Ledger, s.Reserver = b.Shared, b.Shared
+	}
 	ServeClaims(t, s)
 
 	var (

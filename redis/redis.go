@@ -34,7 +34,7 @@ import (
 // KeyTTL is how long Redis keeps a Reserve key record.
 const KeyTTL = 24 * time.Hour
 
-var _ quan.Cache = (*Cache)(nil)
+var _ quan.SharedCache = (*Cache)(nil)
 
 // Cache is a quan.Cache on Redis. It is safe for concurrent use; calls
 // from many goroutines share a few connections and are pipelined.

@@ -19,11 +19,11 @@ import (
 // TestClaims runs the claim stampede on SQLite with each cache: the
 // in-process one, and Redis when QUAN_TEST_REDIS is set.
 func TestClaims(t *testing.T) {
-	caches := map[string]func(t *testing.T) quan.Cache{
-		"InProcess": func(t *testing.T) quan.Cache { return inmem.NewCache() },
+	caches := map[string]func(t *testing.T) (quan.Cache, quan.SharedCache){
+		"InProcess": func(t *testing.T) (quan.Cache, quan.SharedCache) { return inmem.NewCache(), nil },
 	}
 	if url := os.Getenv("QUAN_TEST_REDIS"); url != "" {
-		caches["Redis"] = func(t *testing.T) quan.Cache {
+		caches["Redis"] = func(t *testing.T) (quan.Cache, quan.SharedCache) {
 			c, err := redis.Open(t.Context(), url, fmt.Sprintf("quantest:claims%d:", rand.Uint32()))
 			if err != nil {
 				t.Fatal(err)
@@ -32,7 +32,7 @@ func TestClaims(t *testing.T) {
 				c.Drop(context.Background())
 				c.Close()
 			})
-			return c
+			return c, c
 		}
 	}
 	for name, newCache := range caches {
@@ -49,9 +49,11 @@ func TestClaims(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { bus.Close() })
+				cache, shared := newCache(t)
 				return quantest.ClaimBackends{
 					ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
-					Cache:       newCache(t),
+					Cache:       cache,
+					Shared:      shared,
 					Bus:         bus,
 				}
 			})

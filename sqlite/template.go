@@ -18,7 +18,10 @@ type Store struct {
 	db *DB
 }
 
-var _ quan.TemplateStore = (*Store)(nil)
+var (
+	_ quan.Store         = (*Store)(nil)
+	_ quan.TemplateStore = (*Store)(nil)
+)
 
 // NewStore returns a Store on db. Closing db is the caller's business.
 func NewStore(db *DB) *Store { return &Store{db: db} }

@@ -66,7 +66,7 @@ func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.C
 				return sheet.Count(ctx, path, sheet.Options{Sheet: name})
 			},
 			Wake: dist.Wake, Now: tc.clock, ChunkSize: 100, Outbox: tc.store,
-			Attributes: tc.store,
+			Facts: tc.store,
 		}
 		engine, err := rules.New(rules.Options{})
 		if err != nil {

@@ -46,6 +46,9 @@ type App struct {
 	Accounts    *quan.AccountService  // the console's accounts and sessions
 	Attributes  *quan.AttributeService
 	Shops       *quan.ShopService // shops' settings; claims honour their daily cap
+	// Refusals counts the claims refused before the store for the
+	// statistics; nil without claims.
+	Refusals *quan.RefusalCounter
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -183,26 +186,31 @@ func (a *App) build(ctx context.Context) error {
 		Outbox:      st,
 	}
 	// A task may target a segment of the users on file instead of a file.
-	a.Tasks.Rules, a.Tasks.Attributes = engine, st
+	a.Tasks.Rules, a.Tasks.Facts = engine, st
 	if a.Role == Local {
 		return nil
 	}
-	a.Wallet = &quan.WalletService{Coupons: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
-		Rules: book, Attributes: a.Attributes}
+	a.Wallet = &quan.WalletService{Coupons: st, Archiver: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
+		Rules: book, Facts: a.Attributes}
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Wallet(a.Wallet))
 	}
 	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger,
-		Rules: book, Attributes: a.Attributes}
+		Rules: book, Facts: a.Attributes}
 	a.Reminders = &quan.ReminderService{Store: st, Templates: st, Now: cfg.Now, Logger: logger}
 	if err := a.buildNotify(ctx); err != nil {
 		return err
 	}
 	if b.ClaimBus != nil {
+		a.Refusals = &quan.RefusalCounter{Store: st, Logger: logger}
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: claims, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
-			Tracer: tracer, Refusals: &quan.RefusalCounter{Store: st, Logger: logger}, Shops: a.Shops,
-			Rules: book, Attributes: a.Attributes}
+			Tracer: tracer, Refusals: a.Refusals, Shops: a.Shops, Rules: book, Facts: a.Attributes}
+		// A cache the processes share keeps the claims' ledger and takes
+		// a claim's tokens with its reservation.
+		if b.SharedCache != nil {
+			a.Claims.Ledger, a.Claims.Reserver = b.SharedCache, b.SharedCache
+		}
 		if a.Metrics != nil {
 			a.Metrics.MustRegister(prom.Claims(a.Claims))
 		}
@@ -229,6 +237,9 @@ func (a *App) buildReconciler() {
 	}
 	a.Reconciler = &quan.Reconciler{Templates: b.Store, Tasks: b.Store, Coupons: b.Store, Cache: cache,
 		Buses: []quan.Bus{b.ClaimBus, b.Bus}, Local: local, Logger: a.Logger, Now: a.Config.Now}
+	if b.SharedCache != nil {
+		a.Reconciler.Ledger = b.SharedCache
+	}
 	if b.Cache == cache {
 		a.Distributor.Reconciler = a.Reconciler
 	}
@@ -272,7 +283,7 @@ func (a *App) Start() error {
 		loop("claim consumer", a.Claims.ServeClaims)
 		// Refusals counted in memory go to the statistics every few
 		// seconds, and once more when the process stops.
-		loop("claim refusal counts", a.Claims.Refusals.Run)
+		loop("claim refusal counts", a.Refusals.Run)
 		// Claims reserved in a shared cache by a process that died before
 		// handing them off are given back (a no-op in process memory).
 		loop("claim reaper", func(ctx context.Context) error { return a.Claims.ServeReaper(ctx, ReapEvery) })

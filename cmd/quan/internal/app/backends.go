@@ -25,37 +25,21 @@ import (
 	"github.com/quanhq/quan/sqlite/sqlitetest"
 )
 
-// Store is everything quan keeps, as one adapter provides it.
-type Store interface {
-	quan.TemplateStore
-	quan.TaskStore
-	quan.CouponStore
-	quan.ClaimStore
-	quan.WalletStore
-	quan.CodeStore
-	quan.MonitorStore
-	quan.NotificationStore
-	quan.ContactStore
-	quan.SecretStore
-	quan.StatsStore
-	quan.ReminderStore
-	quan.AccountStore
-	quan.AttributeStore
-	quan.ShopStore
-	quan.RulesStore
-	Ping(ctx context.Context) error
-}
-
 // Backends are the engines one process runs on.
 type Backends struct {
-	Store     Store
+	Store     quan.Store
 	ChunkSize int // rows a transaction that the store handles best
 	// Shared says the store is shared by processes (mysql): each process's
 	// memory is then its own and must not hold what the others need.
 	Shared bool
 
 	Cache quan.Cache // nil: the store alone checks and reserves
-	Bus   quan.Bus   // nil: a task's chunks stay in the process reading it
+	// SharedCache is Cache when the processes share it (Redis): it is then
+	// also the claims' ClaimCache, their ledger and one-call reserver, the
+	// Limiter and the Idempotency store. nil: Cache, if any, is this
+	// process's own.
+	SharedCache quan.SharedCache
+	Bus         quan.Bus // nil: a task's chunks stay in the process reading it
 
 	// ClaimBus carries claims to the store: Bus, or for a Server on the
 	// embedded default a NATS server in this process. nil: no claims here.
@@ -78,10 +62,8 @@ type pinger interface {
 // servers (an in-process cache always answers).
 func (b *Backends) Checks() map[string]func(context.Context) error {
 	checks := map[string]func(context.Context) error{"store": b.Store.Ping}
-	if p, ok := b.ClaimCache.(pinger); ok {
-		checks["cache"] = p.Ping
-	} else if p, ok := b.Cache.(pinger); ok {
-		checks["cache"] = p.Ping
+	if b.SharedCache != nil {
+		checks["cache"] = b.SharedCache.Ping
 	}
 	if p, ok := b.ClaimBus.(pinger); ok {
 		checks["bus"] = p.Ping
@@ -151,7 +133,7 @@ func OpenBackends(ctx context.Context, cfg Config, role Role, logger *slog.Logge
 			return nil, fmt.Errorf("--cache %s: %w", Redact(cfg.CacheURL), err)
 		}
 		b.closers = append(b.closers, func() { c.Close() })
-		b.Cache = c
+		b.Cache, b.SharedCache = c, c
 	default:
 		return nil, fmt.Errorf("--cache %q: unknown cache (use mem:, redis://HOST:PORT or none)", cfg.CacheURL)
 	}
@@ -205,11 +187,8 @@ func OpenBackends(ctx context.Context, cfg Config, role Role, logger *slog.Logge
 	// every process shares them, and a claim takes its tokens and its
 	// reservation in one call.
 	b.Limiter, b.Idempotency = inmem.NewRateLimiter(), inmem.NewIdempotency()
-	if l, ok := b.ClaimCache.(quan.RateLimiter); ok {
-		b.Limiter = l
-	}
-	if i, ok := b.Cache.(quan.Idempotency); ok {
-		b.Idempotency = i
+	if b.SharedCache != nil {
+		b.Limiter, b.Idempotency = b.SharedCache, b.SharedCache
 	}
 	return b, nil
 }

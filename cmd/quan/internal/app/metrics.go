@@ -5,38 +5,37 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/prom"
 )
 
 // instrument wraps the backends in decorators that time their calls and
 // count their failures in reg (prom.BackendMetrics), and registers the
-// readiness checks as quan_ready. Each backend keeps its place: the
-// limiter and the idempotency store stay the very cache when they were
-// (ClaimService takes tokens and reserves in one call only then), and
-// Cache and ClaimCache, Bus and ClaimBus, stay one when they were one.
-// It runs before the use cases are built over the backends, and only
-// with metrics on: with them off the backends are not wrapped at all.
+// readiness checks as quan_ready. Each backend keeps its place: a shared
+// cache, wrapped once, is still every role it was (claims' cache, ledger
+// and reserver, limiter, idempotency store), and Cache and ClaimCache,
+// Bus and ClaimBus, stay one when they were one. It runs before the use
+// cases are built over the backends, and only with metrics on: with them
+// off the backends are not wrapped at all.
 func (b *Backends) instrument(reg prometheus.Registerer) {
 	m := prom.NewBackendMetrics(reg)
 	b.Store = m.Store(b.Store)
 
 	cache, claimCache := b.Cache, b.ClaimCache
-	if cache != nil {
-		b.Cache = m.Cache(cache)
-	}
 	switch {
-	case claimCache == nil:
-	case claimCache == cache:
-		b.ClaimCache = b.Cache
+	case b.SharedCache != nil:
+		s := m.SharedCache(b.SharedCache)
+		b.SharedCache, b.Cache, b.ClaimCache, b.Limiter, b.Idempotency = s, s, s, s, s
 	default:
-		b.ClaimCache = m.Cache(claimCache)
-	}
-	if l, ok := b.ClaimCache.(quan.RateLimiter); ok && claimCache != nil && any(b.Limiter) == any(claimCache) {
-		b.Limiter = l
-	}
-	if i, ok := b.Cache.(quan.Idempotency); ok && cache != nil && any(b.Idempotency) == any(cache) {
-		b.Idempotency = i
+		if cache != nil {
+			b.Cache = m.Cache(cache)
+		}
+		switch {
+		case claimCache == nil:
+		case claimCache == cache:
+			b.ClaimCache = b.Cache
+		default:
+			b.ClaimCache = m.Cache(claimCache)
+		}
 	}
 
 	bus, claimBus := b.Bus, b.ClaimBus

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/inmem"
 	natsbus "github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/redis"
@@ -40,16 +39,16 @@ func TestOpenMetricsOff(t *testing.T) {
 	}
 }
 
-// TestOpenMetricsRedis: with metrics on, the Redis cache is wrapped and
-// stays the limiter and the idempotency store, the very same object, so
-// that a claim still takes its tokens and reserves in one call
-// (ClaimService checks that its Limiter is its Cache).
+// TestOpenMetricsRedis: with metrics on, the Redis cache is wrapped once
+// and that one wrapper is every role of the shared cache: the claims'
+// cache, ledger and one-call reserver, the limiter and the idempotency
+// store.
 func TestOpenMetricsRedis(t *testing.T) {
 	url := os.Getenv("QUAN_TEST_REDIS")
 	if url == "" {
 		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to test against a Redis")
 	}
-	cfg := Config{DataDir: t.TempDir(), CacheURL: url + "?prefix=quantest" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"}
+	cfg := Config{DataDir: t.TempDir(), ReconcileEvery: time.Minute, CacheURL: url + "?prefix=quantest" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"}
 	a, err := Open(context.Background(), cfg, Server, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -62,14 +61,12 @@ func TestOpenMetricsRedis(t *testing.T) {
 	if any(b.Limiter) != any(b.ClaimCache) || any(b.Idempotency) != any(b.Cache) || b.Cache != b.ClaimCache {
 		t.Errorf("cache %p, claims' cache %p, limiter %p, idempotency %p: want one", b.Cache, b.ClaimCache, b.Limiter, b.Idempotency)
 	}
-	if any(a.Claims.Limiter) != any(a.Claims.Cache) {
-		t.Errorf("the claims' limiter %p is not their cache %p", a.Claims.Limiter, a.Claims.Cache)
-	}
-	if _, ok := a.Claims.Cache.(quan.ClaimLedger); !ok {
-		t.Error("the claims' cache is no ClaimLedger")
-	}
-	if _, ok := a.Claims.Cache.(quan.LimitedReserver); !ok {
-		t.Error("the claims' cache is no LimitedReserver")
+	shared := any(b.SharedCache)
+	for name, role := range map[string]any{"cache": a.Claims.Cache, "ledger": a.Claims.Ledger, "reserver": a.Claims.Reserver,
+		"limiter": a.Claims.Limiter, "reconciler's ledger": a.Reconciler.Ledger} {
+		if role != shared {
+			t.Errorf("the claims' %s %p is not the shared cache %p", name, role, shared)
+		}
 	}
 	if _, ok := b.Checks()["cache"]; !ok {
 		t.Error("no readiness check of the cache")

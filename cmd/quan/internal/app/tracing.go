@@ -90,7 +90,7 @@ func (a *App) closeTracer() {
 // traced returns the use cases' dependencies with spans around them, and
 // the quan.Tracer they carry traces with; as they are, and nil, without
 // tracing.
-func (a *App) traced(st Store, bus, claimBus quan.Bus) (tasks quan.TaskStore, claims quan.ClaimStore, _, _ quan.Bus, tracer quan.Tracer) {
+func (a *App) traced(st quan.Store, bus, claimBus quan.Bus) (tasks quan.TaskStore, claims quan.ClaimStore, _, _ quan.Bus, tracer quan.Tracer) {
 	t := a.Tracer
 	if t == nil {
 		return st, st, bus, claimBus, nil

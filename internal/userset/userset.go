@@ -1,23 +1,28 @@
-package quan
+// Package userset holds a set of positive user ids in an open-addressing
+// table: 16 bytes a user at worst, a quarter of a Go map's, which matters
+// for files of millions of users.
+package userset
 
-// userSet is a set of positive user ids in an open-addressing table: 16
-// bytes a user at worst, a quarter of a Go map's, which matters for files
-// of millions of users.
-type userSet struct {
+// Set is a set of positive user ids.
+type Set struct {
 	slots []int64 // 0 marks a free slot; ids are positive
 	n     int
 }
 
-func newUserSet(capacity int) *userSet {
+// New returns an empty set sized for capacity ids (it grows past them).
+func New(capacity int) *Set {
 	size := 1
 	for size < capacity*2 {
 		size <<= 1
 	}
-	return &userSet{slots: make([]int64, size)}
+	return &Set{slots: make([]int64, size)}
 }
 
-// add inserts id and reports whether it was new.
-func (s *userSet) add(id int64) bool {
+// Len returns how many ids s holds.
+func (s *Set) Len() int { return s.n }
+
+// Add inserts id, which must be positive, and reports whether it was new.
+func (s *Set) Add(id int64) bool {
 	if (s.n+1)*2 > len(s.slots) {
 		s.grow()
 	}
@@ -34,13 +39,13 @@ func (s *userSet) add(id int64) bool {
 	}
 }
 
-func (s *userSet) grow() {
+func (s *Set) grow() {
 	old := s.slots
 	s.slots = make([]int64, len(old)*2)
 	s.n = 0
 	for _, id := range old {
 		if id != 0 {
-			s.add(id)
+			s.Add(id)
 		}
 	}
 }
