@@ -148,14 +148,6 @@ type AccountService struct {
 	dummyHash []byte // a hash compared against for unknown names
 }
 
-func (s *AccountService) now() time.Time {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
 func (s *AccountService) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
@@ -212,7 +204,7 @@ func (s *AccountService) Add(ctx context.Context, who Identity, in NewAccount) (
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	a := &Account{Name: in.Name, Role: in.Role, ShopNo: in.ShopNo, PasswordHash: hash,
 		CreatedBy: who.String(), CreatedAt: now, UpdatedAt: now}
 	if err := s.Store.CreateAccount(ctx, a); err != nil {
@@ -294,7 +286,7 @@ func (s *AccountService) SetDisabled(ctx context.Context, who Identity, id int64
 	if err := RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, err
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	a, err := s.Store.UpdateAccount(ctx, id, func(a *Account) error {
 		if disabled && who == a.Identity() {
 			return Errorf(EFORBIDDEN, "an admin cannot disable its own account: ask another admin")
@@ -334,7 +326,7 @@ func (s *AccountService) ResetPassword(ctx context.Context, who Identity, id int
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	a, err := s.Store.UpdateAccount(ctx, id, func(a *Account) error {
 		a.PasswordHash, a.UpdatedAt = hash, now
 		return nil
@@ -385,7 +377,7 @@ func addrKey(addr string) string    { return "addr:" + addr }
 // the lockout ends, whatever the password. A sign-in clears the failures
 // of the account, not those of the address.
 func (s *AccountService) Login(ctx context.Context, name, password, addr string) (string, *Session, *Account, error) {
-	now := s.now()
+	now := s.Now.UTC()
 	if len(addr) > maxAddrLen {
 		addr = addr[:maxAddrLen]
 	}
@@ -514,7 +506,7 @@ func (s *AccountService) Authenticate(ctx context.Context, token string) (*Sessi
 	if err != nil {
 		return nil, nil, fmt.Errorf("read session: %w", err)
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	if !now.Before(sess.ExpiresAt) {
 		if err := s.Store.DeleteSession(ctx, id); err != nil {
 			return nil, nil, fmt.Errorf("delete an ended session: %w", err)
@@ -565,7 +557,7 @@ func (s *AccountService) Logout(ctx context.Context, token string) error {
 
 // Sweep deletes the sessions that ended, and says how many.
 func (s *AccountService) Sweep(ctx context.Context) (int64, error) {
-	now := s.now()
+	now := s.Now.UTC()
 	n, err := s.Store.DeleteExpiredSessions(ctx, now)
 	if err != nil {
 		return n, fmt.Errorf("delete ended sessions: %w", err)

@@ -52,13 +52,6 @@ type AttributeService struct {
 	loader *factsLoader // reads the misses, many a query
 }
 
-func (s *AttributeService) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
-}
-
 func (s *AttributeService) facts() *factsCache {
 	s.once.Do(func() {
 		size, ttl := s.CacheSize, s.CacheTTL
@@ -89,7 +82,7 @@ func (s *AttributeService) Put(ctx context.Context, who Identity, facts UserFact
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.Store.PutUserFacts(ctx, s.now(), []UserFacts{f}); err != nil {
+	if err := s.Store.PutUserFacts(ctx, s.Now.UTC(), []UserFacts{f}); err != nil {
 		return nil, err
 	}
 	s.facts().forget(f.UserID)
@@ -138,7 +131,7 @@ func (s *AttributeService) read(ctx context.Context, user int64) (*UserFacts, er
 // store read that overlaps a Put or Import is used but not kept, so it
 // cannot put back facts the change replaced.
 func (s *AttributeService) Facts(ctx context.Context, user int64) (*UserFacts, error) {
-	c, now := s.facts(), s.now()
+	c, now := s.facts(), s.Now.UTC()
 	if f, ok := c.get(user, now); ok {
 		return f, nil
 	}
@@ -189,7 +182,7 @@ func (s *AttributeService) Import(ctx context.Context, who Identity, r io.Reader
 	if maxRows <= 0 {
 		maxRows = DefaultMaxAttributeRows
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	// Whatever is stored, and however it ends, the cache forgets it all.
 	defer s.facts().forgetAll()
 	return FileImport[UserFacts]{

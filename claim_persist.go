@@ -128,7 +128,7 @@ func (s *ClaimService) handleDead(ctx context.Context, m Message) error {
 	s.logger().Warn("claims dead-lettered", "message", m.ID, "claims", len(cs), "reason", m.Reason)
 	var errs []error
 	for _, c := range cs {
-		rec, err := s.Claims.FailClaim(ctx, c, "hand-off failed: "+m.Reason, s.now())
+		rec, err := s.Claims.FailClaim(ctx, c, "hand-off failed: "+m.Reason, s.Now.UTC())
 		if err != nil {
 			return errors.Join(append(errs, fmt.Errorf("fail dead-lettered claim %s: %w", c.ID, err))...)
 		}

@@ -45,7 +45,7 @@ func (s *ClaimService) Reap(ctx context.Context) (int, error) {
 	if after <= 0 {
 		after = DefaultReapAfter
 	}
-	entries, err := ledger.Abandoned(ctx, s.now().Add(-after), maxReap)
+	entries, err := ledger.Abandoned(ctx, s.Now.UTC().Add(-after), maxReap)
 	if err != nil {
 		return 0, fmt.Errorf("reap claims: %w", err)
 	}
@@ -73,7 +73,7 @@ func (s *ClaimService) reapOne(ctx context.Context, ledger ClaimLedger, e Ledger
 		return ledger.Reaped(ctx, e.Template, e.Key)
 	}
 	c := &Claim{ID: e.Key, TemplateID: template, UserID: user, Status: ClaimPending, At: e.At}
-	rec, err := s.Claims.FailClaim(ctx, c, ReasonAbandoned, s.now())
+	rec, err := s.Claims.FailClaim(ctx, c, ReasonAbandoned, s.Now.UTC())
 	if err != nil {
 		return fmt.Errorf("reap claim %s: %w", e.Key, err)
 	}

@@ -125,7 +125,7 @@ func (s *ClaimService) init() {
 			if _, err := s.pace.wait(ctx, len(cs)); err != nil {
 				return nil, err
 			}
-			return s.Claims.IssueClaims(ctx, cs, s.now())
+			return s.Claims.IssueClaims(ctx, cs, s.Now.UTC())
 		})
 	})
 }
@@ -173,14 +173,6 @@ func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]Handoff, err
 	return out, nil
 }
 
-func (s *ClaimService) now() time.Time {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
 func (s *ClaimService) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
@@ -224,7 +216,7 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 	// batches a claim waits for run on contexts of their own, with a
 	// deadline (batch.Timeout); loading a cold template has one too.
 	ctx = context.WithoutCancel(ctx)
-	now := s.now()
+	now := s.Now.UTC()
 	id := NewClaimID(template, who.UserID)
 	if key != "" {
 		id = KeyedClaimID(template, who.UserID, key)
@@ -450,7 +442,7 @@ func (s *ClaimService) load(ctx context.Context, template int64) error {
 	// With the users' counts of today and this week, for the period
 	// limits: a cache that lost them would accept a claim the store then
 	// refuses.
-	loaded, err := s.Cache.Load(ctx, StateOf(t), s.Coupons.Holdings(ctx, template, t.PeriodsAt(s.now())))
+	loaded, err := s.Cache.Load(ctx, StateOf(t), s.Coupons.Holdings(ctx, template, t.PeriodsAt(s.Now.UTC())))
 	if err != nil {
 		return fmt.Errorf("load template %d into the cache: %w", template, err)
 	}

@@ -32,14 +32,6 @@ type CodeService struct {
 	wg sync.WaitGroup
 }
 
-func (s *CodeService) now() time.Time {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
 func (s *CodeService) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
@@ -65,7 +57,7 @@ func (s *CodeService) Create(ctx context.Context, who Identity, template, n int6
 	if t.Status == TemplateEnded {
 		return nil, Errorf(ETRANSITION, "template %d has ended: it issues no more coupons", template)
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	b := &CodeBatch{TemplateID: t.ID, ShopNo: t.ShopNo, Count: n, Status: CodeBatchGenerating, CreatedBy: who.String(), CreatedAt: now, UpdatedAt: now}
 	if err := s.Codes.CreateCodeBatch(ctx, b); err != nil {
 		return nil, err
@@ -117,7 +109,7 @@ func (s *CodeService) generate(ctx context.Context, b *CodeBatch) error {
 			if err != nil {
 				return err
 			}
-			next, err := s.Codes.AddCodes(ctx, b.ID, codes, s.now())
+			next, err := s.Codes.AddCodes(ctx, b.ID, codes, s.Now.UTC())
 			if errors.Is(err, ErrConflict) && attempt < 3 {
 				continue // a code that exists: 73 random bits make it all but impossible
 			}
@@ -177,7 +169,7 @@ func (s *CodeService) Redeem(ctx context.Context, who Identity, code string) (*C
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	if err := s.eligible(ctx, code, who.UserID, now); err != nil {
 		return nil, fmt.Errorf("redeem code: %w", err)
 	}

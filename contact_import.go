@@ -62,7 +62,7 @@ func (s *NoticeService) ImportContacts(ctx context.Context, who Identity, r io.R
 			}, err
 		}
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	maxRows := s.MaxImportRows
 	if maxRows <= 0 {
 		maxRows = DefaultMaxContactRows

@@ -95,14 +95,6 @@ type Distributor struct {
 	inflight atomic.Int64 // chunks being applied (InFlight)
 }
 
-func (d *Distributor) now() time.Time {
-	now := time.Now
-	if d.Now != nil {
-		now = d.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
 func (d *Distributor) lease() time.Duration {
 	if d.Lease <= 0 {
 		return 15 * time.Second
@@ -161,7 +153,7 @@ func (d *Distributor) Run(ctx context.Context) error {
 // RunOne claims one due task and runs it to its end. It reports whether
 // there was a task.
 func (d *Distributor) RunOne(ctx context.Context) (bool, error) {
-	now := d.now()
+	now := d.Now.UTC()
 	t, err := d.Store.ClaimTask(ctx, d.Owner, now, now.Add(d.lease()))
 	if err != nil {
 		return false, fmt.Errorf("claim task: %w", err)
@@ -292,7 +284,7 @@ func (d *Distributor) pass(ctx context.Context, t *Task, round int, lost <-chan 
 
 // sink applies c, or publishes it when chunks travel over the bus.
 func (d *Distributor) sink(ctx context.Context, c *Chunk, round int) error {
-	c.Owner, c.Now = d.Owner, d.now()
+	c.Owner, c.Now = d.Owner, d.Now.UTC()
 	if d.Bus == nil {
 		n, err := d.applyChunk(ctx, c)
 		switch {
@@ -475,7 +467,7 @@ func (d *Distributor) heartbeat(ctx context.Context, t *Task, lost chan<- struct
 			if cur.Status != TaskRunning || cur.Owner != d.Owner {
 				return ErrLeaseLost
 			}
-			cur.LeaseUntil = d.now().Add(d.lease())
+			cur.LeaseUntil = d.Now.UTC().Add(d.lease())
 			return nil
 		})
 		if errors.Is(err, ErrLeaseLost) {

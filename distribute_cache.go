@@ -76,7 +76,7 @@ func (d *Distributor) prime(ctx context.Context, template int64) error {
 
 func (d *Distributor) primeWith(ctx context.Context, tpl *Template) error {
 	start := time.Now()
-	if err := d.Cache.Prime(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID, tpl.PeriodsAt(d.now()))); err != nil {
+	if err := d.Cache.Prime(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID, tpl.PeriodsAt(d.Now.UTC()))); err != nil {
 		return fmt.Errorf("load template %d into the cache: %w", tpl.ID, err)
 	}
 	d.logger().Info("cache loaded from the store", "template", tpl.ID, "stock", tpl.Stock, "took", time.Since(start))

@@ -24,7 +24,7 @@ func (d *Distributor) handleChunk(ctx context.Context, m Message) error {
 	if err != nil {
 		return fmt.Errorf("message %s: %w", m.ID, err)
 	}
-	c.Now = d.now() // the template's window is checked when the chunk is applied
+	c.Now = d.Now.UTC() // the template's window is checked when the chunk is applied
 	n, err := d.applyChunk(ctx, c)
 	switch {
 	case errors.Is(err, ErrChunkApplied):

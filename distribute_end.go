@@ -61,7 +61,7 @@ func (d *Distributor) countRows(ctx context.Context, t *Task) (int64, error) {
 
 // fail ends the task with err's message as the reason a merchant sees.
 func (d *Distributor) fail(ctx context.Context, t *Task, cause error) error {
-	now := d.now()
+	now := d.Now.UTC()
 	_, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
 		if cur.Owner != d.Owner {
 			return ErrLeaseLost
@@ -87,7 +87,7 @@ func (d *Distributor) finish(ctx context.Context, t *Task, total int64) error {
 		return err
 	}
 	d.reconcile(ctx, t)
-	now := d.now()
+	now := d.Now.UTC()
 	done, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
 		if cur.Owner != d.Owner {
 			return ErrLeaseLost

@@ -31,13 +31,6 @@ type NoticeService struct {
 	MaxImportRows int64
 }
 
-func (s *NoticeService) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
-}
-
 // contactOwner returns the user whose contact who may see or change: its own
 // (user 0, or its own id) for a user, any for an admin.
 func contactOwner(who Identity, user int64) (int64, error) {
@@ -85,7 +78,7 @@ func (s *NoticeService) SetContact(ctx context.Context, who Identity, user int64
 	if err := c.Normalize(); err != nil {
 		return nil, err
 	}
-	return s.Contacts.UpdateContact(ctx, u, s.now(), func(old *Contact) error {
+	return s.Contacts.UpdateContact(ctx, u, s.Now.UTC(), func(old *Contact) error {
 		old.Phone, old.Mail, old.Lang, old.OptOut = c.Phone, c.Mail, c.Lang, c.OptOut
 		return nil
 	})
@@ -133,7 +126,7 @@ func (s *NoticeService) MarkRead(ctx context.Context, who Identity, ids []int64,
 	case len(ids) > MaxPageSize*10:
 		return 0, Errorf(EINVALID, "at most %d ids at once", MaxPageSize*10)
 	}
-	return s.Store.MarkRead(ctx, u, ids, s.now())
+	return s.Store.MarkRead(ctx, u, ids, s.Now.UTC())
 }
 
 // Popups returns who's popups not shown yet, newest first, marking none;
@@ -150,7 +143,7 @@ func (s *NoticeService) Popups(ctx context.Context, who Identity) ([]*Notice, er
 	if c.OptedOut(NotifyPopup) {
 		return []*Notice{}, nil
 	}
-	es, err := s.Store.Popups(ctx, u, s.now())
+	es, err := s.Store.Popups(ctx, u, s.Now.UTC())
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +157,7 @@ func (s *NoticeService) AckPopup(ctx context.Context, who Identity, id int64) er
 	if err != nil {
 		return err
 	}
-	return s.Store.AckPopup(ctx, u, id, s.now())
+	return s.Store.AckPopup(ctx, u, id, s.Now.UTC())
 }
 
 // Sweep deletes inbox and popup entries older than retention, batch rows
@@ -173,7 +166,7 @@ func (s *NoticeService) Sweep(ctx context.Context, retention time.Duration, batc
 	if retention <= 0 {
 		return 0, nil
 	}
-	before, total := s.now().Add(-retention), 0
+	before, total := s.Now.UTC().Add(-retention), 0
 	for ctx.Err() == nil {
 		n, err := s.Store.DeleteInApp(ctx, before, batch)
 		total += n

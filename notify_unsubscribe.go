@@ -76,7 +76,7 @@ func (s *NoticeService) Unsubscribe(ctx context.Context, token string) (*Contact
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := s.Contacts.UpdateContact(ctx, user, s.now(), func(c *Contact) error {
+	c, err := s.Contacts.UpdateContact(ctx, user, s.Now.UTC(), func(c *Contact) error {
 		if !slices.Contains(c.OptOut, ch) {
 			c.OptOut = append(c.OptOut, ch)
 			slices.Sort(c.OptOut)

@@ -20,14 +20,6 @@ type ReminderService struct {
 	Logger    *slog.Logger // nil discards
 }
 
-func (s *ReminderService) now() time.Time {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
 // Remind records every reminder due now, in transactions of up to batch
 // reminders each, and returns how many expiry and opening reminders it
 // took. The sweeper calls it; two processes calling it at once share the
@@ -36,7 +28,7 @@ func (s *ReminderService) Remind(ctx context.Context, batch int) (expiring, open
 	if batch <= 0 {
 		return 0, 0, fmt.Errorf("remind: batch %d: want at least 1", batch)
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	for {
 		n, err := s.Store.RemindExpiring(ctx, now, batch, expiryReminders(now))
 		expiring += n
@@ -156,7 +148,7 @@ func (s *ReminderService) Subscribe(ctx context.Context, who Identity, id int64)
 	if err != nil {
 		return nil, false, err
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	switch {
 	case t.Status == TemplateDraft:
 		return nil, false, Errorf(ENOTFOUND, "template %d: not found", id)

@@ -40,13 +40,6 @@ type shopCapEntry struct {
 // goes, at random, when it is full.
 const maxCachedShops = 100_000
 
-func (s *ShopService) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
-}
-
 func (s *ShopService) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
@@ -98,7 +91,7 @@ func (s *ShopService) SetSettings(ctx context.Context, who Identity, shop int64,
 	if err != nil {
 		return nil, err
 	}
-	in.UpdatedAt = s.now().UTC().Truncate(time.Microsecond)
+	in.UpdatedAt = s.Now.UTC().UTC().Truncate(time.Microsecond)
 	in.UpdatedBy = who.String()
 	if err := s.Store.PutShopSettings(ctx, &in); err != nil {
 		return nil, err
@@ -114,7 +107,7 @@ func (s *ShopService) SetSettings(ctx context.Context, who Identity, shop int64,
 // else from the store, kept for CacheTTL. A read that overlaps a
 // SetSettings here is used but not kept.
 func (s *ShopService) DailyClaimCap(ctx context.Context, shop int64) (int64, error) {
-	now := s.now()
+	now := s.Now.UTC()
 	s.mu.RLock()
 	e, ok := s.caps[shop]
 	gen := s.gen

@@ -46,17 +46,10 @@ type StatsService struct {
 	Now   Clock // nil means time.Now
 }
 
-func (s *StatsService) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
-}
-
 // statsRange fills a range left zero with DefaultStatsRange's ends and
 // validates it.
 func (s *StatsService) statsRange(r StatsRange) (StatsRange, error) {
-	def := DefaultStatsRange(s.now())
+	def := DefaultStatsRange(s.Now.UTC())
 	switch {
 	case r.From.IsZero() && r.To.IsZero():
 		r = def

@@ -65,8 +65,18 @@ const (
 	MaxPageSize     = 100
 )
 
-// Clock returns the current time. Use cases take one so tests never sleep.
+// Clock tells the time: a use case's Now field, nil for time.Now, so
+// that tests set the time and expiry tests never sleep.
 type Clock func() time.Time
+
+// UTC returns c's time now (time.Now's when c is nil) in UTC to the
+// microsecond, as the stores keep times.
+func (c Clock) UTC() time.Time {
+	if c == nil {
+		return time.Now().UTC().Truncate(time.Microsecond)
+	}
+	return c().UTC().Truncate(time.Microsecond)
+}
 
 // TaskStore keeps distribution tasks and applies their chunks. Like
 // TemplateStore, merchant-facing methods are scoped by shop.

@@ -218,7 +218,7 @@ func writeSegment(w io.Writer, parts []chan segmentRead, m *SegmentMatch) error 
 // segmentFile freezes the segment of rule now (freezeSegment), refusing
 // one no user matches: such a task would have nothing to do.
 func (s *TaskService) segmentFile(ctx context.Context, rule CompiledRule) (StoredFile, error) {
-	f, m, err := s.freezeSegment(ctx, rule, s.now())
+	f, m, err := s.freezeSegment(ctx, rule, s.Now.UTC())
 	if err != nil {
 		if ctx.Err() != nil {
 			return StoredFile{}, ctx.Err()

@@ -62,14 +62,6 @@ type NewTask struct {
 	frozenFrom string
 }
 
-func (s *TaskService) now() time.Time {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
 // Upload keeps the content of r for a task, refusing more than
 // MaxFileSize bytes with ErrTooLarge.
 func (s *TaskService) Upload(ctx context.Context, r io.Reader) (StoredFile, error) {
@@ -153,7 +145,7 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 		}
 		return nil, fieldErr("file", err.Error())
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	chunk := s.ChunkSize
 	if chunk <= 0 {
 		chunk = DefaultChunkSize
@@ -248,7 +240,7 @@ func (s *TaskService) Cancel(ctx context.Context, who Identity, id int64) (*Task
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	wasPending := false
 	t, err := s.Tasks.UpdateTask(ctx, shop, id, func(t *Task) error {
 		wasPending = t.Status == TaskPending

@@ -85,7 +85,7 @@ func (s *TemplateService) ChangeRules(ctx context.Context, who Identity, id int6
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	eff := in.EffectiveAt.UTC().Truncate(time.Microsecond)
 	if in.EffectiveAt.IsZero() {
 		eff = now
@@ -169,7 +169,7 @@ func (s *TemplateService) rulesInfo(ctx context.Context, t *Template) (*Template
 	info.Versions = append(info.Versions, RulesVersion{TemplateID: t.ID, Eligibility: t.Eligibility, Applies: t.Applies,
 		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt})
 	info.Versions = append(info.Versions, later...)
-	now := s.now()
+	now := s.Now.UTC()
 	for _, v := range later {
 		if !now.Before(v.EffectiveAt) {
 			info.Current = v.Version
@@ -217,7 +217,7 @@ func (s *TemplateService) EvaluateRules(ctx context.Context, who Identity, id in
 	}
 	now := sample.Now
 	if now.IsZero() {
-		now = s.now()
+		now = s.Now.UTC()
 	}
 	out := &RulesEvaluation{}
 	var elig, appl string

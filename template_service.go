@@ -50,14 +50,6 @@ type TemplateEdit struct {
 	Stock int64 `json:"stock"`
 }
 
-func (s *TemplateService) now() time.Time {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
 // Create validates and stores a new draft template for the caller's shop.
 // A platform-funded template needs an admin.
 func (s *TemplateService) Create(ctx context.Context, who Identity, in NewTemplate) (*Template, error) {
@@ -74,7 +66,7 @@ func (s *TemplateService) Create(ctx context.Context, who Identity, in NewTempla
 	if in.Source == SourcePlatform && who.Role != RoleAdmin {
 		return nil, Errorf(EFORBIDDEN, "only the platform (an admin) can create platform-funded templates")
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	t := &Template{
 		ShopNo:       shop,
 		TemplateSpec: in.TemplateSpec,
@@ -147,7 +139,7 @@ func (s *TemplateService) Edit(ctx context.Context, who Identity, id int64, patc
 // Activate, Pause, Resume and Terminate change a template's status; an
 // illegal change is ErrTransition.
 func (s *TemplateService) Activate(ctx context.Context, who Identity, id int64) (*Template, error) {
-	now := s.now()
+	now := s.Now.UTC()
 	return s.update(ctx, who, id, ActionActivate, func(t *Template) error { return t.Activate(now) })
 }
 
@@ -176,7 +168,7 @@ func (s *TemplateService) IncreaseStock(ctx context.Context, who Identity, id, n
 // The sweeper calls it; claims and distributions refuse such templates
 // from the moment the window closes either way.
 func (s *TemplateService) EndDue(ctx context.Context) (int, error) {
-	now := s.now()
+	now := s.Now.UTC()
 	var due []*Template
 	for _, status := range []TemplateStatus{TemplateActive, TemplatePaused} {
 		for offset := 0; ; offset += MaxPageSize {
@@ -227,7 +219,7 @@ func (s *TemplateService) update(ctx context.Context, who Identity, id int64, ac
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	var added int64
 	// From the store's commit to the cache's update the two differ.
 	s.inflight.Add(1)

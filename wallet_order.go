@@ -94,7 +94,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	if len(req.CouponIDs) == 0 {
 		return nil, Errorf(EINVALID, "couponIds: name at least one coupon")
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	key := req.Key()
 	// The coupons named, and those the order holds already: a lock of
 	// the order by another request is a conflict.
@@ -292,7 +292,7 @@ func (s *WalletService) orderChange(ctx context.Context, who Identity, order, ve
 	for i, c := range all {
 		ids[i] = c.ID
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	var events []CouponEvent
 	cs, err := s.change(ctx, user, all, ids, func(cs []*Coupon) error {
 		events = events[:0]

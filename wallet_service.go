@@ -71,14 +71,6 @@ func (c *specCache) put(t *Template) {
 	c.m[t.ID] = t
 }
 
-func (s *WalletService) now() time.Time {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
 func (s *WalletService) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
@@ -127,7 +119,7 @@ func (s *WalletService) List(ctx context.Context, who Identity, f WalletFilter) 
 	if err != nil {
 		return nil, 0, err
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	var match []*Coupon
 	for _, c := range all {
 		c.Lapse(now)
@@ -154,7 +146,7 @@ func (s *WalletService) Get(ctx context.Context, who Identity, id int64) (*Coupo
 	}
 	for _, c := range all {
 		if c.ID == id {
-			c.Lapse(s.now())
+			c.Lapse(s.Now.UTC())
 			return c, nil
 		}
 	}
@@ -190,7 +182,7 @@ func (s *WalletService) CouponByCode(ctx context.Context, who Identity, code str
 	if err != nil {
 		return nil, err
 	}
-	cp.Lapse(s.now())
+	cp.Lapse(s.Now.UTC())
 	return cp, nil
 }
 
@@ -224,7 +216,7 @@ func (s *WalletService) Claimable(ctx context.Context, who Identity, offset, lim
 	for _, c := range held {
 		count[c.TemplateID]++
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	out := []*Template{}
 	for _, t := range ts {
 		if t.Stock > 0 && !now.Before(t.IssueStart) && now.Before(t.IssueEnd) && count[t.ID] < t.PerUserLimit {
@@ -273,7 +265,7 @@ func (s *WalletService) Quote(ctx context.Context, who Identity, items []OrderIt
 	if err := ValidateOrder(items, channel); err != nil {
 		return Quote{}, err
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	all, err := s.Coupons.UserCoupons(ctx, user, 0)
 	if err != nil {
 		return Quote{}, err

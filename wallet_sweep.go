@@ -14,7 +14,7 @@ func (s *WalletService) Sweep(ctx context.Context, batch int) (_ int, err error)
 			s.Counters.Count(CouponAvailable, CouponExpired, TransitionError, 1)
 		}
 	}()
-	now := s.now()
+	now := s.Now.UTC()
 	// The events of a batch go out while the next batch is swept.
 	out := make(chan []CouponEvent, 1)
 	sent := make(chan struct{})
@@ -63,7 +63,7 @@ func (s *WalletService) Archive(ctx context.Context, after time.Duration, batch 
 	if a == nil || after <= 0 {
 		return 0, nil
 	}
-	now := s.now()
+	now := s.Now.UTC()
 	n := 0
 	for {
 		k, err := a.ArchiveCoupons(ctx, now.Add(-after), now, batch)

@@ -50,8 +50,8 @@ type Server struct {
 	// ignores the header.
 	Idempotency quan.Idempotency
 	Tokens      *Tokens
-	Now         func() time.Time // nil means time.Now
-	Logger      *slog.Logger     // nil discards
+	Now         quan.Clock   // nil means time.Now
+	Logger      *slog.Logger // nil discards
 
 	// Checks are the dependencies /readyz checks, by name ("store",
 	// "cache", "bus"): each returns nil when its dependency answers.
@@ -71,13 +71,6 @@ type Server struct {
 	ln     net.Listener
 	srv    *http.Server
 	routes []string
-}
-
-func (s *Server) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
 }
 
 // Tracer traces the API's requests.

@@ -157,7 +157,7 @@ func (s *Server) taskView(t *quan.Task) TaskView {
 	if !t.StartedAt.IsZero() {
 		end := t.FinishedAt
 		if end.IsZero() {
-			end = s.now()
+			end = s.Now.UTC()
 		}
 		el := end.Sub(t.StartedAt).Seconds()
 		v.Progress.ElapsedSeconds = el

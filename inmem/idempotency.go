@@ -16,7 +16,7 @@ var (
 
 // Idempotency is the in-process quan.Idempotency.
 type Idempotency struct {
-	Now func() time.Time // nil means time.Now
+	Now quan.Clock // nil means time.Now
 
 	mu    sync.Mutex
 	keys  map[string]*idemEntry
@@ -31,16 +31,9 @@ type idemEntry struct {
 // NewIdempotency returns an empty store of responses.
 func NewIdempotency() *Idempotency { return &Idempotency{keys: map[string]*idemEntry{}} }
 
-func (s *Idempotency) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
-}
-
 // Begin implements quan.Idempotency.
 func (s *Idempotency) Begin(ctx context.Context, key string, running time.Duration) (quan.KeyState, *quan.Replay, error) {
-	now := s.now()
+	now := s.Now.UTC()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire(now)
@@ -72,7 +65,7 @@ func (s *Idempotency) expire(now time.Time) {
 func (s *Idempotency) Complete(ctx context.Context, key string, r quan.Replay, keep time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.keys[key] = &idemEntry{replay: &r, expires: s.now().Add(keep)}
+	s.keys[key] = &idemEntry{replay: &r, expires: s.Now.UTC().Add(keep)}
 	return nil
 }
 
@@ -88,7 +81,7 @@ func (s *Idempotency) Abort(ctx context.Context, key string) error {
 
 // RateLimiter is the in-process quan.RateLimiter.
 type RateLimiter struct {
-	Now func() time.Time // nil means time.Now
+	Now quan.Clock // nil means time.Now
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -109,10 +102,7 @@ func (l *RateLimiter) Allow(ctx context.Context, buckets ...quan.Bucket) (int, t
 	if len(buckets) == 0 {
 		return -1, 0, nil
 	}
-	now := time.Now()
-	if l.Now != nil {
-		now = l.Now()
-	}
+	now := l.Now.UTC()
 	var small [4]*bucket
 	bs := small[:0]
 	l.mu.Lock()

@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"path"
 	"sync"
-	"time"
 
 	"github.com/quanhq/quan"
 )
@@ -52,21 +51,14 @@ type Console struct {
 	Codes     *quan.CodeService  // nil: no code pages
 	// CodesExport writes a code batch as .xlsx; nil offers .csv only.
 	CodesExport quan.CodesExport
-	Now         func() time.Time // nil: time.Now
-	Logger      *slog.Logger     // nil discards
+	Now         quan.Clock   // nil: time.Now
+	Logger      *slog.Logger // nil discards
 
 	pages map[string]*template.Template
 	zones sync.Map // of *time.Location by name: see zone
 	// closers stop what Handler started (the hubs' pollers).
 	closers []func()
 	stats   statsHubs // the live template's and code batches' (stats.go)
-}
-
-func (c *Console) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
 }
 
 func (c *Console) logger() *slog.Logger {

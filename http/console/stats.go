@@ -109,7 +109,7 @@ func (c *Console) statsRange(v *view, q url.Values) (quan.StatsRange, error) {
 	if len(bad) > 0 {
 		return r, &quan.Error{Code: quan.EINVALID, Message: "the statistics' range is invalid", Fields: bad}
 	}
-	if end := quan.DefaultStatsRange(c.now()).To; r.To.After(end) && r.From.Before(end) {
+	if end := quan.DefaultStatsRange(c.Now.UTC()).To; r.To.After(end) && r.From.Before(end) {
 		r.To = end
 	}
 	return r, nil
@@ -154,7 +154,7 @@ func (v *view) Percent(f float64) string { return strconv.FormatFloat(f*100, 'f'
 // error page.
 func (c *Console) showStats(w http.ResponseWriter, v *view, d statsData, err error) error {
 	if d.Week == "" {
-		d.links(v, c.now())
+		d.links(v, c.Now.UTC())
 	}
 	status := http.StatusOK
 	if err != nil {
@@ -190,7 +190,7 @@ func (c *Console) templateStats(w http.ResponseWriter, r *http.Request, s *sessi
 		return c.showStats(w, v, d, err)
 	}
 	d.Counts = &st.StatsCounts
-	d.fill(v, c.now(), st.From, st.To, st.Hourly)
+	d.fill(v, c.Now.UTC(), st.From, st.To, st.Hourly)
 	return c.showStats(w, v, d, nil)
 }
 
@@ -227,6 +227,6 @@ func (c *Console) shopStats(w http.ResponseWriter, r *http.Request, s *session) 
 	} else {
 		v.Title = v.T("stats.allTitle")
 	}
-	d.fill(v, c.now(), st.From, st.To, st.Hourly)
+	d.fill(v, c.Now.UTC(), st.From, st.To, st.Hourly)
 	return c.showStats(w, v, d, nil)
 }

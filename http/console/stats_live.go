@@ -69,7 +69,7 @@ func (l *live) fetch(ctx context.Context, id int64) (liveSnapshot, error) {
 		return liveSnapshot{}, err
 	}
 	// An empty range: the counters are what is wanted, not the hours.
-	now := l.c.now()
+	now := l.c.Now.UTC()
 	st, err := l.c.Stats.Template(ctx, pollerIdentity, id, quan.StatsRange{From: now, To: now})
 	if err != nil {
 		return liveSnapshot{}, err
@@ -139,7 +139,7 @@ func (c *Console) livePage(w http.ResponseWriter, r *http.Request, s *session) e
 	if err != nil {
 		return err
 	}
-	now := c.now()
+	now := c.Now.UTC()
 	st, err := c.Stats.Template(r.Context(), s.Who, id, quan.StatsRange{From: now, To: now})
 	if err != nil {
 		return err

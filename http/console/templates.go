@@ -166,7 +166,7 @@ type templateForm struct {
 
 func (c *Console) templateNew(w http.ResponseWriter, r *http.Request, s *session) error {
 	v := c.newView(r, s)
-	now := c.now().In(v.loc)
+	now := c.Now.UTC().In(v.loc)
 	f := templateForm{Kind: string(quan.KindThreshold), Source: string(quan.SourceShop), Scope: string(quan.ScopeAll),
 		Stacking: string(quan.StackAny), Priority: "0",
 		Validity: string(quan.ValidRelative), ValidHours: "168", PerUserLimit: "1", Stock: "1000", Example: "100",
