@@ -24,12 +24,11 @@ type CodeService struct {
 	// Chunk is how many codes are generated and stored a transaction; 0
 	// means 10,000.
 	Chunk int
-	// Background bounds the generations in the background: they stop
-	// when it ends (and resume later from what they stored). Nil means
-	// they run to their end.
-	Background context.Context
 
-	wg sync.WaitGroup
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	stop   chan struct{} // closed by Close: the generations stop
+	closed bool
 }
 
 func (s *CodeService) logger() *slog.Logger {
@@ -66,21 +65,51 @@ func (s *CodeService) Create(ctx context.Context, who Identity, template, n int6
 	return b, nil
 }
 
-// Generate makes the rest of batch b's codes in the background.
+// Generate makes the rest of batch b's codes in the background, until
+// they are made or Close stops it; after Close it does nothing (Resume
+// finishes the batch in the next process).
 func (s *CodeService) Generate(b *CodeBatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if s.stop == nil {
+		s.stop = make(chan struct{})
+	}
+	stop := s.stop
 	s.wg.Go(func() {
-		ctx := s.Background
-		if ctx == nil {
-			ctx = context.Background()
-		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		if err := s.generate(ctx, b); err != nil && ctx.Err() == nil {
 			s.logger().Error("generate codes", "batch", b.ID, "err", err)
 		}
 	})
 }
 
-// Wait waits for the generations under way.
+// Wait waits for the generations under way to finish.
 func (s *CodeService) Wait() { s.wg.Wait() }
+
+// Close stops the generations under way, which keep what they stored,
+// and waits for them. Safe to call twice.
+func (s *CodeService) Close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		if s.stop != nil {
+			close(s.stop)
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
 
 // Resume generates the batches a process that died left unfinished.
 func (s *CodeService) Resume(ctx context.Context) error {

@@ -38,3 +38,36 @@ func TestCodeServiceList(t *testing.T) {
 		t.Fatalf("List as a user: %v, want forbidden", err)
 	}
 }
+
+// TestCodeServiceClose: Close stops a generation under way, which keeps
+// the codes it stored; Resume (in the next process) finishes the batch,
+// and a Generate after Close starts nothing.
+func TestCodeServiceClose(t *testing.T) {
+	f := newRemindFixture(t)
+	tpl := f.template(t, remindSpec(remindT0), true)
+	codes := &quan.CodeService{Codes: f.st, Templates: f.st, Now: f.clock.at(), Chunk: 1}
+	b, err := codes.Create(t.Context(), merchant1, tpl.ID, 100_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes.Close()
+	codes.Close()
+	got, err := codes.Get(t.Context(), merchant1, b.ID)
+	if err != nil || got.Status != quan.CodeBatchGenerating || got.Generated >= got.Count {
+		t.Fatalf("after Close: %+v, %v; want a batch still generating", got, err)
+	}
+	codes.Generate(got)
+	codes.Wait()
+	if again, _ := codes.Get(t.Context(), merchant1, b.ID); again.Generated != got.Generated {
+		t.Fatalf("a Generate after Close made codes: %d, then %d", got.Generated, again.Generated)
+	}
+
+	next := &quan.CodeService{Codes: f.st, Templates: f.st, Now: f.clock.at(), Chunk: 50_000}
+	if err := next.Resume(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	next.Wait()
+	if done, err := next.Get(t.Context(), merchant1, b.ID); err != nil || done.Status != quan.CodeBatchReady || done.Generated != done.Count {
+		t.Fatalf("after Resume: %+v, %v; want ready with every code", done, err)
+	}
+}

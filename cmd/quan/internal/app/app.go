@@ -297,7 +297,6 @@ func (a *App) Start() error {
 		loop("reconciler", func(ctx context.Context) error { return a.Reconciler.Run(ctx, every) })
 	}
 	a.startNotify(loop)
-	a.Codes.Background = ctx
 	if a.Role == Server {
 		if err := a.Codes.Resume(ctx); err != nil {
 			a.Logger.Warn("resume code batches", "err", err)
@@ -306,7 +305,7 @@ func (a *App) Start() error {
 	a.stop = func() {
 		cancel()
 		wg.Wait()
-		a.Codes.Wait()
+		a.Codes.Close()
 	}
 	return nil
 }
