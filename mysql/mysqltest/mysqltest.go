@@ -7,12 +7,6 @@
 // machine; with it, an unreachable server fails them (CI sets it). Every
 // database is quan_test_<random>, dropped when the test ends, so tests and
 // runs may share the server.
-//
-// Baseline is bare SQL on a quan database, for the benchmarks of quan's
-// binary: their setup and checks, and the raw loops they compare the
-// store with. The binary links this package, and with it "testing",
-// which registers no flags outside a test binary (testing.Init does, and
-// only go test calls it).
 package mysqltest
 
 import (

@@ -7,22 +7,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"path/filepath"
-	"reflect"
 	"strings"
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/mysql"
-	"github.com/quanhq/quan/mysql/mysqltest"
 	natsbus "github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/redis"
 	"github.com/quanhq/quan/sqlite"
-	"github.com/quanhq/quan/sqlite/sqlitetest"
 )
 
 // Backends are the engines one process runs on.
@@ -204,38 +200,15 @@ func sqlitePath(dataDir, rest string) string {
 	return cmp.Or(rest, filepath.Join(dataDir, "quan.db"))
 }
 
-// OpenBaseline opens the raw-SQL baseline of the engine of cfg's store:
-// bare SQL on its database, which the store has migrated, that benchmarks
-// set up, check and compare the store with (sqlitetest.Baseline,
-// mysqltest.Baseline). B is the interface the caller uses it through,
-// which the caller declares; OpenBaseline fails if the engine's baseline
-// lacks one of its methods. conns is how many connections the baseline's
-// raw loop gets where the engine takes several writers.
-func OpenBaseline[B io.Closer](ctx context.Context, cfg Config, conns int) (B, error) {
-	var (
-		zero B
-		raw  io.Closer
-		err  error
-	)
+// SQLiteFile returns the database file of cfg's store, "" if the store is
+// not SQLite.
+func SQLiteFile(cfg Config) string {
 	cfg = cfg.withDefaults()
 	scheme, rest, _ := strings.Cut(cfg.StoreURL, ":")
-	switch scheme {
-	case StoreSQLite:
-		raw, err = sqlitetest.OpenBaseline(ctx, sqlitePath(cfg.DataDir, rest))
-	case StoreMySQL:
-		raw, err = mysqltest.OpenBaseline(ctx, cfg.StoreURL, conns)
-	default:
-		return zero, fmt.Errorf("--store %q: unknown scheme %q (use sqlite: or mysql://)", cfg.StoreURL, scheme)
+	if scheme != StoreSQLite {
+		return ""
 	}
-	if err != nil {
-		return zero, err
-	}
-	b, ok := raw.(B)
-	if !ok {
-		raw.Close()
-		return zero, fmt.Errorf("the %s baseline has no %s", scheme, reflect.TypeFor[B]())
-	}
-	return b, nil
+	return sqlitePath(cfg.DataDir, rest)
 }
 
 // cutQuery removes the query parameter name from rawURL and returns the

@@ -129,7 +129,7 @@ func (p *benchProd) measureFloor(ctx context.Context, a *app.App, file string, t
 	if err != nil {
 		return ingestFloorRun{}, fmt.Errorf("bench distribute: floor: %w", err)
 	}
-	raw, err := app.OpenBaseline[ingestFloor](ctx, a.Config, floorConns)
+	raw, err := openBaseline[ingestFloor](ctx, a.Config, floorConns)
 	if err != nil {
 		return ingestFloorRun{}, fmt.Errorf("bench distribute: floor: %w", err)
 	}
@@ -148,7 +148,7 @@ func (p *benchProd) measureFloor(ctx context.Context, a *app.App, file string, t
 }
 
 // ingestFloor is the raw-ingest floor of a store's engine
-// (sqlitetest.Baseline, mysqltest.Baseline), which app.OpenBaseline
+// (sqlitebase.Baseline, mysqlbase.Baseline), which openBaseline
 // opens.
 type ingestFloor interface {
 	// IngestFloor times inserting one coupon per user, with proto's

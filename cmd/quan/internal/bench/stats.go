@@ -167,7 +167,7 @@ func (c *Command) stats(ctx context.Context, args []string) error {
 // seedStats fills the store with n available coupons of tpl, one per
 // user, statsSeedBatch a transaction, and counts them in its statistics.
 func seedStats(ctx context.Context, a *app.App, tpl *quan.Template, n int) error {
-	raw, err := app.OpenBaseline[statsSeeder](ctx, a.Config, 2)
+	raw, err := openBaseline[statsSeeder](ctx, a.Config, 2)
 	if err != nil {
 		return err
 	}

@@ -5,13 +5,6 @@ import (
 	"testing"
 
 	"github.com/quanhq/quan/mysql/mysqltest"
-	"github.com/quanhq/quan/sqlite/sqlitetest"
-)
-
-// The baselines app.OpenBaseline opens for bench stats.
-var (
-	_ statsSeeder = (*sqlitetest.Baseline)(nil)
-	_ statsSeeder = (*mysqltest.Baseline)(nil)
 )
 
 // TestBenchStats asks a template of 1,200 coupons for its statistics 200

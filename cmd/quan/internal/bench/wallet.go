@@ -169,7 +169,7 @@ func (c *Command) openWalletEnv(ctx context.Context, verb string, args []string)
 	if e.tpl, err = a.CreateDemoTemplate(ctx, int64(b.N)); err != nil {
 		return fail(err)
 	}
-	e.raw, err = app.OpenBaseline[walletBaseline](ctx, a.Config, b.RawConns)
+	e.raw, err = openBaseline[walletBaseline](ctx, a.Config, b.RawConns)
 	if err != nil {
 		return fail(err)
 	}
@@ -498,7 +498,7 @@ func reportAudits(out io.Writer, prefix string, audits []walletAudit) error {
 }
 
 // walletBaseline is bare SQL on the store's database, in its engine's
-// dialect (app.OpenBaseline picks it): the wallet benchmarks' setup, their
+// dialect (openBaseline picks it): the wallet benchmarks' setup, their
 // checks, and the raw loop the service is compared with.
 type walletBaseline interface {
 	// Seed inserts one available coupon of tpl (receive sequence 1,

@@ -8,14 +8,6 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/mysql/mysqltest"
-	"github.com/quanhq/quan/sqlite/sqlitetest"
-)
-
-// The baselines app.OpenBaseline opens are the ports the benchmarks use.
-var (
-	_ walletBaseline = (*sqlitetest.Baseline)(nil)
-	_ walletBaseline = (*mysqltest.Baseline)(nil)
-	_ ingestFloor    = (*mysqltest.Baseline)(nil)
 )
 
 // TestBenchWalletLock takes 300 orders through the wallet service and the

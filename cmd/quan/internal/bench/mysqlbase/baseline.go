@@ -1,4 +1,9 @@
-package mysqltest
+// Package mysqlbase holds Baseline, bare SQL on a quan database on MySQL,
+// for the benchmarks of quan's binary: their setup and checks, and the
+// raw loops they compare the store with. The store keeps its own SQL;
+// this is the benchmarks'. Its sibling on SQLite is sqlitebase's
+// Baseline; the binary picks one by the store's URL.
+package mysqlbase
 
 import (
 	"context"

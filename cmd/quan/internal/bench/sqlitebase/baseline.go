@@ -1,9 +1,9 @@
-// Package sqlitetest holds Baseline, bare SQL on a quan database on
+// Package sqlitebase holds Baseline, bare SQL on a quan database on
 // SQLite, for the benchmarks of quan's binary: their setup and checks,
 // and the raw loops they compare the store with. The store keeps its own
-// SQL; this is the benchmarks'. Its sibling on MySQL is mysqltest's
+// SQL; this is the benchmarks'. Its sibling on MySQL is mysqlbase's
 // Baseline; the binary picks one by the store's URL.
-package sqlitetest
+package sqlitebase
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package mysqltest
+package mysqlbase
 
 import (
 	"context"

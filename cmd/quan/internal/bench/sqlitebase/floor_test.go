@@ -1,4 +1,4 @@
-package sqlitetest
+package sqlitebase
 
 import (
 	"os"

@@ -1,10 +1,11 @@
-package mysqltest_test
+package mysqlbase_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/cmd/quan/internal/bench/mysqlbase"
 	"github.com/quanhq/quan/mysql"
 	"github.com/quanhq/quan/mysql/mysqltest"
 )
@@ -18,7 +19,7 @@ func TestIngestFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	b, err := mysqltest.OpenBaseline(t.Context(), dsn, 2)
+	b, err := mysqlbase.OpenBaseline(t.Context(), dsn, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
