@@ -18,18 +18,18 @@ const scrapeTimeout = 2 * time.Second
 // seconds: half a millisecond to 2.5 s.
 var DurationBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
 
-// Claims collects a ClaimService's counters, the claims waiting for their
-// hand-off, and the claims on the bus not yet persisted (read from the
-// bus at each scrape). It times s's claims too: it sets s.Latency to a
-// histogram of its own, so call it before s takes claims.
-func Claims(s *quan.ClaimService) prometheus.Collector {
+// Claims collects the counters of the claims of this process (c), the
+// claims waiting for their hand-off, and the claims on bus not yet
+// persisted (read from the bus at each scrape; nil: none). The result is
+// also the claims' quan.Observer of latency: the wiring sets it as the
+// claim service's Latency.
+func Claims(c *quan.ClaimCounters, bus quan.Bus) *ClaimMetrics {
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "quan_claim_duration_seconds",
 		Help:    "Time spent answering a claim (ClaimService.Claim): the synchronous path that answers 202, 409, 429 or 503.",
 		Buckets: DurationBuckets,
 	})
-	s.Latency = h
-	return claimCollector{s: s, latency: h}
+	return &ClaimMetrics{c: c, bus: bus, latency: h}
 }
 
 var (
@@ -53,13 +53,21 @@ var (
 		"Bus messages of claim batches not yet acknowledged by the consumer that persists them (read from the bus at each scrape; the same for every process on one bus).", nil, nil)
 )
 
-// claimCollector reads a ClaimService's counters at each scrape.
-type claimCollector struct {
-	s       *quan.ClaimService
+// ClaimMetrics reads the claims' counters at each scrape, and times each
+// claim (Observe).
+type ClaimMetrics struct {
+	c       *quan.ClaimCounters
+	bus     quan.Bus
 	latency prometheus.Histogram
 }
 
-func (k claimCollector) Describe(ch chan<- *prometheus.Desc) {
+var _ quan.Observer = (*ClaimMetrics)(nil)
+
+// Observe takes the seconds one claim took.
+func (k *ClaimMetrics) Observe(seconds float64) { k.latency.Observe(seconds) }
+
+// Describe implements prometheus.Collector.
+func (k *ClaimMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{claimsDesc, claimsDecidedDesc, claimsCompensatedDesc, claimsRetriedDesc,
 		claimsDeadDesc, claimsReapedDesc, claimHandoffPendingDesc, claimBacklogDesc} {
 		ch <- d
@@ -67,8 +75,9 @@ func (k claimCollector) Describe(ch chan<- *prometheus.Desc) {
 	k.latency.Describe(ch)
 }
 
-func (k claimCollector) Collect(ch chan<- prometheus.Metric) {
-	c := &k.s.Counters
+// Collect implements prometheus.Collector.
+func (k *ClaimMetrics) Collect(ch chan<- prometheus.Metric) {
+	c := k.c
 	count := func(d *prometheus.Desc, v int64, labels ...string) { counter(ch, d, v, labels...) }
 	count(claimsDesc, c.Accepted.Load(), "accepted")
 	for _, r := range quan.Refusals() {
@@ -86,12 +95,12 @@ func (k claimCollector) Collect(ch chan<- prometheus.Metric) {
 	count(claimsReapedDesc, c.Reaped.Load())
 	gauge(ch, claimHandoffPendingDesc, float64(c.HandoffPending.Load()))
 	k.latency.Collect(ch)
-	if k.s.Bus == nil {
+	if k.bus == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	if n, err := k.s.Bus.Backlog(ctx, quan.ClaimBatchSubject, quan.ClaimDurable); err == nil {
+	if n, err := k.bus.Backlog(ctx, quan.ClaimBatchSubject, quan.ClaimDurable); err == nil {
 		gauge(ch, claimBacklogDesc, float64(n))
 	}
 }

@@ -14,7 +14,7 @@ func TestNames(t *testing.T) {
 	reg := prom.NewRegistry()
 	// A vector with no label values yet: absent from Gather, present in Names.
 	reg.MustRegister(prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "quan_test_seconds", Help: "h"}, []string{"op"}))
-	reg.MustRegister(prom.Claims(&quan.ClaimService{}))
+	reg.MustRegister(prom.Claims(&quan.ClaimCounters{}, nil))
 	names, err := prom.Names(reg)
 	if err != nil {
 		t.Fatal(err)

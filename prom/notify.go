@@ -9,11 +9,17 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// Notifications collects a Dispatcher's counts by channel, and the email
+// ChannelStats tells what a dispatcher did with each channel's messages
+// (notify.Dispatcher).
+type ChannelStats interface {
+	ChannelStats(ch quan.NotifyType) quan.DispatchStats
+}
+
+// Notifications collects a dispatcher's counts by channel, and the email
 // and SMS messages waiting in the store (read at each scrape, the same
 // for every process on one store: aggregate them with max, not sum). now
 // is the clock the store is asked at (nil: time.Now).
-func Notifications(d *quan.Dispatcher, st quan.NotificationStore, now quan.Clock) prometheus.Collector {
+func Notifications(d ChannelStats, st quan.NotificationStore, now quan.Clock) prometheus.Collector {
 	if now == nil {
 		now = time.Now
 	}
@@ -36,7 +42,7 @@ var (
 var notifyChannels = []quan.NotifyType{quan.NotifyEmail, quan.NotifySMS}
 
 type notifyCollector struct {
-	d   *quan.Dispatcher
+	d   ChannelStats
 	st  quan.NotificationStore
 	now quan.Clock
 }

@@ -52,7 +52,9 @@ func TestClaims(t *testing.T) {
 	bus := &fakeBus{backlog: 3}
 	s := &quan.ClaimService{Cache: cache, Bus: bus, Now: func() time.Time { return now }}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(prom.Claims(s))
+	m := prom.Claims(&s.Counters, s.Bus)
+	s.Latency = m
+	reg.MustRegister(m)
 
 	for _, c := range []struct {
 		user int64
@@ -130,7 +132,7 @@ func TestDistribution(t *testing.T) {
 	bus := &fakeBus{deliveries: []quan.Message{chunk(1, 1), chunk(2, 2), chunk(3, 1), chunk(4, 1)}}
 	d := &quan.Distributor{Store: store, Bus: bus}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(prom.Distribution(d))
+	reg.MustRegister(prom.Distribution(&d.Counters))
 	if err := d.ServeChunks(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +181,7 @@ func TestWallet(t *testing.T) {
 	}
 	s := &quan.WalletService{Coupons: w, Now: func() time.Time { return now }}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(prom.Wallet(s))
+	reg.MustRegister(prom.Wallet(&s.Counters))
 	if n, err := s.Sweep(t.Context(), 10); err != nil || n != 3 {
 		t.Fatalf("Sweep = %d, %v", n, err)
 	}
@@ -243,7 +245,7 @@ func TestMonitor(t *testing.T) {
 		retries:         4,
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(prom.Monitor(m, func() time.Time { return now }), prom.Distribution(&quan.Distributor{}))
+	reg.MustRegister(prom.Monitor(m, func() time.Time { return now }), prom.Distribution(&quan.DistributionCounters{}))
 	const want = `
 # HELP quan_coupon_expiry_lag_seconds How late the expiry of the oldest coupon still available past the end of its window is; 0 if none (read at each scrape).
 # TYPE quan_coupon_expiry_lag_seconds gauge

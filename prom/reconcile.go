@@ -6,9 +6,9 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// Reconcile collects a Reconciler's counters and the gauges of its last
+// Reconcile collects the reconciler's counters and the gauges of its last
 // run.
-func Reconcile(r *quan.Reconciler) prometheus.Collector { return reconcileCollector{&r.Counters} }
+func Reconcile(c *quan.ReconcileCounters) prometheus.Collector { return reconcileCollector{c} }
 
 var (
 	stockDriftDesc = prometheus.NewDesc("quan_stock_drift",

@@ -13,7 +13,7 @@ import (
 func TestReconcile(t *testing.T) {
 	r := &quan.Reconciler{}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prom.Reconcile(r))
+	reg.MustRegister(prom.Reconcile(&r.Counters))
 	c := &r.Counters
 	c.StockDrift.Store(3)
 	c.DriftTemplates.Store(1)

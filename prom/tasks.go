@@ -6,9 +6,9 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// Distribution collects a Distributor's counters: rows and chunks it
-// applied, and the task leases its runner lost.
-func Distribution(d *quan.Distributor) prometheus.Collector { return distCollector{&d.Counters} }
+// Distribution collects a distribution runner's counters: rows and chunks
+// it applied, and the task leases it lost.
+func Distribution(c *quan.DistributionCounters) prometheus.Collector { return distCollector{c} }
 
 var (
 	taskRowsDesc = prometheus.NewDesc("quan_task_rows_total",

@@ -6,9 +6,9 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// Wallet collects a WalletService's counters: coupon state changes and
-// the order locks the sweeper released.
-func Wallet(w *quan.WalletService) prometheus.Collector { return walletCollector{&w.Counters} }
+// Wallet collects the wallet's counters: coupon state changes and the
+// order locks the sweeper released.
+func Wallet(c *quan.WalletCounters) prometheus.Collector { return walletCollector{c} }
 
 var (
 	couponTransitionsDesc = prometheus.NewDesc("quan_coupon_transitions_total",

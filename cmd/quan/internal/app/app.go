@@ -170,7 +170,7 @@ func (a *App) build(ctx context.Context) error {
 		Logger:           logger,
 	}
 	if a.Metrics != nil {
-		a.Metrics.MustRegister(prom.Distribution(a.Distributor), prom.Monitor(st, cfg.Now))
+		a.Metrics.MustRegister(prom.Distribution(&a.Distributor.Counters), prom.Monitor(st, cfg.Now))
 	}
 	a.Tasks = &quan.TaskService{
 		Tasks:       tasks,
@@ -193,7 +193,7 @@ func (a *App) build(ctx context.Context) error {
 	a.Wallet = &quan.WalletService{Coupons: st, Archiver: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
 		Rules: book, Facts: a.Attributes}
 	if a.Metrics != nil {
-		a.Metrics.MustRegister(prom.Wallet(a.Wallet))
+		a.Metrics.MustRegister(prom.Wallet(&a.Wallet.Counters))
 	}
 	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger,
 		Rules: book, Facts: a.Attributes}
@@ -212,7 +212,9 @@ func (a *App) build(ctx context.Context) error {
 			a.Claims.Ledger, a.Claims.Reserver = b.SharedCache, b.SharedCache
 		}
 		if a.Metrics != nil {
-			a.Metrics.MustRegister(prom.Claims(a.Claims))
+			m := prom.Claims(&a.Claims.Counters, a.Claims.Bus)
+			a.Claims.Latency = m
+			a.Metrics.MustRegister(m)
 		}
 	}
 	a.buildReconciler()
@@ -244,7 +246,7 @@ func (a *App) buildReconciler() {
 		a.Distributor.Reconciler = a.Reconciler
 	}
 	if a.Metrics != nil {
-		a.Metrics.MustRegister(prom.Reconcile(a.Reconciler))
+		a.Metrics.MustRegister(prom.Reconcile(&a.Reconciler.Counters))
 	}
 }
 
