@@ -11,11 +11,3 @@ func SetPaceClock(s *ClaimService, now func() time.Time, sleep func(context.Cont
 	s.init()
 	s.pace.now, s.pace.sleep = now, sleep
 }
-
-// FactsCached returns how many users' facts s's cache holds.
-func FactsCached(s *AttributeService) int {
-	c := s.facts()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.m)
-}

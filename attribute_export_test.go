@@ -1,0 +1,9 @@
+package quan
+
+// FactsCached returns how many users' facts s's cache holds.
+func FactsCached(s *AttributeService) int {
+	c := s.facts()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
+}
