@@ -13,12 +13,12 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/sqlite"
 )
 
 var (
 	acctT0  = time.Date(2030, 5, 1, 9, 0, 0, 0, time.UTC)
-	admin   = quan.Identity{Subject: "root", Role: quan.RoleAdmin}
 	goodPW  = "correct horse battery"
 	otherPW = "another fine password"
 )
@@ -27,7 +27,7 @@ var (
 // logging into logs.
 type acctFixture struct {
 	st    *sqlite.Store
-	clock *dispatchClock
+	clock *testrig.Clock
 	svc   *quan.AccountService
 	logs  *syncBuffer
 }
@@ -52,18 +52,18 @@ func (s *syncBuffer) String() string {
 
 func newAcctFixture(t *testing.T) *acctFixture {
 	t.Helper()
-	st := newNotifyStore(t)
-	clock := newDispatchClock(acctT0)
+	st := testrig.Store(t)
+	clock := testrig.NewClock(acctT0)
 	logs := &syncBuffer{}
 	return &acctFixture{st: st, clock: clock, logs: logs, svc: &quan.AccountService{
-		Store: st, Now: clock.at(), HashCost: bcrypt.MinCost,
+		Store: st, Now: clock.At(), HashCost: bcrypt.MinCost,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}}
 }
 
 func (f *acctFixture) add(t *testing.T, name string, role quan.Role, shop int64) *quan.Account {
 	t.Helper()
-	a, err := f.svc.Add(t.Context(), admin, quan.NewAccount{Name: name, Role: role, ShopNo: shop, Password: goodPW})
+	a, err := f.svc.Add(t.Context(), testrig.Admin, quan.NewAccount{Name: name, Role: role, ShopNo: shop, Password: goodPW})
 	if err != nil {
 		t.Fatalf("add %q: %v", name, err)
 	}
@@ -158,7 +158,7 @@ func TestAccountWrongPassword(t *testing.T) {
 	// A wrong password counts against the account and the address; an
 	// unknown name too, under its own name.
 	for key, want := range map[string]int{"account:alice": 1, "account:bob": 1, "addr:192.0.2.1": 3} {
-		if n, _, _ := f.st.LoginFailures(t.Context(), key, f.clock.now(), quan.DefaultLockWindow); n != want {
+		if n, _, _ := f.st.LoginFailures(t.Context(), key, f.clock.Now(), quan.DefaultLockWindow); n != want {
 			t.Errorf("%s: %d failures, want %d", key, n, want)
 		}
 	}
@@ -174,7 +174,7 @@ func TestAccountLockout(t *testing.T) {
 	for i := range quan.DefaultMaxFailures {
 		_, _, _, err := f.svc.Login(t.Context(), "alice", otherPW, "192.0.2."+string(rune('1'+i)))
 		wantCode(t, "wrong password", err, quan.EUNAUTHORIZED)
-		f.clock.add(time.Minute)
+		f.clock.Add(time.Minute)
 	}
 	// Locked, even with the right password, until 15 minutes after the
 	// first failure.
@@ -189,11 +189,11 @@ func TestAccountLockout(t *testing.T) {
 	if logs := f.logs.String(); !strings.Contains(logs, "console sign-in locked") || !strings.Contains(logs, "refused: locked") {
 		t.Errorf("logs lack the lockout:\n%s", logs)
 	}
-	f.clock.add(10*time.Minute - time.Microsecond)
+	f.clock.Add(10*time.Minute - time.Microsecond)
 	_, _, _, err = f.svc.Login(t.Context(), "alice", goodPW, "198.51.100.9")
 	wantCode(t, "just before the lockout ends", err, quan.ERATELIMITED)
 
-	f.clock.add(time.Microsecond)
+	f.clock.Add(time.Microsecond)
 	f.login(t, "alice", goodPW, "198.51.100.9")
 	// The sign-in cleared the account's failures: four more are allowed.
 	for range quan.DefaultMaxFailures - 1 {
@@ -225,7 +225,7 @@ func TestAccountAddressThrottle(t *testing.T) {
 	for i := range 8 {
 		_, _, _, err := f.svc.Login(t.Context(), "name"+string(rune('a'+i)), otherPW, "203.0.113.5")
 		wantCode(t, "guess", err, quan.EUNAUTHORIZED)
-		f.clock.add(time.Second)
+		f.clock.Add(time.Second)
 	}
 	_, _, _, err := f.svc.Login(t.Context(), "alice", goodPW, "203.0.113.5")
 	wantCode(t, "from the locked address", err, quan.ERATELIMITED)
@@ -235,7 +235,7 @@ func TestAccountAddressThrottle(t *testing.T) {
 	// Another address signs in.
 	f.login(t, "bob", goodPW, "203.0.113.6")
 	// A sign-in does not clear the address, whose lockout ends by itself.
-	f.clock.add(quan.DefaultLockWindow)
+	f.clock.Add(quan.DefaultLockWindow)
 	f.login(t, "alice", goodPW, "203.0.113.5")
 }
 
@@ -245,7 +245,7 @@ func TestAccountDisabled(t *testing.T) {
 	tok1, _ := f.login(t, "alice", goodPW, "192.0.2.1")
 	tok2, _ := f.login(t, "alice", goodPW, "192.0.2.2")
 
-	got, err := f.svc.SetDisabled(t.Context(), admin, a.ID, true)
+	got, err := f.svc.SetDisabled(t.Context(), testrig.Admin, a.ID, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,11 +263,11 @@ func TestAccountDisabled(t *testing.T) {
 		t.Errorf("a disabled account answers %q, a wrong password %q: the answer tells the password was right", quan.ErrorMessage(errDisabled), quan.ErrorMessage(errWrong))
 	}
 
-	if _, err := f.svc.SetDisabled(t.Context(), admin, a.ID, false); err != nil {
+	if _, err := f.svc.SetDisabled(t.Context(), testrig.Admin, a.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	f.login(t, "alice", goodPW, "192.0.2.1")
-	_, err = f.svc.SetDisabled(t.Context(), admin, 999, true)
+	_, err = f.svc.SetDisabled(t.Context(), testrig.Admin, 999, true)
 	wantCode(t, "no such account", err, quan.ENOTFOUND)
 }
 
@@ -292,13 +292,13 @@ func TestAccountResetPassword(t *testing.T) {
 	for range 3 {
 		f.svc.Login(t.Context(), "alice", "a wrong one!", "192.0.2.1")
 	}
-	f.clock.add(time.Hour)
-	_, err := f.svc.ResetPassword(t.Context(), admin, a.ID, "short")
+	f.clock.Add(time.Hour)
+	_, err := f.svc.ResetPassword(t.Context(), testrig.Admin, a.ID, "short")
 	wantCode(t, "short password", err, quan.EINVALID)
 	if fe := quan.ErrorFields(err); len(fe) != 1 || fe[0].Field != "password" {
 		t.Errorf("fields %+v, want password", fe)
 	}
-	got, err := f.svc.ResetPassword(t.Context(), admin, a.ID, otherPW)
+	got, err := f.svc.ResetPassword(t.Context(), testrig.Admin, a.ID, otherPW)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestAccountResetPassword(t *testing.T) {
 	if strings.Contains(f.logs.String(), otherPW) {
 		t.Error("the logs hold the new password")
 	}
-	_, err = f.svc.ResetPassword(t.Context(), admin, 999, otherPW)
+	_, err = f.svc.ResetPassword(t.Context(), testrig.Admin, 999, otherPW)
 	wantCode(t, "no such account", err, quan.ENOTFOUND)
 }
 
@@ -324,7 +324,7 @@ func TestAccountSessionIdle(t *testing.T) {
 	tok, sess := f.login(t, "alice", goodPW, "192.0.2.1")
 
 	// Used within a minute: nothing written.
-	f.clock.add(30 * time.Second)
+	f.clock.Add(30 * time.Second)
 	s, _, err := f.svc.Authenticate(t.Context(), tok)
 	if err != nil {
 		t.Fatal(err)
@@ -334,16 +334,16 @@ func TestAccountSessionIdle(t *testing.T) {
 	}
 	// Used every 50 minutes, it lives on past the first hour.
 	for i := 1; i <= 3; i++ {
-		f.clock.set(acctT0.Add(time.Duration(i) * 50 * time.Minute))
+		f.clock.Set(acctT0.Add(time.Duration(i) * 50 * time.Minute))
 		s, _, err := f.svc.Authenticate(t.Context(), tok)
 		if err != nil {
 			t.Fatalf("use %d, at +%dm: %v", i, i*50, err)
 		}
-		if want := f.clock.now().Add(time.Hour); !s.ExpiresAt.Equal(want) {
+		if want := f.clock.Now().Add(time.Hour); !s.ExpiresAt.Equal(want) {
 			t.Errorf("use %d: expires %v, want %v", i, s.ExpiresAt, want)
 		}
 		stored, err := f.st.Session(t.Context(), s.ID)
-		if err != nil || !stored.ExpiresAt.Equal(s.ExpiresAt) || !stored.SeenAt.Equal(f.clock.now()) {
+		if err != nil || !stored.ExpiresAt.Equal(s.ExpiresAt) || !stored.SeenAt.Equal(f.clock.Now()) {
 			t.Errorf("use %d: stored %+v, %v", i, stored, err)
 		}
 	}
@@ -353,20 +353,20 @@ func TestAccountSessionIdle(t *testing.T) {
 	if _, _, _, err := f.svc.Login(t.Context(), "nobody", "wrong password", "192.0.2.99"); err == nil {
 		t.Fatal("nobody signed in")
 	}
-	f.clock.add(time.Hour)
+	f.clock.Add(time.Hour)
 	_, _, err = f.svc.Authenticate(t.Context(), tok)
 	wantCode(t, "idle an hour", err, quan.EUNAUTHORIZED)
 	if _, err := f.st.Session(t.Context(), s.ID); !errors.Is(err, quan.ErrNotFound) {
 		t.Errorf("the ended session is still stored: %v", err)
 	}
-	f.clock.add(time.Second)
+	f.clock.Add(time.Second)
 	n, err := f.svc.Sweep(t.Context())
 	if err != nil || n != 1 {
 		t.Errorf("Sweep: %d, %v; want the other ended session", n, err)
 	}
 	_, _, err = f.svc.Authenticate(t.Context(), tok2)
 	wantCode(t, "swept", err, quan.EUNAUTHORIZED)
-	if n, err := f.st.DeleteLoginFailures(t.Context(), f.clock.now()); err != nil || n != 0 {
+	if n, err := f.st.DeleteLoginFailures(t.Context(), f.clock.Now()); err != nil || n != 0 {
 		t.Errorf("failed sign-ins left after the sweep: %d, %v", n, err)
 	}
 }
@@ -389,7 +389,7 @@ func TestAccountAddValidation(t *testing.T) {
 		{"LongPassword", quan.NewAccount{Name: "m", Role: quan.RoleMerchant, ShopNo: 1, Password: strings.Repeat("x", 129)}, []string{"password"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.svc.Add(t.Context(), admin, tc.in)
+			_, err := f.svc.Add(t.Context(), testrig.Admin, tc.in)
 			wantCode(t, "Add", err, quan.EINVALID)
 			var got []string
 			for _, fe := range quan.ErrorFields(err) {
@@ -403,7 +403,7 @@ func TestAccountAddValidation(t *testing.T) {
 	// The longest names and passwords are fine, every byte of a long
 	// password counts, and a name is taken in any case.
 	long := strings.Repeat("p", 127)
-	a, err := f.svc.Add(t.Context(), admin, quan.NewAccount{Name: strings.Repeat("a", 64), Role: quan.RoleMerchant, ShopNo: 1, Password: long + "1"})
+	a, err := f.svc.Add(t.Context(), testrig.Admin, quan.NewAccount{Name: strings.Repeat("a", 64), Role: quan.RoleMerchant, ShopNo: 1, Password: long + "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestAccountAddValidation(t *testing.T) {
 		t.Errorf("128-byte password: %v", err)
 	}
 	f.add(t, "alice", quan.RoleMerchant, 1001)
-	_, err = f.svc.Add(t.Context(), admin, quan.NewAccount{Name: "Alice", Role: quan.RoleMerchant, ShopNo: 1002, Password: goodPW})
+	_, err = f.svc.Add(t.Context(), testrig.Admin, quan.NewAccount{Name: "Alice", Role: quan.RoleMerchant, ShopNo: 1002, Password: goodPW})
 	wantCode(t, "name taken", err, quan.ECONFLICT)
 	if err := quan.ValidAccountName("ops.team@shop-1_2"); err != nil {
 		t.Errorf("ValidAccountName: %v", err)
@@ -448,17 +448,17 @@ func TestAccountAdminsOnly(t *testing.T) {
 	}
 	_, err = f.svc.Get(ctx, alice.Identity(), bob.ID)
 	wantCode(t, "Get another", err, quan.ENOTFOUND)
-	if got, err := f.svc.Get(ctx, admin, bob.ID); err != nil || got.ID != bob.ID {
+	if got, err := f.svc.Get(ctx, testrig.Admin, bob.ID); err != nil || got.ID != bob.ID {
 		t.Errorf("admin Get: %v, %v", got, err)
 	}
 
-	as, n, err := f.svc.List(ctx, admin, quan.AccountFilter{ShopNo: 1001})
+	as, n, err := f.svc.List(ctx, testrig.Admin, quan.AccountFilter{ShopNo: 1001})
 	if err != nil || n != 2 || len(as) != 2 || as[0].Name != "alice" {
 		t.Errorf("List: %v, %d, %v", as, n, err)
 	}
-	_, _, err = f.svc.List(ctx, admin, quan.AccountFilter{Limit: quan.MaxPageSize + 1, Offset: -1})
+	_, _, err = f.svc.List(ctx, testrig.Admin, quan.AccountFilter{Limit: quan.MaxPageSize + 1, Offset: -1})
 	wantCode(t, "List with a bad page", err, quan.EINVALID)
-	if a, _ := f.svc.Get(ctx, admin, alice.ID); a.CreatedBy != "admin:root" {
+	if a, _ := f.svc.Get(ctx, testrig.Admin, alice.ID); a.CreatedBy != "admin:root" {
 		t.Errorf("CreatedBy %q, want admin:root", a.CreatedBy)
 	}
 }

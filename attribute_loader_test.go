@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/testrig"
 )
 
 // slowFacts is a real store whose reads of facts take a while, as a busy
@@ -30,16 +31,16 @@ func (s *slowFacts) UserFacts(ctx context.Context, users []int64) (map[int64]*qu
 // each user's right, and each user asked for once.
 func TestFactsMissesShareReads(t *testing.T) {
 	ctx := t.Context()
-	clock := newDispatchClock(acctT0)
+	clock := testrig.NewClock(factsT0)
 	base, counting := newAttributes(t, clock)
 	st := &slowFacts{countingFacts: counting}
 	for u := int64(1); u <= 400; u += 2 { // the odd users are on file
-		if _, err := base.Put(ctx, admin, quan.UserFacts{UserID: u, Level: u % 5, Tags: []string{"t"}}); err != nil {
+		if _, err := base.Put(ctx, testrig.Admin, quan.UserFacts{UserID: u, Level: u % 5, Tags: []string{"t"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	counting.reads.Store(0)
-	s := &quan.AttributeService{Store: st, Now: clock.at()}
+	s := &quan.AttributeService{Store: st, Now: clock.At()}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	errs := make(chan error, 400)
@@ -87,9 +88,9 @@ func TestFactsMissesShareReads(t *testing.T) {
 // TestFactsLoadCanceled: a caller whose context ends while its read is in
 // flight gets its answer or its error, and the other callers theirs.
 func TestFactsLoadCanceled(t *testing.T) {
-	clock := newDispatchClock(acctT0)
+	clock := testrig.NewClock(factsT0)
 	base, counting := newAttributes(t, clock)
-	s := &quan.AttributeService{Store: &slowFacts{countingFacts: counting}, Now: clock.at()}
+	s := &quan.AttributeService{Store: &slowFacts{countingFacts: counting}, Now: clock.At()}
 	_ = base
 	var wg sync.WaitGroup
 	for u := int64(1); u <= 50; u++ {

@@ -3,15 +3,18 @@ package quan_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/sqlite"
 )
+
+// factsT0 is the tests' time.
+var factsT0 = time.Date(2030, 5, 1, 9, 0, 0, 0, time.UTC)
 
 // countingFacts is a real store that counts its reads of facts.
 type countingFacts struct {
@@ -24,19 +27,9 @@ func (c *countingFacts) UserFacts(ctx context.Context, users []int64) (map[int64
 	return c.Store.UserFacts(ctx, users)
 }
 
-func newAttributes(t *testing.T, clock *dispatchClock) (*quan.AttributeService, *countingFacts) {
-	st := &countingFacts{Store: newFactsStore(t)}
-	return &quan.AttributeService{Store: st, Now: clock.at()}, st
-}
-
-func newFactsStore(tb testing.TB) *sqlite.Store {
-	tb.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "quan.db"), nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return sqlite.NewStore(db)
+func newAttributes(t *testing.T, clock *testrig.Clock) (*quan.AttributeService, *countingFacts) {
+	st := &countingFacts{Store: testrig.Store(t)}
+	return &quan.AttributeService{Store: st, Now: clock.At()}, st
 }
 
 func TestUserFactsValidate(t *testing.T) {
@@ -97,7 +90,7 @@ func TestUserFactsValidate(t *testing.T) {
 // facts and a user its own; a put replaces and answers what is stored.
 func TestAttributeServicePutGet(t *testing.T) {
 	ctx := t.Context()
-	s, _ := newAttributes(t, newDispatchClock(acctT0))
+	s, _ := newAttributes(t, testrig.NewClock(factsT0))
 	user := quan.Identity{Role: quan.RoleUser, UserID: 7}
 	merchant := quan.Identity{Role: quan.RoleMerchant, ShopNo: 1}
 	in := quan.UserFacts{UserID: 7, Level: 2, Tags: []string{"vip", "vip", "new"}, RegisteredAt: time.Date(2024, 1, 2, 3, 4, 5, 6789, time.Local)}
@@ -106,7 +99,7 @@ func TestAttributeServicePutGet(t *testing.T) {
 			t.Errorf("Put as %+v = %v, want forbidden", who, err)
 		}
 	}
-	got, err := s.Put(ctx, admin, in)
+	got, err := s.Put(ctx, testrig.Admin, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +109,7 @@ func TestAttributeServicePutGet(t *testing.T) {
 	if in.Tags[1] != "vip" {
 		t.Error("Put changed the caller's tags")
 	}
-	for _, who := range []quan.Identity{admin, user} {
+	for _, who := range []quan.Identity{testrig.Admin, user} {
 		f, err := s.Get(ctx, who, 7)
 		if err != nil || f.Level != 2 || strings.Join(f.Tags, ",") != "vip,new" || !f.RegisteredAt.Equal(got.RegisteredAt) {
 			t.Errorf("Get as %s = %+v, %v", who.Role, f, err)
@@ -127,16 +120,16 @@ func TestAttributeServicePutGet(t *testing.T) {
 			t.Errorf("Get as %+v = %v, want forbidden", who, err)
 		}
 	}
-	if f, err := s.Get(ctx, admin, 9); err != nil || f.UserID != 9 || f.Tags == nil || f.Level != 0 {
+	if f, err := s.Get(ctx, testrig.Admin, 9); err != nil || f.UserID != 9 || f.Tags == nil || f.Level != 0 {
 		t.Errorf("Get of a user with nothing on file = %+v, %v; want zero facts", f, err)
 	}
-	if _, err := s.Put(ctx, admin, quan.UserFacts{UserID: 7, Level: -1}); quan.ErrorCode(err) != quan.EINVALID {
+	if _, err := s.Put(ctx, testrig.Admin, quan.UserFacts{UserID: 7, Level: -1}); quan.ErrorCode(err) != quan.EINVALID {
 		t.Errorf("Put of invalid facts = %v", err)
 	}
-	if _, err := s.Put(ctx, admin, quan.UserFacts{UserID: 7}); err != nil {
+	if _, err := s.Put(ctx, testrig.Admin, quan.UserFacts{UserID: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := s.Get(ctx, admin, 7); f.Level != 0 || len(f.Tags) != 0 {
+	if f, _ := s.Get(ctx, testrig.Admin, 7); f.Level != 0 || len(f.Tags) != 0 {
 		t.Errorf("after a put of nothing: %+v; a put replaces", f)
 	}
 }
@@ -146,10 +139,10 @@ func TestAttributeServicePutGet(t *testing.T) {
 // elsewhere within the TTL; the cache holds at most CacheSize users.
 func TestAttributeServiceFacts(t *testing.T) {
 	ctx := t.Context()
-	clock := newDispatchClock(acctT0)
+	clock := testrig.NewClock(factsT0)
 	s, st := newAttributes(t, clock)
 	s.CacheTTL, s.CacheSize = 30*time.Second, 64
-	if _, err := s.Put(ctx, admin, quan.UserFacts{UserID: 1, Level: 2, Tags: []string{"vip"}}); err != nil {
+	if _, err := s.Put(ctx, testrig.Admin, quan.UserFacts{UserID: 1, Level: 2, Tags: []string{"vip"}}); err != nil {
 		t.Fatal(err)
 	}
 	facts := func(user int64) *quan.UserFacts {
@@ -176,7 +169,7 @@ func TestAttributeServiceFacts(t *testing.T) {
 	}
 	reads(2)
 	// A put through the service is seen at once.
-	if _, err := s.Put(ctx, admin, quan.UserFacts{UserID: 2, Level: 5}); err != nil {
+	if _, err := s.Put(ctx, testrig.Admin, quan.UserFacts{UserID: 2, Level: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if f := facts(2); f.Level != 5 {
@@ -185,14 +178,14 @@ func TestAttributeServiceFacts(t *testing.T) {
 	reads(1)
 	// Another process's change (straight in the store) is seen once the
 	// TTL has passed, not before.
-	if err := st.PutUserFacts(ctx, clock.now(), []quan.UserFacts{{UserID: 1, Level: 3, Tags: []string{}}}); err != nil {
+	if err := st.PutUserFacts(ctx, clock.Now(), []quan.UserFacts{{UserID: 1, Level: 3, Tags: []string{}}}); err != nil {
 		t.Fatal(err)
 	}
-	clock.add(29 * time.Second)
+	clock.Add(29 * time.Second)
 	if f := facts(1); f.Level != 2 {
 		t.Errorf("Facts(1) within the TTL = %+v, want the cached level 2", f)
 	}
-	clock.add(time.Second)
+	clock.Add(time.Second)
 	if f := facts(1); f.Level != 3 {
 		t.Errorf("Facts(1) after the TTL = %+v, want level 3", f)
 	}
@@ -209,10 +202,10 @@ func TestAttributeServiceFacts(t *testing.T) {
 // BenchmarkFactsHit is the hot path's read of a user's facts once the
 // cache holds them.
 func BenchmarkFactsHit(b *testing.B) {
-	st := newFactsStore(b)
+	st := testrig.Store(b)
 	s := &quan.AttributeService{Store: st}
 	ctx := context.Background()
-	if _, err := s.Put(ctx, admin, quan.UserFacts{UserID: 1, Level: 2, Tags: []string{"vip", "new"}}); err != nil {
+	if _, err := s.Put(ctx, testrig.Admin, quan.UserFacts{UserID: 1, Level: 2, Tags: []string{"vip", "new"}}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := s.Facts(ctx, 1); err != nil {

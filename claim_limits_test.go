@@ -10,6 +10,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/internal/testrig"
 )
 
 // limitedCache is an in-process cache that is its own rate limiter and a
@@ -50,17 +51,17 @@ func TestClaimRateLimits(t *testing.T) {
 		{"AllowThenReserve", func(*limitedCache) quan.RateLimiter { return inmem.NewRateLimiter() }, false},
 	} {
 		t.Run(way.name, func(t *testing.T) {
-			r := newClaimRig(t, 100)
+			r := testrig.NewClaimRig(t, 100)
 			c := &limitedCache{Cache: inmem.NewCache(), RateLimiter: inmem.NewRateLimiter()}
-			r.s.Cache, r.s.Limiter = c, way.limiter(c)
+			r.S.Cache, r.S.Limiter = c, way.limiter(c)
 			if way.oneCalls {
-				r.s.Reserver = c
+				r.S.Reserver = c
 			}
-			r.s.Limits = quan.ClaimLimits{UserRate: 0.01, UserBurst: 1, TemplateRate: 0.01, TemplateBurst: 2}
+			r.S.Limits = quan.ClaimLimits{UserRate: 0.01, UserBurst: 1, TemplateRate: 0.01, TemplateBurst: 2}
 			user := func(id int64) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: id} }
 			limited := func(id int64, what string) {
 				t.Helper()
-				_, err := r.s.Claim(t.Context(), user(id), r.tpl.ID, "")
+				_, err := r.S.Claim(t.Context(), user(id), r.Tpl.ID, "")
 				if quan.ErrorCode(err) != quan.ERATELIMITED || !strings.Contains(quan.ErrorMessage(err), what) {
 					t.Fatalf("user %d: %v, want rate_limited naming %q", id, err, what)
 				}
@@ -70,15 +71,15 @@ func TestClaimRateLimits(t *testing.T) {
 			}
 			// The cold cache costs the first claim no token: the user's
 			// one token is left for it once the template is loaded.
-			if _, err := r.s.Claim(t.Context(), user(1), r.tpl.ID, ""); err != nil {
+			if _, err := r.S.Claim(t.Context(), user(1), r.Tpl.ID, ""); err != nil {
 				t.Fatal(err)
 			}
 			limited(1, "you sent too many claims")
-			if _, err := r.s.Claim(t.Context(), user(2), r.tpl.ID, ""); err != nil {
+			if _, err := r.S.Claim(t.Context(), user(2), r.Tpl.ID, ""); err != nil {
 				t.Fatal(err)
 			}
-			limited(3, "template "+strconv.FormatInt(r.tpl.ID, 10)+" gets too many claims")
-			if n := r.s.Counters.RateLimited.Load(); n != 2 {
+			limited(3, "template "+strconv.FormatInt(r.Tpl.ID, 10)+" gets too many claims")
+			if n := r.S.Counters.RateLimited.Load(); n != 2 {
 				t.Errorf("%d claims counted rate limited, want 2", n)
 			}
 			if n := c.calls.Load(); (n > 0) != way.oneCalls {

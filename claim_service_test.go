@@ -3,8 +3,6 @@ package quan_test
 import (
 	"context"
 	"errors"
-	"iter"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,143 +11,8 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
-	"github.com/quanhq/quan/inmem"
-	"github.com/quanhq/quan/nats"
-	"github.com/quanhq/quan/quantest"
-	"github.com/quanhq/quan/sqlite"
+	"github.com/quanhq/quan/internal/testrig"
 )
-
-// claimAt is inside the issue window of claimRig's template.
-var (
-	issueStart = time.Date(2030, 3, 14, 9, 0, 0, 0, time.UTC)
-	claimAt    = issueStart.Add(2 * time.Hour)
-)
-
-// claimRig is a claim service on SQLite, the in-process cache and an
-// embedded NATS server, with an active template of the given stock, one
-// coupon per user. Its consumers run once serve is called.
-type claimRig struct {
-	s     *quan.ClaimService
-	store *sqlite.Store
-	cache quan.Cache
-	bus   *nats.Bus // unwrapped, to publish batches as a peer process would
-	tpl   *quan.Template
-}
-
-func newClaimRig(t *testing.T, stock int64) *claimRig {
-	t.Helper()
-	return newClaimRigWith(t, stock, func(*quan.Template) {})
-}
-
-// newClaimRigWith is newClaimRig with a template that change changes
-// before it is stored.
-func newClaimRigWith(t *testing.T, stock int64, change func(*quan.Template)) *claimRig {
-	t.Helper()
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "quan.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	srv, err := nats.StartEmbedded(t.Context(), t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	bus, err := srv.Bus(t.Context(), nats.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bus.Close() })
-	store := sqlite.NewStore(db)
-	tpl := &quan.Template{
-		ShopNo: 1,
-		TemplateSpec: quan.TemplateSpec{
-			Name: "flash", Kind: quan.KindDirect, Rule: quan.Rule{Amount: 500}, Source: quan.SourceShop,
-			Scope:      quan.Scope{Kind: quan.ScopeAll},
-			IssueStart: issueStart, IssueEnd: issueStart.Add(48 * time.Hour),
-			Validity:     quan.Validity{Kind: quan.ValidFixed, Start: issueStart, End: issueStart.Add(24 * time.Hour)},
-			PerUserLimit: 1,
-		},
-		Stock: stock, TotalStock: stock, Status: quan.TemplateActive,
-		CreatedBy: "merchant:1", CreatedAt: issueStart, UpdatedAt: issueStart,
-	}
-	change(tpl)
-	if err := tpl.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.CreateTemplate(t.Context(), tpl, "merchant:1"); err != nil {
-		t.Fatal(err)
-	}
-	cache := inmem.NewCache()
-	return &claimRig{
-		s: &quan.ClaimService{Templates: store, Coupons: store, Claims: store, Cache: cache, Bus: bus,
-			Now: func() time.Time { return claimAt }, MaxDeliver: 2, Backoff: []time.Duration{10 * time.Millisecond}},
-		store: store, cache: cache, bus: bus, tpl: tpl,
-	}
-}
-
-// serve runs the claim consumers until the test ends.
-func (r *claimRig) serve(t *testing.T) {
-	quantest.ServeClaims(t, r.s)
-}
-
-// reserve reserves a coupon for each user in the cache, as Claim does, and
-// returns their pending claims.
-func (r *claimRig) reserve(t *testing.T, users ...int64) []*quan.Claim {
-	t.Helper()
-	none := func(func(quan.Holding, error) bool) {}
-	if _, err := r.cache.Load(t.Context(), quan.StateOf(r.tpl), iter.Seq2[quan.Holding, error](none)); err != nil {
-		t.Fatal(err)
-	}
-	var cs []*quan.Claim
-	for _, u := range users {
-		c := &quan.Claim{ID: quan.NewClaimID(r.tpl.ID, u), TemplateID: r.tpl.ID, UserID: u, Status: quan.ClaimPending, At: claimAt}
-		refusals, err := r.cache.Reserve(t.Context(), r.tpl.ID, c.ID, []int64{u}, claimAt)
-		if err != nil || refusals[0] != "" {
-			t.Fatalf("reserve for user %d: %v %v", u, refusals, err)
-		}
-		cs = append(cs, c)
-	}
-	return cs
-}
-
-// publishBatch publishes cs in one message, as Claim hands a batch off.
-func (r *claimRig) publishBatch(t *testing.T, cs []*quan.Claim) {
-	t.Helper()
-	data, err := quan.EncodeClaims(cs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.bus.Publish(t.Context(), quan.Message{Subject: quan.ClaimBatchSubject, ID: "claims:" + cs[0].ID, Data: data}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitFor polls until cond holds, failing the test after 20 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20s, still waiting for %s", what)
-		}
-	}
-}
-
-// assertStock checks that the cache and the store both hold stock.
-func (r *claimRig) assertStock(t *testing.T, stock int64) {
-	t.Helper()
-	st, err := r.cache.State(t.Context(), r.tpl.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := r.store.Template(t.Context(), quan.AnyShop, r.tpl.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Stock != stock || tpl.Stock != stock {
-		t.Errorf("stock %d in the cache, %d in the store; want %d", st.Stock, tpl.Stock, stock)
-	}
-}
 
 // countingBus counts the claim messages published and the claims in
 // them, and holds each publish a moment, as a busy bus does, so that
@@ -188,17 +51,17 @@ func (b *countingBus) PublishMany(ctx context.Context, ms []quan.Message) error 
 // accepted claim is persisted with its coupon.
 func TestClaimHandoffBatches(t *testing.T) {
 	const claims = 1200
-	r := newClaimRig(t, claims)
-	counted := &countingBus{Bus: r.bus}
-	r.s.Bus = counted
-	r.serve(t)
+	r := testrig.NewClaimRig(t, claims)
+	counted := &countingBus{Bus: r.Bus}
+	r.S.Bus = counted
+	r.Serve(t)
 	var (
 		wg  sync.WaitGroup
 		ids = make([]string, claims)
 	)
 	for i := range claims {
 		wg.Go(func() {
-			c, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: int64(1 + i)}, r.tpl.ID, "")
+			c, err := r.S.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: int64(1 + i)}, r.Tpl.ID, "")
 			if err != nil {
 				t.Errorf("claim of user %d: %v", 1+i, err)
 				return
@@ -210,7 +73,7 @@ func TestClaimHandoffBatches(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	waitFor(t, "every claim decided", func() bool { return r.s.Counters.Issued.Load()+r.s.Counters.Failed.Load() >= claims })
+	testrig.WaitFor(t, "every claim decided", func() bool { return r.S.Counters.Issued.Load()+r.S.Counters.Failed.Load() >= claims })
 	counted.mu.Lock()
 	defer counted.mu.Unlock()
 	if counted.claims != claims || counted.undecodable != 0 || counted.other != 0 {
@@ -222,30 +85,30 @@ func TestClaimHandoffBatches(t *testing.T) {
 	}
 	t.Logf("%d claims in %d messages, the largest of %d", claims, counted.messages, counted.largest)
 	for _, id := range ids {
-		c, err := r.store.Claim(t.Context(), id)
+		c, err := r.Store.Claim(t.Context(), id)
 		if err != nil || c.Status != quan.ClaimIssued || c.CouponID == 0 {
 			t.Fatalf("claim %s: %+v, %v; want issued", id, c, err)
 		}
 	}
-	if got := r.s.Counters.Issued.Load(); got != claims {
+	if got := r.S.Counters.Issued.Load(); got != claims {
 		t.Errorf("%d claims counted issued, want %d", got, claims)
 	}
-	r.assertStock(t, 0)
+	r.AssertStock(t, 0)
 }
 
 // TestClaimBatchStoreRefusesOne: the store refuses one claim of a batch
 // (it was accepted before the template issued); only that claim fails and
 // gives its reservation back.
 func TestClaimBatchStoreRefusesOne(t *testing.T) {
-	r := newClaimRig(t, 10)
-	cs := r.reserve(t, 1, 2, 3)
-	cs[1].At = issueStart.Add(-time.Minute)
-	r.publishBatch(t, cs)
-	r.serve(t)
-	waitFor(t, "3 claims decided", func() bool { return r.s.Counters.Issued.Load()+r.s.Counters.Failed.Load() >= 3 })
+	r := testrig.NewClaimRig(t, 10)
+	cs := r.Reserve(t, 1, 2, 3)
+	cs[1].At = testrig.IssueStart.Add(-time.Minute)
+	r.PublishBatch(t, cs)
+	r.Serve(t)
+	testrig.WaitFor(t, "3 claims decided", func() bool { return r.S.Counters.Issued.Load()+r.S.Counters.Failed.Load() >= 3 })
 
 	for i, c := range cs {
-		rec, err := r.store.Claim(t.Context(), c.ID)
+		rec, err := r.Store.Claim(t.Context(), c.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,16 +119,16 @@ func TestClaimBatchStoreRefusesOne(t *testing.T) {
 		if rec.Status != want || rec.Reason != reason {
 			t.Errorf("claim of user %d: %s %q, want %s %q", c.UserID, rec.Status, rec.Reason, want, reason)
 		}
-		held, err := r.cache.Held(t.Context(), r.tpl.ID, c.UserID)
+		held, err := r.Cache.Held(t.Context(), r.Tpl.ID, c.UserID)
 		if wantHeld := int64(1 - i%2); err != nil || held != wantHeld {
 			t.Errorf("the cache counts user %d holding %d (%v), want %d", c.UserID, held, err, wantHeld)
 		}
 	}
-	if r.s.Counters.Issued.Load() != 2 || r.s.Counters.Failed.Load() != 1 || r.s.Counters.Compensated.Load() != 1 {
+	if r.S.Counters.Issued.Load() != 2 || r.S.Counters.Failed.Load() != 1 || r.S.Counters.Compensated.Load() != 1 {
 		t.Errorf("counters: %d issued, %d failed, %d compensated; want 2, 1, 1",
-			r.s.Counters.Issued.Load(), r.s.Counters.Failed.Load(), r.s.Counters.Compensated.Load())
+			r.S.Counters.Issued.Load(), r.S.Counters.Failed.Load(), r.S.Counters.Compensated.Load())
 	}
-	r.assertStock(t, 8)
+	r.AssertStock(t, 8)
 }
 
 // downClaims is a claim store whose IssueClaims always fails.
@@ -283,29 +146,29 @@ func (d *downClaims) IssueClaims(context.Context, []*quan.Claim, time.Time) ([]*
 // dead-lettered after MaxDeliver deliveries; every claim in it ends failed
 // and gives its reservation back.
 func TestClaimBatchDeadLettered(t *testing.T) {
-	r := newClaimRig(t, 10)
-	down := &downClaims{ClaimStore: r.store}
-	r.s.Claims = down
-	cs := r.reserve(t, 1, 2, 3)
-	r.publishBatch(t, cs)
-	r.serve(t)
-	waitFor(t, "3 reservations given back", func() bool { return r.s.Counters.Compensated.Load() >= 3 })
+	r := testrig.NewClaimRig(t, 10)
+	down := &downClaims{ClaimStore: r.Store}
+	r.S.Claims = down
+	cs := r.Reserve(t, 1, 2, 3)
+	r.PublishBatch(t, cs)
+	r.Serve(t)
+	testrig.WaitFor(t, "3 reservations given back", func() bool { return r.S.Counters.Compensated.Load() >= 3 })
 
 	for _, c := range cs {
-		rec, err := r.store.Claim(t.Context(), c.ID)
+		rec, err := r.Store.Claim(t.Context(), c.ID)
 		if err != nil || rec.Status != quan.ClaimFailed || !strings.HasPrefix(rec.Reason, "hand-off failed: ") {
 			t.Errorf("claim of user %d: %+v, %v; want failed by the dead letter", c.UserID, rec, err)
 		}
-		if held, err := r.cache.Held(t.Context(), r.tpl.ID, c.UserID); err != nil || held != 0 {
+		if held, err := r.Cache.Held(t.Context(), r.Tpl.ID, c.UserID); err != nil || held != 0 {
 			t.Errorf("the cache counts user %d holding %d (%v), want 0", c.UserID, held, err)
 		}
 	}
 	// Retried counts claims per failed delivery: 3 claims, 2 deliveries.
-	if r.s.Counters.DeadLettered.Load() != 3 || r.s.Counters.Retried.Load() != 6 || down.calls.Load() != 2 {
+	if r.S.Counters.DeadLettered.Load() != 3 || r.S.Counters.Retried.Load() != 6 || down.calls.Load() != 2 {
 		t.Errorf("%d dead-lettered, %d retried in %d store calls; want 3, 6 in 2",
-			r.s.Counters.DeadLettered.Load(), r.s.Counters.Retried.Load(), down.calls.Load())
+			r.S.Counters.DeadLettered.Load(), r.S.Counters.Retried.Load(), down.calls.Load())
 	}
-	r.assertStock(t, 10)
+	r.AssertStock(t, 10)
 }
 
 // TestClaimPersistPaced: with a PersistRate, claims accepted within the
@@ -326,15 +189,15 @@ func TestClaimPersistPaced(t *testing.T) {
 			// (MaxClaimsPerTransaction): however the bus and the persist
 			// batcher group them, they go in three or more batches.
 			const claims, rate = 2*quan.MaxClaimsPerTransaction + 200, 1000
-			r := newClaimRig(t, claims)
-			r.s.PersistRate = rate
+			r := testrig.NewClaimRig(t, claims)
+			r.S.PersistRate = rate
 			var (
 				now   atomic.Int64
 				mu    sync.Mutex
 				waits []time.Duration
 			)
 			now.Store(time.Date(2030, 3, 14, 9, 0, 0, 0, time.UTC).UnixNano())
-			quan.SetPaceClock(r.s, func() time.Time { return time.Unix(0, now.Load()) }, func(ctx context.Context, d time.Duration) error {
+			quan.SetPaceClock(r.S, func() time.Time { return time.Unix(0, now.Load()) }, func(ctx context.Context, d time.Duration) error {
 				mu.Lock()
 				defer mu.Unlock()
 				waits = append(waits, d)
@@ -343,16 +206,16 @@ func TestClaimPersistPaced(t *testing.T) {
 			var wg sync.WaitGroup
 			for u := range int64(claims) {
 				wg.Go(func() {
-					if _, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1 + u}, r.tpl.ID, ""); err != nil {
+					if _, err := r.S.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1 + u}, r.Tpl.ID, ""); err != nil {
 						t.Errorf("claim of user %d: %v", 1+u, err)
 					}
 				})
 			}
 			wg.Wait()
 			now.Add(int64(tc.after))
-			r.serve(t)
-			waitFor(t, "every claim issued", func() bool { return r.s.Counters.Issued.Load() == claims })
-			r.assertStock(t, 0)
+			r.Serve(t)
+			testrig.WaitFor(t, "every claim issued", func() bool { return r.S.Counters.Issued.Load() == claims })
+			r.AssertStock(t, 0)
 
 			mu.Lock()
 			defer mu.Unlock()
@@ -380,24 +243,24 @@ func TestClaimPersistPaced(t *testing.T) {
 // queue up together.
 func TestClaimTransactionsShareMessages(t *testing.T) {
 	const messages, claims = 6, 6 * quan.MaxClaimsPerMessage
-	r := newClaimRig(t, claims)
+	r := testrig.NewClaimRig(t, claims)
 	users := make([]int64, claims)
 	for i := range users {
 		users[i] = int64(1 + i)
 	}
-	for part := range slices.Chunk(r.reserve(t, users...), quan.MaxClaimsPerMessage) {
-		r.publishBatch(t, part)
+	for part := range slices.Chunk(r.Reserve(t, users...), quan.MaxClaimsPerMessage) {
+		r.PublishBatch(t, part)
 	}
-	rec := &txSizes{ClaimStore: r.s.Claims, release: make(chan struct{})}
-	r.s.Claims = rec
-	handled := &handlersEntered{Bus: r.s.Bus}
-	r.s.Bus = handled
-	r.serve(t)
-	waitFor(t, "every message handed to a handler", func() bool { return handled.n.Load() == messages })
+	rec := &txSizes{ClaimStore: r.S.Claims, release: make(chan struct{})}
+	r.S.Claims = rec
+	handled := &handlersEntered{Bus: r.S.Bus}
+	r.S.Bus = handled
+	r.Serve(t)
+	testrig.WaitFor(t, "every message handed to a handler", func() bool { return handled.n.Load() == messages })
 	time.Sleep(200 * time.Millisecond) // for the last of them to queue its claims
 	close(rec.release)
-	waitFor(t, "every claim issued", func() bool { return r.s.Counters.Issued.Load() == claims })
-	r.assertStock(t, 0)
+	testrig.WaitFor(t, "every claim issued", func() bool { return r.S.Counters.Issued.Load() == claims })
+	r.AssertStock(t, 0)
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -443,9 +306,9 @@ func (b *handlersEntered) Consume(ctx context.Context, subject, durable string, 
 // TestClaimPersistRateInvalid: a rate under MinPersistRate is refused
 // before anything is consumed.
 func TestClaimPersistRateInvalid(t *testing.T) {
-	r := newClaimRig(t, 1)
-	r.s.PersistRate = quan.MinPersistRate - 1
-	err := r.s.ServeClaims(t.Context())
+	r := testrig.NewClaimRig(t, 1)
+	r.S.PersistRate = quan.MinPersistRate - 1
+	err := r.S.ServeClaims(t.Context())
 	if quan.ErrorCode(err) != quan.EINVALID || !strings.Contains(err.Error(), "persist rate 999") {
 		t.Fatalf("ServeClaims with persist rate 999: %v", err)
 	}
@@ -461,16 +324,16 @@ func (failingBus) PublishMany(context.Context, []quan.Message) error {
 // TestClaimHandoffFails: a claim the bus refuses is answered unavailable,
 // with no word of the servers' error, and its reservation is given back.
 func TestClaimHandoffFails(t *testing.T) {
-	r := newClaimRig(t, 5)
-	r.s.Bus = failingBus{r.bus}
-	_, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1}, r.tpl.ID, "")
+	r := testrig.NewClaimRig(t, 5)
+	r.S.Bus = failingBus{r.Bus}
+	_, err := r.S.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1}, r.Tpl.ID, "")
 	if quan.ErrorCode(err) != quan.EUNAVAILABLE {
 		t.Fatalf("claim: %v, want unavailable", err)
 	}
 	if msg := quan.ErrorMessage(err); strings.Contains(msg, "10.1.2.3") || strings.Contains(msg, "nats") {
 		t.Errorf("the client is told the servers' error: %q", msg)
 	}
-	st, err := r.cache.State(t.Context(), r.tpl.ID)
+	st, err := r.Cache.State(t.Context(), r.Tpl.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,30 +355,30 @@ func (b slowBus) PublishMany(ctx context.Context, ms []quan.Message) error {
 // off again, first in a batch with another user's claim: both are
 // persisted (the batch is not taken for the first try's and dropped).
 func TestClaimRetryBatchedWithOthers(t *testing.T) {
-	r := newClaimRig(t, 10)
-	r.s.Bus = slowBus{r.bus}
-	r.serve(t)
+	r := testrig.NewClaimRig(t, 10)
+	r.S.Bus = slowBus{r.Bus}
+	r.Serve(t)
 	user := func(id int64) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: id} }
-	first, err := r.s.Claim(t.Context(), user(7), r.tpl.ID, "k")
+	first, err := r.S.Claim(t.Context(), user(7), r.Tpl.ID, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	var other *quan.Claim
-	wg.Go(func() { r.s.Claim(t.Context(), user(9), r.tpl.ID, "") }) // holds the hand-off for 50 ms
+	wg.Go(func() { r.S.Claim(t.Context(), user(9), r.Tpl.ID, "") }) // holds the hand-off for 50 ms
 	time.Sleep(10 * time.Millisecond)
-	wg.Go(func() { r.s.Claim(t.Context(), user(7), r.tpl.ID, "k") }) // the retry, first in the next batch
+	wg.Go(func() { r.S.Claim(t.Context(), user(7), r.Tpl.ID, "k") }) // the retry, first in the next batch
 	time.Sleep(10 * time.Millisecond)
 	wg.Go(func() {
 		var err error
-		if other, err = r.s.Claim(t.Context(), user(8), r.tpl.ID, ""); err != nil {
+		if other, err = r.S.Claim(t.Context(), user(8), r.Tpl.ID, ""); err != nil {
 			t.Error(err)
 		}
 	})
 	wg.Wait()
 	for _, id := range []string{first.ID, other.ID} {
-		waitFor(t, "claim "+id+" issued", func() bool {
-			rec, err := r.store.Claim(t.Context(), id)
+		testrig.WaitFor(t, "claim "+id+" issued", func() bool {
+			rec, err := r.Store.Claim(t.Context(), id)
 			return err == nil && rec.Status == quan.ClaimIssued
 		})
 	}

@@ -3,26 +3,30 @@ package quan_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/testrig"
 )
+
+var codesT0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // TestCodeServiceList: a merchant lists the batches of its own template,
 // newest first; another shop's template is not found.
 func TestCodeServiceList(t *testing.T) {
-	f := newRemindFixture(t)
-	tpl := f.template(t, remindSpec(remindT0), true)
-	codes := &quan.CodeService{Codes: f.st, Templates: f.st, Now: f.clock.at(), Chunk: 2}
+	st, clock := testrig.Store(t), testrig.NewClock(codesT0)
+	tpl := testrig.Template(t, st, clock.At(), testrig.DirectSpec(codesT0), true)
+	codes := &quan.CodeService{Codes: st, Templates: st, Now: clock.At(), Chunk: 2}
 	var made []*quan.CodeBatch
 	for _, n := range []int64{3, 1} {
-		b, err := codes.Create(t.Context(), merchant1, tpl.ID, n)
+		b, err := codes.Create(t.Context(), testrig.Merchant1, tpl.ID, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		made = append(made, b)
 	}
 	codes.Wait()
-	got, err := codes.List(t.Context(), merchant1, tpl.ID)
+	got, err := codes.List(t.Context(), testrig.Merchant1, tpl.ID)
 	if err != nil || len(got) != 2 || got[0].ID != made[1].ID || got[1].ID != made[0].ID {
 		t.Fatalf("List: %+v, %v; want batches %d then %d", got, err, made[1].ID, made[0].ID)
 	}
@@ -43,31 +47,31 @@ func TestCodeServiceList(t *testing.T) {
 // the codes it stored; Resume (in the next process) finishes the batch,
 // and a Generate after Close starts nothing.
 func TestCodeServiceClose(t *testing.T) {
-	f := newRemindFixture(t)
-	tpl := f.template(t, remindSpec(remindT0), true)
-	codes := &quan.CodeService{Codes: f.st, Templates: f.st, Now: f.clock.at(), Chunk: 1}
-	b, err := codes.Create(t.Context(), merchant1, tpl.ID, 100_000)
+	st, clock := testrig.Store(t), testrig.NewClock(codesT0)
+	tpl := testrig.Template(t, st, clock.At(), testrig.DirectSpec(codesT0), true)
+	codes := &quan.CodeService{Codes: st, Templates: st, Now: clock.At(), Chunk: 1}
+	b, err := codes.Create(t.Context(), testrig.Merchant1, tpl.ID, 100_000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	codes.Close()
 	codes.Close()
-	got, err := codes.Get(t.Context(), merchant1, b.ID)
+	got, err := codes.Get(t.Context(), testrig.Merchant1, b.ID)
 	if err != nil || got.Status != quan.CodeBatchGenerating || got.Generated >= got.Count {
 		t.Fatalf("after Close: %+v, %v; want a batch still generating", got, err)
 	}
 	codes.Generate(got)
 	codes.Wait()
-	if again, _ := codes.Get(t.Context(), merchant1, b.ID); again.Generated != got.Generated {
+	if again, _ := codes.Get(t.Context(), testrig.Merchant1, b.ID); again.Generated != got.Generated {
 		t.Fatalf("a Generate after Close made codes: %d, then %d", got.Generated, again.Generated)
 	}
 
-	next := &quan.CodeService{Codes: f.st, Templates: f.st, Now: f.clock.at(), Chunk: 50_000}
+	next := &quan.CodeService{Codes: st, Templates: st, Now: clock.At(), Chunk: 50_000}
 	if err := next.Resume(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	next.Wait()
-	if done, err := next.Get(t.Context(), merchant1, b.ID); err != nil || done.Status != quan.CodeBatchReady || done.Generated != done.Count {
+	if done, err := next.Get(t.Context(), testrig.Merchant1, b.ID); err != nil || done.Status != quan.CodeBatchReady || done.Generated != done.Count {
 		t.Fatalf("after Resume: %+v, %v; want ready with every code", done, err)
 	}
 }

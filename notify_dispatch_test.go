@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,37 +19,14 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/mail"
 	"github.com/quanhq/quan/sms"
-	"github.com/quanhq/quan/sqlite"
 )
 
-// dispatchClock is a settable clock: tests move it past leases, backoffs
-// and quiet hours instead of sleeping.
-type dispatchClock struct{ t atomic.Int64 }
-
-func newDispatchClock(t time.Time) *dispatchClock {
-	c := &dispatchClock{}
-	c.set(t)
-	return c
-}
-func (c *dispatchClock) now() time.Time       { return time.Unix(0, c.t.Load()).UTC() }
-func (c *dispatchClock) set(t time.Time)      { c.t.Store(t.UnixNano()) }
-func (c *dispatchClock) add(d time.Duration)  { c.set(c.now().Add(d)) }
-func (c *dispatchClock) at() func() time.Time { return c.now }
-func noonCST(day int) time.Time               { return time.Date(2026, 3, day, 12, 0, 0, 0, cst) }
+func noonCST(day int) time.Time { return time.Date(2026, 3, day, 12, 0, 0, 0, cst) }
 
 var cst = time.FixedZone("CST", 8*3600)
-
-func newNotifyStore(t *testing.T) *sqlite.Store {
-	t.Helper()
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "quan.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return sqlite.NewStore(db)
-}
 
 // gateway is an SMS gateway speaking quan's protocol (package sms). A
 // phone's script gives its answers in turn ("sent", "retry", "failed");
@@ -147,21 +123,21 @@ func dispatchOnce(t *testing.T, d *quan.Dispatcher, ch quan.NotifyType) int {
 }
 
 func TestDispatchSMS(t *testing.T) {
-	st := newNotifyStore(t)
-	clock := newDispatchClock(noonCST(2))
+	st := testrig.Store(t)
+	clock := testrig.NewClock(noonCST(2))
 	gw := startGateway(t, map[string][]string{
 		"+8613800000002": {"retry"},
 		"+8613800000003": {"failed"},
 	})
-	recordAll(t, st, clock.now(), smsTo(1, "+8613800000001"), smsTo(2, "+8613800000002"), smsTo(3, "+8613800000003"), smsTo(4, "+8613800000004"))
-	if _, err := st.UpdateContact(t.Context(), 4, clock.now(), func(c *quan.Contact) error {
+	recordAll(t, st, clock.Now(), smsTo(1, "+8613800000001"), smsTo(2, "+8613800000002"), smsTo(3, "+8613800000003"), smsTo(4, "+8613800000004"))
+	if _, err := st.UpdateContact(t.Context(), 4, clock.Now(), func(c *quan.Contact) error {
 		c.OptOut = []quan.NotifyType{quan.NotifySMS}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
-		Quiet: quan.DefaultQuietHours, Owner: "d1", Now: clock.at()}
+		Quiet: quan.DefaultQuietHours, Owner: "d1", Now: clock.At()}
 	if n := dispatchOnce(t, d, quan.NotifySMS); n != 4 {
 		t.Fatalf("took %d, want 4", n)
 	}
@@ -169,7 +145,7 @@ func TestDispatchSMS(t *testing.T) {
 		t.Errorf("user 1: %+v, want sent", got)
 	}
 	retry := status(t, st, 2, quan.NotifySMS)
-	if retry.Status != quan.NotificationDeferred || !retry.NextAt.Equal(clock.now().Add(30*time.Second)) || retry.Reason != "gateway says retry" {
+	if retry.Status != quan.NotificationDeferred || !retry.NextAt.Equal(clock.Now().Add(30*time.Second)) || retry.Reason != "gateway says retry" {
 		t.Errorf("user 2: %+v, want deferred 30 s", retry)
 	}
 	if got := status(t, st, 3, quan.NotifySMS); got.Status != quan.NotificationFailed || got.Reason != "gateway says failed" {
@@ -181,7 +157,7 @@ func TestDispatchSMS(t *testing.T) {
 	if n := dispatchOnce(t, d, quan.NotifySMS); n != 0 {
 		t.Errorf("took %d before the retry was due", n)
 	}
-	clock.add(30 * time.Second)
+	clock.Add(30 * time.Second)
 	if n := dispatchOnce(t, d, quan.NotifySMS); n != 1 {
 		t.Fatalf("took %d at the retry, want 1", n)
 	}
@@ -197,22 +173,22 @@ func TestDispatchSMS(t *testing.T) {
 }
 
 func TestDispatchQuietHours(t *testing.T) {
-	st := newNotifyStore(t)
-	clock := newDispatchClock(time.Date(2026, 3, 2, 23, 0, 0, 0, cst))
+	st := testrig.Store(t)
+	clock := testrig.NewClock(time.Date(2026, 3, 2, 23, 0, 0, 0, cst))
 	gw := startGateway(t, nil)
-	recordAll(t, st, clock.now(), smsTo(1, "+8613800000001"))
+	recordAll(t, st, clock.Now(), smsTo(1, "+8613800000001"))
 	d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
-		Quiet: quan.DefaultQuietHours, Owner: "d1", Now: clock.at()}
+		Quiet: quan.DefaultQuietHours, Owner: "d1", Now: clock.At()}
 	dispatchOnce(t, d, quan.NotifySMS)
 	morning := time.Date(2026, 3, 3, 8, 0, 0, 0, cst)
 	if got := status(t, st, 1, quan.NotifySMS); got.Status != quan.NotificationDeferred || !got.NextAt.Equal(morning) || got.Attempts != 0 {
 		t.Fatalf("at 23:00: %+v, want deferred to 08:00 without a try", got)
 	}
-	clock.set(morning.Add(-time.Second))
+	clock.Set(morning.Add(-time.Second))
 	if n := dispatchOnce(t, d, quan.NotifySMS); n != 0 || len(gw.ids()) != 0 {
 		t.Fatalf("sent before 08:00")
 	}
-	clock.set(morning)
+	clock.Set(morning)
 	dispatchOnce(t, d, quan.NotifySMS)
 	if got := status(t, st, 1, quan.NotifySMS); got.Status != quan.NotificationSent || got.Attempts != 1 || len(gw.ids()) != 1 {
 		t.Errorf("at 08:00: %+v, gateway %v; want sent once", got, gw.ids())
@@ -253,20 +229,20 @@ func TestQuietHoursUntil(t *testing.T) {
 // TestDispatchSharedWork runs two dispatchers on one store at once: every
 // message is sent exactly once.
 func TestDispatchSharedWork(t *testing.T) {
-	st := newNotifyStore(t)
-	clock := newDispatchClock(noonCST(2))
+	st := testrig.Store(t)
+	clock := testrig.NewClock(noonCST(2))
 	gw := startGateway(t, nil)
 	const n = 300
 	ns := make([]*quan.Notification, n)
 	for i := range ns {
 		ns[i] = smsTo(int64(i+1), fmt.Sprintf("+86138%08d", i+1))
 	}
-	recordAll(t, st, clock.now(), ns...)
+	recordAll(t, st, clock.Now(), ns...)
 	var wg sync.WaitGroup
 	var stats [2]quan.DispatchStats
 	for i := range 2 {
 		d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
-			Owner: fmt.Sprintf("d%d", i), Batch: 16, Now: clock.at()}
+			Owner: fmt.Sprintf("d%d", i), Batch: 16, Now: clock.At()}
 		wg.Go(func() {
 			for {
 				took, err := d.DispatchOnce(t.Context(), quan.NotifySMS)
@@ -330,13 +306,13 @@ func (c crashed) FinishNotifications(ctx context.Context, owner string, now time
 // and its record. After the lease another takes the batch and sends it
 // again with the same ids, counting the possible duplicates.
 func TestDispatchKilled(t *testing.T) {
-	st := newNotifyStore(t)
-	clock := newDispatchClock(noonCST(2))
+	st := testrig.Store(t)
+	clock := testrig.NewClock(noonCST(2))
 	gw := startGateway(t, nil)
-	recordAll(t, st, clock.now(), smsTo(1, "+8613800000001"), smsTo(2, "+8613800000002"))
+	recordAll(t, st, clock.Now(), smsTo(1, "+8613800000001"), smsTo(2, "+8613800000002"))
 	dead := new(atomic.Bool)
 	a := &quan.Dispatcher{Store: crashed{st, dead}, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: dying{gw.sender(t), dead}},
-		Owner: "a", Lease: time.Minute, Now: clock.at()}
+		Owner: "a", Lease: time.Minute, Now: clock.At()}
 	if _, err := a.DispatchOnce(t.Context(), quan.NotifySMS); err == nil {
 		t.Fatal("the dying dispatcher recorded its batch")
 	}
@@ -344,12 +320,12 @@ func TestDispatchKilled(t *testing.T) {
 		t.Fatalf("after the crash: %+v, want still queued", got)
 	}
 	b := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
-		Owner: "b", Now: clock.at()}
-	clock.add(59 * time.Second)
+		Owner: "b", Now: clock.At()}
+	clock.Add(59 * time.Second)
 	if n := dispatchOnce(t, b, quan.NotifySMS); n != 0 {
 		t.Fatalf("b took %d during a's lease", n)
 	}
-	clock.add(time.Second)
+	clock.Add(time.Second)
 	if n := dispatchOnce(t, b, quan.NotifySMS); n != 2 {
 		t.Fatalf("b took %d after a's lease, want 2", n)
 	}
@@ -385,13 +361,13 @@ func (s stopping) Send(ctx context.Context, msgs []quan.Outgoing) []quan.SendRes
 // after the gateway accepted a batch still records it sent: nothing is
 // sent again after the lease.
 func TestDispatchStopRecords(t *testing.T) {
-	st := newNotifyStore(t)
-	clock := newDispatchClock(noonCST(2))
+	st := testrig.Store(t)
+	clock := testrig.NewClock(noonCST(2))
 	gw := startGateway(t, nil)
-	recordAll(t, st, clock.now(), smsTo(1, "+8613800000001"), smsTo(2, "+8613800000002"))
+	recordAll(t, st, clock.Now(), smsTo(1, "+8613800000001"), smsTo(2, "+8613800000002"))
 	ctx, stop := context.WithCancel(t.Context())
 	d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: stopping{gw.sender(t), stop}},
-		Owner: "a", Now: clock.at()}
+		Owner: "a", Now: clock.At()}
 	if n, err := d.DispatchOnce(ctx, quan.NotifySMS); err != nil || n != 2 {
 		t.Fatalf("DispatchOnce = %d, %v; want 2 recorded", n, err)
 	}
@@ -466,8 +442,8 @@ func (s *smtpSession) Reset()        { s.to = nil }
 func (s *smtpSession) Logout() error { return nil }
 
 func TestDispatchEmail(t *testing.T) {
-	st := newNotifyStore(t)
-	clock := newDispatchClock(noonCST(2))
+	st := testrig.Store(t)
+	clock := testrig.NewClock(noonCST(2))
 	srv := startSMTP(t)
 	unsub, err := mail.UnsubscribeLink("https://quan.example.com/unsubscribe", func(m quan.Outgoing) string { return m.ID })
 	if err != nil {
@@ -483,20 +459,20 @@ func TestDispatchEmail(t *testing.T) {
 		n.Channel = quan.NotifyEmail
 		return n
 	}
-	recordAll(t, st, clock.now(), to(1, "ok@example.com"), to(2, "temp@example.com"), to(3, "perm@example.com"))
+	recordAll(t, st, clock.Now(), to(1, "ok@example.com"), to(2, "temp@example.com"), to(3, "perm@example.com"))
 	d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifyEmail: sender},
-		Owner: "d", MaxAttempts: 2, Backoff: []time.Duration{time.Minute}, Now: clock.at()}
+		Owner: "d", MaxAttempts: 2, Backoff: []time.Duration{time.Minute}, Now: clock.At()}
 	dispatchOnce(t, d, quan.NotifyEmail)
 	if got := status(t, st, 1, quan.NotifyEmail); got.Status != quan.NotificationSent {
 		t.Errorf("ok@: %+v, want sent", got)
 	}
-	if got := status(t, st, 2, quan.NotifyEmail); got.Status != quan.NotificationDeferred || !got.NextAt.Equal(clock.now().Add(time.Minute)) {
+	if got := status(t, st, 2, quan.NotifyEmail); got.Status != quan.NotificationDeferred || !got.NextAt.Equal(clock.Now().Add(time.Minute)) {
 		t.Errorf("temp@: %+v, want deferred a minute", got)
 	}
 	if got := status(t, st, 3, quan.NotifyEmail); got.Status != quan.NotificationFailed || !strings.Contains(got.Reason, "550") {
 		t.Errorf("perm@: %+v, want failed with the 550", got)
 	}
-	clock.add(time.Minute)
+	clock.Add(time.Minute)
 	dispatchOnce(t, d, quan.NotifyEmail)
 	if got := status(t, st, 2, quan.NotifyEmail); got.Status != quan.NotificationFailed || !strings.HasPrefix(got.Reason, quan.ReasonTooManyTries) || got.Attempts != 2 {
 		t.Errorf("temp@ after its last try: %+v, want failed max_attempts", got)

@@ -6,41 +6,42 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/testrig"
 )
 
 // reconcileRigs are the claim rigs Reconciler is tested on: the
 // in-process cache, and Redis with its claim ledger (skipped without
 // QUAN_TEST_REDIS; CI sets it).
-var reconcileRigs = map[string]func(t *testing.T, stock int64) *claimRig{
-	"InProcess": newClaimRig,
-	"Redis": func(t *testing.T, stock int64) *claimRig {
-		r, _, _ := newLedgerRig(t, stock)
+var reconcileRigs = map[string]func(t *testing.T, stock int64) *testrig.ClaimRig{
+	"InProcess": testrig.NewClaimRig,
+	"Redis": func(t *testing.T, stock int64) *testrig.ClaimRig {
+		r, _, _ := testrig.NewLedgerRig(t, stock)
 		return r
 	},
 }
 
 // reconciler returns a Reconciler of the rig's cache, store and bus, with
 // no wait between its readings.
-func (r *claimRig) reconciler() *quan.Reconciler {
-	return &quan.Reconciler{Templates: r.store, Tasks: r.store, Coupons: r.store, Cache: r.cache, Ledger: r.s.Ledger,
-		Buses: []quan.Bus{r.bus}, Local: []quan.InFlight{r.s}, Settle: -1}
+func reconciler(r *testrig.ClaimRig) *quan.Reconciler {
+	return &quan.Reconciler{Templates: r.Store, Tasks: r.Store, Coupons: r.Store, Cache: r.Cache, Ledger: r.S.Ledger,
+		Buses: []quan.Bus{r.Bus}, Local: []quan.InFlight{r.S}, Settle: -1}
 }
 
 // claim claims a coupon for each user through the service.
-func (r *claimRig) claim(t *testing.T, users ...int64) {
+func claim(r *testrig.ClaimRig, t *testing.T, users ...int64) {
 	t.Helper()
 	for _, u := range users {
-		if _, err := r.s.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: u}, r.tpl.ID, ""); err != nil {
+		if _, err := r.S.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: u}, r.Tpl.ID, ""); err != nil {
 			t.Fatalf("claim for user %d: %v", u, err)
 		}
 	}
 }
 
 // settled waits until nothing is in flight for the rig's template.
-func (r *claimRig) settled(t *testing.T, rec *quan.Reconciler) {
+func settled(r *testrig.ClaimRig, t *testing.T, rec *quan.Reconciler) {
 	t.Helper()
-	waitFor(t, "the claims in flight to settle", func() bool {
-		busy, err := rec.Busy(t.Context(), r.tpl.ID)
+	testrig.WaitFor(t, "the claims in flight to settle", func() bool {
+		busy, err := rec.Busy(t.Context(), r.Tpl.ID)
 		return err == nil && !busy
 	})
 }
@@ -68,31 +69,31 @@ func TestReconcileRepairsDrift(t *testing.T) {
 	for name, newRig := range reconcileRigs {
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t, 10)
-			r.serve(t)
-			rec := r.reconciler()
-			r.claim(t, 1, 2)
-			r.settled(t, rec)
-			r.assertStock(t, 8)
+			r.Serve(t)
+			rec := reconciler(r)
+			claim(r, t, 1, 2)
+			settled(r, t, rec)
+			r.AssertStock(t, 8)
 
 			ctx := t.Context()
-			if ok, err := r.cache.SwapStock(ctx, r.tpl.ID, 8, 5); err != nil || !ok {
+			if ok, err := r.Cache.SwapStock(ctx, r.Tpl.ID, 8, 5); err != nil || !ok {
 				t.Fatalf("inject stock drift: %v %v", ok, err)
 			}
-			if n, err := r.cache.SwapHeld(ctx, r.tpl.ID, []quan.HeldSwap{{UserID: 1, Old: 1, Count: 0}, {UserID: 99, Old: 0, Count: 1}}); err != nil || n != 2 {
+			if n, err := r.Cache.SwapHeld(ctx, r.Tpl.ID, []quan.HeldSwap{{UserID: 1, Old: 1, Count: 0}, {UserID: 99, Old: 0, Count: 1}}); err != nil || n != 2 {
 				t.Fatalf("inject holding drift: %d %v", n, err)
 			}
 			if err := rec.Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}
 			assertReconcile(t, rec, reconcileWant{stock: 3, templates: 1, users: 2, repairs: 1, ok: 1})
-			r.assertStock(t, 8)
+			r.AssertStock(t, 8)
 			for u, want := range map[int64]int64{1: 1, 2: 1, 99: 0} {
-				if n, err := r.cache.Held(ctx, r.tpl.ID, u); err != nil || n != want {
+				if n, err := r.Cache.Held(ctx, r.Tpl.ID, u); err != nil || n != want {
 					t.Errorf("user %d holds %d in the cache (%v), want %d", u, n, err, want)
 				}
 			}
 			// User 1 is at the limit again: the repaired cache refuses.
-			if _, err := r.s.Claim(ctx, quan.Identity{Role: quan.RoleUser, UserID: 1}, r.tpl.ID, ""); quan.ErrorCode(err) != quan.ELIMIT {
+			if _, err := r.S.Claim(ctx, quan.Identity{Role: quan.RoleUser, UserID: 1}, r.Tpl.ID, ""); quan.ErrorCode(err) != quan.ELIMIT {
 				t.Errorf("claim of user 1 after repair: %v, want limit_reached", err)
 			}
 
@@ -114,25 +115,25 @@ func TestReconcileRepairsPeriodDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t, 10)
 			ctx := t.Context()
-			tpl, err := r.store.UpdateTemplate(ctx, 1, r.tpl.ID, "test", "limits", func(t *quan.Template) error {
+			tpl, err := r.Store.UpdateTemplate(ctx, 1, r.Tpl.ID, "test", "limits", func(t *quan.Template) error {
 				t.PerUserLimit, t.PerUserDaily, t.PerUserWeekly = 5, 1, 2
 				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.tpl = tpl
-			r.serve(t)
-			rec := r.reconciler()
-			rec.Now = func() time.Time { return claimAt }
-			r.claim(t, 1)
-			r.settled(t, rec)
-			day, week := quan.PeriodsOf(claimAt)
+			r.Tpl = tpl
+			r.Serve(t)
+			rec := reconciler(r)
+			rec.Now = func() time.Time { return testrig.ClaimAt }
+			claim(r, t, 1)
+			settled(r, t, rec)
+			day, week := quan.PeriodsOf(testrig.ClaimAt)
 
-			if n, err := r.cache.SwapPeriodHeld(ctx, tpl.ID, day, []quan.HeldSwap{{UserID: 1, Old: 1, Count: 0}, {UserID: 2, Old: 0, Count: 1}}); err != nil || n != 2 {
+			if n, err := r.Cache.SwapPeriodHeld(ctx, tpl.ID, day, []quan.HeldSwap{{UserID: 1, Old: 1, Count: 0}, {UserID: 2, Old: 0, Count: 1}}); err != nil || n != 2 {
 				t.Fatalf("inject day drift: %d %v", n, err)
 			}
-			if n, err := r.cache.SwapPeriodHeld(ctx, tpl.ID, week, []quan.HeldSwap{{UserID: 3, Old: 0, Count: 2}}); err != nil || n != 1 {
+			if n, err := r.Cache.SwapPeriodHeld(ctx, tpl.ID, week, []quan.HeldSwap{{UserID: 3, Old: 0, Count: 2}}); err != nil || n != 1 {
 				t.Fatalf("inject week drift: %d %v", n, err)
 			}
 			if err := rec.Reconcile(ctx); err != nil {
@@ -141,7 +142,7 @@ func TestReconcileRepairsPeriodDrift(t *testing.T) {
 			assertReconcile(t, rec, reconcileWant{templates: 1, users: 3, repairs: 1, ok: 1})
 			for _, p := range []quan.Period{day, week} {
 				got := map[int64]int64{}
-				for h, err := range r.cache.PeriodHoldings(ctx, tpl.ID, p) {
+				for h, err := range r.Cache.PeriodHoldings(ctx, tpl.ID, p) {
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -152,7 +153,7 @@ func TestReconcileRepairsPeriodDrift(t *testing.T) {
 				}
 			}
 			claim := func(user int64) error {
-				_, err := r.s.Claim(ctx, quan.Identity{Role: quan.RoleUser, UserID: user}, tpl.ID, "")
+				_, err := r.S.Claim(ctx, quan.Identity{Role: quan.RoleUser, UserID: user}, tpl.ID, "")
 				return err
 			}
 			if err := claim(1); quan.ErrorCode(err) != quan.EDAILYLIMIT {
@@ -163,7 +164,7 @@ func TestReconcileRepairsPeriodDrift(t *testing.T) {
 					t.Errorf("claim of user %d after repair: %v", u, err)
 				}
 			}
-			r.settled(t, rec)
+			settled(r, t, rec)
 			if err := rec.Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -192,16 +193,16 @@ func TestReconcileInFlightIsNotDrift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t, 10)
 			ctx := t.Context()
-			rec := r.reconciler()
+			rec := reconciler(r)
 			open := make(chan struct{})
-			r.s.Bus = gateBus{r.bus, open}
+			r.S.Bus = gateBus{r.Bus, open}
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				r.claim(t, 1)
+				claim(r, t, 1)
 			}()
-			waitFor(t, "the claim to be reserved", func() bool {
-				st, err := r.cache.State(ctx, r.tpl.ID)
+			testrig.WaitFor(t, "the claim to be reserved", func() bool {
+				st, err := r.Cache.State(ctx, r.Tpl.ID)
 				return err == nil && st.Stock == 9
 			})
 			// Reserved, in its hand-off: this process's work in flight
@@ -212,23 +213,23 @@ func TestReconcileInFlightIsNotDrift(t *testing.T) {
 			assertReconcile(t, rec, reconcileWant{ok: 1})
 			close(open)
 			<-done
-			r.claim(t, 2)
+			claim(r, t, 2)
 			// On the bus, not persisted: no consumer runs yet.
 			if err := rec.Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}
 			assertReconcile(t, rec, reconcileWant{ok: 2})
-			st, err := r.cache.State(ctx, r.tpl.ID)
+			st, err := r.Cache.State(ctx, r.Tpl.ID)
 			if err != nil || st.Stock != 8 {
 				t.Fatalf("cache stock %d (%v) with two claims in flight, want 8: the reconciler gave them back", st.Stock, err)
 			}
-			r.serve(t)
-			r.settled(t, rec)
+			r.Serve(t)
+			settled(r, t, rec)
 			if err := rec.Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}
 			assertReconcile(t, rec, reconcileWant{ok: 3})
-			r.assertStock(t, 8)
+			r.AssertStock(t, 8)
 		})
 	}
 }
@@ -237,11 +238,11 @@ func TestReconcileInFlightIsNotDrift(t *testing.T) {
 // the other being busy, is not drift yet; the next run that reads it
 // twice corrects it.
 func TestReconcileNeedsTwoReadings(t *testing.T) {
-	r := newClaimRig(t, 10)
+	r := testrig.NewClaimRig(t, 10)
 	ctx := t.Context()
-	rec := r.reconciler()
-	r.loadCache(t)
-	if ok, err := r.cache.SwapStock(ctx, r.tpl.ID, 10, 7); err != nil || !ok {
+	rec := reconciler(r)
+	r.LoadCache(t)
+	if ok, err := r.Cache.SwapStock(ctx, r.Tpl.ID, 10, 7); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	// Busy is checked before and after each reading: the third check,
@@ -258,13 +259,13 @@ func TestReconcileNeedsTwoReadings(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertReconcile(t, rec, reconcileWant{ok: 1})
-	r.assertCacheStock(t, 7)
+	assertCacheStock(r, t, 7)
 	// Next run: both readings quiet and alike: repaired.
 	if err := rec.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	assertReconcile(t, rec, reconcileWant{stock: 3, templates: 1, repairs: 1, ok: 2})
-	r.assertStock(t, 10)
+	r.AssertStock(t, 10)
 }
 
 type inFlightFunc func() int64
@@ -272,9 +273,9 @@ type inFlightFunc func() int64
 func (f inFlightFunc) InFlight() int64 { return f() }
 
 // assertCacheStock checks the cache's stock alone.
-func (r *claimRig) assertCacheStock(t *testing.T, stock int64) {
+func assertCacheStock(r *testrig.ClaimRig, t *testing.T, stock int64) {
 	t.Helper()
-	st, err := r.cache.State(t.Context(), r.tpl.ID)
+	st, err := r.Cache.State(t.Context(), r.Tpl.ID)
 	if err != nil || st.Stock != stock {
 		t.Fatalf("cache stock %d (%v), want %d", st.Stock, err, stock)
 	}

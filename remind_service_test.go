@@ -10,32 +10,20 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/sqlite"
 )
 
-var (
-	remindT0  = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	merchant1 = quan.Identity{Subject: "merchant:1", Role: quan.RoleMerchant, ShopNo: 1}
-)
+var remindT0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func userID(id int64) quan.Identity {
 	return quan.Identity{Subject: fmt.Sprintf("user:%d", id), Role: quan.RoleUser, UserID: id}
 }
 
-// remindSpec is a direct template of shop 1 issuing from start for 30
-// days, its coupons valid 48 hours.
-func remindSpec(start time.Time) quan.NewTemplate {
-	return quan.NewTemplate{Stock: 100, TemplateSpec: quan.TemplateSpec{
-		Name: "立减5元", Kind: quan.KindDirect, Rule: quan.Rule{Amount: 500}, Source: quan.SourceShop,
-		Scope: quan.Scope{Kind: quan.ScopeAll}, IssueStart: start, IssueEnd: start.Add(30 * 24 * time.Hour),
-		Validity: quan.Validity{Kind: quan.ValidRelative, Hours: 48}, PerUserLimit: 1,
-	}}
-}
-
 // remindFixture is a store and the services over it on one test clock.
 type remindFixture struct {
 	st        *sqlite.Store
-	clock     *dispatchClock
+	clock     *testrig.Clock
 	templates *quan.TemplateService
 	reminders *quan.ReminderService
 	notices   *quan.NoticeService
@@ -43,24 +31,24 @@ type remindFixture struct {
 
 func newRemindFixture(t *testing.T) *remindFixture {
 	t.Helper()
-	st := newNotifyStore(t)
-	clock := newDispatchClock(remindT0)
+	st := testrig.Store(t)
+	clock := testrig.NewClock(remindT0)
 	return &remindFixture{
 		st: st, clock: clock,
-		templates: &quan.TemplateService{Store: st, Now: clock.at()},
-		reminders: &quan.ReminderService{Store: st, Templates: st, Now: clock.at()},
-		notices:   &quan.NoticeService{Store: st, Contacts: st, Now: clock.at()},
+		templates: &quan.TemplateService{Store: st, Now: clock.At()},
+		reminders: &quan.ReminderService{Store: st, Templates: st, Now: clock.At()},
+		notices:   &quan.NoticeService{Store: st, Contacts: st, Now: clock.At()},
 	}
 }
 
 func (f *remindFixture) template(t *testing.T, in quan.NewTemplate, activate bool) *quan.Template {
 	t.Helper()
-	tpl, err := f.templates.Create(t.Context(), merchant1, in)
+	tpl, err := f.templates.Create(t.Context(), testrig.Merchant1, in)
 	if err != nil {
 		t.Fatalf("create template: %v", err)
 	}
 	if activate {
-		if tpl, err = f.templates.Activate(t.Context(), merchant1, tpl.ID); err != nil {
+		if tpl, err = f.templates.Activate(t.Context(), testrig.Merchant1, tpl.ID); err != nil {
 			t.Fatalf("activate: %v", err)
 		}
 	}
@@ -72,9 +60,9 @@ func (f *remindFixture) issue(t *testing.T, tpl *quan.Template, users ...int64) 
 	t.Helper()
 	var cs []*quan.Claim
 	for _, u := range users {
-		cs = append(cs, &quan.Claim{ID: quan.NewClaimID(tpl.ID, u), TemplateID: tpl.ID, UserID: u, Status: quan.ClaimPending, At: f.clock.now()})
+		cs = append(cs, &quan.Claim{ID: quan.NewClaimID(tpl.ID, u), TemplateID: tpl.ID, UserID: u, Status: quan.ClaimPending, At: f.clock.Now()})
 	}
-	got, err := f.st.IssueClaims(t.Context(), cs, f.clock.now())
+	got, err := f.st.IssueClaims(t.Context(), cs, f.clock.Now())
 	if err != nil {
 		t.Fatalf("issue: %v", err)
 	}
@@ -89,7 +77,7 @@ func (f *remindFixture) remind(t *testing.T, batch, wantExpiring, wantOpening in
 	t.Helper()
 	e, o, err := f.reminders.Remind(t.Context(), batch)
 	if err != nil || e != wantExpiring || o != wantOpening {
-		t.Fatalf("Remind at %s = %d expiring, %d opening, %v; want %d, %d", f.clock.now(), e, o, err, wantExpiring, wantOpening)
+		t.Fatalf("Remind at %s = %d expiring, %d opening, %v; want %d, %d", f.clock.Now(), e, o, err, wantExpiring, wantOpening)
 	}
 }
 
@@ -114,18 +102,18 @@ func (f *remindFixture) notification(t *testing.T, src string, user int64, ch qu
 // and SMS at the contact on file; none before; each coupon at its own time.
 func TestRemindExpiring(t *testing.T) {
 	f := newRemindFixture(t)
-	in := remindSpec(remindT0)
+	in := testrig.DirectSpec(remindT0)
 	in.RemindBefore = quan.Duration(24 * time.Hour)
 	in.RemindChannels = []quan.NotifyType{quan.NotifyInbox, quan.NotifyPopup, quan.NotifyEmail, quan.NotifySMS}
 	tpl := f.template(t, in, true)
 	f.contact(t, 1, "13800000001", "li@example.com", quan.LangEN)
 	f.issue(t, tpl, 1, 2) // valid until T0 + 48h
-	f.clock.add(time.Hour)
+	f.clock.Add(time.Hour)
 	f.issue(t, tpl, 3) // until T0 + 49h
 
-	f.clock.set(remindT0.Add(24*time.Hour - time.Second))
+	f.clock.Set(remindT0.Add(24*time.Hour - time.Second))
 	f.remind(t, 1, 0, 0)
-	f.clock.set(remindT0.Add(24 * time.Hour))
+	f.clock.Set(remindT0.Add(24 * time.Hour))
 	f.remind(t, 1, 2, 0) // in batches of one
 	f.remind(t, 1, 0, 0)
 
@@ -162,7 +150,7 @@ func TestRemindExpiring(t *testing.T) {
 	if _, err := f.st.Notification(t.Context(), fmt.Sprintf("expiring:coupon:%d", cs3[0].ID), 3, quan.NotifyInbox); !errors.Is(err, quan.ErrNotFound) {
 		t.Errorf("user 3 reminded early: %v", err)
 	}
-	f.clock.add(time.Hour)
+	f.clock.Add(time.Hour)
 	f.remind(t, 10, 1, 0)
 	f.remind(t, 10, 0, 0)
 }
@@ -173,21 +161,21 @@ func TestRemindExpiring(t *testing.T) {
 func TestRemindOpening(t *testing.T) {
 	f := newRemindFixture(t)
 	start := remindT0.Add(48 * time.Hour)
-	in := remindSpec(start)
+	in := testrig.DirectSpec(start)
 	in.RemindChannels = []quan.NotifyType{quan.NotifySMS}
 	tpl := f.template(t, in, true)
 	if tpl.RemindLead != quan.DefaultRemindLead {
 		t.Errorf("remindLead %s, want the default %s", tpl.RemindLead, quan.DefaultRemindLead)
 	}
 	ctx := t.Context()
-	if _, _, err := f.reminders.Subscribe(ctx, merchant1, tpl.ID); !errors.Is(err, quan.ErrForbidden) {
+	if _, _, err := f.reminders.Subscribe(ctx, testrig.Merchant1, tpl.ID); !errors.Is(err, quan.ErrForbidden) {
 		t.Errorf("a merchant subscribing: %v, want forbidden", err)
 	}
 	v, created, err := f.reminders.Subscribe(ctx, userID(1), tpl.ID)
 	if err != nil || !created || !v.RemindAt.Equal(start.Add(-5*time.Minute)) || v.Name != tpl.Name {
 		t.Fatalf("Subscribe = %+v, %t, %v", v, created, err)
 	}
-	f.clock.add(time.Minute)
+	f.clock.Add(time.Minute)
 	again, created, err := f.reminders.Subscribe(ctx, userID(1), tpl.ID)
 	if err != nil || created || !again.CreatedAt.Equal(remindT0) {
 		t.Fatalf("Subscribe again = %+v, %t, %v; want the first, not new", again, created, err)
@@ -207,9 +195,9 @@ func TestRemindOpening(t *testing.T) {
 	}
 	f.contact(t, 1, "13800000001", "", quan.LangZH)
 
-	f.clock.set(start.Add(-5*time.Minute - time.Second))
+	f.clock.Set(start.Add(-5*time.Minute - time.Second))
 	f.remind(t, 10, 0, 0)
-	f.clock.set(start.Add(-5 * time.Minute))
+	f.clock.Set(start.Add(-5 * time.Minute))
 	f.remind(t, 10, 0, 1)
 	f.remind(t, 10, 0, 0)
 	src := fmt.Sprintf("opening:template:%d", tpl.ID)
@@ -229,15 +217,15 @@ func TestRemindOpening(t *testing.T) {
 		t.Errorf("user 1's popups: %+v, %v; want the opening reminder", popups, err)
 	}
 	// Once the window opened, asking is too late; once it closed, too.
-	f.clock.set(start)
+	f.clock.Set(start)
 	if _, _, err := f.reminders.Subscribe(ctx, userID(3), tpl.ID); quan.ErrorCode(err) != quan.EALREADYOPEN {
 		t.Errorf("subscribing to an open template: %v, want %s", err, quan.EALREADYOPEN)
 	}
-	f.clock.set(tpl.IssueEnd)
+	f.clock.Set(tpl.IssueEnd)
 	if _, _, err := f.reminders.Subscribe(ctx, userID(3), tpl.ID); quan.ErrorCode(err) != quan.EENDED {
 		t.Errorf("subscribing to a closed template: %v, want %s", err, quan.EENDED)
 	}
-	draft := f.template(t, remindSpec(tpl.IssueEnd.Add(24*time.Hour)), false)
+	draft := f.template(t, testrig.DirectSpec(tpl.IssueEnd.Add(24*time.Hour)), false)
 	if _, _, err := f.reminders.Subscribe(ctx, userID(3), draft.ID); !errors.Is(err, quan.ErrNotFound) {
 		t.Errorf("subscribing to a draft: %v, want not found", err)
 	}
@@ -265,19 +253,19 @@ func TestTemplateReminderFields(t *testing.T) {
 		}, "remindBefore"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			in := remindSpec(remindT0)
+			in := testrig.DirectSpec(remindT0)
 			in.RemindChannels = []quan.NotifyType{quan.NotifyInbox}
 			tc.edit(&in)
-			_, err := f.templates.Create(t.Context(), merchant1, in)
+			_, err := f.templates.Create(t.Context(), testrig.Merchant1, in)
 			fields := quan.ErrorFields(err)
 			if !slices.ContainsFunc(fields, func(fe quan.FieldError) bool { return fe.Field == tc.field }) {
 				t.Errorf("Create = %v; want an error naming %s", err, tc.field)
 			}
 		})
 	}
-	in := remindSpec(remindT0)
+	in := testrig.DirectSpec(remindT0)
 	in.RemindBefore, in.RemindChannels, in.RemindLead = quan.Duration(24*time.Hour), []quan.NotifyType{quan.NotifySMS}, quan.Duration(time.Hour)
-	tpl, err := f.templates.Create(t.Context(), merchant1, in)
+	tpl, err := f.templates.Create(t.Context(), testrig.Merchant1, in)
 	if err != nil || tpl.RemindBefore != in.RemindBefore || !slices.Equal(tpl.RemindChannels, in.RemindChannels) || tpl.RemindLead != in.RemindLead {
 		t.Fatalf("Create = %+v, %v", tpl, err)
 	}

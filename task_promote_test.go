@@ -13,11 +13,12 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/disk"
+	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/sheet"
 )
 
 func TestRunForReal(t *testing.T) {
-	st := newNotifyStore(t)
+	st := testrig.Store(t)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	dir := t.TempDir()
@@ -33,7 +34,7 @@ func TestRunForReal(t *testing.T) {
 		},
 	}
 	templates := &quan.TemplateService{Store: st, Now: clock}
-	tpl, err := templates.Create(t.Context(), merchant1, remindSpec(now))
+	tpl, err := templates.Create(t.Context(), testrig.Merchant1, testrig.DirectSpec(now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestRunForReal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		task, err := tasks.Create(ctx, merchant1, quan.NewTask{Name: "双十一", TemplateID: tpl.ID, DryRun: dry,
+		task, err := tasks.Create(ctx, testrig.Merchant1, quan.NewTask{Name: "双十一", TemplateID: tpl.ID, DryRun: dry,
 			Notify: []quan.NotifyType{quan.NotifyInbox, quan.NotifySMS}, Sheet: "名单", FileName: "users.csv", File: f})
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +71,7 @@ func TestRunForReal(t *testing.T) {
 		dry := newTask(t, true)
 		finish(t, dry.ID, succeed)
 		sendAt := now.Add(2 * time.Hour)
-		real, err := tasks.RunForReal(ctx, merchant1, dry.ID, sendAt)
+		real, err := tasks.RunForReal(ctx, testrig.Merchant1, dry.ID, sendAt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,27 +97,27 @@ func TestRunForReal(t *testing.T) {
 			t.Fatalf("real task's file %q", got)
 		}
 		// A dry run whose file is gone cannot be run again.
-		if _, err := tasks.RunForReal(ctx, merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.ENOTFOUND {
+		if _, err := tasks.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.ENOTFOUND {
 			t.Fatalf("file gone: %v", err)
 		}
 	})
 	t.Run("ErrNotFinished", func(t *testing.T) {
 		dry := newTask(t, true)
-		if _, err := tasks.RunForReal(ctx, merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.ECONFLICT {
+		if _, err := tasks.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.ECONFLICT {
 			t.Fatalf("pending dry run: %v", err)
 		}
 	})
 	t.Run("ErrCanceled", func(t *testing.T) {
 		dry := newTask(t, true)
 		finish(t, dry.ID, func(task *quan.Task) error { return task.Cancel(now) })
-		if _, err := tasks.RunForReal(ctx, merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.EINVALID {
+		if _, err := tasks.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.EINVALID {
 			t.Fatalf("canceled dry run: %v", err)
 		}
 	})
 	t.Run("ErrNotDryRun", func(t *testing.T) {
 		task := newTask(t, false)
 		finish(t, task.ID, succeed)
-		if _, err := tasks.RunForReal(ctx, merchant1, task.ID, time.Time{}); quan.ErrorCode(err) != quan.EINVALID {
+		if _, err := tasks.RunForReal(ctx, testrig.Merchant1, task.ID, time.Time{}); quan.ErrorCode(err) != quan.EINVALID {
 			t.Fatalf("real task: %v", err)
 		}
 	})
@@ -131,11 +132,11 @@ func TestRunForReal(t *testing.T) {
 	t.Run("ErrTemplateEnded", func(t *testing.T) {
 		dry := newTask(t, true)
 		finish(t, dry.ID, succeed)
-		if _, err := templates.Terminate(ctx, merchant1, tpl.ID); err != nil {
+		if _, err := templates.Terminate(ctx, testrig.Merchant1, tpl.ID); err != nil {
 			t.Fatal(err)
 		}
 		before := uploads()
-		_, err := tasks.RunForReal(ctx, merchant1, dry.ID, time.Time{})
+		_, err := tasks.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{})
 		if n := uploads(); n != before {
 			t.Errorf("a refused run left %d files in uploads, was %d", n, before)
 		}

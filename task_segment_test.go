@@ -13,6 +13,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/disk"
+	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
@@ -38,7 +39,7 @@ const segmentRule = `user.level >= 2 && "vip" in user.tags`
 func newSegmentFixture(t *testing.T, stock int64) *segmentFixture {
 	t.Helper()
 	ctx := t.Context()
-	st := newNotifyStore(t)
+	st := testrig.Store(t)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	engine, err := rules.New(rules.Options{})
@@ -70,12 +71,12 @@ func newSegmentFixture(t *testing.T, stock int64) *segmentFixture {
 		t.Fatal(err)
 	}
 	templates := &quan.TemplateService{Store: st, Now: clock}
-	spec := remindSpec(now.Add(-time.Hour))
+	spec := testrig.DirectSpec(now.Add(-time.Hour))
 	spec.Stock = stock
-	if f.tpl, err = templates.Create(ctx, merchant1, spec); err != nil {
+	if f.tpl, err = templates.Create(ctx, testrig.Merchant1, spec); err != nil {
 		t.Fatal(err)
 	}
-	if f.tpl, err = templates.Activate(ctx, merchant1, f.tpl.ID); err != nil {
+	if f.tpl, err = templates.Activate(ctx, testrig.Merchant1, f.tpl.ID); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -144,7 +145,7 @@ func TestSegmentTask(t *testing.T) {
 		if len(want) != 167 {
 			t.Fatalf("the fixture matches %d users, want 167", len(want))
 		}
-		dry, err := f.tasks.Create(t.Context(), merchant1, quan.NewTask{Name: "会员专享", TemplateID: f.tpl.ID, DryRun: true, Segment: segmentRule})
+		dry, err := f.tasks.Create(t.Context(), testrig.Merchant1, quan.NewTask{Name: "会员专享", TemplateID: f.tpl.ID, DryRun: true, Segment: segmentRule})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +168,7 @@ func TestSegmentTask(t *testing.T) {
 		if err := f.st.PutUserFacts(t.Context(), f.now, []quan.UserFacts{late}); err != nil {
 			t.Fatal(err)
 		}
-		real, err := f.tasks.RunForReal(t.Context(), merchant1, dry.ID, time.Time{})
+		real, err := f.tasks.RunForReal(t.Context(), testrig.Merchant1, dry.ID, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +184,7 @@ func TestSegmentTask(t *testing.T) {
 	t.Run("FailuresReportTheSegmentsUsers", func(t *testing.T) {
 		f := newSegmentFixture(t, 100)
 		want := f.matching()
-		task, err := f.tasks.Create(t.Context(), merchant1, quan.NewTask{Name: "vip", TemplateID: f.tpl.ID, Segment: segmentRule})
+		task, err := f.tasks.Create(t.Context(), testrig.Merchant1, quan.NewTask{Name: "vip", TemplateID: f.tpl.ID, Segment: segmentRule})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +196,7 @@ func TestSegmentTask(t *testing.T) {
 		}
 		checkHolders(t, f.holders(t), want[:100])
 		// The report names the users the file holds, from line 102 on.
-		fails, err := f.tasks.Failures(t.Context(), merchant1, task.ID)
+		fails, err := f.tasks.Failures(t.Context(), testrig.Merchant1, task.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +218,7 @@ func TestSegmentTask(t *testing.T) {
 	t.Run("ResumedAfterACrashIssuesEachOnce", func(t *testing.T) {
 		f := newSegmentFixture(t, 1000)
 		want := f.matching()
-		task, err := f.tasks.Create(t.Context(), merchant1, quan.NewTask{Name: "vip", TemplateID: f.tpl.ID, Segment: segmentRule})
+		task, err := f.tasks.Create(t.Context(), testrig.Merchant1, quan.NewTask{Name: "vip", TemplateID: f.tpl.ID, Segment: segmentRule})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +295,7 @@ func TestSegmentTask(t *testing.T) {
 					want = append(want, u)
 				}
 			}
-			task, err := f.tasks.Create(t.Context(), merchant1, quan.NewTask{Name: "vip", TemplateID: f.tpl.ID, DryRun: true, Segment: rule})
+			task, err := f.tasks.Create(t.Context(), testrig.Merchant1, quan.NewTask{Name: "vip", TemplateID: f.tpl.ID, DryRun: true, Segment: rule})
 			if err != nil {
 				t.Fatalf("%s: %v", rule, err)
 			}
@@ -341,7 +342,7 @@ func TestSegmentTask(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				in := c.in
 				in.Name, in.TemplateID = "vip", f.tpl.ID
-				_, err := f.tasks.Create(t.Context(), merchant1, in)
+				_, err := f.tasks.Create(t.Context(), testrig.Merchant1, in)
 				e, ok := err.(*quan.Error)
 				if !ok || e.Code != quan.EINVALID || len(e.Fields) == 0 || e.Fields[0].Field != c.field ||
 					!strings.Contains(e.Fields[0].Message, c.msg) {

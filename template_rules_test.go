@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sqlite"
 )
@@ -30,7 +31,7 @@ func newRulesFixture(tb testing.TB) *rulesFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &rulesFixture{st: newFactsStore(tb), now: rulesT0}
+	f := &rulesFixture{st: testrig.Store(tb), now: rulesT0}
 	f.book = &quan.RuleBook{Engine: engine, Templates: f.st, Versions: f.st}
 	f.tpls = &quan.TemplateService{Store: f.st, Now: func() time.Time { return f.now }, Rules: engine, Versions: f.st, Book: f.book}
 	return f
