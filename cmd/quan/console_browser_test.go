@@ -32,6 +32,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 )
 
@@ -74,7 +75,7 @@ var admin = quan.Identity{Subject: "browser-test", Role: quan.RoleAdmin}
 func (s *consoleSite) addMerchant(t *testing.T, name string, shop int64) string {
 	t.Helper()
 	password := "pw-" + name + "-correct-horse"
-	if _, err := s.App.Accounts.Add(t.Context(), admin, quan.NewAccount{Name: name, Role: quan.RoleMerchant, ShopNo: shop, Password: password}); err != nil {
+	if _, err := s.App.Accounts.Add(t.Context(), admin, accounts.NewAccount{Name: name, Role: quan.RoleMerchant, ShopNo: shop, Password: password}); err != nil {
 		t.Fatalf("add account %s: %v", name, err)
 	}
 	return password

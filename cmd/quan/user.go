@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 )
@@ -86,11 +87,11 @@ func (c *UserCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var in quan.NewAccount
+	var in accounts.NewAccount
 	if action == "add" {
 		// Every rule but the password's is checked before the password is
 		// asked for, and named by its flag.
-		in = quan.NewAccount{Name: pos[0], Role: quan.Role(role), ShopNo: shop}
+		in = accounts.NewAccount{Name: pos[0], Role: quan.Role(role), ShopNo: shop}
 		if err := addError(in.Validate(), "password"); err != nil {
 			return err
 		}
@@ -183,7 +184,7 @@ func addError(err error, skip string) error {
 }
 
 // list prints every account of f, a page at a time.
-func (c *UserCommand) list(ctx context.Context, accounts *quan.AccountService, f quan.AccountFilter) error {
+func (c *UserCommand) list(ctx context.Context, accounts *accounts.AccountService, f quan.AccountFilter) error {
 	w := tabwriter.NewWriter(c.Main.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tNAME\tROLE\tSHOP\tSTATUS\tCREATED\tBY")
 	f.Limit = quan.MaxPageSize

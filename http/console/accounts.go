@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/accounts"
 )
 
 // accountRoutes registers the account pages, for admins: the service
@@ -79,7 +80,7 @@ func (c *Console) showAccounts(w http.ResponseWriter, r *http.Request, s *sessio
 
 func (c *Console) accountCreate(w http.ResponseWriter, r *http.Request, s *session) error {
 	f := accountForm{Name: strings.TrimSpace(r.PostFormValue("name")), Role: r.PostFormValue("role"), ShopNo: strings.TrimSpace(r.PostFormValue("shopNo"))}
-	in := quan.NewAccount{Name: f.Name, Role: quan.Role(f.Role), Password: r.PostFormValue("password")}
+	in := accounts.NewAccount{Name: f.Name, Role: quan.Role(f.Role), Password: r.PostFormValue("password")}
 	var err error
 	if f.ShopNo != "" {
 		if in.ShopNo, err = strconv.ParseInt(f.ShopNo, 10, 64); err != nil {

@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/accounts"
 )
 
 //go:embed static templates
@@ -35,7 +36,7 @@ type Accounts interface {
 	Login(ctx context.Context, name, password, addr string) (token string, s *quan.Session, a *quan.Account, err error)
 	Authenticate(ctx context.Context, token string) (*quan.Session, *quan.Account, error)
 	Logout(ctx context.Context, token string) error
-	Add(ctx context.Context, who quan.Identity, in quan.NewAccount) (*quan.Account, error)
+	Add(ctx context.Context, who quan.Identity, in accounts.NewAccount) (*quan.Account, error)
 	List(ctx context.Context, who quan.Identity, f quan.AccountFilter) ([]*quan.Account, int, error)
 	SetDisabled(ctx context.Context, who quan.Identity, id int64, disabled bool) (*quan.Account, error)
 	ResetPassword(ctx context.Context, who quan.Identity, id int64, password string) (*quan.Account, error)

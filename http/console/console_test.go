@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/accounts"
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/rules"
@@ -27,7 +28,7 @@ var testNow = time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 type testConsole struct {
 	*httptest.Server
 	store    *sqlite.Store
-	accounts *quan.AccountService
+	accounts *accounts.AccountService
 	tpls     *quan.TemplateService
 
 	mu  sync.Mutex
@@ -73,7 +74,7 @@ func startConsole(t testing.TB, setup func(tc *testConsole, c *console.Console))
 	t.Cleanup(func() { db.Close() })
 	store := sqlite.NewStore(db)
 	tc := &testConsole{store: store, now: testNow}
-	tc.accounts = &quan.AccountService{Store: store, Now: tc.clock, HashCost: 4}
+	tc.accounts = &accounts.AccountService{Store: store, Now: tc.clock, HashCost: 4}
 	engine, err := rules.New(rules.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func startConsole(t testing.TB, setup func(tc *testConsole, c *console.Console))
 		c.Close()
 	})
 	system := quan.Identity{Role: quan.RoleAdmin, Subject: "test"}
-	for _, a := range []quan.NewAccount{
+	for _, a := range []accounts.NewAccount{
 		{Name: "root", Role: quan.RoleAdmin},
 		{Name: "m1001", Role: quan.RoleMerchant, ShopNo: 1001},
 		{Name: "m1002", Role: quan.RoleMerchant, ShopNo: 1002},

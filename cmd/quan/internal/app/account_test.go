@@ -7,6 +7,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/accounts"
 )
 
 // TestAccountsWired: every role gets the console's accounts on its store,
@@ -25,7 +26,7 @@ func TestAccountsWired(t *testing.T) {
 	}
 	local.Accounts.HashCost = bcrypt.MinCost
 	root := quan.Identity{Subject: "root", Role: quan.RoleAdmin}
-	if _, err := local.Accounts.Add(ctx, root, quan.NewAccount{Name: "alice", Role: quan.RoleMerchant, ShopNo: 1001, Password: "a good password"}); err != nil {
+	if _, err := local.Accounts.Add(ctx, root, accounts.NewAccount{Name: "alice", Role: quan.RoleMerchant, ShopNo: 1001, Password: "a good password"}); err != nil {
 		t.Fatal(err)
 	}
 	tok, _, _, err := local.Accounts.Login(ctx, "alice", "a good password", "192.0.2.1")

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/disk"
 	qhttp "github.com/quanhq/quan/http"
@@ -35,15 +36,15 @@ type App struct {
 	Templates   *quan.TemplateService
 	Tasks       *quan.TaskService
 	Distributor *quan.Distributor
-	Claims      *quan.ClaimService    // nil without a claim bus (Local, or a Worker on the embedded bus)
-	Wallet      *quan.WalletService   // nil for Local
-	Codes       *quan.CodeService     // nil for Local
-	Reconciler  *quan.Reconciler      // nil for Local, without a cache, or with Config.ReconcileEvery 0
-	Notices     *quan.NoticeService   // nil for Local
-	Dispatcher  *quan.Dispatcher      // nil for Local and without --smtp-url or --sms-url
-	Stats       *quan.StatsService    // nil for Local
-	Reminders   *quan.ReminderService // nil for Local
-	Accounts    *quan.AccountService  // the console's accounts and sessions
+	Claims      *quan.ClaimService       // nil without a claim bus (Local, or a Worker on the embedded bus)
+	Wallet      *quan.WalletService      // nil for Local
+	Codes       *quan.CodeService        // nil for Local
+	Reconciler  *quan.Reconciler         // nil for Local, without a cache, or with Config.ReconcileEvery 0
+	Notices     *quan.NoticeService      // nil for Local
+	Dispatcher  *quan.Dispatcher         // nil for Local and without --smtp-url or --sms-url
+	Stats       *quan.StatsService       // nil for Local
+	Reminders   *quan.ReminderService    // nil for Local
+	Accounts    *accounts.AccountService // the console's accounts and sessions
 	Attributes  *quan.AttributeService
 	Shops       *quan.ShopService // shops' settings; claims honour their daily cap
 	// Refusals counts the claims refused before the store for the
@@ -134,7 +135,7 @@ func (a *App) build(ctx context.Context) error {
 	book := &quan.RuleBook{Engine: engine, Templates: st, Versions: st, Logger: logger}
 	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now,
 		Rules: engine, Versions: st, Book: book}
-	a.Accounts = &quan.AccountService{Store: st, Now: cfg.Now, Logger: logger}
+	a.Accounts = &accounts.AccountService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
 	a.Shops = &quan.ShopService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Attributes = &quan.AttributeService{Store: st, Now: cfg.Now, Logger: logger,

@@ -1,4 +1,4 @@
-package quan
+package accounts
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/quanhq/quan"
 )
 
 // Account rules and the defaults of AccountService.
@@ -42,7 +44,7 @@ const maxAddrLen = 200
 // field "name" says why. Names are unique regardless of ASCII case.
 func ValidAccountName(name string) error {
 	if msg := accountNameProblem(name); msg != "" {
-		return &Error{Code: EINVALID, Message: "invalid account name", Fields: []FieldError{{Field: "name", Message: msg}}}
+		return &quan.Error{Code: quan.EINVALID, Message: "invalid account name", Fields: []quan.FieldError{{Field: "name", Message: msg}}}
 	}
 	return nil
 }
@@ -77,26 +79,26 @@ func passwordProblem(pw string) string {
 
 // NewAccount is what an admin gives to create an account.
 type NewAccount struct {
-	Name     string `json:"name"`
-	Role     Role   `json:"role"`   // RoleMerchant or RoleAdmin
-	ShopNo   int64  `json:"shopNo"` // a merchant's shop; 0 for an admin
-	Password string `json:"password"`
+	Name     string    `json:"name"`
+	Role     quan.Role `json:"role"`   // RoleMerchant or RoleAdmin
+	ShopNo   int64     `json:"shopNo"` // a merchant's shop; 0 for an admin
+	Password string    `json:"password"`
 }
 
 // Validate reports every field of in that breaks a rule, as an EINVALID
 // *Error naming them: name, role (merchant or admin), shopNo (positive
 // for a merchant, 0 for an admin) and password.
 func (in NewAccount) Validate() error {
-	var v Validation
+	var v quan.Validation
 	if msg := accountNameProblem(in.Name); msg != "" {
 		v.Add("name", msg)
 	}
 	switch in.Role {
-	case RoleMerchant:
+	case quan.RoleMerchant:
 		if in.ShopNo <= 0 {
 			v.Add("shopNo", "a merchant's account needs its shop: a positive shop number")
 		}
-	case RoleAdmin:
+	case quan.RoleAdmin:
 		if in.ShopNo != 0 {
 			v.Add("shopNo", "an admin's account sees every shop: leave the shop number out (0)")
 		}
@@ -124,8 +126,8 @@ func (in NewAccount) Validate() error {
 // fails, so a burst of N concurrent guesses may try up to N beyond the
 // limit once; every failure still counts.
 type AccountService struct {
-	Store AccountStore
-	Now   Clock // nil: time.Now
+	Store quan.AccountStore
+	Now   quan.Clock // nil: time.Now
 	// SessionIdle is how long a session may go unused before it ends;
 	// each use (Authenticate) moves its end on. 0: DefaultSessionIdle.
 	SessionIdle time.Duration
@@ -193,8 +195,8 @@ func (s *AccountService) cost() int {
 // Add creates an account. Only admins may: EFORBIDDEN otherwise. EINVALID
 // lists the fields in error (name, role, shopNo, password); ECONFLICT if
 // the name is taken (in any ASCII case).
-func (s *AccountService) Add(ctx context.Context, who Identity, in NewAccount) (*Account, error) {
-	if err := RequireAdmin(who, "manage console accounts"); err != nil {
+func (s *AccountService) Add(ctx context.Context, who quan.Identity, in NewAccount) (*quan.Account, error) {
+	if err := quan.RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, err
 	}
 	if err := in.Validate(); err != nil {
@@ -205,11 +207,11 @@ func (s *AccountService) Add(ctx context.Context, who Identity, in NewAccount) (
 		return nil, err
 	}
 	now := s.Now.UTC()
-	a := &Account{Name: in.Name, Role: in.Role, ShopNo: in.ShopNo, PasswordHash: hash,
+	a := &quan.Account{Name: in.Name, Role: in.Role, ShopNo: in.ShopNo, PasswordHash: hash,
 		CreatedBy: who.String(), CreatedAt: now, UpdatedAt: now}
 	if err := s.Store.CreateAccount(ctx, a); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return nil, Errorf(ECONFLICT, "an account named %q exists already", in.Name)
+		if errors.Is(err, quan.ErrConflict) {
+			return nil, quan.Errorf(quan.ECONFLICT, "an account named %q exists already", in.Name)
 		}
 		return nil, fmt.Errorf("add account %q: %w", in.Name, err)
 	}
@@ -219,11 +221,11 @@ func (s *AccountService) Add(ctx context.Context, who Identity, in NewAccount) (
 
 // List returns one page of the accounts of f, by name, and how many
 // match. Admins only.
-func (s *AccountService) List(ctx context.Context, who Identity, f AccountFilter) ([]*Account, int, error) {
-	if err := RequireAdmin(who, "manage console accounts"); err != nil {
+func (s *AccountService) List(ctx context.Context, who quan.Identity, f quan.AccountFilter) ([]*quan.Account, int, error) {
+	if err := quan.RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, 0, err
 	}
-	var v Validation
+	var v quan.Validation
 	if f.ShopNo < 0 {
 		v.Add("shopNo", "must not be negative (0: every shop)")
 	}
@@ -240,40 +242,40 @@ func (s *AccountService) List(ctx context.Context, who Identity, f AccountFilter
 
 // Get returns account id to an admin, or to the account itself (who is
 // its Identity); anyone else gets ENOTFOUND, as for a missing account.
-func (s *AccountService) Get(ctx context.Context, who Identity, id int64) (*Account, error) {
+func (s *AccountService) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Account, error) {
 	if who.Role == "" {
-		return nil, ErrUnauthorized
+		return nil, quan.ErrUnauthorized
 	}
 	a, err := s.Store.Account(ctx, id)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, Errorf(ENOTFOUND, "account %d not found", id)
+		if errors.Is(err, quan.ErrNotFound) {
+			return nil, quan.Errorf(quan.ENOTFOUND, "account %d not found", id)
 		}
 		return nil, fmt.Errorf("account %d: %w", id, err)
 	}
-	if who.Role != RoleAdmin && who != a.Identity() {
-		return nil, Errorf(ENOTFOUND, "account %d not found", id)
+	if who.Role != quan.RoleAdmin && who != a.Identity() {
+		return nil, quan.Errorf(quan.ENOTFOUND, "account %d not found", id)
 	}
 	return a, nil
 }
 
 // GetByName is Get of the account named name, in any ASCII case.
-func (s *AccountService) GetByName(ctx context.Context, who Identity, name string) (*Account, error) {
+func (s *AccountService) GetByName(ctx context.Context, who quan.Identity, name string) (*quan.Account, error) {
 	if who.Role == "" {
-		return nil, ErrUnauthorized
+		return nil, quan.ErrUnauthorized
 	}
 	if accountNameProblem(name) != "" {
-		return nil, Errorf(ENOTFOUND, "no account named %q", name)
+		return nil, quan.Errorf(quan.ENOTFOUND, "no account named %q", name)
 	}
 	a, err := s.Store.AccountByName(ctx, name)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, Errorf(ENOTFOUND, "no account named %q", name)
+		if errors.Is(err, quan.ErrNotFound) {
+			return nil, quan.Errorf(quan.ENOTFOUND, "no account named %q", name)
 		}
 		return nil, fmt.Errorf("account %q: %w", name, err)
 	}
-	if who.Role != RoleAdmin && who != a.Identity() {
-		return nil, Errorf(ENOTFOUND, "no account named %q", name)
+	if who.Role != quan.RoleAdmin && who != a.Identity() {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no account named %q", name)
 	}
 	return a, nil
 }
@@ -282,14 +284,14 @@ func (s *AccountService) GetByName(ctx context.Context, who Identity, name strin
 // an admin cannot disable its own account (EFORBIDDEN), so that the
 // console is never left without the admin who meant to keep it.
 // Disabling ends the account's sessions at once.
-func (s *AccountService) SetDisabled(ctx context.Context, who Identity, id int64, disabled bool) (*Account, error) {
-	if err := RequireAdmin(who, "manage console accounts"); err != nil {
+func (s *AccountService) SetDisabled(ctx context.Context, who quan.Identity, id int64, disabled bool) (*quan.Account, error) {
+	if err := quan.RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, err
 	}
 	now := s.Now.UTC()
-	a, err := s.Store.UpdateAccount(ctx, id, func(a *Account) error {
+	a, err := s.Store.UpdateAccount(ctx, id, func(a *quan.Account) error {
 		if disabled && who == a.Identity() {
-			return Errorf(EFORBIDDEN, "an admin cannot disable its own account: ask another admin")
+			return quan.Errorf(quan.EFORBIDDEN, "an admin cannot disable its own account: ask another admin")
 		}
 		if a.Disabled != disabled {
 			a.Disabled, a.UpdatedAt = disabled, now
@@ -315,19 +317,19 @@ func (s *AccountService) SetDisabled(ctx context.Context, who Identity, id int64
 // Admins only; EINVALID (field password) for a password out of bounds.
 // It ends the account's sessions and forgets its failed sign-ins, which
 // lifts a lockout of the account.
-func (s *AccountService) ResetPassword(ctx context.Context, who Identity, id int64, password string) (*Account, error) {
-	if err := RequireAdmin(who, "manage console accounts"); err != nil {
+func (s *AccountService) ResetPassword(ctx context.Context, who quan.Identity, id int64, password string) (*quan.Account, error) {
+	if err := quan.RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, err
 	}
 	if msg := passwordProblem(password); msg != "" {
-		return nil, &Error{Code: EINVALID, Message: "invalid password", Fields: []FieldError{{Field: "password", Message: msg}}}
+		return nil, &quan.Error{Code: quan.EINVALID, Message: "invalid password", Fields: []quan.FieldError{{Field: "password", Message: msg}}}
 	}
 	hash, err := s.hash(password)
 	if err != nil {
 		return nil, err
 	}
 	now := s.Now.UTC()
-	a, err := s.Store.UpdateAccount(ctx, id, func(a *Account) error {
+	a, err := s.Store.UpdateAccount(ctx, id, func(a *quan.Account) error {
 		a.PasswordHash, a.UpdatedAt = hash, now
 		return nil
 	})
@@ -346,10 +348,10 @@ func (s *AccountService) ResetPassword(ctx context.Context, who Identity, id int
 }
 
 func (s *AccountService) updateError(id int64, err error) error {
-	var e *Error
+	var e *quan.Error
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return Errorf(ENOTFOUND, "account %d not found", id)
+	case errors.Is(err, quan.ErrNotFound):
+		return quan.Errorf(quan.ENOTFOUND, "account %d not found", id)
 	case errors.As(err, &e):
 		return err
 	}
@@ -358,7 +360,7 @@ func (s *AccountService) updateError(id int64, err error) error {
 
 // errSignIn is the one answer to a wrong name, a wrong password and a
 // disabled account, so that none tells which it was.
-func errSignIn() error { return Errorf(EUNAUTHORIZED, "wrong name or password") }
+func errSignIn() error { return quan.Errorf(quan.EUNAUTHORIZED, "wrong name or password") }
 
 // accountKey and addrKey are the throttle's keys of a name and an address.
 func accountKey(name string) string { return "account:" + strings.ToLower(name) }
@@ -376,7 +378,7 @@ func addrKey(addr string) string    { return "addr:" + addr }
 // AccountService) the sign-in is ERATELIMITED, whose RetryAfter is when
 // the lockout ends, whatever the password. A sign-in clears the failures
 // of the account, not those of the address.
-func (s *AccountService) Login(ctx context.Context, name, password, addr string) (string, *Session, *Account, error) {
+func (s *AccountService) Login(ctx context.Context, name, password, addr string) (string, *quan.Session, *quan.Account, error) {
 	now := s.Now.UTC()
 	if len(addr) > maxAddrLen {
 		addr = addr[:maxAddrLen]
@@ -409,11 +411,11 @@ func (s *AccountService) Login(ctx context.Context, name, password, addr string)
 		}
 	}
 
-	var a *Account
+	var a *quan.Account
 	if validName {
 		var err error
 		a, err = s.Store.AccountByName(ctx, name)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, quan.ErrNotFound) {
 			return "", nil, nil, fmt.Errorf("sign in: %w", err)
 		}
 	}
@@ -451,7 +453,7 @@ func (s *AccountService) Login(ctx context.Context, name, password, addr string)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	sess := &Session{ID: id, AccountID: a.ID, CSRF: csrf, Addr: addr,
+	sess := &quan.Session{ID: id, AccountID: a.ID, CSRF: csrf, Addr: addr,
 		CreatedAt: now, SeenAt: now, ExpiresAt: now.Add(s.idle())}
 	if err := s.Store.CreateSession(ctx, sess); err != nil {
 		return "", nil, nil, fmt.Errorf("sign in: create the session: %w", err)
@@ -485,7 +487,7 @@ func (s *AccountService) failed(ctx context.Context, log *slog.Logger, keys []th
 // locked is the ERATELIMITED answer of a lockout ending at until.
 func (s *AccountService) locked(until, now time.Time) error {
 	wait := max(until.Sub(now), time.Second)
-	return &Error{Code: ERATELIMITED, RetryAfter: wait,
+	return &quan.Error{Code: quan.ERATELIMITED, RetryAfter: wait,
 		Message: fmt.Sprintf("sign-in is locked for now after too many failed attempts; try again in %s", wait.Round(time.Second))}
 }
 
@@ -494,14 +496,14 @@ func (s *AccountService) locked(until, now time.Time) error {
 // since its last use) or the account is disabled; an ended session is
 // deleted. Each use moves the session's end SessionIdle on, writing it at
 // most once a minute.
-func (s *AccountService) Authenticate(ctx context.Context, token string) (*Session, *Account, error) {
+func (s *AccountService) Authenticate(ctx context.Context, token string) (*quan.Session, *quan.Account, error) {
 	id, ok := sessionID(token)
 	if !ok {
-		return nil, nil, Errorf(EUNAUTHORIZED, "not signed in")
+		return nil, nil, quan.Errorf(quan.EUNAUTHORIZED, "not signed in")
 	}
 	sess, err := s.Store.Session(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil, Errorf(EUNAUTHORIZED, "the session ended or was signed out: sign in again")
+	if errors.Is(err, quan.ErrNotFound) {
+		return nil, nil, quan.Errorf(quan.EUNAUTHORIZED, "the session ended or was signed out: sign in again")
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("read session: %w", err)
@@ -511,17 +513,17 @@ func (s *AccountService) Authenticate(ctx context.Context, token string) (*Sessi
 		if err := s.Store.DeleteSession(ctx, id); err != nil {
 			return nil, nil, fmt.Errorf("delete an ended session: %w", err)
 		}
-		return nil, nil, Errorf(EUNAUTHORIZED, "the session ended or was signed out: sign in again")
+		return nil, nil, quan.Errorf(quan.EUNAUTHORIZED, "the session ended or was signed out: sign in again")
 	}
 	a, err := s.Store.Account(ctx, sess.AccountID)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, quan.ErrNotFound) {
 		return nil, nil, fmt.Errorf("read the account of a session: %w", err)
 	}
 	if a == nil || a.Disabled {
 		if err := s.Store.DeleteSession(ctx, id); err != nil {
 			return nil, nil, fmt.Errorf("delete the session of a disabled account: %w", err)
 		}
-		return nil, nil, Errorf(EUNAUTHORIZED, "the account is disabled")
+		return nil, nil, quan.Errorf(quan.EUNAUTHORIZED, "the account is disabled")
 	}
 	if now.Sub(sess.SeenAt) >= sessionTouchEvery {
 		expires := now.Add(s.idle())
@@ -542,7 +544,7 @@ func (s *AccountService) Logout(ctx context.Context, token string) error {
 		return nil
 	}
 	sess, err := s.Store.Session(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, quan.ErrNotFound) {
 		return nil
 	}
 	if err != nil {

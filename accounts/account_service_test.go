@@ -1,4 +1,4 @@
-package quan_test
+package accounts_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/sqlite"
 )
@@ -28,7 +29,7 @@ var (
 type acctFixture struct {
 	st    *sqlite.Store
 	clock *testrig.Clock
-	svc   *quan.AccountService
+	svc   *accounts.AccountService
 	logs  *syncBuffer
 }
 
@@ -55,7 +56,7 @@ func newAcctFixture(t *testing.T) *acctFixture {
 	st := testrig.Store(t)
 	clock := testrig.NewClock(acctT0)
 	logs := &syncBuffer{}
-	return &acctFixture{st: st, clock: clock, logs: logs, svc: &quan.AccountService{
+	return &acctFixture{st: st, clock: clock, logs: logs, svc: &accounts.AccountService{
 		Store: st, Now: clock.At(), HashCost: bcrypt.MinCost,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}}
@@ -63,7 +64,7 @@ func newAcctFixture(t *testing.T) *acctFixture {
 
 func (f *acctFixture) add(t *testing.T, name string, role quan.Role, shop int64) *quan.Account {
 	t.Helper()
-	a, err := f.svc.Add(t.Context(), testrig.Admin, quan.NewAccount{Name: name, Role: role, ShopNo: shop, Password: goodPW})
+	a, err := f.svc.Add(t.Context(), testrig.Admin, accounts.NewAccount{Name: name, Role: role, ShopNo: shop, Password: goodPW})
 	if err != nil {
 		t.Fatalf("add %q: %v", name, err)
 	}
@@ -107,7 +108,7 @@ func TestAccountSignInAndOut(t *testing.T) {
 	if bytes.Contains(sess.ID, []byte(tok)) || len(sess.ID) != 32 {
 		t.Errorf("session id %x: want the token's SHA-256", sess.ID)
 	}
-	if sess.Addr != "192.0.2.1" || !sess.ExpiresAt.Equal(acctT0.Add(quan.DefaultSessionIdle)) {
+	if sess.Addr != "192.0.2.1" || !sess.ExpiresAt.Equal(acctT0.Add(accounts.DefaultSessionIdle)) {
 		t.Errorf("session %+v", sess)
 	}
 
@@ -158,7 +159,7 @@ func TestAccountWrongPassword(t *testing.T) {
 	// A wrong password counts against the account and the address; an
 	// unknown name too, under its own name.
 	for key, want := range map[string]int{"account:alice": 1, "account:bob": 1, "addr:192.0.2.1": 3} {
-		if n, _, _ := f.st.LoginFailures(t.Context(), key, f.clock.Now(), quan.DefaultLockWindow); n != want {
+		if n, _, _ := f.st.LoginFailures(t.Context(), key, f.clock.Now(), accounts.DefaultLockWindow); n != want {
 			t.Errorf("%s: %d failures, want %d", key, n, want)
 		}
 	}
@@ -171,7 +172,7 @@ func TestAccountLockout(t *testing.T) {
 	f := newAcctFixture(t)
 	f.add(t, "alice", quan.RoleMerchant, 1001)
 	// Five failures a minute apart, from different addresses.
-	for i := range quan.DefaultMaxFailures {
+	for i := range accounts.DefaultMaxFailures {
 		_, _, _, err := f.svc.Login(t.Context(), "alice", otherPW, "192.0.2."+string(rune('1'+i)))
 		wantCode(t, "wrong password", err, quan.EUNAUTHORIZED)
 		f.clock.Add(time.Minute)
@@ -196,7 +197,7 @@ func TestAccountLockout(t *testing.T) {
 	f.clock.Add(time.Microsecond)
 	f.login(t, "alice", goodPW, "198.51.100.9")
 	// The sign-in cleared the account's failures: four more are allowed.
-	for range quan.DefaultMaxFailures - 1 {
+	for range accounts.DefaultMaxFailures - 1 {
 		_, _, _, err := f.svc.Login(t.Context(), "alice", otherPW, "198.51.100.9")
 		wantCode(t, "wrong password after a sign-in", err, quan.EUNAUTHORIZED)
 	}
@@ -205,7 +206,7 @@ func TestAccountLockout(t *testing.T) {
 
 func TestAccountLockoutOfUnknownName(t *testing.T) {
 	f := newAcctFixture(t)
-	for range quan.DefaultMaxFailures {
+	for range accounts.DefaultMaxFailures {
 		_, _, _, err := f.svc.Login(t.Context(), "ghost", otherPW, "")
 		wantCode(t, "unknown name", err, quan.EUNAUTHORIZED)
 	}
@@ -229,13 +230,13 @@ func TestAccountAddressThrottle(t *testing.T) {
 	}
 	_, _, _, err := f.svc.Login(t.Context(), "alice", goodPW, "203.0.113.5")
 	wantCode(t, "from the locked address", err, quan.ERATELIMITED)
-	if got, want := quan.ErrorRetryAfter(err), quan.DefaultLockWindow-8*time.Second; got != want {
+	if got, want := quan.ErrorRetryAfter(err), accounts.DefaultLockWindow-8*time.Second; got != want {
 		t.Errorf("RetryAfter %v, want %v", got, want)
 	}
 	// Another address signs in.
 	f.login(t, "bob", goodPW, "203.0.113.6")
 	// A sign-in does not clear the address, whose lockout ends by itself.
-	f.clock.Add(quan.DefaultLockWindow)
+	f.clock.Add(accounts.DefaultLockWindow)
 	f.login(t, "alice", goodPW, "203.0.113.5")
 }
 
@@ -375,18 +376,18 @@ func TestAccountAddValidation(t *testing.T) {
 	f := newAcctFixture(t)
 	for _, tc := range []struct {
 		name   string
-		in     quan.NewAccount
+		in     accounts.NewAccount
 		fields []string
 	}{
-		{"Empty", quan.NewAccount{}, []string{"name", "role", "password"}},
-		{"BadName", quan.NewAccount{Name: "alice smith", Role: quan.RoleAdmin, Password: goodPW}, []string{"name"}},
-		{"NonASCIIName", quan.NewAccount{Name: "张三", Role: quan.RoleAdmin, Password: goodPW}, []string{"name"}},
-		{"LongName", quan.NewAccount{Name: strings.Repeat("a", 65), Role: quan.RoleAdmin, Password: goodPW}, []string{"name"}},
-		{"UserRole", quan.NewAccount{Name: "u", Role: quan.RoleUser, ShopNo: 1, Password: goodPW}, []string{"role"}},
-		{"MerchantWithoutShop", quan.NewAccount{Name: "m", Role: quan.RoleMerchant, Password: goodPW}, []string{"shopNo"}},
-		{"AdminWithShop", quan.NewAccount{Name: "a", Role: quan.RoleAdmin, ShopNo: 1001, Password: goodPW}, []string{"shopNo"}},
-		{"ShortPassword", quan.NewAccount{Name: "m", Role: quan.RoleMerchant, ShopNo: 1, Password: "123456789"}, []string{"password"}},
-		{"LongPassword", quan.NewAccount{Name: "m", Role: quan.RoleMerchant, ShopNo: 1, Password: strings.Repeat("x", 129)}, []string{"password"}},
+		{"Empty", accounts.NewAccount{}, []string{"name", "role", "password"}},
+		{"BadName", accounts.NewAccount{Name: "alice smith", Role: quan.RoleAdmin, Password: goodPW}, []string{"name"}},
+		{"NonASCIIName", accounts.NewAccount{Name: "张三", Role: quan.RoleAdmin, Password: goodPW}, []string{"name"}},
+		{"LongName", accounts.NewAccount{Name: strings.Repeat("a", 65), Role: quan.RoleAdmin, Password: goodPW}, []string{"name"}},
+		{"UserRole", accounts.NewAccount{Name: "u", Role: quan.RoleUser, ShopNo: 1, Password: goodPW}, []string{"role"}},
+		{"MerchantWithoutShop", accounts.NewAccount{Name: "m", Role: quan.RoleMerchant, Password: goodPW}, []string{"shopNo"}},
+		{"AdminWithShop", accounts.NewAccount{Name: "a", Role: quan.RoleAdmin, ShopNo: 1001, Password: goodPW}, []string{"shopNo"}},
+		{"ShortPassword", accounts.NewAccount{Name: "m", Role: quan.RoleMerchant, ShopNo: 1, Password: "123456789"}, []string{"password"}},
+		{"LongPassword", accounts.NewAccount{Name: "m", Role: quan.RoleMerchant, ShopNo: 1, Password: strings.Repeat("x", 129)}, []string{"password"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := f.svc.Add(t.Context(), testrig.Admin, tc.in)
@@ -403,7 +404,7 @@ func TestAccountAddValidation(t *testing.T) {
 	// The longest names and passwords are fine, every byte of a long
 	// password counts, and a name is taken in any case.
 	long := strings.Repeat("p", 127)
-	a, err := f.svc.Add(t.Context(), testrig.Admin, quan.NewAccount{Name: strings.Repeat("a", 64), Role: quan.RoleMerchant, ShopNo: 1, Password: long + "1"})
+	a, err := f.svc.Add(t.Context(), testrig.Admin, accounts.NewAccount{Name: strings.Repeat("a", 64), Role: quan.RoleMerchant, ShopNo: 1, Password: long + "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,12 +415,12 @@ func TestAccountAddValidation(t *testing.T) {
 		t.Errorf("128-byte password: %v", err)
 	}
 	f.add(t, "alice", quan.RoleMerchant, 1001)
-	_, err = f.svc.Add(t.Context(), testrig.Admin, quan.NewAccount{Name: "Alice", Role: quan.RoleMerchant, ShopNo: 1002, Password: goodPW})
+	_, err = f.svc.Add(t.Context(), testrig.Admin, accounts.NewAccount{Name: "Alice", Role: quan.RoleMerchant, ShopNo: 1002, Password: goodPW})
 	wantCode(t, "name taken", err, quan.ECONFLICT)
-	if err := quan.ValidAccountName("ops.team@shop-1_2"); err != nil {
+	if err := accounts.ValidAccountName("ops.team@shop-1_2"); err != nil {
 		t.Errorf("ValidAccountName: %v", err)
 	}
-	if err := quan.ValidAccountName("a/b"); quan.ErrorCode(err) != quan.EINVALID {
+	if err := accounts.ValidAccountName("a/b"); quan.ErrorCode(err) != quan.EINVALID {
 		t.Errorf("ValidAccountName(a/b): %v", err)
 	}
 }
@@ -430,7 +431,7 @@ func TestAccountAdminsOnly(t *testing.T) {
 	bob := f.add(t, "bob", quan.RoleMerchant, 1001)
 	ctx := t.Context()
 	for _, who := range []quan.Identity{alice.Identity(), {Role: quan.RoleUser, UserID: 7}} {
-		_, err := f.svc.Add(ctx, who, quan.NewAccount{Name: "eve", Role: quan.RoleAdmin, Password: goodPW})
+		_, err := f.svc.Add(ctx, who, accounts.NewAccount{Name: "eve", Role: quan.RoleAdmin, Password: goodPW})
 		wantCode(t, "Add", err, quan.EFORBIDDEN)
 		_, _, err = f.svc.List(ctx, who, quan.AccountFilter{})
 		wantCode(t, "List", err, quan.EFORBIDDEN)
@@ -439,7 +440,7 @@ func TestAccountAdminsOnly(t *testing.T) {
 		_, err = f.svc.ResetPassword(ctx, who, bob.ID, otherPW)
 		wantCode(t, "ResetPassword", err, quan.EFORBIDDEN)
 	}
-	_, err := f.svc.Add(ctx, quan.Identity{}, quan.NewAccount{})
+	_, err := f.svc.Add(ctx, quan.Identity{}, accounts.NewAccount{})
 	wantCode(t, "Add without an identity", err, quan.EUNAUTHORIZED)
 
 	// An account reads itself, not another.
