@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/shops"
 )
 
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
@@ -33,7 +34,7 @@ type Server struct {
 	// routes.
 	Attributes *quan.AttributeService
 	// Shops serves shops' settings; nil serves no shop routes.
-	Shops *quan.ShopService
+	Shops *shops.ShopService
 	// CodesExport writes the codes.xlsx export of a batch; nil serves
 	// codes.csv only.
 	CodesExport quan.CodesExport

@@ -21,6 +21,7 @@ import (
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
+	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/sqlite"
 )
 
@@ -126,7 +127,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		t.Fatal(err)
 	}
 	ts.api.Tasks.Rules, ts.api.Tasks.Facts = engine, store
-	ts.api.Shops = &quan.ShopService{Store: store, Now: clock}
+	ts.api.Shops = &shops.ShopService{Store: store, Now: clock}
 	book := &quan.RuleBook{Engine: engine, Templates: store, Versions: store}
 	ts.api.Templates.Rules, ts.api.Templates.Versions, ts.api.Templates.Book = engine, store, book
 	ts.api.Wallet.Rules, ts.api.Wallet.Facts = book, ts.api.Attributes

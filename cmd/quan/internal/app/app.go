@@ -22,6 +22,7 @@ import (
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
+	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/tracing"
 )
 
@@ -46,7 +47,7 @@ type App struct {
 	Reminders   *quan.ReminderService    // nil for Local
 	Accounts    *accounts.AccountService // the console's accounts and sessions
 	Attributes  *quan.AttributeService
-	Shops       *quan.ShopService // shops' settings; claims honour their daily cap
+	Shops       *shops.ShopService // shops' settings; claims honour their daily cap
 	// Refusals counts the claims refused before the store for the
 	// statistics; nil without claims.
 	Refusals *quan.RefusalCounter
@@ -137,7 +138,7 @@ func (a *App) build(ctx context.Context) error {
 		Rules: engine, Versions: st, Book: book}
 	a.Accounts = &accounts.AccountService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
-	a.Shops = &quan.ShopService{Store: st, Now: cfg.Now, Logger: logger}
+	a.Shops = &shops.ShopService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Attributes = &quan.AttributeService{Store: st, Now: cfg.Now, Logger: logger,
 		// An attributes import is kept and read like a distribution file,
 		// every column of it.

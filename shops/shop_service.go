@@ -1,4 +1,4 @@
-package quan
+package shops
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/flight"
 )
 
@@ -18,8 +19,8 @@ const DefaultShopSettingsTTL = 10 * time.Second
 // ShopService reads and changes shops' settings, and serves them to the
 // claim path from an in-process cache (DailyClaimCap).
 type ShopService struct {
-	Store  ShopStore
-	Now    Clock // nil is time.Now
+	Store  quan.ShopStore
+	Now    quan.Clock // nil is time.Now
 	Logger *slog.Logger
 	// CacheTTL is how long DailyClaimCap serves a shop's setting it read;
 	// 0 means DefaultShopSettingsTTL.
@@ -51,23 +52,23 @@ func (s *ShopService) logger() *slog.Logger {
 // shop: its merchant or an admin. A merchant asking of another shop is
 // EFORBIDDEN, as with a shop's statistics (StatsService.Shop): shop
 // numbers are not secret.
-func canManageShop(who Identity, shop int64) error {
+func canManageShop(who quan.Identity, shop int64) error {
 	scope, err := who.ShopScope()
 	if err != nil {
 		return err
 	}
-	if scope != AnyShop && scope != shop {
-		return Errorf(EFORBIDDEN, "a merchant manages the settings of its own shop only")
+	if scope != quan.AnyShop && scope != shop {
+		return quan.Errorf(quan.EFORBIDDEN, "a merchant manages the settings of its own shop only")
 	}
 	if shop <= 0 {
-		return &Error{Code: EINVALID, Message: "invalid shop", Fields: []FieldError{{Field: "shopNo", Message: "must be a positive shop number"}}}
+		return &quan.Error{Code: quan.EINVALID, Message: "invalid shop", Fields: []quan.FieldError{{Field: "shopNo", Message: "must be a positive shop number"}}}
 	}
 	return nil
 }
 
 // Settings returns the settings of shop, read from the store. Its
 // merchant or an admin may (EFORBIDDEN otherwise).
-func (s *ShopService) Settings(ctx context.Context, who Identity, shop int64) (*ShopSettings, error) {
+func (s *ShopService) Settings(ctx context.Context, who quan.Identity, shop int64) (*quan.ShopSettings, error) {
 	if err := canManageShop(who, shop); err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func (s *ShopService) Settings(ctx context.Context, who Identity, shop int64) (*
 // (EFORBIDDEN otherwise); settings out of range are EINVALID naming the
 // field. The change is logged (the audit trail of settings) and seen by
 // claims in this process at once, in others within CacheTTL.
-func (s *ShopService) SetSettings(ctx context.Context, who Identity, shop int64, in ShopSettings) (*ShopSettings, error) {
+func (s *ShopService) SetSettings(ctx context.Context, who quan.Identity, shop int64, in quan.ShopSettings) (*quan.ShopSettings, error) {
 	if err := canManageShop(who, shop); err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func (s *ShopService) DailyClaimCap(ctx context.Context, shop int64) (int64, err
 		return e.cap, nil
 	}
 	// The claims that find the entry expired at once share one read.
-	var st *ShopSettings
+	var st *quan.ShopSettings
 	if err := s.read.Do(shop, func() (err error) { st, err = s.Store.ShopSettings(ctx, shop); return err }); err != nil {
 		return 0, fmt.Errorf("settings of shop %d: %w", shop, err)
 	}

@@ -1,4 +1,4 @@
-package quan_test
+package shops_test
 
 import (
 	"errors"
@@ -8,10 +8,11 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/testrig"
+	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/sqlite"
 )
 
-func newShopService(t *testing.T, now func() time.Time) (*quan.ShopService, *sqlite.Store) {
+func newShopService(t *testing.T, now func() time.Time) (*shops.ShopService, *sqlite.Store) {
 	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "quan.db"), nil)
 	if err != nil {
@@ -19,7 +20,7 @@ func newShopService(t *testing.T, now func() time.Time) (*quan.ShopService, *sql
 	}
 	t.Cleanup(func() { db.Close() })
 	st := sqlite.NewStore(db)
-	return &quan.ShopService{Store: st, Now: now}, st
+	return &shops.ShopService{Store: st, Now: now}, st
 }
 
 func TestShopService(t *testing.T) {
