@@ -18,6 +18,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/shops"
+	"github.com/quanhq/quan/stats"
 )
 
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
@@ -28,7 +29,7 @@ type Server struct {
 	Wallet    *quan.WalletService   // nil serves no wallet and order routes
 	Codes     *quan.CodeService     // nil serves no code routes
 	Notices   *quan.NoticeService   // nil serves no inbox, popup and contact routes
-	Stats     *quan.StatsService    // nil serves no statistics routes
+	Stats     *stats.StatsService   // nil serves no statistics routes
 	Reminders *quan.ReminderService // nil serves no reminder routes
 	// Attributes serves users' facts for rules; nil serves no attribute
 	// routes.

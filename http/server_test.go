@@ -23,6 +23,7 @@ import (
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/sqlite"
+	"github.com/quanhq/quan/stats"
 )
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef-test")
@@ -108,7 +109,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Wallet:      &quan.WalletService{Coupons: store, Archiver: store, Templates: store, Now: clock},
 		Notices:     &quan.NoticeService{Store: store, Contacts: store, Now: clock},
 		Codes:       &quan.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
-		Stats:       &quan.StatsService{Store: store, Now: clock},
+		Stats:       &stats.StatsService{Store: store, Now: clock},
 		Reminders:   &quan.ReminderService{Store: store, Templates: store, Now: clock},
 		CodesExport: report.Codes{},
 		Idempotency: inmem.NewIdempotency(),

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/stats"
 )
 
 // TestStatsEndToEnd: a distribution, claims (one issued, two refused by
 // the cache), a redemption and the expiry of the rest, each seen in the
 // template's and the shop's statistics over HTTP.
 func TestStatsEndToEnd(t *testing.T) {
-	refusals := &quan.RefusalCounter{}
+	refusals := &stats.RefusalCounter{}
 	ts := newClaimServer(t, func(ts *testServer) {
 		refusals.Store = ts.store
 		ts.claims.Refusals = refusals

@@ -22,6 +22,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/accounts"
+	"github.com/quanhq/quan/stats"
 )
 
 //go:embed static templates
@@ -47,9 +48,9 @@ type Accounts interface {
 type Console struct {
 	Accounts  Accounts
 	Templates *quan.TemplateService
-	Tasks     *quan.TaskService  // nil: no distribution pages
-	Stats     *quan.StatsService // nil: no statistics pages
-	Codes     *quan.CodeService  // nil: no code pages
+	Tasks     *quan.TaskService   // nil: no distribution pages
+	Stats     *stats.StatsService // nil: no statistics pages
+	Codes     *quan.CodeService   // nil: no code pages
 	// CodesExport writes a code batch as .xlsx; nil offers .csv only.
 	CodesExport quan.CodesExport
 	Now         quan.Clock   // nil: time.Now

@@ -19,17 +19,18 @@ import (
 	"github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/quantest"
 	"github.com/quanhq/quan/report"
+	"github.com/quanhq/quan/stats"
 )
 
 // statsEnv are the services the statistics, live and code pages use, on
 // the console's SQLite store and clock.
 type statsEnv struct {
 	console  *console.Console
-	stats    *quan.StatsService
+	stats    *stats.StatsService
 	codes    *quan.CodeService
 	wallet   *quan.WalletService
 	claims   *quan.ClaimService // with withClaims only
-	refusals *quan.RefusalCounter
+	refusals *stats.RefusalCounter
 }
 
 // withStats gives the console StatsService and CodeService (with the
@@ -37,10 +38,10 @@ type statsEnv struct {
 func withStats(env *statsEnv) func(t *testing.T, tc *testConsole, c *console.Console) {
 	return func(t *testing.T, tc *testConsole, c *console.Console) {
 		env.console = c
-		env.stats = &quan.StatsService{Store: tc.store, Now: tc.clock}
+		env.stats = &stats.StatsService{Store: tc.store, Now: tc.clock}
 		env.codes = &quan.CodeService{Codes: tc.store, Templates: tc.store, Now: tc.clock, Chunk: 10}
 		env.wallet = &quan.WalletService{Coupons: tc.store, Templates: tc.store, Now: tc.clock}
-		env.refusals = &quan.RefusalCounter{Store: tc.store}
+		env.refusals = &stats.RefusalCounter{Store: tc.store}
 		c.Stats, c.Codes, c.CodesExport = env.stats, env.codes, report.Codes{}
 		t.Cleanup(env.codes.Wait)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/shops"
+	"github.com/quanhq/quan/stats"
 	"github.com/quanhq/quan/tracing"
 )
 
@@ -43,14 +44,14 @@ type App struct {
 	Reconciler  *quan.Reconciler         // nil for Local, without a cache, or with Config.ReconcileEvery 0
 	Notices     *quan.NoticeService      // nil for Local
 	Dispatcher  *quan.Dispatcher         // nil for Local and without --smtp-url or --sms-url
-	Stats       *quan.StatsService       // nil for Local
+	Stats       *stats.StatsService      // nil for Local
 	Reminders   *quan.ReminderService    // nil for Local
 	Accounts    *accounts.AccountService // the console's accounts and sessions
 	Attributes  *quan.AttributeService
 	Shops       *shops.ShopService // shops' settings; claims honour their daily cap
 	// Refusals counts the claims refused before the store for the
 	// statistics; nil without claims.
-	Refusals *quan.RefusalCounter
+	Refusals *stats.RefusalCounter
 
 	// Metrics holds what /metrics shows: the Go runtime's and the
 	// process's collectors and those of the use cases and backends,
@@ -137,7 +138,7 @@ func (a *App) build(ctx context.Context) error {
 	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now,
 		Rules: engine, Versions: st, Book: book}
 	a.Accounts = &accounts.AccountService{Store: st, Now: cfg.Now, Logger: logger}
-	a.Stats = &quan.StatsService{Store: st, Now: cfg.Now}
+	a.Stats = &stats.StatsService{Store: st, Now: cfg.Now}
 	a.Shops = &shops.ShopService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Attributes = &quan.AttributeService{Store: st, Now: cfg.Now, Logger: logger,
 		// An attributes import is kept and read like a distribution file,
@@ -204,7 +205,7 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 	if b.ClaimBus != nil {
-		a.Refusals = &quan.RefusalCounter{Store: st, Logger: logger}
+		a.Refusals = &stats.RefusalCounter{Store: st, Logger: logger}
 		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: claims, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
 			Tracer: tracer, Refusals: a.Refusals, Shops: a.Shops, Rules: book, Facts: a.Attributes}

@@ -1,4 +1,4 @@
-package quan_test
+package stats_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/stats"
 )
 
 // refusalStore records what AddRefusals gets, failing while fail is set.
@@ -33,7 +34,7 @@ func (s *refusalStore) AddRefusals(ctx context.Context, cs []quan.RefusalCount) 
 // template and code, written in order, and kept through a failed flush.
 func TestRefusalCounterKeepsWhatItCouldNotWrite(t *testing.T) {
 	st := &refusalStore{fail: true}
-	c := &quan.RefusalCounter{Store: st}
+	c := &stats.RefusalCounter{Store: st}
 	c.Add(2, quan.ESOLDOUT)
 	c.Add(1, quan.ELIMIT)
 	c.Add(2, quan.ESOLDOUT)
@@ -52,7 +53,7 @@ func TestRefusalCounterKeepsWhatItCouldNotWrite(t *testing.T) {
 	if err := c.Flush(t.Context()); err != nil || len(st.got) != 2 {
 		t.Fatalf("a flush with nothing new wrote %+v, %v", st.got, err)
 	}
-	var none *quan.RefusalCounter
+	var none *stats.RefusalCounter
 	none.Add(1, quan.ESOLDOUT) // a nil counter counts nothing, and does not panic
 }
 
@@ -60,7 +61,7 @@ func TestRefusalCounterKeepsWhatItCouldNotWrite(t *testing.T) {
 // process stops is written by Run on its way out.
 func TestRefusalCounterFlushesWhenRunEnds(t *testing.T) {
 	st := &refusalStore{}
-	c := &quan.RefusalCounter{Store: st, Every: time.Hour}
+	c := &stats.RefusalCounter{Store: st, Every: time.Hour}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()

@@ -1,31 +1,33 @@
-package quan
+package stats
 
 import (
 	"context"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // denseHours returns an entry for every hour of r, those of rows (sparse,
 // ascending) as they are and the others 0.
-func denseHours(r StatsRange, rows []HourStats) []HourStats {
+func denseHours(r quan.StatsRange, rows []quan.HourStats) []quan.HourStats {
 	first, end := r.Hours()
-	out := []HourStats{}
+	out := []quan.HourStats{}
 	i := 0
 	for h := first; h.Before(end); h = h.Add(time.Hour) {
 		for i < len(rows) && rows[i].Hour.Before(h) {
 			i++
 		}
 		if i < len(rows) && rows[i].Hour.Equal(h) {
-			out = append(out, HourStats{Hour: h, Issued: rows[i].Issued, Used: rows[i].Used})
+			out = append(out, quan.HourStats{Hour: h, Issued: rows[i].Issued, Used: rows[i].Used})
 			continue
 		}
-		out = append(out, HourStats{Hour: h})
+		out = append(out, quan.HourStats{Hour: h})
 	}
 	return out
 }
 
 // finish sets what follows from the counters, and empty maps for none.
-func finish(c *StatsCounts) {
+func finish(c *quan.StatsCounts) {
 	c.Issued.Total = c.Issued.Distribution + c.Issued.Claim + c.Issued.Code
 	c.RedemptionRate = 0
 	if c.Issued.Total > 0 {
@@ -42,14 +44,14 @@ func finish(c *StatsCounts) {
 // StatsService answers merchants' and admins' questions about how their
 // coupons did.
 type StatsService struct {
-	Store StatsStore
-	Now   Clock // nil means time.Now
+	Store quan.StatsStore
+	Now   quan.Clock // nil means time.Now
 }
 
 // statsRange fills a range left zero with DefaultStatsRange's ends and
 // validates it.
-func (s *StatsService) statsRange(r StatsRange) (StatsRange, error) {
-	def := DefaultStatsRange(s.Now.UTC())
+func (s *StatsService) statsRange(r quan.StatsRange) (quan.StatsRange, error) {
+	def := quan.DefaultStatsRange(s.Now.UTC())
 	switch {
 	case r.From.IsZero() && r.To.IsZero():
 		r = def
@@ -66,7 +68,7 @@ func (s *StatsService) statsRange(r StatsRange) (StatsRange, error) {
 // shop or an admin sees them, over r (zero ends: DefaultStatsRange; one
 // end zero: 24 hours from or to the other). ErrNotFound for a template of
 // another shop; EINVALID for a range StatsRange.Validate refuses.
-func (s *StatsService) Template(ctx context.Context, who Identity, id int64, r StatsRange) (*TemplateStats, error) {
+func (s *StatsService) Template(ctx context.Context, who quan.Identity, id int64, r quan.StatsRange) (*quan.TemplateStats, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -87,19 +89,19 @@ func (s *StatsService) Template(ctx context.Context, who Identity, id int64, r S
 // Shop returns the statistics of shop's templates summed: a merchant's
 // own shop (shop must be 0 or its own), an admin's choice (0: every
 // shop), over r as Template.
-func (s *StatsService) Shop(ctx context.Context, who Identity, shop int64, r StatsRange) (*ShopStats, error) {
+func (s *StatsService) Shop(ctx context.Context, who quan.Identity, shop int64, r quan.StatsRange) (*quan.ShopStats, error) {
 	scope, err := who.ShopScope()
 	if err != nil {
 		return nil, err
 	}
-	if scope != AnyShop {
+	if scope != quan.AnyShop {
 		if shop != 0 && shop != scope {
-			return nil, Errorf(EFORBIDDEN, "a merchant sees the statistics of its own shop only")
+			return nil, quan.Errorf(quan.EFORBIDDEN, "a merchant sees the statistics of its own shop only")
 		}
 		shop = scope
 	}
 	if shop < 0 {
-		return nil, &Error{Code: EINVALID, Message: "the shop is invalid", Fields: []FieldError{{Field: "shop", Message: "a positive shop number"}}}
+		return nil, &quan.Error{Code: quan.EINVALID, Message: "the shop is invalid", Fields: []quan.FieldError{{Field: "shop", Message: "a positive shop number"}}}
 	}
 	if r, err = s.statsRange(r); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package quan
+package stats
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // DefaultRefusalFlush is how often a RefusalCounter writes its counts.
@@ -23,7 +25,7 @@ const DefaultRefusalFlush = 5 * time.Second
 // that fails keeps its counts for the next one. A template that does not
 // exist has no statistics: its refusals are dropped by the store.
 type RefusalCounter struct {
-	Store  StatsStore
+	Store  quan.StatsStore
 	Every  time.Duration // 0 means DefaultRefusalFlush
 	Logger *slog.Logger
 
@@ -60,11 +62,11 @@ func (c *RefusalCounter) Flush(ctx context.Context) error {
 	if len(m) == 0 {
 		return nil
 	}
-	counts := make([]RefusalCount, 0, len(m))
+	counts := make([]quan.RefusalCount, 0, len(m))
 	for k, n := range m {
-		counts = append(counts, RefusalCount{TemplateID: k.template, Code: k.code, N: n})
+		counts = append(counts, quan.RefusalCount{TemplateID: k.template, Code: k.code, N: n})
 	}
-	slices.SortFunc(counts, func(a, b RefusalCount) int {
+	slices.SortFunc(counts, func(a, b quan.RefusalCount) int {
 		return cmp.Or(cmp.Compare(a.TemplateID, b.TemplateID), cmp.Compare(a.Code, b.Code))
 	})
 	if err := c.Store.AddRefusals(ctx, counts); err != nil {
