@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/facts"
 	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sqlite"
@@ -196,7 +197,7 @@ func BenchmarkQuoteRules(b *testing.B) {
 	if _, err := f.st.IssueClaims(ctx, claims, f.now); err != nil {
 		b.Fatal(err)
 	}
-	attrs := &quan.AttributeService{Store: f.st, Now: func() time.Time { return f.now }}
+	attrs := &facts.AttributeService{Store: f.st, Now: func() time.Time { return f.now }}
 	if _, err := attrs.Put(ctx, quan.Identity{Role: quan.RoleAdmin, Subject: "bench"},
 		quan.UserFacts{UserID: user, Level: 3, Tags: []string{"vip"}}); err != nil {
 		b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/facts"
 )
 
 // getAttributes is GET /users/{id}/attributes (admin, or the user): the
@@ -30,7 +31,7 @@ func (s *Server) putAttributes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := quan.CanChangeAttributes(who); err != nil {
+	if err := facts.CanChangeAttributes(who); err != nil {
 		return err
 	}
 	var f quan.UserFacts
@@ -54,5 +55,5 @@ func (s *Server) putAttributes(w http.ResponseWriter, r *http.Request) error {
 // file, as serveImport takes it (see quan.AttributeService.Import for its
 // columns). 200 with the quan.ImportReport.
 func (s *Server) importAttributes(w http.ResponseWriter, r *http.Request) error {
-	return s.serveImport(w, r, "attributes", quan.CanImportAttributes, s.Attributes.Import)
+	return s.serveImport(w, r, "attributes", facts.CanImportAttributes, s.Attributes.Import)
 }

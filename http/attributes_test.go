@@ -12,6 +12,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/facts"
 )
 
 const attributesImportPath = "/api/v1/attributes/import"
@@ -128,20 +129,20 @@ func TestAttributesImport(t *testing.T) {
 	ts.postForm(t, attributesImportPath, ts.merchant(t, 1001), nil, "facts.csv", file).want(t, http.StatusForbidden, "forbidden")
 
 	wantFailures := []importFailure{
-		{3, "2", quan.ImportInvalidAttribute, "registeredAt"},
+		{3, "2", facts.ImportInvalidAttribute, "registeredAt"},
 		{4, "x", quan.ImportInvalidID, ""},
-		{5, "3", quan.ImportInvalidAttribute, "Level"},
-		{6, "4", quan.ImportInvalidAttribute, "registeredAt"},
-		{7, "5", quan.ImportInvalidAttribute, "orders"},
+		{5, "3", facts.ImportInvalidAttribute, "Level"},
+		{6, "4", facts.ImportInvalidAttribute, "registeredAt"},
+		{7, "5", facts.ImportInvalidAttribute, "orders"},
 		{8, "1", quan.ImportDuplicateInFile, ""},
-		{9, "6", quan.ImportInvalidAttribute, "vip"},
+		{9, "6", facts.ImportInvalidAttribute, "vip"},
 	}
 	for range 2 { // the same file again: the same answer and facts
 		r := ts.postForm(t, attributesImportPath, admin, nil, "facts.csv", file)
 		r.want(t, http.StatusOK, "")
 		var res quan.ImportReport
 		r.decode(t, &res)
-		wantBy := map[string]int64{quan.ImportInvalidID: 1, quan.ImportInvalidAttribute: 5, quan.ImportDuplicateInFile: 1}
+		wantBy := map[string]int64{quan.ImportInvalidID: 1, facts.ImportInvalidAttribute: 5, quan.ImportDuplicateInFile: 1}
 		checkImport(t, &res, 9, 2, wantBy, wantFailures)
 	}
 	cst := time.FixedZone("", 8*3600)

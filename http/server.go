@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/facts"
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/stats"
 )
@@ -33,7 +34,7 @@ type Server struct {
 	Reminders *quan.ReminderService // nil serves no reminder routes
 	// Attributes serves users' facts for rules; nil serves no attribute
 	// routes.
-	Attributes *quan.AttributeService
+	Attributes *facts.AttributeService
 	// Shops serves shops' settings; nil serves no shop routes.
 	Shops *shops.ShopService
 	// CodesExport writes the codes.xlsx export of a batch; nil serves

@@ -16,6 +16,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/disk"
+	"github.com/quanhq/quan/facts"
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/report"
@@ -119,7 +120,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	ts.api.Notices.Files = files
 	ts.api.Notices.OpenRows = func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, sheet.Options{}) }
 	// So are attributes files, every column of them.
-	ts.api.Attributes = &quan.AttributeService{Store: store, Now: clock, Files: files,
+	ts.api.Attributes = &facts.AttributeService{Store: store, Now: clock, Files: files,
 		OpenRows: func(path string) (quan.OthersReader, error) { return sheet.OpenRows(path, sheet.Options{Others: true}) }}
 	// Tasks may target a segment of the users whose facts are on file,
 	// and templates have rules, as cmd/quan wires them.

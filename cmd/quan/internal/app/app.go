@@ -16,6 +16,7 @@ import (
 	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/disk"
+	"github.com/quanhq/quan/facts"
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/prom"
@@ -47,7 +48,7 @@ type App struct {
 	Stats       *stats.StatsService      // nil for Local
 	Reminders   *quan.ReminderService    // nil for Local
 	Accounts    *accounts.AccountService // the console's accounts and sessions
-	Attributes  *quan.AttributeService
+	Attributes  *facts.AttributeService
 	Shops       *shops.ShopService // shops' settings; claims honour their daily cap
 	// Refusals counts the claims refused before the store for the
 	// statistics; nil without claims.
@@ -140,7 +141,7 @@ func (a *App) build(ctx context.Context) error {
 	a.Accounts = &accounts.AccountService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &stats.StatsService{Store: st, Now: cfg.Now}
 	a.Shops = &shops.ShopService{Store: st, Now: cfg.Now, Logger: logger}
-	a.Attributes = &quan.AttributeService{Store: st, Now: cfg.Now, Logger: logger,
+	a.Attributes = &facts.AttributeService{Store: st, Now: cfg.Now, Logger: logger,
 		// An attributes import is kept and read like a distribution file,
 		// every column of it.
 		Files: files,

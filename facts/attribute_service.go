@@ -1,4 +1,4 @@
-package quan
+package facts
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // Defaults of the facts cache (AttributeService.Facts).
@@ -25,15 +27,15 @@ const (
 // eligibility rules and segments: admins put and import them, claims and
 // quotes read them through Facts.
 type AttributeService struct {
-	Store  AttributeStore
-	Now    Clock // nil is time.Now
+	Store  quan.AttributeStore
+	Now    quan.Clock // nil is time.Now
 	Logger *slog.Logger
 
 	// Files keeps an uploaded attributes file while Import reads it, and
 	// OpenRows reads it with every column (sheet.Options.Others); either
 	// nil refuses imports.
-	Files    FileStore
-	OpenRows func(path string) (OthersReader, error)
+	Files    quan.FileStore
+	OpenRows func(path string) (quan.OthersReader, error)
 	// MaxFileSize bounds an attributes file; 0 means DefaultMaxFileSize.
 	MaxFileSize int64
 	// MaxImportRows bounds an attributes file's data rows; 0 means
@@ -72,7 +74,7 @@ func (s *AttributeService) facts() *factsCache {
 // admin may: an operator, or an upstream system holding an admin token
 // (EFORBIDDEN otherwise). Invalid facts are EINVALID with a FieldError
 // each (UserFacts.Validate).
-func (s *AttributeService) Put(ctx context.Context, who Identity, facts UserFacts) (*UserFacts, error) {
+func (s *AttributeService) Put(ctx context.Context, who quan.Identity, facts quan.UserFacts) (*quan.UserFacts, error) {
 	if err := CanChangeAttributes(who); err != nil {
 		return nil, err
 	}
@@ -82,7 +84,7 @@ func (s *AttributeService) Put(ctx context.Context, who Identity, facts UserFact
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	if err := s.Store.PutUserFacts(ctx, s.Now.UTC(), []UserFacts{f}); err != nil {
+	if err := s.Store.PutUserFacts(ctx, s.Now.UTC(), []quan.UserFacts{f}); err != nil {
 		return nil, err
 	}
 	s.facts().forget(f.UserID)
@@ -92,22 +94,22 @@ func (s *AttributeService) Put(ctx context.Context, who Identity, facts UserFact
 // Get returns the facts on file of user, read from the store (never the
 // cache); a user of whom nothing is on file has zero facts. An admin may
 // read any user's, a user its own (EFORBIDDEN otherwise).
-func (s *AttributeService) Get(ctx context.Context, who Identity, user int64) (*UserFacts, error) {
+func (s *AttributeService) Get(ctx context.Context, who quan.Identity, user int64) (*quan.UserFacts, error) {
 	switch {
 	case who.Role == "":
-		return nil, ErrUnauthorized
-	case who.Role == RoleAdmin, who.Role == RoleUser && who.UserID == user:
+		return nil, quan.ErrUnauthorized
+	case who.Role == quan.RoleAdmin, who.Role == quan.RoleUser && who.UserID == user:
 	default:
-		return nil, Errorf(EFORBIDDEN, "only the user or an admin may see a user's attributes")
+		return nil, quan.Errorf(quan.EFORBIDDEN, "only the user or an admin may see a user's attributes")
 	}
 	if user <= 0 {
-		return nil, Errorf(ENOTFOUND, "no user %d", user)
+		return nil, quan.Errorf(quan.ENOTFOUND, "no user %d", user)
 	}
 	return s.read(ctx, user)
 }
 
 // read reads the facts of user from the store, zero facts if none.
-func (s *AttributeService) read(ctx context.Context, user int64) (*UserFacts, error) {
+func (s *AttributeService) read(ctx context.Context, user int64) (*quan.UserFacts, error) {
 	m, err := s.Store.UserFacts(ctx, []int64{user})
 	if err != nil {
 		return nil, err
@@ -115,7 +117,7 @@ func (s *AttributeService) read(ctx context.Context, user int64) (*UserFacts, er
 	if f := m[user]; f != nil {
 		return f, nil
 	}
-	return &UserFacts{UserID: user, Tags: []string{}}, nil
+	return &quan.UserFacts{UserID: user, Tags: []string{}}, nil
 }
 
 // Facts returns the facts of user for the hot path (claims, quotes): from
@@ -130,7 +132,7 @@ func (s *AttributeService) read(ctx context.Context, user int64) (*UserFacts, er
 // another process (or straight in the store) is seen within CacheTTL. A
 // store read that overlaps a Put or Import is used but not kept, so it
 // cannot put back facts the change replaced.
-func (s *AttributeService) Facts(ctx context.Context, user int64) (*UserFacts, error) {
+func (s *AttributeService) Facts(ctx context.Context, user int64) (*quan.UserFacts, error) {
 	c, now := s.facts(), s.Now.UTC()
 	if f, ok := c.get(user, now); ok {
 		return f, nil
@@ -159,13 +161,13 @@ func (s *AttributeService) Facts(ctx context.Context, user int64) (*UserFacts, e
 // twice, repeats an attribute's name or has more than MaxUserAttrs
 // attribute columns imports nothing (EINVALID naming "file"). Importing
 // the same file again gives the same facts.
-func (s *AttributeService) Import(ctx context.Context, who Identity, r io.Reader) (*ImportReport, error) {
+func (s *AttributeService) Import(ctx context.Context, who quan.Identity, r io.Reader) (*quan.ImportReport, error) {
 	if err := CanImportAttributes(who); err != nil {
 		return nil, err
 	}
-	var open func(string) (RowReader, func(FileRow) (UserFacts, int64, *ImportFailure), error)
+	var open func(string) (quan.RowReader, func(quan.FileRow) (quan.UserFacts, int64, *quan.ImportFailure), error)
 	if s.OpenRows != nil {
-		open = func(path string) (RowReader, func(FileRow) (UserFacts, int64, *ImportFailure), error) {
+		open = func(path string) (quan.RowReader, func(quan.FileRow) (quan.UserFacts, int64, *quan.ImportFailure), error) {
 			rows, err := s.OpenRows(path)
 			if err != nil {
 				return nil, nil, err
@@ -185,10 +187,10 @@ func (s *AttributeService) Import(ctx context.Context, who Identity, r io.Reader
 	now := s.Now.UTC()
 	// Whatever is stored, and however it ends, the cache forgets it all.
 	defer s.facts().forgetAll()
-	return FileImport[UserFacts]{
+	return quan.FileImport[quan.UserFacts]{
 		What: "attributes", Files: s.Files, MaxSize: s.MaxFileSize, MaxRows: maxRows,
 		Batch: AttributeImportBatch, Reasons: attributeImportReasons, Open: open,
-		Store: func(ctx context.Context, rows []UserFacts) (int, error) {
+		Store: func(ctx context.Context, rows []quan.UserFacts) (int, error) {
 			if err := s.Store.PutUserFacts(ctx, now, rows); err != nil {
 				return 0, err
 			}
@@ -200,9 +202,13 @@ func (s *AttributeService) Import(ctx context.Context, who Identity, r io.Reader
 // CanChangeAttributes returns nil if who may put a user's attributes (an
 // admin), else ErrUnauthorized or EFORBIDDEN: the API asks before it
 // reads the body.
-func CanChangeAttributes(who Identity) error { return RequireAdmin(who, "change users' attributes") }
+func CanChangeAttributes(who quan.Identity) error {
+	return quan.RequireAdmin(who, "change users' attributes")
+}
 
 // CanImportAttributes returns nil if who may import users' attributes (an
 // admin), else ErrUnauthorized or EFORBIDDEN: the API asks before it
 // reads the upload.
-func CanImportAttributes(who Identity) error { return RequireAdmin(who, "import users' attributes") }
+func CanImportAttributes(who quan.Identity) error {
+	return quan.RequireAdmin(who, "import users' attributes")
+}

@@ -1,4 +1,4 @@
-package quan_test
+package facts_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/facts"
 	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/sqlite"
 )
@@ -27,9 +28,9 @@ func (c *countingFacts) UserFacts(ctx context.Context, users []int64) (map[int64
 	return c.Store.UserFacts(ctx, users)
 }
 
-func newAttributes(t *testing.T, clock *testrig.Clock) (*quan.AttributeService, *countingFacts) {
+func newAttributes(t *testing.T, clock *testrig.Clock) (*facts.AttributeService, *countingFacts) {
 	st := &countingFacts{Store: testrig.Store(t)}
-	return &quan.AttributeService{Store: st, Now: clock.At()}, st
+	return &facts.AttributeService{Store: st, Now: clock.At()}, st
 }
 
 func TestUserFactsValidate(t *testing.T) {
@@ -145,7 +146,7 @@ func TestAttributeServiceFacts(t *testing.T) {
 	if _, err := s.Put(ctx, testrig.Admin, quan.UserFacts{UserID: 1, Level: 2, Tags: []string{"vip"}}); err != nil {
 		t.Fatal(err)
 	}
-	facts := func(user int64) *quan.UserFacts {
+	factsOf := func(user int64) *quan.UserFacts {
 		t.Helper()
 		f, err := s.Facts(ctx, user)
 		if err != nil {
@@ -160,10 +161,10 @@ func TestAttributeServiceFacts(t *testing.T) {
 		}
 	}
 	for range 3 {
-		if f := facts(1); f.Level != 2 || f.Tags[0] != "vip" {
+		if f := factsOf(1); f.Level != 2 || f.Tags[0] != "vip" {
 			t.Fatalf("Facts(1) = %+v", f)
 		}
-		if f := facts(2); f.UserID != 2 || f.Level != 0 || f.Tags == nil {
+		if f := factsOf(2); f.UserID != 2 || f.Level != 0 || f.Tags == nil {
 			t.Fatalf("Facts(2), nothing on file = %+v", f)
 		}
 	}
@@ -172,7 +173,7 @@ func TestAttributeServiceFacts(t *testing.T) {
 	if _, err := s.Put(ctx, testrig.Admin, quan.UserFacts{UserID: 2, Level: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if f := facts(2); f.Level != 5 {
+	if f := factsOf(2); f.Level != 5 {
 		t.Errorf("Facts(2) after a Put = %+v", f)
 	}
 	reads(1)
@@ -182,19 +183,19 @@ func TestAttributeServiceFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Add(29 * time.Second)
-	if f := facts(1); f.Level != 2 {
+	if f := factsOf(1); f.Level != 2 {
 		t.Errorf("Facts(1) within the TTL = %+v, want the cached level 2", f)
 	}
 	clock.Add(time.Second)
-	if f := facts(1); f.Level != 3 {
+	if f := factsOf(1); f.Level != 3 {
 		t.Errorf("Facts(1) after the TTL = %+v, want level 3", f)
 	}
 	reads(1)
 	// Bounded: 1,000 users through a cache of 64.
 	for u := int64(100); u < 1100; u++ {
-		facts(u)
+		factsOf(u)
 	}
-	if n := quan.FactsCached(s); n > 64 || n < 32 {
+	if n := facts.FactsCached(s); n > 64 || n < 32 {
 		t.Errorf("%d users cached, want at most 64 (and not emptied)", n)
 	}
 }
@@ -203,7 +204,7 @@ func TestAttributeServiceFacts(t *testing.T) {
 // cache holds them.
 func BenchmarkFactsHit(b *testing.B) {
 	st := testrig.Store(b)
-	s := &quan.AttributeService{Store: st}
+	s := &facts.AttributeService{Store: st}
 	ctx := context.Background()
 	if _, err := s.Put(ctx, testrig.Admin, quan.UserFacts{UserID: 1, Level: 2, Tags: []string{"vip", "new"}}); err != nil {
 		b.Fatal(err)

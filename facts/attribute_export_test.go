@@ -1,4 +1,4 @@
-package quan
+package facts
 
 // FactsCached returns how many users' facts s's cache holds.
 func FactsCached(s *AttributeService) int {

@@ -1,4 +1,4 @@
-package quan_test
+package facts_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/facts"
 	"github.com/quanhq/quan/internal/testrig"
 )
 
@@ -40,7 +41,7 @@ func TestFactsMissesShareReads(t *testing.T) {
 		}
 	}
 	counting.reads.Store(0)
-	s := &quan.AttributeService{Store: st, Now: clock.At()}
+	s := &facts.AttributeService{Store: st, Now: clock.At()}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	errs := make(chan error, 400)
@@ -90,7 +91,7 @@ func TestFactsMissesShareReads(t *testing.T) {
 func TestFactsLoadCanceled(t *testing.T) {
 	clock := testrig.NewClock(factsT0)
 	base, counting := newAttributes(t, clock)
-	s := &quan.AttributeService{Store: &slowFacts{countingFacts: counting}, Now: clock.At()}
+	s := &facts.AttributeService{Store: &slowFacts{countingFacts: counting}, Now: clock.At()}
 	_ = base
 	var wg sync.WaitGroup
 	for u := int64(1); u <= 50; u++ {

@@ -1,8 +1,10 @@
-package quan
+package facts
 
 import (
 	"sync"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // factsCache keeps users' facts in process for AttributeService.Facts: at
@@ -23,7 +25,7 @@ type factsCache struct {
 // nanoseconds: a time.Time would add a pointer for the collector to scan
 // in every entry).
 type factsEntry struct {
-	f     *UserFacts
+	f     *quan.UserFacts
 	until int64
 }
 
@@ -32,7 +34,7 @@ func newFactsCache(max int, ttl time.Duration) *factsCache {
 }
 
 // get returns the facts of user if they are kept and fresh at now.
-func (c *factsCache) get(user int64, now time.Time) (*UserFacts, bool) {
+func (c *factsCache) get(user int64, now time.Time) (*quan.UserFacts, bool) {
 	c.mu.RLock()
 	e, ok := c.m[user]
 	c.mu.RUnlock()
@@ -53,7 +55,7 @@ func (c *factsCache) generation() uint64 {
 // read may predate it). When the cache is full, a sixteenth of it, chosen
 // by map order (at random), makes room: no scan, no order to keep, and a
 // hot user evicted is read again on its next use.
-func (c *factsCache) put(f *UserFacts, now time.Time, gen uint64) {
+func (c *factsCache) put(f *quan.UserFacts, now time.Time, gen uint64) {
 	if c.max < 0 {
 		return
 	}

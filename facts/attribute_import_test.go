@@ -1,10 +1,12 @@
-package quan
+package facts
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 func TestFactColumns(t *testing.T) {
@@ -17,10 +19,10 @@ func TestFactColumns(t *testing.T) {
 		{"OKChinese", []string{"会员等级", "标签", "注册时间", "地区", "订单数"}, ""},
 		{"ErrFactTwice", []string{"level", "会员等级"}, `columns "level" and "会员等级" name the same fact`},
 		{"ErrAttrTwice", []string{"vip", "vip"}, `two columns are named "vip"`},
-		{"ErrAttrLong", []string{strings.Repeat("n", MaxFactBytes+1)}, "an attribute's name is at most 64 bytes"},
+		{"ErrAttrLong", []string{strings.Repeat("n", quan.MaxFactBytes+1)}, "an attribute's name is at most 64 bytes"},
 		{"ErrTooManyAttrs", func() []string {
 			var h []string
-			for i := range MaxUserAttrs + 1 {
+			for i := range quan.MaxUserAttrs + 1 {
 				h = append(h, "a"+strings.Repeat("x", i))
 			}
 			return h
@@ -40,12 +42,12 @@ func TestParseFactsRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := func(id string, cells ...string) FileRow {
-		return FileRow{Line: 2, UserID: id, Others: append(cells, make([]string, 6-len(cells))...)}
+	row := func(id string, cells ...string) quan.FileRow {
+		return quan.FileRow{Line: 2, UserID: id, Others: append(cells, make([]string, 6-len(cells))...)}
 	}
 	for _, tt := range []struct {
 		name   string
-		row    FileRow
+		row    quan.FileRow
 		want   string // %+v of the facts, for a row that passes
 		reason string
 		field  string
@@ -53,12 +55,12 @@ func TestParseFactsRow(t *testing.T) {
 		{"OKAll", row(" 7 ", "2", "vip| new ,vip,", "2024-01-02 15:04", "上海", "3", "gold"),
 			"7 2 [vip new] 2024-01-02 07:04:00 +0000 UTC 上海 3 map[vip:gold]", "", ""},
 		{"OKBlank", row("8"), "8 0 [] 0001-01-01 00:00:00 +0000 UTC  0 map[]", "", ""},
-		{"ErrID", row("x", "2"), "", ImportInvalidID, ""},
+		{"ErrID", row("x", "2"), "", quan.ImportInvalidID, ""},
 		{"ErrLevel", row("7", "gold"), "", ImportInvalidAttribute, "level"},
 		{"ErrOrdersNegative", row("7", "", "", "", "", "-1"), "", ImportInvalidAttribute, "orders"},
 		{"ErrTime", row("7", "", "", "yesterday"), "", ImportInvalidAttribute, "registeredAt"},
 		{"ErrTagLong", row("7", "", "ok|"+strings.Repeat("t", 65)), "", ImportInvalidAttribute, "tags"},
-		{"ErrTooManyTags", row("7", "", manyTags(MaxUserTags+1)), "", ImportInvalidAttribute, "tags"},
+		{"ErrTooManyTags", row("7", "", manyTags(quan.MaxUserTags+1)), "", ImportInvalidAttribute, "tags"},
 		{"ErrRegionLong", row("7", "", "", "", strings.Repeat("r", 65)), "", ImportInvalidAttribute, "region"},
 		{"ErrAttrLong", row("7", "", "", "", "", "", strings.Repeat("g", 65)), "", ImportInvalidAttribute, "vip"},
 	} {

@@ -1,9 +1,11 @@
-package quan
+package facts
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // factsBatch bounds the users one store read of factsLoader asks for.
@@ -21,7 +23,7 @@ const factsReadTimeout = 5 * time.Second
 // company. No goroutine of its own: the first caller to find no read in
 // flight leads, and hands the lead to a waiter when it is done.
 type factsLoader struct {
-	read func(ctx context.Context, users []int64) (map[int64]*UserFacts, error)
+	read func(ctx context.Context, users []int64) (map[int64]*quan.UserFacts, error)
 
 	mu      sync.Mutex
 	leading bool
@@ -32,12 +34,12 @@ type factsWaiter struct {
 	user int64
 	done chan struct{} // closed when f/err are set or the waiter is to lead
 	lead bool
-	f    *UserFacts
+	f    *quan.UserFacts
 	err  error
 }
 
 // load returns the facts of user, read with the other misses queued.
-func (l *factsLoader) load(ctx context.Context, user int64) (*UserFacts, error) {
+func (l *factsLoader) load(ctx context.Context, user int64) (*quan.UserFacts, error) {
 	w := &factsWaiter{user: user, done: make(chan struct{})}
 	l.mu.Lock()
 	l.queue = append(l.queue, w)
@@ -84,7 +86,7 @@ func (l *factsLoader) lead() {
 	for _, w := range batch {
 		w.f, w.err = m[w.user], err
 		if err == nil && w.f == nil {
-			w.f = &UserFacts{UserID: w.user, Tags: []string{}}
+			w.f = &quan.UserFacts{UserID: w.user, Tags: []string{}}
 		}
 	}
 

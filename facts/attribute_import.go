@@ -1,4 +1,4 @@
-package quan
+package facts
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/quanhq/quan"
 )
 
 // Limits of an attributes import.
@@ -24,7 +26,7 @@ const (
 // writes it.
 const ImportInvalidAttribute = "invalid_attribute"
 
-var attributeImportReasons = []string{ImportInvalidID, ImportInvalidAttribute, ImportDuplicateInFile}
+var attributeImportReasons = []string{quan.ImportInvalidID, ImportInvalidAttribute, quan.ImportDuplicateInFile}
 
 // factColumn is what a column of an attributes file holds.
 type factColumn int
@@ -71,8 +73,8 @@ func newFactColumns(names []string) (*factColumns, error) {
 			continue
 		}
 		switch {
-		case len(name) > MaxFactBytes:
-			return nil, fmt.Errorf("column %q: an attribute's name is at most %d bytes", ClipRaw(name), MaxFactBytes)
+		case len(name) > quan.MaxFactBytes:
+			return nil, fmt.Errorf("column %q: an attribute's name is at most %d bytes", quan.ClipRaw(name), quan.MaxFactBytes)
 		case !utf8.ValidString(name):
 			return nil, fmt.Errorf("column %q: the name is not valid UTF-8", name)
 		case attrs[name]:
@@ -80,8 +82,8 @@ func newFactColumns(names []string) (*factColumns, error) {
 		}
 		attrs[name] = true
 	}
-	if len(attrs) > MaxUserAttrs {
-		return nil, fmt.Errorf("%d attribute columns besides userId, level, tags, registeredAt, region and orders: at most %d", len(attrs), MaxUserAttrs)
+	if len(attrs) > quan.MaxUserAttrs {
+		return nil, fmt.Errorf("%d attribute columns besides userId, level, tags, registeredAt, region and orders: at most %d", len(attrs), quan.MaxUserAttrs)
 	}
 	return c, nil
 }
@@ -91,14 +93,14 @@ func newFactColumns(names []string) (*factColumns, error) {
 // 0, no tags, no registration time, no region, the attribute absent. A
 // row whose user id is good is returned with its user even when a fact is
 // not, so that it claims the user against later rows.
-func (c *factColumns) parse(fr FileRow) (UserFacts, int64, *ImportFailure) {
-	id, fail := ImportUserID(fr)
+func (c *factColumns) parse(fr quan.FileRow) (quan.UserFacts, int64, *quan.ImportFailure) {
+	id, fail := quan.ImportUserID(fr)
 	if fail != nil {
-		return UserFacts{}, 0, fail
+		return quan.UserFacts{}, 0, fail
 	}
-	f := UserFacts{UserID: id}
-	bad := func(col int, format string, args ...any) (UserFacts, int64, *ImportFailure) {
-		return f, id, &ImportFailure{Reason: ImportInvalidAttribute, Field: c.names[col], Message: fmt.Sprintf(format, args...)}
+	f := quan.UserFacts{UserID: id}
+	bad := func(col int, format string, args ...any) (quan.UserFacts, int64, *quan.ImportFailure) {
+		return f, id, &quan.ImportFailure{Reason: ImportInvalidAttribute, Field: c.names[col], Message: fmt.Sprintf(format, args...)}
 	}
 	for i, kind := range c.kinds {
 		if i >= len(fr.Others) {
@@ -114,7 +116,7 @@ func (c *factColumns) parse(fr FileRow) (UserFacts, int64, *ImportFailure) {
 			n, perr := strconv.ParseInt(v, 10, 64)
 			switch {
 			case perr != nil:
-				return bad(i, "%q is not a whole number", ClipRaw(v))
+				return bad(i, "%q is not a whole number", quan.ClipRaw(v))
 			case n < 0:
 				return bad(i, "%d is negative: 0 or more", n)
 			case kind == colLevel:
@@ -129,7 +131,7 @@ func (c *factColumns) parse(fr FileRow) (UserFacts, int64, *ImportFailure) {
 			}
 		case colRegisteredAt:
 			if f.RegisteredAt, err = parseFactTime(v); err != nil {
-				return bad(i, "%q: %v", ClipRaw(v), err)
+				return bad(i, "%q: %v", quan.ClipRaw(v), err)
 			}
 		case colRegion:
 			f.Region = v
@@ -144,14 +146,14 @@ func (c *factColumns) parse(fr FileRow) (UserFacts, int64, *ImportFailure) {
 	// What is left to check: the tags' number and sizes, the lengths of
 	// the region and the attributes' values.
 	if err := f.Validate(); err != nil {
-		fe := err.(*Error).Fields[0]
+		fe := err.(*quan.Error).Fields[0]
 		for i, kind := range c.kinds {
 			switch {
 			case kind == colTags && strings.HasPrefix(fe.Field, "tags"):
 				tag := strings.TrimPrefix(fe.Field, "tags")
 				if tag != "" { // "[3]": name the tag
 					n, _ := strconv.Atoi(strings.Trim(tag, "[]"))
-					return bad(i, "tag %q %s", ClipRaw(f.Tags[n]), fe.Message)
+					return bad(i, "tag %q %s", quan.ClipRaw(f.Tags[n]), fe.Message)
 				}
 				return bad(i, "%s (separate tags with | or ,)", fe.Message)
 			case kind == colRegion && fe.Field == "region",
@@ -159,7 +161,7 @@ func (c *factColumns) parse(fr FileRow) (UserFacts, int64, *ImportFailure) {
 				return bad(i, "%s", fe.Message)
 			}
 		}
-		return f, id, &ImportFailure{Reason: ImportInvalidAttribute, Field: fe.Field, Message: fe.Message}
+		return f, id, &quan.ImportFailure{Reason: ImportInvalidAttribute, Field: fe.Field, Message: fe.Message}
 	}
 	return f, id, nil
 }
@@ -183,13 +185,13 @@ func parseFactTime(v string) (time.Time, error) {
 		return t, nil
 	}
 	for _, l := range factTimeLayouts {
-		if t, err := time.ParseInLocation(l, v, ChinaTime); err == nil {
+		if t, err := time.ParseInLocation(l, v, quan.ChinaTime); err == nil {
 			return t, nil
 		}
 	}
 	if d, err := strconv.ParseFloat(v, 64); err == nil && d >= excelFrom && d < excelTo {
 		days := math.Floor(d)
-		at := time.Date(1899, 12, 30, 0, 0, 0, 0, ChinaTime).AddDate(0, 0, int(days))
+		at := time.Date(1899, 12, 30, 0, 0, 0, 0, quan.ChinaTime).AddDate(0, 0, int(days))
 		return at.Add(time.Duration(math.Round((d-days)*86400)) * time.Second), nil
 	}
 	return time.Time{}, fmt.Errorf("not a time: write 2006-01-02, 2006-01-02 15:04[:05] (China time) or RFC 3339")
