@@ -5,13 +5,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/prom"
+	"github.com/quanhq/quan/reconcile"
 )
 
 // TestReconcile: a scrape reads the Reconciler's counters as they are.
 func TestReconcile(t *testing.T) {
-	r := &quan.Reconciler{}
+	r := &reconcile.Reconciler{}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prom.Reconcile(&r.Counters))
 	c := &r.Counters

@@ -20,6 +20,7 @@ import (
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/prom"
+	"github.com/quanhq/quan/reconcile"
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
@@ -42,7 +43,7 @@ type App struct {
 	Claims      *quan.ClaimService       // nil without a claim bus (Local, or a Worker on the embedded bus)
 	Wallet      *quan.WalletService      // nil for Local
 	Codes       *quan.CodeService        // nil for Local
-	Reconciler  *quan.Reconciler         // nil for Local, without a cache, or with Config.ReconcileEvery 0
+	Reconciler  *reconcile.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
 	Notices     *quan.NoticeService      // nil for Local
 	Dispatcher  *quan.Dispatcher         // nil for Local and without --smtp-url or --sms-url
 	Stats       *stats.StatsService      // nil for Local
@@ -237,11 +238,11 @@ func (a *App) buildReconciler() {
 	if a.Config.ReconcileEvery <= 0 || cache == nil {
 		return
 	}
-	local := []quan.InFlight{a.Templates, a.Distributor}
+	local := []reconcile.InFlight{a.Templates, a.Distributor}
 	if a.Claims != nil {
 		local = append(local, a.Claims)
 	}
-	a.Reconciler = &quan.Reconciler{Templates: b.Store, Tasks: b.Store, Coupons: b.Store, Cache: cache,
+	a.Reconciler = &reconcile.Reconciler{Templates: b.Store, Tasks: b.Store, Coupons: b.Store, Cache: cache,
 		Buses: []quan.Bus{b.ClaimBus, b.Bus}, Local: local, Logger: a.Logger, Now: a.Config.Now}
 	if b.SharedCache != nil {
 		a.Reconciler.Ledger = b.SharedCache

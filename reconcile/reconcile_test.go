@@ -1,4 +1,4 @@
-package quan_test
+package reconcile_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/testrig"
+	"github.com/quanhq/quan/reconcile"
 )
 
 // reconcileRigs are the claim rigs Reconciler is tested on: the
@@ -22,9 +23,9 @@ var reconcileRigs = map[string]func(t *testing.T, stock int64) *testrig.ClaimRig
 
 // reconciler returns a Reconciler of the rig's cache, store and bus, with
 // no wait between its readings.
-func reconciler(r *testrig.ClaimRig) *quan.Reconciler {
-	return &quan.Reconciler{Templates: r.Store, Tasks: r.Store, Coupons: r.Store, Cache: r.Cache, Ledger: r.S.Ledger,
-		Buses: []quan.Bus{r.Bus}, Local: []quan.InFlight{r.S}, Settle: -1}
+func reconciler(r *testrig.ClaimRig) *reconcile.Reconciler {
+	return &reconcile.Reconciler{Templates: r.Store, Tasks: r.Store, Coupons: r.Store, Cache: r.Cache, Ledger: r.S.Ledger,
+		Buses: []quan.Bus{r.Bus}, Local: []reconcile.InFlight{r.S}, Settle: -1}
 }
 
 // claim claims a coupon for each user through the service.
@@ -38,7 +39,7 @@ func claim(r *testrig.ClaimRig, t *testing.T, users ...int64) {
 }
 
 // settled waits until nothing is in flight for the rig's template.
-func settled(r *testrig.ClaimRig, t *testing.T, rec *quan.Reconciler) {
+func settled(r *testrig.ClaimRig, t *testing.T, rec *reconcile.Reconciler) {
 	t.Helper()
 	testrig.WaitFor(t, "the claims in flight to settle", func() bool {
 		busy, err := rec.Busy(t.Context(), r.Tpl.ID)
@@ -50,7 +51,7 @@ type reconcileWant struct {
 	stock, templates, users, repairs, ok int64
 }
 
-func assertReconcile(t *testing.T, rec *quan.Reconciler, want reconcileWant) {
+func assertReconcile(t *testing.T, rec *reconcile.Reconciler, want reconcileWant) {
 	t.Helper()
 	c := &rec.Counters
 	got := reconcileWant{c.StockDrift.Load(), c.DriftTemplates.Load(), c.HeldDriftUsers.Load(), c.Repairs.Load(), c.RunsOK.Load()}
@@ -248,7 +249,7 @@ func TestReconcileNeedsTwoReadings(t *testing.T) {
 	// Busy is checked before and after each reading: the third check,
 	// before the second reading, finds work in flight.
 	calls := 0
-	rec.Local = []quan.InFlight{inFlightFunc(func() int64 {
+	rec.Local = []reconcile.InFlight{inFlightFunc(func() int64 {
 		calls++
 		if calls == 3 {
 			return 1

@@ -1,4 +1,4 @@
-package quan
+package reconcile
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // DefaultReconcileSettle is how long Reconciler waits between the two
@@ -65,17 +67,17 @@ type InFlight interface {
 // Templates the cache does not hold are skipped: a cold template is loaded
 // whole from the store when it is needed.
 type Reconciler struct {
-	Templates TemplateStore
-	Tasks     TaskStore   // nil: no task runs (no chunk in flight)
-	Coupons   CouponStore // the store's holdings
-	Cache     Cache
+	Templates quan.TemplateStore
+	Tasks     quan.TaskStore   // nil: no task runs (no chunk in flight)
+	Coupons   quan.CouponStore // the store's holdings
+	Cache     quan.Cache
 	// Ledger, if set, is the cache's record of the claims reserved and not
 	// yet handed off (ClaimService.Ledger): a template with any is busy.
-	Ledger ClaimLedger
+	Ledger quan.ClaimLedger
 	// Buses carry the claims and chunks that are in flight while they
 	// wait on them (the claim bus and the chunk bus: nil ones are left
 	// out, the same one twice is read once).
-	Buses []Bus
+	Buses []quan.Bus
 	// Local is this process's work in flight.
 	Local []InFlight
 	// Settle is the wait between two readings; 0 means
@@ -85,7 +87,7 @@ type Reconciler struct {
 	// means time.Now).
 	Now      func() time.Time
 	Logger   *slog.Logger
-	Counters ReconcileCounters
+	Counters quan.ReconcileCounters
 
 	mu     sync.Mutex
 	checks map[int64]bool // templates to check besides the active ones
@@ -96,9 +98,9 @@ type Reconciler struct {
 // flight: claims handed off and not yet persisted, their dead letters not
 // yet failed, chunks not yet applied.
 var reconcileQueues = [][2]string{
-	{ClaimBatchSubject, ClaimDurable},
-	{DeadLetterPrefix + ClaimBatchSubject, ClaimDurable + "-dead"},
-	{ChunkSubject, ChunkDurable},
+	{quan.ClaimBatchSubject, quan.ClaimDurable},
+	{quan.DeadLetterPrefix + quan.ClaimBatchSubject, quan.ClaimDurable + "-dead"},
+	{quan.ChunkSubject, quan.ChunkDurable},
 }
 
 func (r *Reconciler) logger() *slog.Logger {
@@ -159,12 +161,12 @@ type Drift struct {
 	StoreStock int64
 	// Held are the users whose counts differ: Old the cache's, Count the
 	// store's (the correction SwapHeld makes).
-	Held []HeldSwap
+	Held []quan.HeldSwap
 	// For a template with period limits, the users whose counts of the
 	// day and of the week of the reading differ (the corrections
 	// SwapPeriodHeld makes).
-	Day, Week         Period
-	DayHeld, WeekHeld []HeldSwap
+	Day, Week         quan.Period
+	DayHeld, WeekHeld []quan.HeldSwap
 }
 
 // None reports whether cache and store agree.
@@ -177,11 +179,11 @@ func (d Drift) same(e Drift) bool {
 		sameSwaps(d.Held, e.Held) && sameSwaps(d.DayHeld, e.DayHeld) && sameSwaps(d.WeekHeld, e.WeekHeld)
 }
 
-func sameSwaps(a, b []HeldSwap) bool {
+func sameSwaps(a, b []quan.HeldSwap) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	m := make(map[int64]HeldSwap, len(a))
+	m := make(map[int64]quan.HeldSwap, len(a))
 	for _, h := range a {
 		m[h.UserID] = h
 	}
@@ -196,7 +198,7 @@ func sameSwaps(a, b []HeldSwap) bool {
 // users counts the users with any count that differs.
 func (d Drift) users() int {
 	seen := map[int64]bool{}
-	for _, hs := range [][]HeldSwap{d.Held, d.DayHeld, d.WeekHeld} {
+	for _, hs := range [][]quan.HeldSwap{d.Held, d.DayHeld, d.WeekHeld} {
 		for _, h := range hs {
 			seen[h.UserID] = true
 		}
@@ -292,8 +294,8 @@ func (r *Reconciler) templates(ctx context.Context) ([]int64, error) {
 	for id := range seen {
 		ids = append(ids, id)
 	}
-	for off := 0; ; off += MaxPageSize {
-		page, total, err := r.Templates.Templates(ctx, TemplateFilter{Status: TemplateActive, Offset: off, Limit: MaxPageSize})
+	for off := 0; ; off += quan.MaxPageSize {
+		page, total, err := r.Templates.Templates(ctx, quan.TemplateFilter{Status: quan.TemplateActive, Offset: off, Limit: quan.MaxPageSize})
 		if err != nil {
 			return nil, fmt.Errorf("reconcile: active templates: %w", err)
 		}
@@ -326,7 +328,7 @@ func (r *Reconciler) Busy(ctx context.Context, template int64) (bool, error) {
 		}
 	}
 	if r.Tasks != nil {
-		running, _, err := r.Tasks.Tasks(ctx, TaskFilter{Status: TaskRunning, Limit: MaxPageSize})
+		running, _, err := r.Tasks.Tasks(ctx, quan.TaskFilter{Status: quan.TaskRunning, Limit: quan.MaxPageSize})
 		if err != nil {
 			return false, err
 		}
@@ -335,11 +337,11 @@ func (r *Reconciler) Busy(ctx context.Context, template int64) (bool, error) {
 				return true, nil
 			}
 		}
-		if len(running) == MaxPageSize {
+		if len(running) == quan.MaxPageSize {
 			return true, nil // too many to tell: any may be this template's
 		}
 	}
-	var read []Bus
+	var read []quan.Bus
 	for _, b := range r.Buses {
 		if b == nil || containsBus(read, b) {
 			continue
@@ -358,7 +360,7 @@ func (r *Reconciler) Busy(ctx context.Context, template int64) (bool, error) {
 	return false, nil
 }
 
-func containsBus(bs []Bus, b Bus) bool {
+func containsBus(bs []quan.Bus, b quan.Bus) bool {
 	for _, x := range bs {
 		if x == b {
 			return true
@@ -376,7 +378,7 @@ func (r *Reconciler) read(ctx context.Context, template int64) (d Drift, ok bool
 		return d, false, wrapNil(err, wrap)
 	}
 	st, err := r.Cache.State(ctx, template)
-	if errors.Is(err, ErrCacheCold) {
+	if errors.Is(err, quan.ErrCacheCold) {
 		return d, false, nil
 	}
 	if err != nil {
@@ -384,13 +386,13 @@ func (r *Reconciler) read(ctx context.Context, template int64) (d Drift, ok bool
 	}
 	d, err = r.compare(ctx, st)
 	if err != nil {
-		if errors.Is(err, ErrCacheCold) {
+		if errors.Is(err, quan.ErrCacheCold) {
 			return d, false, nil
 		}
 		return d, false, wrap(err)
 	}
 	again, err := r.Cache.State(ctx, template)
-	if errors.Is(err, ErrCacheCold) {
+	if errors.Is(err, quan.ErrCacheCold) {
 		return d, false, nil
 	}
 	if err != nil {
@@ -416,8 +418,8 @@ func wrapNil(err error, wrap func(error) error) error {
 // the cache's holdings, and returns how they differ from st and the
 // cache. For a template with period limits it compares the counts of the
 // day and the week of now as well.
-func (r *Reconciler) compare(ctx context.Context, st TemplateState) (Drift, error) {
-	tpl, err := r.Templates.Template(ctx, AnyShop, st.ID)
+func (r *Reconciler) compare(ctx context.Context, st quan.TemplateState) (Drift, error) {
+	tpl, err := r.Templates.Template(ctx, quan.AnyShop, st.ID)
 	if err != nil {
 		return Drift{}, err
 	}
@@ -428,7 +430,7 @@ func (r *Reconciler) compare(ctx context.Context, st TemplateState) (Drift, erro
 		if r.Now != nil {
 			at = r.Now()
 		}
-		d.Day, d.Week = PeriodsOf(at)
+		d.Day, d.Week = quan.PeriodsOf(at)
 	}
 	cached, err := countsByUser(r.Cache.Holdings(ctx, st.ID))
 	if err != nil {
@@ -456,10 +458,10 @@ func (r *Reconciler) compare(ctx context.Context, st TemplateState) (Drift, erro
 	// Counted in the cache, none in the store.
 	for _, c := range []struct {
 		m     map[int64]int64
-		swaps *[]HeldSwap
+		swaps *[]quan.HeldSwap
 	}{{cached, &d.Held}, {cachedDay, &d.DayHeld}, {cachedWeek, &d.WeekHeld}} {
 		for u, n := range c.m {
-			*c.swaps = append(*c.swaps, HeldSwap{UserID: u, Old: n, Count: 0})
+			*c.swaps = append(*c.swaps, quan.HeldSwap{UserID: u, Old: n, Count: 0})
 		}
 	}
 	return d, nil
@@ -467,9 +469,9 @@ func (r *Reconciler) compare(ctx context.Context, st TemplateState) (Drift, erro
 
 // drifted appends to swaps the correction of user's count in cached to
 // the store's count n, if they differ, and takes the user out of cached.
-func drifted(swaps []HeldSwap, cached map[int64]int64, user, n int64) []HeldSwap {
+func drifted(swaps []quan.HeldSwap, cached map[int64]int64, user, n int64) []quan.HeldSwap {
 	if c := cached[user]; n > 0 && c != n {
-		swaps = append(swaps, HeldSwap{UserID: user, Old: c, Count: n})
+		swaps = append(swaps, quan.HeldSwap{UserID: user, Old: c, Count: n})
 	} else if n <= 0 {
 		return swaps // none in the store: left in cached, corrected to 0 if counted there
 	}
@@ -478,7 +480,7 @@ func drifted(swaps []HeldSwap, cached map[int64]int64, user, n int64) []HeldSwap
 }
 
 // countsByUser collects a cache's counts by user.
-func countsByUser(hs iter.Seq2[Holding, error]) (map[int64]int64, error) {
+func countsByUser(hs iter.Seq2[quan.Holding, error]) (map[int64]int64, error) {
 	m := map[int64]int64{}
 	for h, err := range hs {
 		if err != nil {
@@ -495,7 +497,7 @@ func (r *Reconciler) repair(ctx context.Context, d Drift) error {
 	var stockFixed bool
 	if d.CacheStock != d.StoreStock {
 		ok, err := r.Cache.SwapStock(ctx, d.Template, d.CacheStock, d.StoreStock)
-		if err != nil && !errors.Is(err, ErrCacheCold) {
+		if err != nil && !errors.Is(err, quan.ErrCacheCold) {
 			return fmt.Errorf("reconcile template %d: correct the stock: %w", d.Template, err)
 		}
 		stockFixed = ok
@@ -503,21 +505,21 @@ func (r *Reconciler) repair(ctx context.Context, d Drift) error {
 	users := 0
 	if len(d.Held) > 0 {
 		n, err := r.Cache.SwapHeld(ctx, d.Template, d.Held)
-		if err != nil && !errors.Is(err, ErrCacheCold) {
+		if err != nil && !errors.Is(err, quan.ErrCacheCold) {
 			return fmt.Errorf("reconcile template %d: correct the holdings: %w", d.Template, err)
 		}
 		users = n
 	}
 	periods := 0
 	for _, p := range []struct {
-		p     Period
-		swaps []HeldSwap
+		p     quan.Period
+		swaps []quan.HeldSwap
 	}{{d.Day, d.DayHeld}, {d.Week, d.WeekHeld}} {
 		if len(p.swaps) == 0 {
 			continue
 		}
 		n, err := r.Cache.SwapPeriodHeld(ctx, d.Template, p.p, p.swaps)
-		if err != nil && !errors.Is(err, ErrCacheCold) {
+		if err != nil && !errors.Is(err, quan.ErrCacheCold) {
 			return fmt.Errorf("reconcile template %d: correct the period counts: %w", d.Template, err)
 		}
 		periods += n
