@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/facts"
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/stats"
@@ -28,7 +29,7 @@ type Server struct {
 	Tasks     *quan.TaskService     // nil serves no task routes
 	Claims    *quan.ClaimService    // nil serves no claim routes
 	Wallet    *quan.WalletService   // nil serves no wallet and order routes
-	Codes     *quan.CodeService     // nil serves no code routes
+	Codes     *codes.CodeService    // nil serves no code routes
 	Notices   *quan.NoticeService   // nil serves no inbox, popup and contact routes
 	Stats     *stats.StatsService   // nil serves no statistics routes
 	Reminders *quan.ReminderService // nil serves no reminder routes

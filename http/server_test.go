@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/disk"
 	"github.com/quanhq/quan/facts"
 	qhttp "github.com/quanhq/quan/http"
@@ -109,7 +110,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Now:         clock,
 		Wallet:      &quan.WalletService{Coupons: store, Archiver: store, Templates: store, Now: clock},
 		Notices:     &quan.NoticeService{Store: store, Contacts: store, Now: clock},
-		Codes:       &quan.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
+		Codes:       &codes.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
 		Stats:       &stats.StatsService{Store: store, Now: clock},
 		Reminders:   &quan.ReminderService{Store: store, Templates: store, Now: clock},
 		CodesExport: report.Codes{},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/codes"
 )
 
 // unmatchedTwice is unmatchedAsProblem as it was, matching every request
@@ -48,7 +49,7 @@ func TestHandlerRoutesAsBefore(t *testing.T) {
 		Tasks:     &quan.TaskService{},
 		Claims:    &quan.ClaimService{},
 		Wallet:    &quan.WalletService{},
-		Codes:     &quan.CodeService{},
+		Codes:     &codes.CodeService{},
 		Tokens:    tk,
 		Now:       clock.now,
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/accounts"
+	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/stats"
 )
 
@@ -50,7 +51,7 @@ type Console struct {
 	Templates *quan.TemplateService
 	Tasks     *quan.TaskService   // nil: no distribution pages
 	Stats     *stats.StatsService // nil: no statistics pages
-	Codes     *quan.CodeService   // nil: no code pages
+	Codes     *codes.CodeService  // nil: no code pages
 	// CodesExport writes a code batch as .xlsx; nil offers .csv only.
 	CodesExport quan.CodesExport
 	Now         quan.Clock   // nil: time.Now

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/nats"
@@ -27,7 +28,7 @@ import (
 type statsEnv struct {
 	console  *console.Console
 	stats    *stats.StatsService
-	codes    *quan.CodeService
+	codes    *codes.CodeService
 	wallet   *quan.WalletService
 	claims   *quan.ClaimService // with withClaims only
 	refusals *stats.RefusalCounter
@@ -39,7 +40,7 @@ func withStats(env *statsEnv) func(t *testing.T, tc *testConsole, c *console.Con
 	return func(t *testing.T, tc *testConsole, c *console.Console) {
 		env.console = c
 		env.stats = &stats.StatsService{Store: tc.store, Now: tc.clock}
-		env.codes = &quan.CodeService{Codes: tc.store, Templates: tc.store, Now: tc.clock, Chunk: 10}
+		env.codes = &codes.CodeService{Codes: tc.store, Templates: tc.store, Now: tc.clock, Chunk: 10}
 		env.wallet = &quan.WalletService{Coupons: tc.store, Templates: tc.store, Now: tc.clock}
 		env.refusals = &stats.RefusalCounter{Store: tc.store}
 		c.Stats, c.Codes, c.CodesExport = env.stats, env.codes, report.Codes{}

@@ -15,6 +15,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
+	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/disk"
 	"github.com/quanhq/quan/facts"
 	qhttp "github.com/quanhq/quan/http"
@@ -42,7 +43,7 @@ type App struct {
 	Distributor *quan.Distributor
 	Claims      *quan.ClaimService       // nil without a claim bus (Local, or a Worker on the embedded bus)
 	Wallet      *quan.WalletService      // nil for Local
-	Codes       *quan.CodeService        // nil for Local
+	Codes       *codes.CodeService       // nil for Local
 	Reconciler  *reconcile.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
 	Notices     *quan.NoticeService      // nil for Local
 	Dispatcher  *quan.Dispatcher         // nil for Local and without --smtp-url or --sms-url
@@ -200,7 +201,7 @@ func (a *App) build(ctx context.Context) error {
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Wallet(&a.Wallet.Counters))
 	}
-	a.Codes = &quan.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger,
+	a.Codes = &codes.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger,
 		Rules: book, Facts: a.Attributes}
 	a.Reminders = &quan.ReminderService{Store: st, Templates: st, Now: cfg.Now, Logger: logger}
 	if err := a.buildNotify(ctx); err != nil {

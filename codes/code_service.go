@@ -1,4 +1,4 @@
-package quan
+package codes
 
 import (
 	"context"
@@ -8,18 +8,20 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // CodeService is the merchant's and user's side of redemption codes.
 type CodeService struct {
-	Codes     CodeStore
-	Templates TemplateStore
-	Cache     Cache // nil: the store alone checks and reserves
+	Codes     quan.CodeStore
+	Templates quan.TemplateStore
+	Cache     quan.Cache // nil: the store alone checks and reserves
 	// Rules and Facts decide the templates' eligibility rules, as
 	// for claims; a nil Rules checks none.
-	Rules  RuleSource
-	Facts  FactsSource
-	Now    Clock
+	Rules  quan.RuleSource
+	Facts  quan.FactsSource
+	Now    quan.Clock
 	Logger *slog.Logger
 	// Chunk is how many codes are generated and stored a transaction; 0
 	// means 10,000.
@@ -41,23 +43,23 @@ func (s *CodeService) logger() *slog.Logger {
 // Create starts a batch of n codes for template of the merchant's shop and
 // returns it generating; the codes are made in the background (Get shows
 // the progress). The template must not have ended.
-func (s *CodeService) Create(ctx context.Context, who Identity, template, n int64) (*CodeBatch, error) {
+func (s *CodeService) Create(ctx context.Context, who quan.Identity, template, n int64) (*quan.CodeBatch, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
 	}
-	if n < 1 || n > MaxCodeBatch {
-		return nil, &Error{Code: EINVALID, Message: "invalid code batch", Fields: []FieldError{{Field: "count", Message: fmt.Sprintf("must be 1 … %d", MaxCodeBatch)}}}
+	if n < 1 || n > quan.MaxCodeBatch {
+		return nil, &quan.Error{Code: quan.EINVALID, Message: "invalid code batch", Fields: []quan.FieldError{{Field: "count", Message: fmt.Sprintf("must be 1 … %d", quan.MaxCodeBatch)}}}
 	}
 	t, err := s.Templates.Template(ctx, shop, template)
 	if err != nil {
 		return nil, err
 	}
-	if t.Status == TemplateEnded {
-		return nil, Errorf(ETRANSITION, "template %d has ended: it issues no more coupons", template)
+	if t.Status == quan.TemplateEnded {
+		return nil, quan.Errorf(quan.ETRANSITION, "template %d has ended: it issues no more coupons", template)
 	}
 	now := s.Now.UTC()
-	b := &CodeBatch{TemplateID: t.ID, ShopNo: t.ShopNo, Count: n, Status: CodeBatchGenerating, CreatedBy: who.String(), CreatedAt: now, UpdatedAt: now}
+	b := &quan.CodeBatch{TemplateID: t.ID, ShopNo: t.ShopNo, Count: n, Status: quan.CodeBatchGenerating, CreatedBy: who.String(), CreatedAt: now, UpdatedAt: now}
 	if err := s.Codes.CreateCodeBatch(ctx, b); err != nil {
 		return nil, err
 	}
@@ -68,7 +70,7 @@ func (s *CodeService) Create(ctx context.Context, who Identity, template, n int6
 // Generate makes the rest of batch b's codes in the background, until
 // they are made or Close stops it; after Close it does nothing (Resume
 // finishes the batch in the next process).
-func (s *CodeService) Generate(b *CodeBatch) {
+func (s *CodeService) Generate(b *quan.CodeBatch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -123,7 +125,7 @@ func (s *CodeService) Resume(ctx context.Context) error {
 	return nil
 }
 
-func (s *CodeService) generate(ctx context.Context, b *CodeBatch) error {
+func (s *CodeService) generate(ctx context.Context, b *quan.CodeBatch) error {
 	chunk := int64(s.Chunk)
 	if chunk <= 0 {
 		chunk = 10_000
@@ -134,12 +136,12 @@ func (s *CodeService) generate(ctx context.Context, b *CodeBatch) error {
 		}
 		n := min(chunk, b.Count-b.Generated)
 		for attempt := 0; ; attempt++ {
-			codes, err := NewCodes(int(n), "")
+			codes, err := quan.NewCodes(int(n), "")
 			if err != nil {
 				return err
 			}
 			next, err := s.Codes.AddCodes(ctx, b.ID, codes, s.Now.UTC())
-			if errors.Is(err, ErrConflict) && attempt < 3 {
+			if errors.Is(err, quan.ErrConflict) && attempt < 3 {
 				continue // a code that exists: 73 random bits make it all but impossible
 			}
 			if err != nil {
@@ -154,7 +156,7 @@ func (s *CodeService) generate(ctx context.Context, b *CodeBatch) error {
 }
 
 // Get returns batch id of the merchant's shop.
-func (s *CodeService) Get(ctx context.Context, who Identity, id int64) (*CodeBatch, error) {
+func (s *CodeService) Get(ctx context.Context, who quan.Identity, id int64) (*quan.CodeBatch, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -165,7 +167,7 @@ func (s *CodeService) Get(ctx context.Context, who Identity, id int64) (*CodeBat
 // List returns the batches of template of the merchant's shop, newest
 // first. ErrNotFound if there is no such template (or it is another
 // shop's).
-func (s *CodeService) List(ctx context.Context, who Identity, template int64) ([]*CodeBatch, error) {
+func (s *CodeService) List(ctx context.Context, who quan.Identity, template int64) ([]*quan.CodeBatch, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -177,24 +179,24 @@ func (s *CodeService) List(ctx context.Context, who Identity, template int64) ([
 }
 
 // Export streams the codes of a ready batch of the merchant's shop.
-func (s *CodeService) Export(ctx context.Context, who Identity, id int64) (*CodeBatch, iter.Seq2[RedeemCode, error], error) {
+func (s *CodeService) Export(ctx context.Context, who quan.Identity, id int64) (*quan.CodeBatch, iter.Seq2[quan.RedeemCode, error], error) {
 	b, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if b.Status != CodeBatchReady {
-		return nil, nil, Errorf(ETRANSITION, "batch %d is still generating: %d of %d codes made", id, b.Generated, b.Count)
+	if b.Status != quan.CodeBatchReady {
+		return nil, nil, quan.Errorf(quan.ETRANSITION, "batch %d is still generating: %d of %d codes made", id, b.Generated, b.Count)
 	}
 	return b, s.Codes.Codes(ctx, id), nil
 }
 
 // Redeem issues the user the coupon of code. A mistyped code (bad check
 // symbol) is refused before anything is looked up.
-func (s *CodeService) Redeem(ctx context.Context, who Identity, code string) (*Coupon, error) {
-	if who.Role != RoleUser {
-		return nil, Errorf(EFORBIDDEN, "only users redeem codes")
+func (s *CodeService) Redeem(ctx context.Context, who quan.Identity, code string) (*quan.Coupon, error) {
+	if who.Role != quan.RoleUser {
+		return nil, quan.Errorf(quan.EFORBIDDEN, "only users redeem codes")
 	}
-	code, err := ParseCode(code)
+	code, err := quan.ParseCode(code)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +213,7 @@ func (s *CodeService) Redeem(ctx context.Context, who Identity, code string) (*C
 		// reservation under the code's key, idempotent, so a redeem
 		// answered again counts once (a template the cache does not hold
 		// is loaded whole when needed).
-		if _, err := s.Cache.Reserve(ctx, c.TemplateID, "code:"+code, []int64{c.UserID}, c.CreatedAt); err != nil && !errors.Is(err, ErrCacheCold) {
+		if _, err := s.Cache.Reserve(ctx, c.TemplateID, "code:"+code, []int64{c.UserID}, c.CreatedAt); err != nil && !errors.Is(err, quan.ErrCacheCold) {
 			s.logger().Warn("count a redeemed code in the cache", "template", c.TemplateID, "err", err)
 		}
 	}
@@ -228,8 +230,8 @@ func (s *CodeService) eligible(ctx context.Context, code string, user int64, now
 	}
 	rc, err := s.Codes.Code(ctx, code)
 	if err != nil {
-		if ErrorCode(err) == ENOTFOUND {
-			return Errorf(ENOTFOUND, "no code %s", code)
+		if quan.ErrorCode(err) == quan.ENOTFOUND {
+			return quan.Errorf(quan.ENOTFOUND, "no code %s", code)
 		}
 		return err
 	}
@@ -240,5 +242,5 @@ func (s *CodeService) eligible(ctx context.Context, code string, user int64, now
 	if err != nil {
 		return fmt.Errorf("rules of template %d: %w", rc.TemplateID, err)
 	}
-	return EligibleBy(ctx, tr, s.Facts, rc.TemplateID, user, now)
+	return quan.EligibleBy(ctx, tr, s.Facts, rc.TemplateID, user, now)
 }
