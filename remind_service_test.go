@@ -12,6 +12,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/sqlite"
+	"github.com/quanhq/quan/templates"
 )
 
 var remindT0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -24,7 +25,7 @@ func userID(id int64) quan.Identity {
 type remindFixture struct {
 	st        *sqlite.Store
 	clock     *testrig.Clock
-	templates *quan.TemplateService
+	templates *templates.TemplateService
 	reminders *quan.ReminderService
 	notices   *quan.NoticeService
 }
@@ -35,13 +36,13 @@ func newRemindFixture(t *testing.T) *remindFixture {
 	clock := testrig.NewClock(remindT0)
 	return &remindFixture{
 		st: st, clock: clock,
-		templates: &quan.TemplateService{Store: st, Now: clock.At()},
+		templates: &templates.TemplateService{Store: st, Now: clock.At()},
 		reminders: &quan.ReminderService{Store: st, Templates: st, Now: clock.At()},
 		notices:   &quan.NoticeService{Store: st, Contacts: st, Now: clock.At()},
 	}
 }
 
-func (f *remindFixture) template(t *testing.T, in quan.NewTemplate, activate bool) *quan.Template {
+func (f *remindFixture) template(t *testing.T, in templates.NewTemplate, activate bool) *quan.Template {
 	t.Helper()
 	tpl, err := f.templates.Create(t.Context(), testrig.Merchant1, in)
 	if err != nil {
@@ -236,18 +237,18 @@ func TestRemindOpening(t *testing.T) {
 func TestTemplateReminderFields(t *testing.T) {
 	f := newRemindFixture(t)
 	for name, tc := range map[string]struct {
-		edit  func(*quan.NewTemplate)
+		edit  func(*templates.NewTemplate)
 		field string
 	}{
-		"NegativeRemindBefore":  {func(n *quan.NewTemplate) { n.RemindBefore = -1 }, "remindBefore"},
-		"RemindBeforeTooLong":   {func(n *quan.NewTemplate) { n.RemindBefore = quan.Duration(48 * time.Hour) }, "remindBefore"},
-		"RemindBeforeSubSecond": {func(n *quan.NewTemplate) { n.RemindBefore = quan.Duration(time.Hour + time.Millisecond) }, "remindBefore"},
-		"NoChannels":            {func(n *quan.NewTemplate) { n.RemindBefore = quan.Duration(time.Hour); n.RemindChannels = nil }, "remindChannels"},
-		"UnknownChannel":        {func(n *quan.NewTemplate) { n.RemindChannels = []quan.NotifyType{"fax"} }, "remindChannels[0]"},
-		"ChannelTwice":          {func(n *quan.NewTemplate) { n.RemindChannels = []quan.NotifyType{"sms", "sms"} }, "remindChannels[1]"},
-		"NegativeLead":          {func(n *quan.NewTemplate) { n.RemindLead = -quan.Duration(time.Minute) }, "remindLead"},
-		"LeadTooLong":           {func(n *quan.NewTemplate) { n.RemindLead = quan.Duration(8 * 24 * time.Hour) }, "remindLead"},
-		"FixedValidityTooShort": {func(n *quan.NewTemplate) {
+		"NegativeRemindBefore":  {func(n *templates.NewTemplate) { n.RemindBefore = -1 }, "remindBefore"},
+		"RemindBeforeTooLong":   {func(n *templates.NewTemplate) { n.RemindBefore = quan.Duration(48 * time.Hour) }, "remindBefore"},
+		"RemindBeforeSubSecond": {func(n *templates.NewTemplate) { n.RemindBefore = quan.Duration(time.Hour + time.Millisecond) }, "remindBefore"},
+		"NoChannels":            {func(n *templates.NewTemplate) { n.RemindBefore = quan.Duration(time.Hour); n.RemindChannels = nil }, "remindChannels"},
+		"UnknownChannel":        {func(n *templates.NewTemplate) { n.RemindChannels = []quan.NotifyType{"fax"} }, "remindChannels[0]"},
+		"ChannelTwice":          {func(n *templates.NewTemplate) { n.RemindChannels = []quan.NotifyType{"sms", "sms"} }, "remindChannels[1]"},
+		"NegativeLead":          {func(n *templates.NewTemplate) { n.RemindLead = -quan.Duration(time.Minute) }, "remindLead"},
+		"LeadTooLong":           {func(n *templates.NewTemplate) { n.RemindLead = quan.Duration(8 * 24 * time.Hour) }, "remindLead"},
+		"FixedValidityTooShort": {func(n *templates.NewTemplate) {
 			n.Validity = quan.Validity{Kind: quan.ValidFixed, Start: remindT0, End: remindT0.Add(time.Hour)}
 			n.RemindBefore = quan.Duration(time.Hour)
 		}, "remindBefore"},

@@ -15,6 +15,7 @@ import (
 	"github.com/quanhq/quan/disk"
 	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/sheet"
+	"github.com/quanhq/quan/templates"
 )
 
 func TestRunForReal(t *testing.T) {
@@ -33,7 +34,7 @@ func TestRunForReal(t *testing.T) {
 			return sheet.Check(ctx, path, sheet.Options{Sheet: name})
 		},
 	}
-	templates := &quan.TemplateService{Store: st, Now: clock}
+	templates := &templates.TemplateService{Store: st, Now: clock}
 	tpl, err := templates.Create(t.Context(), testrig.Merchant1, testrig.DirectSpec(now))
 	if err != nil {
 		t.Fatal(err)

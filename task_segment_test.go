@@ -18,6 +18,7 @@ import (
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/sqlite"
+	"github.com/quanhq/quan/templates"
 )
 
 // segmentFixture is a store holding the facts of 1,000 users, a template
@@ -70,7 +71,7 @@ func newSegmentFixture(t *testing.T, stock int64) *segmentFixture {
 	if err := st.PutUserFacts(ctx, now, facts); err != nil {
 		t.Fatal(err)
 	}
-	templates := &quan.TemplateService{Store: st, Now: clock}
+	templates := &templates.TemplateService{Store: st, Now: clock}
 	spec := testrig.DirectSpec(now.Add(-time.Hour))
 	spec.Stock = stock
 	if f.tpl, err = templates.Create(ctx, testrig.Merchant1, spec); err != nil {

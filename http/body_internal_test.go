@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/templates"
 )
 
 // FuzzUnmarshalStrict checks that whenever encoding/json refuses a body
@@ -23,7 +24,7 @@ func FuzzUnmarshalStrict(f *testing.F) {
 		if !json.Valid([]byte(body)) {
 			return
 		}
-		for _, v := range []any{new(quan.NewTemplate), new(quan.LockRequest)} {
+		for _, v := range []any{new(templates.NewTemplate), new(quan.LockRequest)} {
 			err := unmarshalStrict([]byte(body), v)
 			if err == nil {
 				continue

@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/disk"
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/sqlite"
-	"github.com/xuri/excelize/v2"
+	"github.com/quanhq/quan/templates"
 )
 
 const contactsPath = "/api/v1/contacts/import"
@@ -234,7 +236,7 @@ func BenchmarkContactsImport(b *testing.B) {
 		b.Fatal(err)
 	}
 	api := &qhttp.Server{
-		Templates: &quan.TemplateService{Store: store},
+		Templates: &templates.TemplateService{Store: store},
 		Tokens:    tokens,
 		Notices: &quan.NoticeService{Store: store, Contacts: store, Files: &disk.Files{Dir: dir},
 			OpenRows: func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, sheet.Options{}) }},

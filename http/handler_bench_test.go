@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/templates"
 )
 
 // BenchmarkHandler sends requests through Server.Handler, every middleware
@@ -17,7 +18,7 @@ func BenchmarkHandler(b *testing.B) {
 	clock := newTestClock()
 	tk := newCachingTokens(b, clock, 1) // one slot: each token evicts the last, none is answered from it
 	s := &Server{
-		Templates: &quan.TemplateService{},
+		Templates: &templates.TemplateService{},
 		Claims:    &quan.ClaimService{}, // refuses merchants before it needs anything
 		Tokens:    tk,
 		Now:       clock.now,

@@ -3,7 +3,7 @@ package http
 import (
 	"net/http"
 
-	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/templates"
 )
 
 // templateRules is GET /templates/{id}/rules: every version of the
@@ -29,7 +29,7 @@ func (s *Server) changeRules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in quan.RulesChange
+	var in templates.RulesChange
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (s *Server) evaluateRules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in quan.RulesSample
+	var in templates.RulesSample
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}

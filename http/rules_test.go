@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/templates"
 )
 
 // ruleError returns the message of the problem's error on field, failing
@@ -238,7 +239,7 @@ func TestRulesVersions(t *testing.T) {
 	wantUsable(q, v1, true)
 
 	// Listed, version 0 first, and in the audit trail.
-	var info quan.TemplateRulesInfo
+	var info templates.TemplateRulesInfo
 	ts.do(t, "GET", rulesPath, m, nil).decode(t, &info)
 	if info.Current != 2 || len(info.Versions) != 3 || info.Versions[0].Applies != "order.total >= 20000" ||
 		info.Versions[2].Applies != "order.total >= 90000" || !info.Versions[2].ApplyToIssued {
@@ -395,7 +396,7 @@ func TestRulesEvaluate(t *testing.T) {
 	tpl := ts.create(t, m, body)
 	path := loc(tpl.ID) + "/rules/evaluate"
 
-	var res quan.RulesEvaluation
+	var res templates.RulesEvaluation
 	r := ts.do(t, "POST", path, m, map[string]any{"user": map[string]any{"level": 3, "tags": []string{"vip"}},
 		"order": map[string]any{"total": 100, "items": []map[string]any{{"goodsId": "x", "categoryId": "food", "price": 100, "qty": 1}}}})
 	r.want(t, http.StatusOK, "")
@@ -407,7 +408,7 @@ func TestRulesEvaluate(t *testing.T) {
 
 	r = ts.do(t, "POST", path, m, map[string]any{"eligibility": `user.attrs["city"] == "sh"`, "user": map[string]any{}})
 	r.want(t, http.StatusOK, "")
-	res = quan.RulesEvaluation{}
+	res = templates.RulesEvaluation{}
 	r.decode(t, &res)
 	if res.Version != nil || res.Eligibility.Result != nil || !strings.Contains(res.Eligibility.Error, "city") ||
 		res.Applies.Rule != "" || res.Applies.Result != nil {

@@ -21,11 +21,12 @@ import (
 	"github.com/quanhq/quan/facts"
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/stats"
+	"github.com/quanhq/quan/templates"
 )
 
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
 type Server struct {
-	Templates *quan.TemplateService
+	Templates *templates.TemplateService
 	Tasks     *quan.TaskService     // nil serves no task routes
 	Claims    *quan.ClaimService    // nil serves no claim routes
 	Wallet    *quan.WalletService   // nil serves no wallet and order routes
@@ -131,10 +132,10 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 	handle("GET /api/v1/templates", s.listTemplates)
 	handle("GET /api/v1/templates/{id}", s.getTemplate)
 	handle("PATCH /api/v1/templates/{id}", s.editTemplate)
-	handle("POST /api/v1/templates/{id}/activate", s.changeTemplate((*quan.TemplateService).Activate))
-	handle("POST /api/v1/templates/{id}/pause", s.changeTemplate((*quan.TemplateService).Pause))
-	handle("POST /api/v1/templates/{id}/resume", s.changeTemplate((*quan.TemplateService).Resume))
-	handle("POST /api/v1/templates/{id}/terminate", s.changeTemplate((*quan.TemplateService).Terminate))
+	handle("POST /api/v1/templates/{id}/activate", s.changeTemplate((*templates.TemplateService).Activate))
+	handle("POST /api/v1/templates/{id}/pause", s.changeTemplate((*templates.TemplateService).Pause))
+	handle("POST /api/v1/templates/{id}/resume", s.changeTemplate((*templates.TemplateService).Resume))
+	handle("POST /api/v1/templates/{id}/terminate", s.changeTemplate((*templates.TemplateService).Terminate))
 	handle("POST /api/v1/templates/{id}/stock", s.increaseStock)
 	handle("GET /api/v1/templates/{id}/history", s.templateHistory)
 	handle("GET /api/v1/templates/{id}/rules", s.templateRules)

@@ -26,6 +26,7 @@ import (
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/sqlite"
 	"github.com/quanhq/quan/stats"
+	"github.com/quanhq/quan/templates"
 )
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef-test")
@@ -91,7 +92,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Now:          clock,
 	}
 	ts.api = &qhttp.Server{
-		Templates: &quan.TemplateService{Store: store, Cache: ts.cache, Now: clock},
+		Templates: &templates.TemplateService{Store: store, Cache: ts.cache, Now: clock},
 		Tasks: &quan.TaskService{
 			Tasks:     store,
 			Templates: store,
@@ -131,7 +132,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	}
 	ts.api.Tasks.Rules, ts.api.Tasks.Facts = engine, store
 	ts.api.Shops = &shops.ShopService{Store: store, Now: clock}
-	book := &quan.RuleBook{Engine: engine, Templates: store, Versions: store}
+	book := &templates.RuleBook{Engine: engine, Templates: store, Versions: store}
 	ts.api.Templates.Rules, ts.api.Templates.Versions, ts.api.Templates.Book = engine, store, book
 	ts.api.Wallet.Rules, ts.api.Wallet.Facts = book, ts.api.Attributes
 	ts.api.Codes.Rules, ts.api.Codes.Facts = book, ts.api.Attributes

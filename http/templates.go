@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/templates"
 )
 
 func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request) error {
@@ -15,7 +16,7 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in quan.NewTemplate
+	var in templates.NewTemplate
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func (s *Server) editTemplate(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The patch is applied inside the store's transaction: the fields sent
 	// replace the current ones, the others stay.
-	t, err := s.Templates.Edit(r.Context(), who, id, func(e *quan.TemplateEdit) error {
+	t, err := s.Templates.Edit(r.Context(), who, id, func(e *templates.TemplateEdit) error {
 		return unmarshalStrict(body, e)
 	})
 	if err != nil {
@@ -109,7 +110,7 @@ func (s *Server) editTemplate(w http.ResponseWriter, r *http.Request) error {
 }
 
 // changeTemplate serves a status change without a body.
-func (s *Server) changeTemplate(change func(*quan.TemplateService, context.Context, quan.Identity, int64) (*quan.Template, error)) func(http.ResponseWriter, *http.Request) error {
+func (s *Server) changeTemplate(change func(*templates.TemplateService, context.Context, quan.Identity, int64) (*quan.Template, error)) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		who, id, err := target(r, "template")
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/codes"
+	"github.com/quanhq/quan/templates"
 )
 
 // unmatchedTwice is unmatchedAsProblem as it was, matching every request
@@ -45,7 +46,7 @@ func TestHandlerRoutesAsBefore(t *testing.T) {
 	clock := newTestClock()
 	tk := newCachingTokens(t, clock, 64)
 	s := &Server{
-		Templates: &quan.TemplateService{},
+		Templates: &templates.TemplateService{},
 		Tasks:     &quan.TaskService{},
 		Claims:    &quan.ClaimService{},
 		Wallet:    &quan.WalletService{},

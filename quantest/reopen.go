@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/templates"
 )
 
 // TestReopen checks that what a store wrote survives closing it: a
@@ -17,9 +18,9 @@ func TestReopen(t *testing.T, open func(t *testing.T) (quan.TemplateStore, func(
 	t.Helper()
 	s, closeStore := open(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 678901234, time.UTC)
-	svc := &quan.TemplateService{Store: s, Now: func() time.Time { return now }}
+	svc := &templates.TemplateService{Store: s, Now: func() time.Time { return now }}
 	merchant := quan.Identity{Role: quan.RoleMerchant, ShopNo: 7}
-	tpl, err := svc.Create(t.Context(), merchant, quan.NewTemplate{
+	tpl, err := svc.Create(t.Context(), merchant, templates.NewTemplate{
 		TemplateSpec: quan.TemplateSpec{
 			Name:         "reopened",
 			Kind:         quan.KindDirect,

@@ -34,6 +34,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
+	"github.com/quanhq/quan/templates"
 )
 
 const (
@@ -87,7 +88,7 @@ func (s *consoleSite) addTemplate(t *testing.T, shop int64, name string, kind qu
 	t.Helper()
 	who := quan.Identity{Subject: "browser-test", Role: quan.RoleMerchant, ShopNo: shop}
 	now := time.Now().Truncate(time.Hour)
-	tpl, err := s.App.Templates.Create(t.Context(), who, quan.NewTemplate{
+	tpl, err := s.App.Templates.Create(t.Context(), who, templates.NewTemplate{
 		TemplateSpec: quan.TemplateSpec{
 			Name: name, Kind: kind, Rule: rule, Source: quan.SourceShop, Scope: quan.Scope{Kind: quan.ScopeAll},
 			IssueStart: now.Add(-time.Hour), IssueEnd: now.AddDate(0, 0, 30),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/http/console"
+	"github.com/quanhq/quan/templates"
 )
 
 // BenchmarkTemplateList renders the template list of a shop holding
@@ -21,7 +22,7 @@ func BenchmarkTemplateList(b *testing.B) {
 	who := quan.Identity{Role: quan.RoleMerchant, ShopNo: 1001}
 	start := time.Now()
 	for i := range 10_000 {
-		tpl, err := tc.tpls.Create(ctx, who, quan.NewTemplate{
+		tpl, err := tc.tpls.Create(ctx, who, templates.NewTemplate{
 			TemplateSpec: quan.TemplateSpec{
 				Name: fmt.Sprintf("券 %05d", i), Kind: quan.KindThreshold, Rule: quan.Rule{Amount: 1000, Threshold: 10000},
 				Source: quan.SourceShop, Scope: quan.Scope{Kind: quan.ScopeAll},

@@ -24,6 +24,7 @@ import (
 	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/stats"
+	"github.com/quanhq/quan/templates"
 )
 
 //go:embed static templates
@@ -48,7 +49,7 @@ type Accounts interface {
 // once.
 type Console struct {
 	Accounts  Accounts
-	Templates *quan.TemplateService
+	Templates *templates.TemplateService
 	Tasks     *quan.TaskService   // nil: no distribution pages
 	Stats     *stats.StatsService // nil: no statistics pages
 	Codes     *codes.CodeService  // nil: no code pages

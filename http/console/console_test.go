@@ -20,6 +20,7 @@ import (
 	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sqlite"
+	"github.com/quanhq/quan/templates"
 )
 
 // testNow is the console's clock in these tests.
@@ -29,7 +30,7 @@ type testConsole struct {
 	*httptest.Server
 	store    *sqlite.Store
 	accounts *accounts.AccountService
-	tpls     *quan.TemplateService
+	tpls     *templates.TemplateService
 
 	mu  sync.Mutex
 	now time.Time
@@ -79,7 +80,7 @@ func startConsole(t testing.TB, setup func(tc *testConsole, c *console.Console))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.tpls = &quan.TemplateService{Store: store, Now: tc.clock, Rules: engine, Versions: store}
+	tc.tpls = &templates.TemplateService{Store: store, Now: tc.clock, Rules: engine, Versions: store}
 	c := &console.Console{Accounts: tc.accounts, Templates: tc.tpls, Now: tc.clock}
 	setup(tc, c)
 	h, err := c.Handler()

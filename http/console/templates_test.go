@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/templates"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -20,7 +21,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // service, as the API would.
 func createDraft(t *testing.T, tc *testConsole, shop int64, name string) *quan.Template {
 	t.Helper()
-	tpl, err := tc.tpls.Create(context.Background(), quan.Identity{Role: quan.RoleMerchant, ShopNo: shop}, quan.NewTemplate{
+	tpl, err := tc.tpls.Create(context.Background(), quan.Identity{Role: quan.RoleMerchant, ShopNo: shop}, templates.NewTemplate{
 		TemplateSpec: quan.TemplateSpec{
 			Name: name, Kind: quan.KindThreshold, Rule: quan.Rule{Amount: 1000, Threshold: 10000},
 			Source: quan.SourceShop, Scope: quan.Scope{Kind: quan.ScopeAll},
@@ -180,7 +181,7 @@ func TestTemplateLifecycle(t *testing.T) {
 	// Reminders set through the API survive an edit in the console, whose
 	// form does not show them.
 	merchant := quan.Identity{Role: quan.RoleMerchant, ShopNo: 1001}
-	if _, err := tc.tpls.Edit(context.Background(), merchant, tpl.ID, func(e *quan.TemplateEdit) error {
+	if _, err := tc.tpls.Edit(context.Background(), merchant, tpl.ID, func(e *templates.TemplateEdit) error {
 		e.RemindBefore, e.RemindChannels = quan.Duration(24*time.Hour), []quan.NotifyType{quan.NotifyInbox}
 		return nil
 	}); err != nil {
@@ -327,7 +328,7 @@ func TestRulesForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	applies := "order.total >= 20000"
-	if _, err := tc.tpls.ChangeRules(context.Background(), merchant, id, quan.RulesChange{Applies: &applies}); err != nil {
+	if _, err := tc.tpls.ChangeRules(context.Background(), merchant, id, templates.RulesChange{Applies: &applies}); err != nil {
 		t.Fatal(err)
 	}
 	_, _, body = b.get(page)

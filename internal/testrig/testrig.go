@@ -22,6 +22,7 @@ import (
 	"github.com/quanhq/quan/quantest"
 	"github.com/quanhq/quan/redis"
 	"github.com/quanhq/quan/sqlite"
+	"github.com/quanhq/quan/templates"
 )
 
 // Clock is a settable clock, safe for concurrent use: tests move it past
@@ -67,8 +68,8 @@ var (
 
 // DirectSpec is a direct template of shop 1 issuing from start for 30
 // days, its coupons valid 48 hours.
-func DirectSpec(start time.Time) quan.NewTemplate {
-	return quan.NewTemplate{Stock: 100, TemplateSpec: quan.TemplateSpec{
+func DirectSpec(start time.Time) templates.NewTemplate {
+	return templates.NewTemplate{Stock: 100, TemplateSpec: quan.TemplateSpec{
 		Name: "立减5元", Kind: quan.KindDirect, Rule: quan.Rule{Amount: 500}, Source: quan.SourceShop,
 		Scope: quan.Scope{Kind: quan.ScopeAll}, IssueStart: start, IssueEnd: start.Add(30 * 24 * time.Hour),
 		Validity: quan.Validity{Kind: quan.ValidRelative, Hours: 48}, PerUserLimit: 1,
@@ -249,9 +250,9 @@ func (r *ClaimRig) LoadCache(t *testing.T) {
 
 // Template creates in (as Merchant1) in st on the clock now, activated if
 // activate says so, and returns it.
-func Template(t *testing.T, st *sqlite.Store, now quan.Clock, in quan.NewTemplate, activate bool) *quan.Template {
+func Template(t *testing.T, st *sqlite.Store, now quan.Clock, in templates.NewTemplate, activate bool) *quan.Template {
 	t.Helper()
-	s := &quan.TemplateService{Store: st, Now: now}
+	s := &templates.TemplateService{Store: st, Now: now}
 	tpl, err := s.Create(t.Context(), Merchant1, in)
 	if err != nil {
 		t.Fatalf("create template: %v", err)

@@ -27,6 +27,7 @@ import (
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/stats"
+	"github.com/quanhq/quan/templates"
 	"github.com/quanhq/quan/tracing"
 )
 
@@ -38,7 +39,7 @@ type App struct {
 	Logger   *slog.Logger
 	Backends *Backends
 
-	Templates   *quan.TemplateService
+	Templates   *templates.TemplateService
 	Tasks       *quan.TaskService
 	Distributor *quan.Distributor
 	Claims      *quan.ClaimService       // nil without a claim bus (Local, or a Worker on the embedded bus)
@@ -137,8 +138,8 @@ func (a *App) build(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("rules: %w", err)
 	}
-	book := &quan.RuleBook{Engine: engine, Templates: st, Versions: st, Logger: logger}
-	a.Templates = &quan.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now,
+	book := &templates.RuleBook{Engine: engine, Templates: st, Versions: st, Logger: logger}
+	a.Templates = &templates.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now,
 		Rules: engine, Versions: st, Book: book}
 	a.Accounts = &accounts.AccountService{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &stats.StatsService{Store: st, Now: cfg.Now}

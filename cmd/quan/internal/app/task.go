@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/templates"
 )
 
 // CLI is who local commands act as: they have the data folder, so they may
@@ -139,7 +140,7 @@ func (a *App) CreateDemoTemplate(ctx context.Context, stock int64) (*quan.Templa
 	if a.Config.Now != nil {
 		now = a.Config.Now()
 	}
-	tpl, err := a.Templates.Create(ctx, CLI, quan.NewTemplate{
+	tpl, err := a.Templates.Create(ctx, CLI, templates.NewTemplate{
 		ShopNo: 1,
 		Stock:  stock,
 		TemplateSpec: quan.TemplateSpec{

@@ -29,6 +29,7 @@ import (
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/templates"
 )
 
 // claimBench are the flags of `quan bench claim`.
@@ -926,7 +927,7 @@ func (c *Command) eligibleUsers(ctx context.Context, a *app.App, template int64,
 			facts = facts[:0]
 		}
 	}
-	if _, err := a.Templates.ChangeRules(ctx, app.CLI, template, quan.RulesChange{Eligibility: &b.Eligibility}); err != nil {
+	if _, err := a.Templates.ChangeRules(ctx, app.CLI, template, templates.RulesChange{Eligibility: &b.Eligibility}); err != nil {
 		return fmt.Errorf("the eligibility rule: %w", err)
 	}
 	if b.WarmFacts {

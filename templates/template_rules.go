@@ -1,14 +1,16 @@
-package quan
+package templates
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // normalizeRules trims the rules of a spec: a rule of blanks is none.
-func normalizeRules(s *TemplateSpec) {
+func normalizeRules(s *quan.TemplateSpec) {
 	s.Eligibility = strings.TrimSpace(s.Eligibility)
 	s.Applies = strings.TrimSpace(s.Applies)
 }
@@ -17,24 +19,24 @@ func normalizeRules(s *TemplateSpec) {
 // engine and returns their problems as FieldErrors ("eligibility",
 // "applies", the message starting with the position): none when both are
 // empty or compile. Without an engine any rule is refused.
-func checkRules(engine RuleEngine, eligibility, applies string) []FieldError {
-	var bad []FieldError
+func checkRules(engine quan.RuleEngine, eligibility, applies string) []quan.FieldError {
+	var bad []quan.FieldError
 	for _, r := range []struct {
-		kind RuleKind
+		kind quan.RuleKind
 		src  string
-	}{{RuleEligibility, eligibility}, {RuleApplies, applies}} {
+	}{{quan.RuleEligibility, eligibility}, {quan.RuleApplies, applies}} {
 		if r.src == "" {
 			continue
 		}
 		if engine == nil {
-			bad = append(bad, FieldError{Field: string(r.kind), Message: "rules are not enabled on this server"})
+			bad = append(bad, quan.FieldError{Field: string(r.kind), Message: "rules are not enabled on this server"})
 			continue
 		}
 		if _, err := engine.Compile(r.kind, r.src); err != nil {
-			if e, ok := err.(*Error); ok && len(e.Fields) > 0 {
+			if e, ok := err.(*quan.Error); ok && len(e.Fields) > 0 {
 				bad = append(bad, e.Fields...)
 			} else {
-				bad = append(bad, FieldError{Field: string(r.kind), Message: err.Error()})
+				bad = append(bad, quan.FieldError{Field: string(r.kind), Message: err.Error()})
 			}
 		}
 	}
@@ -44,14 +46,14 @@ func checkRules(engine RuleEngine, eligibility, applies string) []FieldError {
 // withRuleErrors adds the rules' problems bad to err, the template's
 // validation error (nil if it is valid): one EINVALID naming every
 // field, so a merchant learns every problem at once.
-func withRuleErrors(err error, bad []FieldError) error {
+func withRuleErrors(err error, bad []quan.FieldError) error {
 	if len(bad) == 0 {
 		return err
 	}
 	if err == nil {
-		return &Error{Code: EINVALID, Message: "the template has invalid fields", Fields: bad}
+		return &quan.Error{Code: quan.EINVALID, Message: "the template has invalid fields", Fields: bad}
 	}
-	if e, ok := err.(*Error); ok && e.Code == EINVALID {
+	if e, ok := err.(*quan.Error); ok && e.Code == quan.EINVALID {
 		e.Fields = append(e.Fields, bad...)
 		return e
 	}
@@ -80,7 +82,7 @@ type RulesChange struct {
 // change is in the audit trail (ActionRules), and this process's RuleBook
 // forgets what it knew of the template; others learn it within their
 // RuleBook's TTL.
-func (s *TemplateService) ChangeRules(ctx context.Context, who Identity, id int64, in RulesChange) (*RulesVersion, error) {
+func (s *TemplateService) ChangeRules(ctx context.Context, who quan.Identity, id int64, in RulesChange) (*quan.RulesVersion, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -91,7 +93,7 @@ func (s *TemplateService) ChangeRules(ctx context.Context, who Identity, id int6
 		eff = now
 	}
 	if eff.Before(now) {
-		return nil, &Error{Code: EINVALID, Message: "invalid rules change", Fields: []FieldError{{Field: "effectiveAt",
+		return nil, &quan.Error{Code: quan.EINVALID, Message: "invalid rules change", Fields: []quan.FieldError{{Field: "effectiveAt",
 			Message: "must be now or later: leave it out for now"}}}
 	}
 	trim := func(p *string) *string {
@@ -102,20 +104,20 @@ func (s *TemplateService) ChangeRules(ctx context.Context, who Identity, id int6
 		return &x
 	}
 	elig, appl := trim(in.Eligibility), trim(in.Applies)
-	v := &RulesVersion{EffectiveAt: eff, ApplyToIssued: in.ApplyToIssued, CreatedBy: who.String(), CreatedAt: now}
-	var bad []FieldError
-	err = s.Versions.AddRulesVersion(ctx, shop, id, who.String(), v, func(t *Template, latest *RulesVersion) error {
+	v := &quan.RulesVersion{EffectiveAt: eff, ApplyToIssued: in.ApplyToIssued, CreatedBy: who.String(), CreatedAt: now}
+	var bad []quan.FieldError
+	err = s.Versions.AddRulesVersion(ctx, shop, id, who.String(), v, func(t *quan.Template, latest *quan.RulesVersion) error {
 		switch t.Status {
-		case TemplateDraft:
-			return Errorf(ETRANSITION, "template %d is a draft: edit its rules with the template", id)
-		case TemplateEnded:
-			return Errorf(ETRANSITION, "template %d has ended: its rules no longer change", id)
+		case quan.TemplateDraft:
+			return quan.Errorf(quan.ETRANSITION, "template %d is a draft: edit its rules with the template", id)
+		case quan.TemplateEnded:
+			return quan.Errorf(quan.ETRANSITION, "template %d has ended: its rules no longer change", id)
 		}
-		cur := RulesVersion{Eligibility: t.Eligibility, Applies: t.Applies}
+		cur := quan.RulesVersion{Eligibility: t.Eligibility, Applies: t.Applies}
 		if latest != nil {
 			cur = *latest
 			if eff.Before(latest.EffectiveAt) {
-				return &Error{Code: EINVALID, Message: "invalid rules change", Fields: []FieldError{{Field: "effectiveAt",
+				return &quan.Error{Code: quan.EINVALID, Message: "invalid rules change", Fields: []quan.FieldError{{Field: "effectiveAt",
 					Message: fmt.Sprintf("must not be before %s, when version %d comes into force", latest.EffectiveAt.Format(time.RFC3339), latest.Version)}}}
 			}
 		}
@@ -127,7 +129,7 @@ func (s *TemplateService) ChangeRules(ctx context.Context, who Identity, id int6
 			v.Applies = *appl
 		}
 		if bad = checkRules(s.Rules, v.Eligibility, v.Applies); len(bad) > 0 {
-			return &Error{Code: EINVALID, Message: "invalid rules", Fields: bad}
+			return &quan.Error{Code: quan.EINVALID, Message: "invalid rules", Fields: bad}
 		}
 		return nil
 	})
@@ -141,15 +143,15 @@ func (s *TemplateService) ChangeRules(ctx context.Context, who Identity, id int6
 // TemplateRulesInfo is every version of a template's rules and the one in
 // force now.
 type TemplateRulesInfo struct {
-	TemplateID int64          `json:"templateId"`
-	Current    int64          `json:"current"` // the version in force now
-	Versions   []RulesVersion `json:"versions"`
+	TemplateID int64               `json:"templateId"`
+	Current    int64               `json:"current"` // the version in force now
+	Versions   []quan.RulesVersion `json:"versions"`
 }
 
 // RulesVersions returns the versions of the rules of template id, version
 // 0 first, and the one in force now. ErrNotFound if the caller's shop has
 // no such template.
-func (s *TemplateService) RulesVersions(ctx context.Context, who Identity, id int64) (*TemplateRulesInfo, error) {
+func (s *TemplateService) RulesVersions(ctx context.Context, who quan.Identity, id int64) (*TemplateRulesInfo, error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
@@ -157,16 +159,16 @@ func (s *TemplateService) RulesVersions(ctx context.Context, who Identity, id in
 	return s.rulesInfo(ctx, t)
 }
 
-func (s *TemplateService) rulesInfo(ctx context.Context, t *Template) (*TemplateRulesInfo, error) {
-	var later []RulesVersion
+func (s *TemplateService) rulesInfo(ctx context.Context, t *quan.Template) (*TemplateRulesInfo, error) {
+	var later []quan.RulesVersion
 	if s.Versions != nil {
 		var err error
 		if later, err = s.Versions.RulesVersions(ctx, t.ID); err != nil {
 			return nil, fmt.Errorf("rules of template %d: %w", t.ID, err)
 		}
 	}
-	info := &TemplateRulesInfo{TemplateID: t.ID, Versions: make([]RulesVersion, 0, 1+len(later))}
-	info.Versions = append(info.Versions, RulesVersion{TemplateID: t.ID, Eligibility: t.Eligibility, Applies: t.Applies,
+	info := &TemplateRulesInfo{TemplateID: t.ID, Versions: make([]quan.RulesVersion, 0, 1+len(later))}
+	info.Versions = append(info.Versions, quan.RulesVersion{TemplateID: t.ID, Eligibility: t.Eligibility, Applies: t.Applies,
 		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt})
 	info.Versions = append(info.Versions, later...)
 	now := s.Now.UTC()
@@ -183,11 +185,11 @@ func (s *TemplateService) rulesInfo(ctx context.Context, t *Template) (*Template
 type RulesSample struct {
 	// Eligibility and Applies, if either is set, are evaluated instead of
 	// the template's rules in force (both: a nil one is not evaluated).
-	Eligibility *string     `json:"eligibility"`
-	Applies     *string     `json:"applies"`
-	User        UserFacts   `json:"user"`
-	Order       *OrderFacts `json:"order"`        // nil: an empty order
-	Now         time.Time   `json:"now,omitzero"` // zero: now
+	Eligibility *string          `json:"eligibility"`
+	Applies     *string          `json:"applies"`
+	User        quan.UserFacts   `json:"user"`
+	Order       *quan.OrderFacts `json:"order"`        // nil: an empty order
+	Now         time.Time        `json:"now,omitzero"` // zero: now
 }
 
 // RuleResult is what one rule gave on sample facts.
@@ -210,7 +212,7 @@ type RulesEvaluation struct {
 // EINVALID naming it, with its position; one that cannot decide on the
 // facts (a missing attrs key) is a result with Error. ErrNotFound if the
 // caller's shop has no such template.
-func (s *TemplateService) EvaluateRules(ctx context.Context, who Identity, id int64, sample RulesSample) (*RulesEvaluation, error) {
+func (s *TemplateService) EvaluateRules(ctx context.Context, who quan.Identity, id int64, sample RulesSample) (*RulesEvaluation, error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
@@ -243,13 +245,13 @@ func (s *TemplateService) EvaluateRules(ctx context.Context, who Identity, id in
 		elig, appl = v.Eligibility, v.Applies
 	}
 	if bad := checkRules(s.Rules, elig, appl); len(bad) > 0 {
-		return nil, &Error{Code: EINVALID, Message: "invalid rules", Fields: bad}
+		return nil, &quan.Error{Code: quan.EINVALID, Message: "invalid rules", Fields: bad}
 	}
 	order := sample.Order
 	if order == nil {
-		order = &OrderFacts{}
+		order = &quan.OrderFacts{}
 	}
-	eval := func(kind RuleKind, src string) RuleResult {
+	eval := func(kind quan.RuleKind, src string) RuleResult {
 		res := RuleResult{Rule: src}
 		if src == "" {
 			return res
@@ -265,15 +267,15 @@ func (s *TemplateService) EvaluateRules(ctx context.Context, who Identity, id in
 		res.Error = ruleErrorText(err)
 		return res
 	}
-	out.Eligibility = eval(RuleEligibility, elig)
-	out.Applies = eval(RuleApplies, appl)
+	out.Eligibility = eval(quan.RuleEligibility, elig)
+	out.Applies = eval(quan.RuleApplies, appl)
 	return out, nil
 }
 
 // ruleErrorText is what a rule's error says, without the code.
 func ruleErrorText(err error) string {
-	if e, ok := err.(*Error); ok && len(e.Fields) > 0 {
+	if e, ok := err.(*quan.Error); ok && len(e.Fields) > 0 {
 		return e.Fields[0].Message
 	}
-	return ErrorMessage(err)
+	return quan.ErrorMessage(err)
 }

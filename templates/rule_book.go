@@ -1,4 +1,4 @@
-package quan
+package templates
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/flight"
 )
 
@@ -28,9 +29,9 @@ const maxBookEntries = 10_000
 // rules costs one pointer comparison after that. A nil *RuleBook knows
 // no rules.
 type RuleBook struct {
-	Engine    RuleEngine
-	Templates TemplateStore
-	Versions  RulesStore
+	Engine    quan.RuleEngine
+	Templates quan.TemplateStore
+	Versions  quan.RulesStore
 	// TTL is how long an entry serves; 0 means DefaultRulesTTL.
 	TTL    time.Duration
 	Logger *slog.Logger
@@ -42,7 +43,7 @@ type RuleBook struct {
 }
 
 type bookEntry struct {
-	rules *TemplateRules
+	rules *quan.TemplateRules
 	until time.Time
 }
 
@@ -54,7 +55,7 @@ func (b *RuleBook) ttl() time.Duration {
 }
 
 // Cached returns the rules of template if the book holds them fresh.
-func (b *RuleBook) Cached(template int64) (*TemplateRules, bool) {
+func (b *RuleBook) Cached(template int64) (*quan.TemplateRules, bool) {
 	if b == nil {
 		return nil, true
 	}
@@ -71,12 +72,12 @@ func (b *RuleBook) Cached(template int64) (*TemplateRules, bool) {
 // ErrNotFound if there is no such template. A rule stored that no longer
 // compiles (the engine's limits were lowered) is kept as one that never
 // decides, so it refuses rather than lets through, and is logged.
-func (b *RuleBook) Rules(ctx context.Context, template int64) (*TemplateRules, error) {
+func (b *RuleBook) Rules(ctx context.Context, template int64) (*quan.TemplateRules, error) {
 	if r, ok := b.Cached(template); ok {
 		return r, nil
 	}
 	var (
-		out *TemplateRules
+		out *quan.TemplateRules
 		err error
 	)
 	// Concurrent misses share one load; each then reads the entry.
@@ -96,27 +97,27 @@ func (b *RuleBook) Rules(ctx context.Context, template int64) (*TemplateRules, e
 	return b.load(ctx, template)
 }
 
-func (b *RuleBook) load(ctx context.Context, template int64) (*TemplateRules, error) {
+func (b *RuleBook) load(ctx context.Context, template int64) (*quan.TemplateRules, error) {
 	b.mu.RLock()
 	gen := b.gen
 	b.mu.RUnlock()
-	t, err := b.Templates.Template(ctx, AnyShop, template)
+	t, err := b.Templates.Template(ctx, quan.AnyShop, template)
 	if err != nil {
 		return nil, err
 	}
-	var later []RulesVersion
+	var later []quan.RulesVersion
 	if b.Versions != nil {
 		if later, err = b.Versions.RulesVersions(ctx, template); err != nil {
 			return nil, fmt.Errorf("rules of template %d: %w", template, err)
 		}
 	}
-	var r *TemplateRules
+	var r *quan.TemplateRules
 	if t.Eligibility != "" || t.Applies != "" || len(later) > 0 {
-		r = &TemplateRules{TemplateID: template, Status: t.Status}
-		all := append([]RulesVersion{{TemplateID: template, Eligibility: t.Eligibility, Applies: t.Applies}}, later...)
+		r = &quan.TemplateRules{TemplateID: template, Status: t.Status}
+		all := append([]quan.RulesVersion{{TemplateID: template, Eligibility: t.Eligibility, Applies: t.Applies}}, later...)
 		for _, v := range all {
-			r.AddVersion(v, b.compile(template, v.Version, RuleEligibility, v.Eligibility),
-				b.compile(template, v.Version, RuleApplies, v.Applies))
+			r.AddVersion(v, b.compile(template, v.Version, quan.RuleEligibility, v.Eligibility),
+				b.compile(template, v.Version, quan.RuleApplies, v.Applies))
 		}
 	}
 	b.mu.Lock()
@@ -130,12 +131,12 @@ func (b *RuleBook) load(ctx context.Context, template int64) (*TemplateRules, er
 	return r, nil
 }
 
-func (b *RuleBook) compile(template, version int64, kind RuleKind, src string) CompiledRule {
+func (b *RuleBook) compile(template, version int64, kind quan.RuleKind, src string) quan.CompiledRule {
 	if src == "" {
 		return nil
 	}
 	if b.Engine == nil {
-		return brokenRule{src: src, err: Errorf(EINVALID, "rules are not enabled on this server")}
+		return brokenRule{src: src, err: quan.Errorf(quan.EINVALID, "rules are not enabled on this server")}
 	}
 	r, err := b.Engine.Compile(kind, src)
 	if err != nil {
@@ -168,7 +169,9 @@ type brokenRule struct {
 
 func (r brokenRule) Source() string { return r.src }
 
-func (r brokenRule) Eval(*UserFacts, *OrderFacts, time.Time) (bool, error) { return false, r.err }
+func (r brokenRule) Eval(*quan.UserFacts, *quan.OrderFacts, time.Time) (bool, error) {
+	return false, r.err
+}
 
 // Filter passes every user: the rule decides on none.
-func (r brokenRule) Filter() FactsFilter { return FactsFilter{} }
+func (r brokenRule) Filter() quan.FactsFilter { return quan.FactsFilter{} }

@@ -1,4 +1,4 @@
-package quan_test
+package templates_test
 
 import (
 	"context"
@@ -13,14 +13,15 @@ import (
 	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sqlite"
+	"github.com/quanhq/quan/templates"
 )
 
 // rulesFixture is a store, a template service that checks and versions
 // rules, and a book reading them, on a clock the test moves.
 type rulesFixture struct {
 	st   *sqlite.Store
-	tpls *quan.TemplateService
-	book *quan.RuleBook
+	tpls *templates.TemplateService
+	book *templates.RuleBook
 	now  time.Time
 }
 
@@ -33,8 +34,8 @@ func newRulesFixture(tb testing.TB) *rulesFixture {
 		tb.Fatal(err)
 	}
 	f := &rulesFixture{st: testrig.Store(tb), now: rulesT0}
-	f.book = &quan.RuleBook{Engine: engine, Templates: f.st, Versions: f.st}
-	f.tpls = &quan.TemplateService{Store: f.st, Now: func() time.Time { return f.now }, Rules: engine, Versions: f.st, Book: f.book}
+	f.book = &templates.RuleBook{Engine: engine, Templates: f.st, Versions: f.st}
+	f.tpls = &templates.TemplateService{Store: f.st, Now: func() time.Time { return f.now }, Rules: engine, Versions: f.st, Book: f.book}
 	return f
 }
 
@@ -43,7 +44,7 @@ var rulesMerchant = quan.Identity{Role: quan.RoleMerchant, ShopNo: 1}
 // active creates and activates a template of shop 1 with the rules.
 func (f *rulesFixture) active(tb testing.TB, eligibility, applies string) *quan.Template {
 	tb.Helper()
-	t, err := f.tpls.Create(context.Background(), rulesMerchant, quan.NewTemplate{Stock: 1000, TemplateSpec: quan.TemplateSpec{
+	t, err := f.tpls.Create(context.Background(), rulesMerchant, templates.NewTemplate{Stock: 1000, TemplateSpec: quan.TemplateSpec{
 		Name: "rules", Kind: quan.KindDirect, Rule: quan.Rule{Amount: 100}, Source: quan.SourceShop,
 		Scope: quan.Scope{Kind: quan.ScopeAll}, IssueStart: rulesT0.Add(-time.Hour), IssueEnd: rulesT0.Add(30 * 24 * time.Hour),
 		Validity: quan.Validity{Kind: quan.ValidRelative, Hours: 24 * 30}, PerUserLimit: 5,
@@ -57,7 +58,7 @@ func (f *rulesFixture) active(tb testing.TB, eligibility, applies string) *quan.
 	return t
 }
 
-func (f *rulesFixture) change(tb testing.TB, id int64, in quan.RulesChange) *quan.RulesVersion {
+func (f *rulesFixture) change(tb testing.TB, id int64, in templates.RulesChange) *quan.RulesVersion {
 	tb.Helper()
 	v, err := f.tpls.ChangeRules(context.Background(), rulesMerchant, id, in)
 	if err != nil {
@@ -75,10 +76,10 @@ func TestRuleBookVersions(t *testing.T) {
 	f := newRulesFixture(t)
 	tpl := f.active(t, "user.level >= 1", "order.total >= 100")
 	f.now = rulesT0.Add(time.Minute)
-	f.change(t, tpl.ID, quan.RulesChange{Applies: ptr("order.total >= 200")}) // v1 now, keeps eligibility
-	v2 := f.change(t, tpl.ID, quan.RulesChange{Eligibility: ptr(""), Applies: ptr("order.total >= 300"),
+	f.change(t, tpl.ID, templates.RulesChange{Applies: ptr("order.total >= 200")}) // v1 now, keeps eligibility
+	v2 := f.change(t, tpl.ID, templates.RulesChange{Eligibility: ptr(""), Applies: ptr("order.total >= 300"),
 		ApplyToIssued: true, EffectiveAt: rulesT0.Add(time.Hour)})
-	_, err := f.tpls.ChangeRules(context.Background(), rulesMerchant, tpl.ID, quan.RulesChange{EffectiveAt: rulesT0.Add(30 * time.Minute)})
+	_, err := f.tpls.ChangeRules(context.Background(), rulesMerchant, tpl.ID, templates.RulesChange{EffectiveAt: rulesT0.Add(30 * time.Minute)})
 	if quan.ErrorCode(err) != quan.EINVALID {
 		t.Errorf("a version in force before the latest: %v, want EINVALID", err)
 	}
@@ -135,11 +136,11 @@ func TestRuleBookVersions(t *testing.T) {
 	}
 
 	// Drafts are edited, ended templates are done with.
-	draft, err := f.tpls.Create(context.Background(), rulesMerchant, quan.NewTemplate{Stock: 1, TemplateSpec: tpl.TemplateSpec})
+	draft, err := f.tpls.Create(context.Background(), rulesMerchant, templates.NewTemplate{Stock: 1, TemplateSpec: tpl.TemplateSpec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.tpls.ChangeRules(context.Background(), rulesMerchant, draft.ID, quan.RulesChange{}); !errors.Is(err, quan.ErrTransition) {
+	if _, err := f.tpls.ChangeRules(context.Background(), rulesMerchant, draft.ID, templates.RulesChange{}); !errors.Is(err, quan.ErrTransition) {
 		t.Errorf("rules of a draft: %v, want ErrTransition", err)
 	}
 	if _, err := f.book.Rules(t.Context(), 999); !errors.Is(err, quan.ErrNotFound) {

@@ -1,4 +1,4 @@
-package quan
+package templates
 
 import (
 	"context"
@@ -7,26 +7,28 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // TemplateService is the merchant's use of templates: it checks who may do
 // what, scopes every call to the caller's shop, and records the audit.
 type TemplateService struct {
-	Store TemplateStore
+	Store quan.TemplateStore
 	// Cache, if set, learns every change of a template it holds: its
 	// rules and the stock added. A cache that cannot be told is logged and
 	// left to the distributor, which checks the rules before each chunk
 	// and the stock after each task.
-	Cache  Cache
+	Cache  quan.Cache
 	Logger *slog.Logger
-	Now    Clock // nil means time.Now
+	Now    quan.Clock // nil means time.Now
 
 	// Rules type-checks the templates' rules when they are saved; nil
 	// refuses any rule. Versions keeps the versions of the rules after
 	// the first (ChangeRules); Book, if set, forgets what it knew of a
 	// template whose rules changed.
-	Rules    RuleEngine
-	Versions RulesStore
+	Rules    quan.RuleEngine
+	Versions quan.RulesStore
 	Book     *RuleBook
 
 	inflight atomic.Int64 // changes between the store and the cache
@@ -39,40 +41,40 @@ func (s *TemplateService) InFlight() int64 { return s.inflight.Load() }
 // NewTemplate is what a merchant sends to create a template. ShopNo is
 // taken from a merchant's identity; an admin must give it.
 type NewTemplate struct {
-	TemplateSpec
+	quan.TemplateSpec
 	ShopNo int64 `json:"shopNo,omitempty"`
 	Stock  int64 `json:"stock"`
 }
 
 // TemplateEdit is the editable part of a draft template.
 type TemplateEdit struct {
-	TemplateSpec
+	quan.TemplateSpec
 	Stock int64 `json:"stock"`
 }
 
 // Create validates and stores a new draft template for the caller's shop.
 // A platform-funded template needs an admin.
-func (s *TemplateService) Create(ctx context.Context, who Identity, in NewTemplate) (*Template, error) {
+func (s *TemplateService) Create(ctx context.Context, who quan.Identity, in NewTemplate) (*quan.Template, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
 	}
-	if shop == AnyShop {
+	if shop == quan.AnyShop {
 		shop = in.ShopNo
 	} else if in.ShopNo != 0 && in.ShopNo != shop {
-		return nil, &Error{Code: EINVALID, Message: "the template has invalid fields",
-			Fields: []FieldError{{Field: "shopNo", Message: "a merchant can only create templates for its own shop"}}}
+		return nil, &quan.Error{Code: quan.EINVALID, Message: "the template has invalid fields",
+			Fields: []quan.FieldError{{Field: "shopNo", Message: "a merchant can only create templates for its own shop"}}}
 	}
-	if in.Source == SourcePlatform && who.Role != RoleAdmin {
-		return nil, Errorf(EFORBIDDEN, "only the platform (an admin) can create platform-funded templates")
+	if in.Source == quan.SourcePlatform && who.Role != quan.RoleAdmin {
+		return nil, quan.Errorf(quan.EFORBIDDEN, "only the platform (an admin) can create platform-funded templates")
 	}
 	now := s.Now.UTC()
-	t := &Template{
+	t := &quan.Template{
 		ShopNo:       shop,
 		TemplateSpec: in.TemplateSpec,
 		Stock:        in.Stock,
 		TotalStock:   in.Stock,
-		Status:       TemplateDraft,
+		Status:       quan.TemplateDraft,
 		CreatedBy:    who.String(),
 		CreatedAt:    now,
 		UpdatedAt:    now,
@@ -88,7 +90,7 @@ func (s *TemplateService) Create(ctx context.Context, who Identity, in NewTempla
 }
 
 // Get returns template id if the caller's shop owns it, else ErrNotFound.
-func (s *TemplateService) Get(ctx context.Context, who Identity, id int64) (*Template, error) {
+func (s *TemplateService) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -98,19 +100,19 @@ func (s *TemplateService) Get(ctx context.Context, who Identity, id int64) (*Tem
 
 // List returns a page of the caller's templates matching f and the total.
 // f.ShopNo is overridden for merchants; admins may set it or leave it 0.
-func (s *TemplateService) List(ctx context.Context, who Identity, f TemplateFilter) ([]*Template, int, error) {
+func (s *TemplateService) List(ctx context.Context, who quan.Identity, f quan.TemplateFilter) ([]*quan.Template, int, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, 0, err
 	}
-	if shop != AnyShop {
+	if shop != quan.AnyShop {
 		f.ShopNo = shop
 	}
 	if err := f.Validate(); err != nil {
 		return nil, 0, err
 	}
 	if f.Limit == 0 {
-		f.Limit = DefaultPageSize
+		f.Limit = quan.DefaultPageSize
 	}
 	return s.Store.Templates(ctx, f)
 }
@@ -119,17 +121,17 @@ func (s *TemplateService) List(ctx context.Context, who Identity, f TemplateFilt
 // changes them (inside the store's transaction, so concurrent edits never
 // lose each other); the result is validated and saved. ErrNotDraft once
 // the template has been activated.
-func (s *TemplateService) Edit(ctx context.Context, who Identity, id int64, patch func(*TemplateEdit) error) (*Template, error) {
-	return s.update(ctx, who, id, ActionUpdate, func(t *Template) error {
-		if t.Status != TemplateDraft {
-			return Errorf(ENOTDRAFT, "template %d is %s: only a draft template can be edited", t.ID, t.Status)
+func (s *TemplateService) Edit(ctx context.Context, who quan.Identity, id int64, patch func(*TemplateEdit) error) (*quan.Template, error) {
+	return s.update(ctx, who, id, quan.ActionUpdate, func(t *quan.Template) error {
+		if t.Status != quan.TemplateDraft {
+			return quan.Errorf(quan.ENOTDRAFT, "template %d is %s: only a draft template can be edited", t.ID, t.Status)
 		}
 		in := TemplateEdit{TemplateSpec: t.TemplateSpec, Stock: t.Stock}
 		if err := patch(&in); err != nil {
 			return err
 		}
-		if in.Source == SourcePlatform && who.Role != RoleAdmin && t.Source != SourcePlatform {
-			return Errorf(EFORBIDDEN, "only the platform (an admin) can make a template platform-funded")
+		if in.Source == quan.SourcePlatform && who.Role != quan.RoleAdmin && t.Source != quan.SourcePlatform {
+			return quan.Errorf(quan.EFORBIDDEN, "only the platform (an admin) can make a template platform-funded")
 		}
 		normalizeSpec(&in.TemplateSpec)
 		return withRuleErrors(t.Edit(in.TemplateSpec, in.Stock), checkRules(s.Rules, in.Eligibility, in.Applies))
@@ -138,29 +140,29 @@ func (s *TemplateService) Edit(ctx context.Context, who Identity, id int64, patc
 
 // Activate, Pause, Resume and Terminate change a template's status; an
 // illegal change is ErrTransition.
-func (s *TemplateService) Activate(ctx context.Context, who Identity, id int64) (*Template, error) {
+func (s *TemplateService) Activate(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
 	now := s.Now.UTC()
-	return s.update(ctx, who, id, ActionActivate, func(t *Template) error { return t.Activate(now) })
+	return s.update(ctx, who, id, quan.ActionActivate, func(t *quan.Template) error { return t.Activate(now) })
 }
 
 // Pause stops issuing from an active template.
-func (s *TemplateService) Pause(ctx context.Context, who Identity, id int64) (*Template, error) {
-	return s.update(ctx, who, id, ActionPause, (*Template).Pause)
+func (s *TemplateService) Pause(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
+	return s.update(ctx, who, id, quan.ActionPause, (*quan.Template).Pause)
 }
 
 // Resume restarts issuing from a paused template.
-func (s *TemplateService) Resume(ctx context.Context, who Identity, id int64) (*Template, error) {
-	return s.update(ctx, who, id, ActionResume, (*Template).Resume)
+func (s *TemplateService) Resume(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
+	return s.update(ctx, who, id, quan.ActionResume, (*quan.Template).Resume)
 }
 
 // Terminate ends a template for good.
-func (s *TemplateService) Terminate(ctx context.Context, who Identity, id int64) (*Template, error) {
-	return s.update(ctx, who, id, ActionTerminate, (*Template).Terminate)
+func (s *TemplateService) Terminate(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
+	return s.update(ctx, who, id, quan.ActionTerminate, (*quan.Template).Terminate)
 }
 
 // IncreaseStock adds n coupons to a template's stock.
-func (s *TemplateService) IncreaseStock(ctx context.Context, who Identity, id, n int64) (*Template, error) {
-	return s.update(ctx, who, id, ActionStock, func(t *Template) error { return t.IncreaseStock(n) })
+func (s *TemplateService) IncreaseStock(ctx context.Context, who quan.Identity, id, n int64) (*quan.Template, error) {
+	return s.update(ctx, who, id, quan.ActionStock, func(t *quan.Template) error { return t.IncreaseStock(n) })
 }
 
 // EndDue ends the active and paused templates whose issue window has
@@ -169,10 +171,10 @@ func (s *TemplateService) IncreaseStock(ctx context.Context, who Identity, id, n
 // from the moment the window closes either way.
 func (s *TemplateService) EndDue(ctx context.Context) (int, error) {
 	now := s.Now.UTC()
-	var due []*Template
-	for _, status := range []TemplateStatus{TemplateActive, TemplatePaused} {
-		for offset := 0; ; offset += MaxPageSize {
-			ts, _, err := s.Store.Templates(ctx, TemplateFilter{ShopNo: AnyShop, Status: status, Offset: offset, Limit: MaxPageSize})
+	var due []*quan.Template
+	for _, status := range []quan.TemplateStatus{quan.TemplateActive, quan.TemplatePaused} {
+		for offset := 0; ; offset += quan.MaxPageSize {
+			ts, _, err := s.Store.Templates(ctx, quan.TemplateFilter{ShopNo: quan.AnyShop, Status: status, Offset: offset, Limit: quan.MaxPageSize})
 			if err != nil {
 				return 0, fmt.Errorf("end due templates: %w", err)
 			}
@@ -181,21 +183,21 @@ func (s *TemplateService) EndDue(ctx context.Context) (int, error) {
 					due = append(due, t)
 				}
 			}
-			if len(ts) < MaxPageSize {
+			if len(ts) < quan.MaxPageSize {
 				break
 			}
 		}
 	}
-	system := Identity{Role: RoleAdmin, Subject: "system"}
+	system := quan.Identity{Role: quan.RoleAdmin, Subject: "system"}
 	n := 0
 	for _, t := range due {
-		_, err := s.update(ctx, system, t.ID, ActionExpire, func(t *Template) error {
+		_, err := s.update(ctx, system, t.ID, quan.ActionExpire, func(t *quan.Template) error {
 			if now.Before(t.IssueEnd) { // extended meanwhile
 				return nil
 			}
 			return t.Terminate()
 		})
-		if err != nil && !errors.Is(err, ErrTransition) {
+		if err != nil && !errors.Is(err, quan.ErrTransition) {
 			return n, err
 		}
 		if err == nil {
@@ -206,7 +208,7 @@ func (s *TemplateService) EndDue(ctx context.Context) (int, error) {
 }
 
 // History returns the audit trail of template id, oldest first.
-func (s *TemplateService) History(ctx context.Context, who Identity, id int64) ([]*AuditEntry, error) {
+func (s *TemplateService) History(ctx context.Context, who quan.Identity, id int64) ([]*quan.AuditEntry, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -214,7 +216,7 @@ func (s *TemplateService) History(ctx context.Context, who Identity, id int64) (
 	return s.Store.TemplateHistory(ctx, shop, id)
 }
 
-func (s *TemplateService) update(ctx context.Context, who Identity, id int64, action string, fn func(*Template) error) (*Template, error) {
+func (s *TemplateService) update(ctx context.Context, who quan.Identity, id int64, action string, fn func(*quan.Template) error) (*quan.Template, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -224,7 +226,7 @@ func (s *TemplateService) update(ctx context.Context, who Identity, id int64, ac
 	// From the store's commit to the cache's update the two differ.
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
-	t, err := s.Store.UpdateTemplate(ctx, shop, id, who.String(), action, func(t *Template) error {
+	t, err := s.Store.UpdateTemplate(ctx, shop, id, who.String(), action, func(t *quan.Template) error {
 		before := t.Stock
 		if err := fn(t); err != nil {
 			return err
@@ -239,16 +241,16 @@ func (s *TemplateService) update(ctx context.Context, who Identity, id int64, ac
 	s.Book.Forget(id)
 	if s.Cache != nil {
 		var err error
-		if action == ActionActivate {
+		if action == quan.ActionActivate {
 			// A template just activated holds no coupons: it is loaded
 			// now, so that claims find it at once.
-			err = s.Cache.Prime(ctx, StateOf(t), func(func(Holding, error) bool) {})
+			err = s.Cache.Prime(ctx, quan.StateOf(t), func(func(quan.Holding, error) bool) {})
 		} else {
 			// A template the cache does not hold is loaded whole when
 			// needed.
-			err = s.Cache.Update(ctx, StateOf(t), added)
+			err = s.Cache.Update(ctx, quan.StateOf(t), added)
 		}
-		if err != nil && !errors.Is(err, ErrCacheCold) && s.Logger != nil {
+		if err != nil && !errors.Is(err, quan.ErrCacheCold) && s.Logger != nil {
 			s.Logger.Warn("tell the cache of a template change", "template", id, "action", action, "err", err)
 		}
 	}
@@ -258,15 +260,15 @@ func (s *TemplateService) update(ctx context.Context, who Identity, id int64, ac
 // normalizeSpec keeps times in UTC to the microsecond, the precision every
 // engine stores, so a template reads back exactly as it was written, and
 // shows the opening reminders' lead it will use.
-func normalizeSpec(s *TemplateSpec) {
+func normalizeSpec(s *quan.TemplateSpec) {
 	for _, t := range []*time.Time{&s.IssueStart, &s.IssueEnd, &s.Validity.Start, &s.Validity.End} {
 		*t = t.UTC().Truncate(time.Microsecond)
 	}
 	if s.RemindLead == 0 {
-		s.RemindLead = DefaultRemindLead
+		s.RemindLead = quan.DefaultRemindLead
 	}
 	if s.Stacking == "" {
-		s.Stacking = StackAny
+		s.Stacking = quan.StackAny
 	}
 	if len(s.RemindChannels) == 0 {
 		s.RemindChannels = nil
