@@ -7,6 +7,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/templates"
+	"github.com/quanhq/quan/wallet"
 )
 
 // FuzzUnmarshalStrict checks that whenever encoding/json refuses a body
@@ -24,7 +25,7 @@ func FuzzUnmarshalStrict(f *testing.F) {
 		if !json.Valid([]byte(body)) {
 			return
 		}
-		for _, v := range []any{new(templates.NewTemplate), new(quan.LockRequest)} {
+		for _, v := range []any{new(templates.NewTemplate), new(wallet.LockRequest)} {
 			err := unmarshalStrict([]byte(body), v)
 			if err == nil {
 				continue

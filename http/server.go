@@ -22,6 +22,7 @@ import (
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/stats"
 	"github.com/quanhq/quan/templates"
+	"github.com/quanhq/quan/wallet"
 )
 
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
@@ -29,7 +30,7 @@ type Server struct {
 	Templates *templates.TemplateService
 	Tasks     *quan.TaskService     // nil serves no task routes
 	Claims    *quan.ClaimService    // nil serves no claim routes
-	Wallet    *quan.WalletService   // nil serves no wallet and order routes
+	Wallet    *wallet.WalletService // nil serves no wallet and order routes
 	Codes     *codes.CodeService    // nil serves no code routes
 	Notices   *quan.NoticeService   // nil serves no inbox, popup and contact routes
 	Stats     *stats.StatsService   // nil serves no statistics routes

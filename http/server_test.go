@@ -27,6 +27,7 @@ import (
 	"github.com/quanhq/quan/sqlite"
 	"github.com/quanhq/quan/stats"
 	"github.com/quanhq/quan/templates"
+	"github.com/quanhq/quan/wallet"
 )
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef-test")
@@ -109,7 +110,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Tokens:      tokens,
 		Checks:      map[string]func(context.Context) error{"store": db.Ping},
 		Now:         clock,
-		Wallet:      &quan.WalletService{Coupons: store, Archiver: store, Templates: store, Now: clock},
+		Wallet:      &wallet.WalletService{Coupons: store, Archiver: store, Templates: store, Now: clock},
 		Notices:     &quan.NoticeService{Store: store, Contacts: store, Now: clock},
 		Codes:       &codes.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
 		Stats:       &stats.StatsService{Store: store, Now: clock},

@@ -11,6 +11,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/templates"
+	"github.com/quanhq/quan/wallet"
 )
 
 // unmatchedTwice is unmatchedAsProblem as it was, matching every request
@@ -49,7 +50,7 @@ func TestHandlerRoutesAsBefore(t *testing.T) {
 		Templates: &templates.TemplateService{},
 		Tasks:     &quan.TaskService{},
 		Claims:    &quan.ClaimService{},
-		Wallet:    &quan.WalletService{},
+		Wallet:    &wallet.WalletService{},
 		Codes:     &codes.CodeService{},
 		Tokens:    tk,
 		Now:       clock.now,

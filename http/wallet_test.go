@@ -14,6 +14,7 @@ import (
 
 	"github.com/quanhq/quan"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/wallet"
 )
 
 // walletCoupon distributes one coupon of a fresh 满100减10 template of
@@ -296,10 +297,10 @@ func TestLockRunsOut(t *testing.T) {
 	ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, body).want(t, http.StatusOK, "")
 	var got quan.Coupon
 	ts.do(t, "GET", fmt.Sprintf("/api/v1/me/coupons/%d", c.ID), u, nil).decode(t, &got)
-	if got.Status != quan.CouponLocked || !got.LockedUntil.Equal(testNow.Add(quan.DefaultLockTTL)) {
+	if got.Status != quan.CouponLocked || !got.LockedUntil.Equal(testNow.Add(wallet.DefaultLockTTL)) {
 		t.Fatalf("locked coupon %+v", got)
 	}
-	ts.setNow(testNow.Add(quan.DefaultLockTTL))
+	ts.setNow(testNow.Add(wallet.DefaultLockTTL))
 	got = quan.Coupon{}
 	ts.do(t, "GET", fmt.Sprintf("/api/v1/me/coupons/%d", c.ID), u, nil).decode(t, &got)
 	if got.Status != quan.CouponAvailable || got.OrderID != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/prom"
+	"github.com/quanhq/quan/wallet"
 )
 
 var now = time.Date(2030, 3, 14, 9, 0, 0, 0, time.UTC)
@@ -154,7 +155,7 @@ func TestDistribution(t *testing.T) {
 
 // fakeWallet sweeps lapsed and fails what err says.
 type fakeWallet struct {
-	quan.CouponStores
+	wallet.CouponStores
 	lapsed     []*quan.Coupon
 	was        []quan.CouponStatus
 	lapseErr   error
@@ -179,7 +180,7 @@ func TestWallet(t *testing.T) {
 		lapsed: []*quan.Coupon{{ID: 1, Status: quan.CouponExpired}, {ID: 2, Status: quan.CouponExpired}, {ID: 3, Status: quan.CouponAvailable}},
 		was:    []quan.CouponStatus{quan.CouponAvailable, quan.CouponAvailable, quan.CouponLocked},
 	}
-	s := &quan.WalletService{Coupons: w, Now: func() time.Time { return now }}
+	s := &wallet.WalletService{Coupons: w, Now: func() time.Time { return now }}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(prom.Wallet(&s.Counters))
 	if n, err := s.Sweep(t.Context(), 10); err != nil || n != 3 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/wallet"
 )
 
 // walletPorts joins a store's coupon ports as quan.CouponStores.
@@ -42,8 +43,8 @@ func budgetTemplate(t *testing.T, s WalletStores, budget int64, users int) (*qua
 }
 
 // budgetWallet is a WalletService on s at the time now returns.
-func budgetWallet(s WalletStores, now func() time.Time) *quan.WalletService {
-	return &quan.WalletService{Coupons: walletPorts{s.Coupons, s.Wallet}, Templates: s.Templates, Now: now}
+func budgetWallet(s WalletStores, now func() time.Time) *wallet.WalletService {
+	return &wallet.WalletService{Coupons: walletPorts{s.Coupons, s.Wallet}, Templates: s.Templates, Now: now}
 }
 
 // budgetOrder is an order the budget template takes 20 yuan off.
@@ -76,7 +77,7 @@ func testBudgetMoves(t *testing.T, s WalletStores) {
 	tpl, cs := budgetTemplate(t, s, 2*budgetOff+budgetOff/2, 3) // room for two and a half
 	user := func(i int) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: int64(i + 1)} }
 	lock := func(i int) error {
-		_, err := w.Lock(t.Context(), user(i), fmt.Sprintf("o-%d", i), quan.LockRequest{
+		_, err := w.Lock(t.Context(), user(i), fmt.Sprintf("o-%d", i), wallet.LockRequest{
 			Items: budgetOrder, CouponIDs: []int64{cs[i].ID}, ExpectedDiscount: budgetOff})
 		return err
 	}
@@ -144,7 +145,7 @@ func testBudgetStampede(t *testing.T, s WalletStores) {
 			<-start
 			who := quan.Identity{Role: quan.RoleUser, UserID: int64(i + 1)}
 			order := fmt.Sprintf("stampede-%d", i)
-			_, err := w.Lock(t.Context(), who, order, quan.LockRequest{
+			_, err := w.Lock(t.Context(), who, order, wallet.LockRequest{
 				Items: budgetOrder, CouponIDs: []int64{cs[i].ID}, ExpectedDiscount: budgetOff})
 			if err == nil {
 				_, err = w.Redeem(t.Context(), who, order)

@@ -14,6 +14,7 @@ import (
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sqlite"
 	"github.com/quanhq/quan/templates"
+	"github.com/quanhq/quan/wallet"
 )
 
 // rulesFixture is a store, a template service that checks and versions
@@ -158,13 +159,13 @@ func TestOrderFactsOf(t *testing.T) {
 	items := []quan.OrderItem{{SKU: "a", Category: "wear", ShopNo: 1, UnitPrice: 100, Quantity: 2},
 		{SKU: "b", Category: "books", ShopNo: 1, UnitPrice: 50, Quantity: 1},
 		{SKU: "c", Category: "wear", ShopNo: 1, UnitPrice: 10, Quantity: 1}}
-	o := quan.OrderFactsOf(items, "app", rulesT0)
+	o := wallet.OrderFactsOf(items, "app", rulesT0)
 	if o.Total != 260 || o.Shop != 1 || o.Channel != "app" || !slices.Equal(o.Categories, []string{"wear", "books"}) ||
 		len(o.Items) != 3 || o.Items[0] != (quan.OrderItemFacts{GoodsID: "a", CategoryID: "wear", Price: 100, Qty: 2}) {
 		t.Fatalf("facts %+v", o)
 	}
 	items[2].ShopNo = 2
-	if o := quan.OrderFactsOf(items, "", rulesT0); o.Shop != 0 {
+	if o := wallet.OrderFactsOf(items, "", rulesT0); o.Shop != 0 {
 		t.Errorf("an order across shops has shop %d, want 0", o.Shop)
 	}
 }
@@ -203,7 +204,7 @@ func BenchmarkQuoteRules(b *testing.B) {
 		quan.UserFacts{UserID: user, Level: 3, Tags: []string{"vip"}}); err != nil {
 		b.Fatal(err)
 	}
-	w := &quan.WalletService{Coupons: f.st, Templates: f.st, Now: func() time.Time { return f.now }, Rules: f.book, Facts: attrs}
+	w := &wallet.WalletService{Coupons: f.st, Templates: f.st, Now: func() time.Time { return f.now }, Rules: f.book, Facts: attrs}
 	var items []quan.OrderItem
 	for i := range 20 {
 		cat := []string{"wear", "books", "food", "toys"}[i%4]

@@ -21,6 +21,7 @@ import (
 	"github.com/quanhq/quan/quantest"
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/stats"
+	"github.com/quanhq/quan/wallet"
 )
 
 // statsEnv are the services the statistics, live and code pages use, on
@@ -29,7 +30,7 @@ type statsEnv struct {
 	console  *console.Console
 	stats    *stats.StatsService
 	codes    *codes.CodeService
-	wallet   *quan.WalletService
+	wallet   *wallet.WalletService
 	claims   *quan.ClaimService // with withClaims only
 	refusals *stats.RefusalCounter
 }
@@ -41,7 +42,7 @@ func withStats(env *statsEnv) func(t *testing.T, tc *testConsole, c *console.Con
 		env.console = c
 		env.stats = &stats.StatsService{Store: tc.store, Now: tc.clock}
 		env.codes = &codes.CodeService{Codes: tc.store, Templates: tc.store, Now: tc.clock, Chunk: 10}
-		env.wallet = &quan.WalletService{Coupons: tc.store, Templates: tc.store, Now: tc.clock}
+		env.wallet = &wallet.WalletService{Coupons: tc.store, Templates: tc.store, Now: tc.clock}
 		env.refusals = &stats.RefusalCounter{Store: tc.store}
 		c.Stats, c.Codes, c.CodesExport = env.stats, env.codes, report.Codes{}
 		t.Cleanup(env.codes.Wait)
@@ -264,7 +265,7 @@ func TestStatsPages(t *testing.T) {
 	// The first user pays 120.00 with the coupon: 10.00 off.
 	user := quan.Identity{Role: quan.RoleUser, UserID: coupons[0].UserID}
 	items := []quan.OrderItem{{SKU: "a", ShopNo: 1001, UnitPrice: 12000, Quantity: 1}}
-	if _, err := env.wallet.Lock(t.Context(), user, "o-1", quan.LockRequest{Items: items, CouponIDs: []int64{coupons[0].ID}, ExpectedDiscount: 1000}); err != nil {
+	if _, err := env.wallet.Lock(t.Context(), user, "o-1", wallet.LockRequest{Items: items, CouponIDs: []int64{coupons[0].ID}, ExpectedDiscount: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.wallet.Redeem(t.Context(), user, "o-1"); err != nil {

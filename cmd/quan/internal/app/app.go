@@ -29,6 +29,7 @@ import (
 	"github.com/quanhq/quan/stats"
 	"github.com/quanhq/quan/templates"
 	"github.com/quanhq/quan/tracing"
+	"github.com/quanhq/quan/wallet"
 )
 
 // App is quan wired for one process: its backends and every use case on
@@ -43,7 +44,7 @@ type App struct {
 	Tasks       *quan.TaskService
 	Distributor *quan.Distributor
 	Claims      *quan.ClaimService       // nil without a claim bus (Local, or a Worker on the embedded bus)
-	Wallet      *quan.WalletService      // nil for Local
+	Wallet      *wallet.WalletService    // nil for Local
 	Codes       *codes.CodeService       // nil for Local
 	Reconciler  *reconcile.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
 	Notices     *quan.NoticeService      // nil for Local
@@ -197,7 +198,7 @@ func (a *App) build(ctx context.Context) error {
 	if a.Role == Local {
 		return nil
 	}
-	a.Wallet = &quan.WalletService{Coupons: st, Archiver: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
+	a.Wallet = &wallet.WalletService{Coupons: st, Archiver: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
 		Rules: book, Facts: a.Attributes}
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Wallet(&a.Wallet.Counters))

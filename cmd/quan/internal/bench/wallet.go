@@ -21,6 +21,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
+	"github.com/quanhq/quan/wallet"
 )
 
 // walletBench are the flags of `quan bench wallet lock` and `quan bench
@@ -107,7 +108,7 @@ type walletEnv struct {
 	app    *app.App
 	b      walletBench
 	setup  string
-	wallet *quan.WalletService
+	wallet *wallet.WalletService
 	tpl    *quan.Template
 	raw    walletBaseline
 	close  func()
@@ -165,7 +166,7 @@ func (c *Command) openWalletEnv(ctx context.Context, verb string, args []string)
 	closers = append(closers, a.Close)
 	e.app = a
 	st := a.Backends.Store
-	e.wallet = &quan.WalletService{Coupons: st, Templates: st, Now: c.Now, Logger: a.Logger}
+	e.wallet = &wallet.WalletService{Coupons: st, Templates: st, Now: c.Now, Logger: a.Logger}
 	if e.tpl, err = a.CreateDemoTemplate(ctx, int64(b.N)); err != nil {
 		return fail(err)
 	}
@@ -252,7 +253,7 @@ func (c *Command) walletLock(ctx context.Context, args []string) error {
 		user := int64(k) + 1
 		who := quan.Identity{Role: quan.RoleUser, UserID: user}
 		order := "svc-" + strconv.FormatInt(user, 10)
-		if _, err := e.wallet.Lock(ctx, who, order, quan.LockRequest{Items: items, CouponIDs: ids[k : k+1], ExpectedDiscount: discount}); err != nil {
+		if _, err := e.wallet.Lock(ctx, who, order, wallet.LockRequest{Items: items, CouponIDs: ids[k : k+1], ExpectedDiscount: discount}); err != nil {
 			return err
 		}
 		_, err := e.wallet.Redeem(ctx, who, order)
@@ -263,7 +264,7 @@ func (c *Command) walletLock(ctx context.Context, args []string) error {
 	if svc.err != nil {
 		return fmt.Errorf("bench wallet lock: service: %s of %s orders failed, the first: %w", cli.Thousands(svc.failed), cli.Thousands(int64(n)), svc.err)
 	}
-	lockTTL := cmp.Or(e.wallet.LockTTL, quan.DefaultLockTTL)
+	lockTTL := cmp.Or(e.wallet.LockTTL, wallet.DefaultLockTTL)
 	raw := runOrders(ctx, n, e.b.Conns, func(ctx context.Context, k int) error {
 		user := int64(n+k) + 1
 		return e.raw.Order(ctx, ids[n+k], "raw-"+strconv.FormatInt(user, 10), lockTTL)
@@ -306,7 +307,7 @@ func (c *Command) walletSweep(ctx context.Context, args []string) error {
 	fmt.Fprintf(out, "bench wallet sweep: store %s, %s available coupons of template %d whose window has closed, batch %s, %d sweeping at once; %d cores (GOMAXPROCS %d)\n",
 		e.setup, cli.Thousands(int64(n)), e.tpl.ID, cli.Thousands(int64(e.b.Batch)), e.b.Sweepers, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	var audits []walletAudit
-	sweep := func(what string, first int64, w *quan.WalletService, profile bool) error {
+	sweep := func(what string, first int64, w *wallet.WalletService, profile bool) error {
 		now := e.now()
 		// Their windows closed an hour ago and before, one end per
 		// walletSeedRows coupons rising with the ids, as a distribution's

@@ -1,8 +1,10 @@
-package quan
+package wallet
 
 import (
 	"context"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // priceWithBudgets is priceOrder (notMet: the coupons whose applies rule
@@ -11,8 +13,8 @@ import (
 // of the best combination. It reads the budget of each template with one
 // among the usable coupons, once: what is left changes with every lock,
 // so it is never cached. The lock checks again, atomically, in the store.
-func (s *WalletService) priceWithBudgets(ctx context.Context, items []OrderItem, cs []*Coupon, templates map[int64]*Template, now time.Time, notMet map[int64]bool) (Quote, error) {
-	q := PriceOrderExcept(items, cs, templates, now, notMet)
+func (s *WalletService) priceWithBudgets(ctx context.Context, items []quan.OrderItem, cs []*quan.Coupon, templates map[int64]*quan.Template, now time.Time, notMet map[int64]bool) (quan.Quote, error) {
+	q := quan.PriceOrderExcept(items, cs, templates, now, notMet)
 	left := map[int64]int64{}
 	spent := map[int64]bool{} // coupon → its budget cannot cover it
 	for _, cq := range q.Coupons {
@@ -24,7 +26,7 @@ func (s *WalletService) priceWithBudgets(ctx context.Context, items []OrderItem,
 		if !ok {
 			u, err := s.Coupons.BudgetUsage(ctx, t.ID)
 			if err != nil {
-				return Quote{}, err
+				return quan.Quote{}, err
 			}
 			l = u.Left()
 			left[t.ID] = l
@@ -36,22 +38,22 @@ func (s *WalletService) priceWithBudgets(ctx context.Context, items []OrderItem,
 	if len(spent) == 0 {
 		return q, nil
 	}
-	rest := make([]*Coupon, 0, len(cs))
+	rest := make([]*quan.Coupon, 0, len(cs))
 	for _, c := range cs {
 		if !spent[c.ID] {
 			rest = append(rest, c)
 		}
 	}
-	r := PriceOrderExcept(items, rest, templates, now, notMet)
+	r := quan.PriceOrderExcept(items, rest, templates, now, notMet)
 	// Every coupon in its place, those refused as the first pricing saw
 	// them, unusable.
-	byID := make(map[int64]CouponQuote, len(r.Coupons))
+	byID := make(map[int64]quan.CouponQuote, len(r.Coupons))
 	for _, cq := range r.Coupons {
 		byID[cq.CouponID] = cq
 	}
 	for i, cq := range q.Coupons {
 		if spent[cq.CouponID] {
-			cq.Usable, cq.Discount, cq.Reason = false, 0, ReasonBudgetSpent
+			cq.Usable, cq.Discount, cq.Reason = false, 0, quan.ReasonBudgetSpent
 			q.Coupons[i] = cq
 			continue
 		}

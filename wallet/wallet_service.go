@@ -1,4 +1,4 @@
-package quan
+package wallet
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // DefaultLockTTL is how long an order holds its coupons unless it pays.
@@ -14,8 +16,8 @@ const DefaultLockTTL = 15 * time.Minute
 
 // CouponStores are the ports the wallet uses of one store.
 type CouponStores interface {
-	CouponStore
-	WalletStore
+	quan.CouponStore
+	quan.WalletStore
 }
 
 // WalletService is the user's side of coupons after they are issued: the
@@ -25,18 +27,18 @@ type WalletService struct {
 	Coupons CouponStores
 	// Archiver, if set, moves the coupons of ended templates to history
 	// (Archive); nil moves none.
-	Archiver  Archiver
-	Templates TemplateStore
-	Bus       Bus // nil publishes no events
-	Now       Clock
+	Archiver  quan.Archiver
+	Templates quan.TemplateStore
+	Bus       quan.Bus // nil publishes no events
+	Now       quan.Clock
 	Logger    *slog.Logger
 	LockTTL   time.Duration // 0 means DefaultLockTTL
-	Counters  WalletCounters
+	Counters  quan.WalletCounters
 	// Rules, if set, holds the templates' applies rules, and Facts
 	// the users' facts they may read (nil: zero facts): a coupon whose
 	// rule an order does not meet is not usable for it, ReasonRuleNotMet.
-	Rules RuleSource
-	Facts FactsSource
+	Rules quan.RuleSource
+	Facts quan.FactsSource
 
 	specs specCache
 }
@@ -47,26 +49,26 @@ type WalletService struct {
 // cache is bounded and starts again when full.
 type specCache struct {
 	mu sync.Mutex
-	m  map[int64]*Template
+	m  map[int64]*quan.Template
 }
 
 // maxSpecs bounds specCache: a few hundred KB of templates.
 const maxSpecs = 4096
 
-func (c *specCache) get(id int64) *Template {
+func (c *specCache) get(id int64) *quan.Template {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[id]
 }
 
-func (c *specCache) put(t *Template) {
-	if t.Status == TemplateDraft {
+func (c *specCache) put(t *quan.Template) {
+	if t.Status == quan.TemplateDraft {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxSpecs {
-		c.m = make(map[int64]*Template)
+		c.m = make(map[int64]*quan.Template)
 	}
 	c.m[t.ID] = t
 }
@@ -78,16 +80,16 @@ func (s *WalletService) logger() *slog.Logger {
 	return s.Logger
 }
 
-func userOf(who Identity) (int64, error) {
-	if who.Role != RoleUser {
-		return 0, Errorf(EFORBIDDEN, "only users hold coupons")
+func userOf(who quan.Identity) (int64, error) {
+	if who.Role != quan.RoleUser {
+		return 0, quan.Errorf(quan.EFORBIDDEN, "only users hold coupons")
 	}
 	return who.UserID, nil
 }
 
 // WalletFilter selects a user's coupons.
 type WalletFilter struct {
-	Status CouponStatus // "" matches any
+	Status quan.CouponStatus // "" matches any
 	Offset int
 	Limit  int // 1 … MaxPageSize; 0 means DefaultPageSize
 }
@@ -96,14 +98,14 @@ type WalletFilter struct {
 // number of all that match, as they stand at now: a coupon whose window
 // has closed is expired, and a lock that ran out released, whether or not
 // the sweeper has written that down.
-func (s *WalletService) List(ctx context.Context, who Identity, f WalletFilter) ([]*Coupon, int, error) {
+func (s *WalletService) List(ctx context.Context, who quan.Identity, f WalletFilter) ([]*quan.Coupon, int, error) {
 	user, err := userOf(who)
 	if err != nil {
 		return nil, 0, err
 	}
-	var v Validation
+	var v quan.Validation
 	switch f.Status {
-	case "", CouponAvailable, CouponLocked, CouponUsed, CouponExpired, CouponRevoked:
+	case "", quan.CouponAvailable, quan.CouponLocked, quan.CouponUsed, quan.CouponExpired, quan.CouponRevoked:
 	default:
 		v.Add("status", fmt.Sprintf("%q is not a status: use available, locked, used, expired or revoked", f.Status))
 	}
@@ -113,14 +115,14 @@ func (s *WalletService) List(ctx context.Context, who Identity, f WalletFilter) 
 	}
 	limit := f.Limit
 	if limit == 0 {
-		limit = DefaultPageSize
+		limit = quan.DefaultPageSize
 	}
 	all, err := s.Coupons.UserCoupons(ctx, user, 0)
 	if err != nil {
 		return nil, 0, err
 	}
 	now := s.Now.UTC()
-	var match []*Coupon
+	var match []*quan.Coupon
 	for _, c := range all {
 		c.Lapse(now)
 		if f.Status == "" || c.Status == f.Status {
@@ -129,13 +131,13 @@ func (s *WalletService) List(ctx context.Context, who Identity, f WalletFilter) 
 	}
 	total := len(match)
 	if f.Offset >= total {
-		return []*Coupon{}, total, nil
+		return []*quan.Coupon{}, total, nil
 	}
 	return match[f.Offset:min(total, f.Offset+limit)], total, nil
 }
 
 // Get returns coupon id of the user, as it stands at now.
-func (s *WalletService) Get(ctx context.Context, who Identity, id int64) (*Coupon, error) {
+func (s *WalletService) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Coupon, error) {
 	user, err := userOf(who)
 	if err != nil {
 		return nil, err
@@ -150,7 +152,7 @@ func (s *WalletService) Get(ctx context.Context, who Identity, id int64) (*Coupo
 			return c, nil
 		}
 	}
-	return nil, Errorf(ENOTFOUND, "you hold no coupon %d", id)
+	return nil, quan.Errorf(quan.ENOTFOUND, "you hold no coupon %d", id)
 }
 
 // CouponByCode returns the coupon whose code is code, as it stands at
@@ -160,24 +162,24 @@ func (s *WalletService) Get(ctx context.Context, who Identity, id int64) (*Coupo
 // is ErrInvalid, which says so. A well-formed code that is no coupon's
 // (made up, of a coupon archived, or of another shop's) is ErrNotFound.
 // Users get ErrForbidden: their coupons are in their wallet.
-func (s *WalletService) CouponByCode(ctx context.Context, who Identity, code string) (*Coupon, error) {
+func (s *WalletService) CouponByCode(ctx context.Context, who quan.Identity, code string) (*quan.Coupon, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
 	}
-	c, err := ParseCode(code)
+	c, err := quan.ParseCode(code)
 	if err != nil {
 		return nil, err
 	}
 	// The prefix is what comes before the CodeLength symbols every code
 	// ends with; the coupon's template must have it.
-	id, err := s.Coupons.CodeKey().CouponID(c, c[:len(c)-CodeLength])
+	id, err := s.Coupons.CodeKey().CouponID(c, c[:len(c)-quan.CodeLength])
 	if err != nil {
 		return nil, err
 	}
 	cp, err := s.Coupons.Coupon(ctx, shop, id)
-	if errors.Is(err, ErrNotFound) || err == nil && cp.Code != c {
-		return nil, Errorf(ENOTFOUND, "no coupon has code %s", c)
+	if errors.Is(err, quan.ErrNotFound) || err == nil && cp.Code != c {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no coupon has code %s", c)
 	}
 	if err != nil {
 		return nil, err
@@ -191,20 +193,20 @@ func (s *WalletService) CouponByCode(ctx context.Context, who Identity, code str
 // offset on, at most limit of them (0 means DefaultPageSize), and how many
 // there are. It looks at the first MaxPageSize active templates only. A
 // bad offset or limit is EINVALID.
-func (s *WalletService) Claimable(ctx context.Context, who Identity, offset, limit int) ([]*Template, int, error) {
+func (s *WalletService) Claimable(ctx context.Context, who quan.Identity, offset, limit int) ([]*quan.Template, int, error) {
 	user, err := userOf(who)
 	if err != nil {
 		return nil, 0, err
 	}
-	var v Validation
+	var v quan.Validation
 	v.Page(offset, limit)
 	if err := v.Err("invalid list parameters"); err != nil {
 		return nil, 0, err
 	}
 	if limit == 0 {
-		limit = DefaultPageSize
+		limit = quan.DefaultPageSize
 	}
-	ts, _, err := s.Templates.Templates(ctx, TemplateFilter{ShopNo: AnyShop, Status: TemplateActive, Limit: MaxPageSize})
+	ts, _, err := s.Templates.Templates(ctx, quan.TemplateFilter{ShopNo: quan.AnyShop, Status: quan.TemplateActive, Limit: quan.MaxPageSize})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -217,7 +219,7 @@ func (s *WalletService) Claimable(ctx context.Context, who Identity, offset, lim
 		count[c.TemplateID]++
 	}
 	now := s.Now.UTC()
-	out := []*Template{}
+	out := []*quan.Template{}
 	for _, t := range ts {
 		if t.Stock > 0 && !now.Before(t.IssueStart) && now.Before(t.IssueEnd) && count[t.ID] < t.PerUserLimit {
 			out = append(out, t)
@@ -225,14 +227,14 @@ func (s *WalletService) Claimable(ctx context.Context, who Identity, offset, lim
 	}
 	total := len(out)
 	if offset >= total {
-		return []*Template{}, total, nil
+		return []*quan.Template{}, total, nil
 	}
 	return out[offset:min(total, offset+limit)], total, nil
 }
 
 // templatesOf returns the templates of coupons.
-func (s *WalletService) templatesOf(ctx context.Context, all []*Coupon) (map[int64]*Template, error) {
-	templates := map[int64]*Template{}
+func (s *WalletService) templatesOf(ctx context.Context, all []*quan.Coupon) (map[int64]*quan.Template, error) {
+	templates := map[int64]*quan.Template{}
 	for _, c := range all {
 		if _, ok := templates[c.TemplateID]; ok {
 			continue
@@ -240,8 +242,8 @@ func (s *WalletService) templatesOf(ctx context.Context, all []*Coupon) (map[int
 		t := s.specs.get(c.TemplateID)
 		if t == nil {
 			var err error
-			t, err = s.Templates.Template(ctx, AnyShop, c.TemplateID)
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			t, err = s.Templates.Template(ctx, quan.AnyShop, c.TemplateID)
+			if err != nil && !errors.Is(err, quan.ErrNotFound) {
 				return nil, err
 			}
 			if t != nil {
@@ -257,33 +259,33 @@ func (s *WalletService) templatesOf(ctx context.Context, all []*Coupon) (map[int
 // applies rule reads it as order.channel), with every coupon the user
 // holds that could apply: available or locked ones, and expired ones
 // whose window closed lately are reported with their reason too.
-func (s *WalletService) Quote(ctx context.Context, who Identity, items []OrderItem, channel string) (Quote, error) {
+func (s *WalletService) Quote(ctx context.Context, who quan.Identity, items []quan.OrderItem, channel string) (quan.Quote, error) {
 	user, err := userOf(who)
 	if err != nil {
-		return Quote{}, err
+		return quan.Quote{}, err
 	}
-	if err := ValidateOrder(items, channel); err != nil {
-		return Quote{}, err
+	if err := quan.ValidateOrder(items, channel); err != nil {
+		return quan.Quote{}, err
 	}
 	now := s.Now.UTC()
 	all, err := s.Coupons.UserCoupons(ctx, user, 0)
 	if err != nil {
-		return Quote{}, err
+		return quan.Quote{}, err
 	}
 	templates, err := s.templatesOf(ctx, all)
 	if err != nil {
-		return Quote{}, err
+		return quan.Quote{}, err
 	}
-	var cs []*Coupon
+	var cs []*quan.Coupon
 	for _, c := range all {
 		c.Lapse(now)
-		if c.Status == CouponAvailable || c.Status == CouponLocked || c.Status == CouponExpired {
+		if c.Status == quan.CouponAvailable || c.Status == quan.CouponLocked || c.Status == quan.CouponExpired {
 			cs = append(cs, c)
 		}
 	}
 	notMet, err := s.rulesNotMet(ctx, user, items, channel, cs, now)
 	if err != nil {
-		return Quote{}, err
+		return quan.Quote{}, err
 	}
 	return s.priceWithBudgets(ctx, items, cs, templates, now, notMet)
 }

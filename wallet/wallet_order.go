@@ -1,4 +1,4 @@
-package quan
+package wallet
 
 import (
 	"context"
@@ -7,24 +7,26 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // change runs fn on the coupons ids of user as seen, read a moment ago
 // without a lock, and writes what it made of them if they are still so:
 // one round trip. If one changed in between (another order, the sweeper),
 // fn runs again on the coupons as they are, under the store's lock.
-func (s *WalletService) change(ctx context.Context, user int64, seen []*Coupon, ids []int64, fn func([]*Coupon) error) ([]*Coupon, error) {
+func (s *WalletService) change(ctx context.Context, user int64, seen []*quan.Coupon, ids []int64, fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	before := make([]*Coupon, 0, len(ids))
+	before := make([]*quan.Coupon, 0, len(ids))
 	for _, id := range ids {
-		i := slices.IndexFunc(seen, func(c *Coupon) bool { return c.ID == id })
+		i := slices.IndexFunc(seen, func(c *quan.Coupon) bool { return c.ID == id })
 		if i < 0 {
 			// The locked way says what is missing.
 			return s.Coupons.UpdateCoupons(ctx, user, ids, fn)
 		}
 		before = append(before, seen[i])
 	}
-	after := make([]*Coupon, len(before))
+	after := make([]*quan.Coupon, len(before))
 	for i, c := range before {
 		cp := *c
 		after[i] = &cp
@@ -53,10 +55,10 @@ func (s *WalletService) change(ctx context.Context, user int64, seen []*Coupon, 
 // LockRequest asks to hold coupons for an order at the discount the client
 // was quoted.
 type LockRequest struct {
-	Items            []OrderItem `json:"items"`
-	Channel          string      `json:"channel,omitempty"` // where the order is placed, as in the quote
-	CouponIDs        []int64     `json:"couponIds"`
-	ExpectedDiscount int64       `json:"expectedDiscount"`
+	Items            []quan.OrderItem `json:"items"`
+	Channel          string           `json:"channel,omitempty"` // where the order is placed, as in the quote
+	CouponIDs        []int64          `json:"couponIds"`
+	ExpectedDiscount int64            `json:"expectedDiscount"`
 }
 
 // Key identifies the request among the locks of its order: a digest of
@@ -79,8 +81,8 @@ func (r LockRequest) Key() string {
 // order again with the same items and coupons (LockRequest.Key) returns its
 // coupons (idempotent); with other items or coupons it is a conflict, as
 // is a coupon that another order holds.
-func (s *WalletService) Lock(ctx context.Context, who Identity, order string, req LockRequest) (_ []*Coupon, err error) {
-	defer func() { s.Counters.Failed(CouponAvailable, CouponLocked, err) }()
+func (s *WalletService) Lock(ctx context.Context, who quan.Identity, order string, req LockRequest) (_ []*quan.Coupon, err error) {
+	defer func() { s.Counters.Failed(quan.CouponAvailable, quan.CouponLocked, err) }()
 	user, err := userOf(who)
 	if err != nil {
 		return nil, err
@@ -88,11 +90,11 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	if err := validOrderID(order); err != nil {
 		return nil, err
 	}
-	if err := ValidateOrder(req.Items, req.Channel); err != nil {
+	if err := quan.ValidateOrder(req.Items, req.Channel); err != nil {
 		return nil, err
 	}
 	if len(req.CouponIDs) == 0 {
-		return nil, Errorf(EINVALID, "couponIds: name at least one coupon")
+		return nil, quan.Errorf(quan.EINVALID, "couponIds: name at least one coupon")
 	}
 	now := s.Now.UTC()
 	key := req.Key()
@@ -105,7 +107,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	for _, c := range all {
 		c := *c
 		c.Lapse(now)
-		if c.Status == CouponLocked && c.OrderID == order && c.LockKey != key {
+		if c.Status == quan.CouponLocked && c.OrderID == order && c.LockKey != key {
 			return nil, lockedOtherwise(order)
 		}
 	}
@@ -113,19 +115,19 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	if err != nil {
 		return nil, err
 	}
-	var chosen []*Coupon
+	var chosen []*quan.Coupon
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(req.CouponIDs))) {
-		i := slices.IndexFunc(all, func(c *Coupon) bool { return c.ID == id })
+		i := slices.IndexFunc(all, func(c *quan.Coupon) bool { return c.ID == id })
 		if i < 0 {
-			return nil, Errorf(ENOTFOUND, "you hold no coupon %d", id)
+			return nil, quan.Errorf(quan.ENOTFOUND, "you hold no coupon %d", id)
 		}
 		c := *all[i]
 		c.Lapse(now)
 		switch {
-		case c.Status == CouponLocked && c.OrderID == order:
-			c.Status = CouponAvailable // price it as the lock found it
-		case c.Status == CouponLocked:
-			return nil, Errorf(ECONFLICT, "coupon %d is held by another order", id)
+		case c.Status == quan.CouponLocked && c.OrderID == order:
+			c.Status = quan.CouponAvailable // price it as the lock found it
+		case c.Status == quan.CouponLocked:
+			return nil, quan.Errorf(quan.ECONFLICT, "coupon %d is held by another order", id)
 		}
 		chosen = append(chosen, &c)
 	}
@@ -133,24 +135,24 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	if err != nil {
 		return nil, err
 	}
-	q := PriceOrderExcept(req.Items, chosen, templates, now, notMet)
+	q := quan.PriceOrderExcept(req.Items, chosen, templates, now, notMet)
 	var discount int64
 	for i, cq := range q.Coupons {
 		if !cq.Usable {
-			return nil, Errorf(ENOTUSABLE, "coupon %d cannot be used for this order: %s", cq.CouponID, cq.Reason)
+			return nil, quan.Errorf(quan.ENOTUSABLE, "coupon %d cannot be used for this order: %s", cq.CouponID, cq.Reason)
 		}
 		// The stacking rules of bestCombination: every two coupons asked
 		// for must stack, whatever the quote would have chosen.
 		for _, other := range q.Coupons[:i] {
-			if why := StackConflict(other, cq); why != "" {
-				return nil, Errorf(ENOTUSABLE, "%s", why)
+			if why := quan.StackConflict(other, cq); why != "" {
+				return nil, quan.Errorf(quan.ENOTUSABLE, "%s", why)
 			}
 		}
 		discount += cq.Discount
 	}
 	discount = min(discount, q.Total)
 	if discount != req.ExpectedDiscount {
-		return nil, Errorf(EPRICECHANGED, "these coupons take %d fen off this order, not the %d expected: quote again", discount, req.ExpectedDiscount)
+		return nil, quan.Errorf(quan.EPRICECHANGED, "these coupons take %d fen off this order, not the %d expected: quote again", discount, req.ExpectedDiscount)
 	}
 	// Each coupon keeps its share of the discount, the statistics' discount
 	// given once it is used: its own, in the order discounts apply
@@ -158,25 +160,25 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 	shares := map[int64]int64{}
 	left := discount
 	applied := slices.Clone(q.Coupons)
-	SortInApplyOrder(applied)
+	quan.SortInApplyOrder(applied)
 	for _, cq := range applied {
 		shares[cq.CouponID] = min(cq.Discount, left)
 		left -= shares[cq.CouponID]
 	}
 	until := now.Add(cmp0(s.LockTTL, DefaultLockTTL))
-	var events []CouponEvent
-	cs, err := s.change(ctx, user, all, req.CouponIDs, func(cs []*Coupon) error {
+	var events []quan.CouponEvent
+	cs, err := s.change(ctx, user, all, req.CouponIDs, func(cs []*quan.Coupon) error {
 		events = events[:0]
 		for _, c := range cs {
 			old := c.Status
 			c.Lapse(now)
 			switch {
-			case c.Status == CouponLocked && c.OrderID == order && c.LockKey == key:
+			case c.Status == quan.CouponLocked && c.OrderID == order && c.LockKey == key:
 				continue // locked by this request before: idempotent
-			case c.Status == CouponLocked && c.OrderID == order:
+			case c.Status == quan.CouponLocked && c.OrderID == order:
 				return lockedOtherwise(order) // by another request meanwhile
-			case c.Status == CouponLocked:
-				return Errorf(ECONFLICT, "coupon %d is held by another order", c.ID)
+			case c.Status == quan.CouponLocked:
+				return quan.Errorf(quan.ECONFLICT, "coupon %d is held by another order", c.ID)
 			}
 			if err := c.Lock(order, now, until); err != nil {
 				return err
@@ -197,7 +199,7 @@ func (s *WalletService) Lock(ctx context.Context, who Identity, order string, re
 // lockedOtherwise is the conflict of locking order again with another
 // request than the one that locked it.
 func lockedOtherwise(order string) error {
-	return Errorf(ECONFLICT, "order %s is locked already, with other items or coupons: release it to lock it again", order)
+	return quan.Errorf(quan.ECONFLICT, "order %s is locked already, with other items or coupons: release it to lock it again", order)
 }
 
 func cmp0(d, def time.Duration) time.Duration {
@@ -210,7 +212,7 @@ func cmp0(d, def time.Duration) time.Duration {
 // validOrderID refuses order ids that are empty or too long.
 func validOrderID(order string) error {
 	if order == "" || len(order) > 64 {
-		return Errorf(EINVALID, "order id %q: 1 to 64 characters", order)
+		return quan.Errorf(quan.EINVALID, "order id %q: 1 to 64 characters", order)
 	}
 	return nil
 }
@@ -223,35 +225,35 @@ func validOrderID(order string) error {
 // priority, like the rest of its spec, are frozen once it leaves draft
 // (and only then has coupons); an order locked again with other coupons
 // is a conflict.
-func (s *WalletService) Redeem(ctx context.Context, who Identity, order string) ([]*Coupon, error) {
-	return s.orderChange(ctx, who, order, "redeem", CouponTransition{CouponLocked, CouponUsed}, func(c *Coupon, now time.Time) (bool, error) {
+func (s *WalletService) Redeem(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
+	return s.orderChange(ctx, who, order, "redeem", quan.CouponTransition{From: quan.CouponLocked, To: quan.CouponUsed}, func(c *quan.Coupon, now time.Time) (bool, error) {
 		switch c.Status {
-		case CouponUsed:
+		case quan.CouponUsed:
 			return false, nil
-		case CouponLocked:
+		case quan.CouponLocked:
 			return true, c.Redeem(now)
 		}
 		return false, nil
-	}, func(cs []*Coupon) error {
+	}, func(cs []*quan.Coupon) error {
 		for _, c := range cs {
-			if c.Status == CouponUsed || c.Status == CouponLocked {
+			if c.Status == quan.CouponUsed || c.Status == quan.CouponLocked {
 				return nil
 			}
 		}
-		return Errorf(ETRANSITION, "order %s holds no coupons to pay with: it was never locked, was released, or its lock ran out", order)
+		return quan.Errorf(quan.ETRANSITION, "order %s holds no coupons to pay with: it was never locked, was released, or its lock ran out", order)
 	})
 }
 
 // Release gives back the coupons order holds: it was cancelled. It is
 // idempotent: an order that holds nothing releases nothing. A paid order
 // is refunded, not released.
-func (s *WalletService) Release(ctx context.Context, who Identity, order string) ([]*Coupon, error) {
-	return s.orderChange(ctx, who, order, "release", CouponTransition{CouponLocked, CouponAvailable}, func(c *Coupon, now time.Time) (bool, error) {
+func (s *WalletService) Release(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
+	return s.orderChange(ctx, who, order, "release", quan.CouponTransition{From: quan.CouponLocked, To: quan.CouponAvailable}, func(c *quan.Coupon, now time.Time) (bool, error) {
 		switch c.Status {
-		case CouponLocked:
+		case quan.CouponLocked:
 			return true, c.Release(now)
-		case CouponUsed:
-			return false, Errorf(ETRANSITION, "coupon %d was paid with: refund order %s instead", c.ID, order)
+		case quan.CouponUsed:
+			return false, quan.Errorf(quan.ETRANSITION, "coupon %d was paid with: refund order %s instead", c.ID, order)
 		}
 		return false, nil
 	}, nil)
@@ -259,13 +261,13 @@ func (s *WalletService) Release(ctx context.Context, who Identity, order string)
 
 // Refund gives back the coupons a paid order used: available again while
 // valid, expired otherwise. It is idempotent.
-func (s *WalletService) Refund(ctx context.Context, who Identity, order string) ([]*Coupon, error) {
-	return s.orderChange(ctx, who, order, "refund", CouponTransition{CouponUsed, CouponAvailable}, func(c *Coupon, now time.Time) (bool, error) {
+func (s *WalletService) Refund(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
+	return s.orderChange(ctx, who, order, "refund", quan.CouponTransition{From: quan.CouponUsed, To: quan.CouponAvailable}, func(c *quan.Coupon, now time.Time) (bool, error) {
 		switch c.Status {
-		case CouponUsed:
+		case quan.CouponUsed:
 			return true, c.Refund(now)
-		case CouponLocked:
-			return false, Errorf(ETRANSITION, "coupon %d is locked, not paid: release order %s instead", c.ID, order)
+		case quan.CouponLocked:
+			return false, quan.Errorf(quan.ETRANSITION, "coupon %d is locked, not paid: release order %s instead", c.ID, order)
 		}
 		return false, nil
 	}, nil)
@@ -274,8 +276,8 @@ func (s *WalletService) Refund(ctx context.Context, who Identity, order string) 
 // orderChange applies change to the coupons of the user that order holds
 // or used, in one transaction, after check (if any) passes on them. tr is
 // the change asked for, under which a refusal or failure is counted.
-func (s *WalletService) orderChange(ctx context.Context, who Identity, order, verb string, tr CouponTransition,
-	change func(c *Coupon, now time.Time) (bool, error), check func([]*Coupon) error) (_ []*Coupon, err error) {
+func (s *WalletService) orderChange(ctx context.Context, who quan.Identity, order, verb string, tr quan.CouponTransition,
+	change func(c *quan.Coupon, now time.Time) (bool, error), check func([]*quan.Coupon) error) (_ []*quan.Coupon, err error) {
 	defer func() { s.Counters.Failed(tr.From, tr.To, err) }()
 	user, err := userOf(who)
 	if err != nil {
@@ -293,8 +295,8 @@ func (s *WalletService) orderChange(ctx context.Context, who Identity, order, ve
 		ids[i] = c.ID
 	}
 	now := s.Now.UTC()
-	var events []CouponEvent
-	cs, err := s.change(ctx, user, all, ids, func(cs []*Coupon) error {
+	var events []quan.CouponEvent
+	cs, err := s.change(ctx, user, all, ids, func(cs []*quan.Coupon) error {
 		events = events[:0]
 		for _, c := range cs {
 			old := c.Status
@@ -305,7 +307,7 @@ func (s *WalletService) orderChange(ctx context.Context, who Identity, order, ve
 		}
 		mine := cs[:0:0]
 		for _, c := range cs {
-			if c.OrderID == order || c.Status == CouponUsed {
+			if c.OrderID == order || c.Status == quan.CouponUsed {
 				mine = append(mine, c)
 			}
 		}
@@ -332,7 +334,7 @@ func (s *WalletService) orderChange(ctx context.Context, who Identity, order, ve
 	s.Counters.Written(events)
 	s.publish(ctx, events)
 	if cs == nil {
-		cs = []*Coupon{}
+		cs = []*quan.Coupon{}
 	}
 	return cs, nil
 }

@@ -1,8 +1,10 @@
-package quan
+package wallet
 
 import (
 	"context"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // Sweep writes down what time did to coupons, in batches of up to batch:
@@ -11,12 +13,12 @@ import (
 func (s *WalletService) Sweep(ctx context.Context, batch int) (_ int, err error) {
 	defer func() {
 		if err != nil && ctx.Err() == nil {
-			s.Counters.Count(CouponAvailable, CouponExpired, TransitionError, 1)
+			s.Counters.Count(quan.CouponAvailable, quan.CouponExpired, quan.TransitionError, 1)
 		}
 	}()
 	now := s.Now.UTC()
 	// The events of a batch go out while the next batch is swept.
-	out := make(chan []CouponEvent, 1)
+	out := make(chan []quan.CouponEvent, 1)
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
@@ -36,13 +38,13 @@ func (s *WalletService) Sweep(ctx context.Context, batch int) (_ int, err error)
 		}
 		n += len(cs)
 		for i, c := range cs {
-			s.Counters.Count(was[i], c.Status, TransitionOK, 1)
-			if was[i] == CouponLocked {
+			s.Counters.Count(was[i], c.Status, quan.TransitionOK, 1)
+			if was[i] == quan.CouponLocked {
 				s.Counters.LocksExpired.Add(1)
 			}
 		}
 		if s.Bus != nil && len(cs) > 0 {
-			events := make([]CouponEvent, len(cs))
+			events := make([]quan.CouponEvent, len(cs))
 			for i, c := range cs {
 				events[i] = c.Event(was[i], now)
 				events[i].Order = ""
