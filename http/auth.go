@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/quanhq/quan"
 )
 
@@ -46,7 +47,7 @@ func NewTokens(secret []byte, now func() time.Time) (*Tokens, error) {
 	return &Tokens{secret: secret, now: now, cache: newTokenCache(tokenCacheSlots)}, nil
 }
 
-type claims struct {
+type jwtClaims struct {
 	Role   quan.Role `json:"role"`
 	ShopNo int64     `json:"shop,omitempty"`
 	UserID int64     `json:"uid,omitempty,string"`
@@ -66,7 +67,7 @@ func (t *Tokens) Mint(id quan.Identity, ttl time.Duration) (string, error) {
 	if sub == "" {
 		sub = id.String()
 	}
-	c := claims{
+	c := jwtClaims{
 		Role:   id.Role,
 		ShopNo: id.ShopNo,
 		UserID: id.UserID,
@@ -97,7 +98,7 @@ func (t *Tokens) Verify(token string) (quan.Identity, error) {
 			return id, nil
 		}
 	}
-	var c claims
+	var c jwtClaims
 	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithIssuer(tokenIssuer),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/quanhq/quan"
 )
 
@@ -133,7 +134,7 @@ func TestTokenCacheNotBefore(t *testing.T) {
 	clock := newTestClock()
 	tk := newCachingTokens(t, clock, 64)
 	start := clock.now()
-	c := claims{Role: quan.RoleUser, UserID: 3, RegisteredClaims: jwt.RegisteredClaims{
+	c := jwtClaims{Role: quan.RoleUser, UserID: 3, RegisteredClaims: jwt.RegisteredClaims{
 		Issuer: tokenIssuer, Subject: "user:3",
 		NotBefore: jwt.NewNumericDate(start), ExpiresAt: jwt.NewNumericDate(start.Add(time.Hour)),
 	}}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/quanhq/quan"
 )
 
@@ -42,7 +43,7 @@ func TestVerifyMintedAgreesWithTheLibrary(t *testing.T) {
 		if !ok || err != nil {
 			t.Fatalf("verifyMinted(%+v) = %v, %v; want the short way", who, ok, err)
 		}
-		var c claims
+		var c jwtClaims
 		if _, err := jwt.ParseWithClaims(tok, &c, func(*jwt.Token) (any, error) { return tk.secret, nil }, jwt.WithTimeFunc(clock.now)); err != nil {
 			t.Fatal(err)
 		}

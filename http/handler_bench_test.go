@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/templates"
 )
 
@@ -19,7 +20,7 @@ func BenchmarkHandler(b *testing.B) {
 	tk := newCachingTokens(b, clock, 1) // one slot: each token evicts the last, none is answered from it
 	s := &Server{
 		Templates: &templates.TemplateService{},
-		Claims:    &quan.ClaimService{}, // refuses merchants before it needs anything
+		Claims:    &claims.ClaimService{}, // refuses merchants before it needs anything
 		Tokens:    tk,
 		Now:       clock.now,
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/facts"
 	"github.com/quanhq/quan/shops"
@@ -29,7 +30,7 @@ import (
 type Server struct {
 	Templates *templates.TemplateService
 	Tasks     *quan.TaskService     // nil serves no task routes
-	Claims    *quan.ClaimService    // nil serves no claim routes
+	Claims    *claims.ClaimService  // nil serves no claim routes
 	Wallet    *wallet.WalletService // nil serves no wallet and order routes
 	Codes     *codes.CodeService    // nil serves no code routes
 	Notices   *quan.NoticeService   // nil serves no inbox, popup and contact routes

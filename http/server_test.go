@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/disk"
 	"github.com/quanhq/quan/facts"
@@ -49,8 +50,8 @@ type testServer struct {
 	// open opens a task's file for the distributor; tests may wrap it.
 	open func(ctx context.Context, t *quan.Task) (quan.RowReader, error)
 
-	cache  *inmem.Cache       // shared by claims and distributions
-	claims *quan.ClaimService // with newClaimServer
+	cache  *inmem.Cache         // shared by claims and distributions
+	claims *claims.ClaimService // with newClaimServer
 }
 
 // newTestServer serves the API over a fresh SQLite store in a temp dir.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/templates"
 	"github.com/quanhq/quan/wallet"
@@ -49,7 +50,7 @@ func TestHandlerRoutesAsBefore(t *testing.T) {
 	s := &Server{
 		Templates: &templates.TemplateService{},
 		Tasks:     &quan.TaskService{},
-		Claims:    &quan.ClaimService{},
+		Claims:    &claims.ClaimService{},
 		Wallet:    &wallet.WalletService{},
 		Codes:     &codes.CodeService{},
 		Tokens:    tk,

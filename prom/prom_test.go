@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/wallet"
@@ -51,7 +52,7 @@ func TestClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	bus := &fakeBus{backlog: 3}
-	s := &quan.ClaimService{Cache: cache, Bus: bus, Now: func() time.Time { return now }}
+	s := &claims.ClaimService{Cache: cache, Bus: bus, Now: func() time.Time { return now }}
 	reg := prometheus.NewPedanticRegistry()
 	m := prom.Claims(&s.Counters, s.Bus)
 	s.Latency = m

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 )
 
 // ClaimBackends are the engines claims run on.
@@ -35,7 +36,7 @@ func TestClaims(t *testing.T, newBackends func(t *testing.T) ClaimBackends) {
 
 // ServeClaims runs s.ServeClaims until the test ends, and fails the test
 // if it returns an error.
-func ServeClaims(t testing.TB, s *quan.ClaimService) {
+func ServeClaims(t testing.TB, s *claims.ClaimService) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -49,9 +50,9 @@ func ServeClaims(t testing.TB, s *quan.ClaimService) {
 }
 
 func testClaimStampede(t *testing.T, b ClaimBackends) {
-	const stock, claims, concurrency = 1000, 10_000, 500
+	const stock, total, concurrency = 1000, 10_000, 500
 	tpl := activeTemplate(t, b.TaskStores, "flash", stock, 1)
-	s := &quan.ClaimService{Templates: b.Templates, Coupons: b.Coupons, Claims: b.Claims, Cache: b.Cache, Bus: b.Bus,
+	s := &claims.ClaimService{Templates: b.Templates, Coupons: b.Coupons, Claims: b.Claims, Cache: b.Cache, Bus: b.Bus,
 		Now: func() time.Time { return claimAt }}
 	if b.Shared != nil {
 		s.Ledger, s.Reserver = b.Shared, b.Shared
@@ -69,7 +70,7 @@ func testClaimStampede(t *testing.T, b ClaimBackends) {
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
-				if i >= claims {
+				if i >= total {
 					return
 				}
 				user := 1 + i

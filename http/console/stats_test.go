@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/http/console"
 	"github.com/quanhq/quan/inmem"
@@ -31,7 +32,7 @@ type statsEnv struct {
 	stats    *stats.StatsService
 	codes    *codes.CodeService
 	wallet   *wallet.WalletService
-	claims   *quan.ClaimService // with withClaims only
+	claims   *claims.ClaimService // with withClaims only
 	refusals *stats.RefusalCounter
 }
 
@@ -64,7 +65,7 @@ func withClaims(env *statsEnv) func(t *testing.T, tc *testConsole, c *console.Co
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { bus.Close() })
-		env.claims = &quan.ClaimService{Templates: tc.store, Coupons: tc.store, Claims: tc.store, Cache: inmem.NewCache(),
+		env.claims = &claims.ClaimService{Templates: tc.store, Coupons: tc.store, Claims: tc.store, Cache: inmem.NewCache(),
 			Bus: bus, Now: tc.clock, Refusals: env.refusals, MaxDeliver: 3, Backoff: []time.Duration{10 * time.Millisecond}}
 		quantest.ServeClaims(t, env.claims)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/quantest"
@@ -87,7 +88,7 @@ var (
 // embedded NATS server, with an active template of the given stock, one
 // coupon per user. Its consumers run once Serve is called.
 type ClaimRig struct {
-	S     *quan.ClaimService
+	S     *claims.ClaimService
 	Store *sqlite.Store
 	Cache quan.Cache
 	Bus   *nats.Bus // unwrapped, to publish batches as a peer process would
@@ -140,7 +141,7 @@ func NewClaimRigWith(t *testing.T, stock int64, change func(*quan.Template)) *Cl
 	}
 	cache := inmem.NewCache()
 	return &ClaimRig{
-		S: &quan.ClaimService{Templates: store, Coupons: store, Claims: store, Cache: cache, Bus: bus,
+		S: &claims.ClaimService{Templates: store, Coupons: store, Claims: store, Cache: cache, Bus: bus,
 			Now: func() time.Time { return ClaimAt }, MaxDeliver: 2, Backoff: []time.Duration{10 * time.Millisecond}},
 		Store: store, Cache: cache, Bus: bus, Tpl: tpl,
 	}
@@ -233,7 +234,7 @@ func NewLedgerRig(t *testing.T, stock int64) (r *ClaimRig, c *redis.Cache, later
 	r.Cache, r.S.Cache, r.S.Ledger, r.S.Reserver = c, c, c, c
 	var shift atomic.Int64
 	r.S.Now = func() time.Time { return ClaimAt.Add(time.Duration(shift.Load())) }
-	return r, c, func() { shift.Store(int64(quan.DefaultReapAfter + time.Second)) }
+	return r, c, func() { shift.Store(int64(claims.DefaultReapAfter + time.Second)) }
 }
 
 // LoadCache loads the rig's template into its cache.

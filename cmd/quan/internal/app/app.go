@@ -14,6 +14,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/accounts"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/disk"
@@ -43,7 +44,7 @@ type App struct {
 	Templates   *templates.TemplateService
 	Tasks       *quan.TaskService
 	Distributor *quan.Distributor
-	Claims      *quan.ClaimService       // nil without a claim bus (Local, or a Worker on the embedded bus)
+	Claims      *claims.ClaimService     // nil without a claim bus (Local, or a Worker on the embedded bus)
 	Wallet      *wallet.WalletService    // nil for Local
 	Codes       *codes.CodeService       // nil for Local
 	Reconciler  *reconcile.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
@@ -129,7 +130,7 @@ func (a *App) build(ctx context.Context) error {
 	if b.Bus != nil && chunk > maxBusChunk {
 		return fmt.Errorf("--chunk-size %d: with a nats:// bus a chunk is one message; use at most %d rows", chunk, maxBusChunk)
 	}
-	tasks, claims, bus, claimBus, tracer := a.traced(st, b.Bus, b.ClaimBus)
+	taskStore, claimStore, bus, claimBus, tracer := a.traced(st, b.Bus, b.ClaimBus)
 	files := &disk.Files{Dir: cfg.DataDir}
 	limits := fileLimits{MaxRows: cfg.Files.MaxRows, MaxUncompressed: cfg.Files.MaxUncompressed}
 
@@ -157,7 +158,7 @@ func (a *App) build(ctx context.Context) error {
 		MaxFileSize: cfg.Files.MaxUpload,
 	}
 	a.Distributor = &quan.Distributor{
-		Store:            tasks,
+		Store:            taskStore,
 		Templates:        st,
 		Coupons:          st,
 		Cache:            b.Cache,
@@ -181,7 +182,7 @@ func (a *App) build(ctx context.Context) error {
 		a.Metrics.MustRegister(prom.Distribution(&a.Distributor.Counters), prom.Monitor(st, cfg.Now))
 	}
 	a.Tasks = &quan.TaskService{
-		Tasks:       tasks,
+		Tasks:       taskStore,
 		Tracer:      tracer,
 		Templates:   st,
 		Files:       files,
@@ -211,7 +212,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 	if b.ClaimBus != nil {
 		a.Refusals = &stats.RefusalCounter{Store: st, Logger: logger}
-		a.Claims = &quan.ClaimService{Templates: st, Coupons: st, Claims: claims, Cache: b.ClaimCache, Bus: claimBus,
+		a.Claims = &claims.ClaimService{Templates: st, Coupons: st, Claims: claimStore, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
 			Tracer: tracer, Refusals: a.Refusals, Shops: a.Shops, Rules: book, Facts: a.Attributes}
 		// A cache the processes share keeps the claims' ledger and takes

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/sheet"
 )
@@ -112,12 +113,12 @@ type Runner struct {
 // Claims configure the claim API's limits and the pace of its store
 // writes (quan.ClaimService).
 type Claims struct {
-	Limits      quan.ClaimLimits
+	Limits      claims.ClaimLimits
 	PersistRate float64
 }
 
 // DefaultClaimLimits are `quan serve`'s claim rate limits.
-var DefaultClaimLimits = quan.ClaimLimits{UserRate: 10, UserBurst: 20, TemplateRate: 50_000, TemplateBurst: 50_000}
+var DefaultClaimLimits = claims.ClaimLimits{UserRate: 10, UserBurst: 20, TemplateRate: 50_000, TemplateBurst: 50_000}
 
 // Flag help for the backends.
 const (
@@ -181,7 +182,7 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 	fs.DurationVar(&c.SweepEvery, "sweep-every", time.Minute, "how often to write down expired coupons and locks that ran out (0: never)")
 	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", DefaultReconcileEvery, "how often to compare the cache's stock and holdings with the store's for active templates, report the drift and correct the cache from the store (0: never)")
 	fs.DurationVar(&c.ArchiveAfter, "archive-after", 0, "move used, expired and revoked coupons of ended templates this long unchanged to the history table (0: never)")
-	fs.Float64Var(&c.Claims.PersistRate, "claim-persist-rate", 0, fmt.Sprintf("while this process takes claims, write at most this many a second to the store; the rest wait on the bus until claims stop for a second (0: no limit; else at least %d)", quan.MinPersistRate))
+	fs.Float64Var(&c.Claims.PersistRate, "claim-persist-rate", 0, fmt.Sprintf("while this process takes claims, write at most this many a second to the store; the rest wait on the bus until claims stop for a second (0: no limit; else at least %d)", claims.MinPersistRate))
 	if role != Server {
 		return
 	}
@@ -244,8 +245,8 @@ const DefaultReconcileEvery = time.Minute
 
 // Validate reports the first setting that cannot work, naming its flag.
 func (c Config) Validate() error {
-	if p := c.Claims.PersistRate; p != 0 && !(p >= quan.MinPersistRate) {
-		return cli.Usagef("--claim-persist-rate %v: want 0 (no limit) or at least %d claims a second", p, quan.MinPersistRate)
+	if p := c.Claims.PersistRate; p != 0 && !(p >= claims.MinPersistRate) {
+		return cli.Usagef("--claim-persist-rate %v: want 0 (no limit) or at least %d claims a second", p, claims.MinPersistRate)
 	}
 	if c.ReconcileEvery < 0 {
 		return cli.Usagef("--reconcile-every %v: want 0 (never) or more", c.ReconcileEvery)

@@ -1,4 +1,4 @@
-package quan
+package claims
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/batch"
 	"github.com/quanhq/quan/internal/flight"
 )
@@ -47,29 +48,29 @@ type ShopCaps interface {
 // Reserver (Redis serving both), a claim takes its tokens and its
 // reservation in one call.
 type ClaimService struct {
-	Templates TemplateStore
-	Coupons   CouponStore // the holdings a cold cache is loaded with
-	Claims    ClaimStore
-	Cache     Cache
+	Templates quan.TemplateStore
+	Coupons   quan.CouponStore // the holdings a cold cache is loaded with
+	Claims    quan.ClaimStore
+	Cache     quan.Cache
 	// Ledger, if set, is the cache's record of the claims reserved and
 	// not yet handed off (a cache the processes share, Redis): the
 	// reservation of a claim whose process died in between is given back
 	// by Reap. nil: reservations live and die with this process's memory,
 	// and one whose hand-off fails is given back at once.
-	Ledger ClaimLedger
+	Ledger quan.ClaimLedger
 	// Reserver, if set, reserves in Cache and takes the claim's tokens of
 	// Limits in one call: it keeps the buckets itself (it is the Limiter,
 	// Redis), and gathers the claims of concurrent calls into one call.
 	// nil: Limiter.Allow, then Cache.Reserve.
-	Reserver LimitedReserver
-	Bus      Bus
-	Limiter  RateLimiter // nil limits nothing
+	Reserver quan.LimitedReserver
+	Bus      quan.Bus
+	Limiter  quan.RateLimiter // nil limits nothing
 	Limits   ClaimLimits
-	Now      Clock
+	Now      quan.Clock
 	Logger   *slog.Logger
-	Counters ClaimCounters
+	Counters quan.ClaimCounters
 	// Latency, if set, is given the seconds each Claim took.
-	Latency Observer
+	Latency quan.Observer
 	// Refusals, if set, counts the claims refused before the store (409s
 	// and 429s) for the statistics; nil counts none.
 	Refusals RefusalRecorder
@@ -89,7 +90,7 @@ type ClaimService struct {
 	// Tracer, if set, carries each claim's trace from its request to the
 	// store transaction that decides it, through the batches it shares
 	// with other claims (ClaimTracesHeader); nil traces nothing.
-	Tracer Tracer
+	Tracer quan.Tracer
 	// Shops, if set, has claims honour the shops' DailyClaimCap (see
 	// claim_shopcap.go); nil caps no shop.
 	Shops ShopCaps
@@ -97,12 +98,12 @@ type ClaimService struct {
 	// the users' facts they are decided on (nil: every user's facts are
 	// zero); a claim the rule in force refuses is ENOTELIGIBLE
 	// (eligible).
-	Rules RuleSource
-	Facts FactsSource
+	Rules quan.RuleSource
+	Facts quan.FactsSource
 
 	once    sync.Once
-	handoff *batch.Batcher[*Claim, Handoff]
-	persist *batch.Batcher[*Claim, *Claim]
+	handoff *batch.Batcher[*quan.Claim, quan.Handoff]
+	persist *batch.Batcher[*quan.Claim, *quan.Claim]
 	pace    *pace
 	prime   flight.Group
 	known   knownIDs
@@ -119,9 +120,9 @@ func (s *ClaimService) InFlight() int64 { return s.inflight.Load() }
 
 func (s *ClaimService) init() {
 	s.once.Do(func() {
-		s.handoff = batch.New(MaxClaimsPerMessage, s.publish)
+		s.handoff = batch.New(quan.MaxClaimsPerMessage, s.publish)
 		s.pace = newPace(s.PersistRate)
-		s.persist = batch.New(MaxClaimsPerTransaction, func(ctx context.Context, cs []*Claim) ([]*Claim, error) {
+		s.persist = batch.New(quan.MaxClaimsPerTransaction, func(ctx context.Context, cs []*quan.Claim) ([]*quan.Claim, error) {
 			if _, err := s.pace.wait(ctx, len(cs)); err != nil {
 				return nil, err
 			}
@@ -134,21 +135,21 @@ func (s *ClaimService) init() {
 // an ID of this batch alone (batchID), so that PublishMany's own retries
 // store it once. With a Ledger the claims then leave the ledger, and
 // each says where it was.
-func (s *ClaimService) publish(ctx context.Context, cs []*Claim) ([]Handoff, error) {
+func (s *ClaimService) publish(ctx context.Context, cs []*quan.Claim) ([]quan.Handoff, error) {
 	ctx, cancel := context.WithTimeout(ctx, HandoffTimeout)
 	defer cancel()
-	data, err := EncodeClaims(cs)
+	data, err := quan.EncodeClaims(cs)
 	if err != nil {
 		return nil, err
 	}
-	m := Message{Subject: ClaimBatchSubject, ID: batchID(cs[0].ID), Data: data}
-	if traces := EncodeClaimTraces(cs); traces != "" {
-		m.Header = map[string]string{ClaimTracesHeader: traces}
+	m := quan.Message{Subject: quan.ClaimBatchSubject, ID: batchID(cs[0].ID), Data: data}
+	if traces := quan.EncodeClaimTraces(cs); traces != "" {
+		m.Header = map[string]string{quan.ClaimTracesHeader: traces}
 	}
-	if err := s.Bus.PublishMany(ctx, []Message{m}); err != nil {
+	if err := s.Bus.PublishMany(ctx, []quan.Message{m}); err != nil {
 		return nil, err
 	}
-	out := make([]Handoff, len(cs))
+	out := make([]quan.Handoff, len(cs))
 	ledger := s.Ledger
 	if ledger == nil {
 		return out, nil // HandedNow
@@ -197,7 +198,7 @@ func (s *ClaimService) logger() *slog.Logger {
 // exist (or is a draft) is ErrNotFound, answered without the store for ids
 // above the highest template id. Once the reservation is made, the client
 // going away does not abandon it or its hand-off.
-func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64, key string) (*Claim, error) {
+func (s *ClaimService) Claim(ctx context.Context, who quan.Identity, template int64, key string) (*quan.Claim, error) {
 	if s.Latency == nil {
 		return s.claim(ctx, who, template, key)
 	}
@@ -207,9 +208,9 @@ func (s *ClaimService) Claim(ctx context.Context, who Identity, template int64, 
 	return c, err
 }
 
-func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, key string) (*Claim, error) {
-	if who.Role != RoleUser {
-		return nil, Errorf(EFORBIDDEN, "only users claim coupons")
+func (s *ClaimService) claim(ctx context.Context, who quan.Identity, template int64, key string) (*quan.Claim, error) {
+	if who.Role != quan.RoleUser {
+		return nil, quan.Errorf(quan.EFORBIDDEN, "only users claim coupons")
 	}
 	s.init()
 	// From here on the work must finish whatever the client does. The
@@ -217,21 +218,21 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 	// deadline (batch.Timeout); loading a cold template has one too.
 	ctx = context.WithoutCancel(ctx)
 	now := s.Now.UTC()
-	id := NewClaimID(template, who.UserID)
+	id := quan.NewClaimID(template, who.UserID)
 	if key != "" {
-		id = KeyedClaimID(template, who.UserID, key)
+		id = quan.KeyedClaimID(template, who.UserID, key)
 	}
-	c := &Claim{ID: id, TemplateID: template, UserID: who.UserID, Status: ClaimPending, At: now}
+	c := &quan.Claim{ID: id, TemplateID: template, UserID: who.UserID, Status: quan.ClaimPending, At: now}
 	if s.Tracer != nil {
 		c.TraceParent = s.Tracer.TraceParent(ctx)
 	}
 	if err := s.eligible(ctx, template, who.UserID, now); err != nil {
-		switch ErrorCode(err) {
-		case ENOTFOUND:
+		switch quan.ErrorCode(err) {
+		case quan.ENOTFOUND:
 			s.Counters.UnknownIDs.Add(1)
-		case ENOTELIGIBLE:
+		case quan.ENOTELIGIBLE:
 			s.Counters.NotEligible.Add(1)
-			s.refused(template, ENOTELIGIBLE)
+			s.refused(template, quan.ENOTELIGIBLE)
 		}
 		return nil, err
 	}
@@ -239,19 +240,19 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 	defer s.inflight.Add(-1)
 	// The shop's daily cap: counted before the reservation, given back
 	// unless the claim is accepted (take.keep).
-	take, err := s.takeShopCap(ctx, template, c.ID, key, ShanghaiDay(now))
+	take, err := s.takeShopCap(ctx, template, c.ID, key, quan.ShanghaiDay(now))
 	if err != nil {
 		return nil, s.shopCapRefusal(template, err)
 	}
 	defer take.giveBack(ctx)
 	refusals, err := s.reserve(ctx, template, c.ID, who.UserID, now)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, quan.ErrNotFound) {
 		s.Counters.UnknownIDs.Add(1)
 		return nil, err
 	}
-	if ErrorCode(err) == ERATELIMITED {
+	if quan.ErrorCode(err) == quan.ERATELIMITED {
 		s.Counters.RateLimited.Add(1)
-		s.refused(template, ERATELIMITED)
+		s.refused(template, quan.ERATELIMITED)
 		return nil, err
 	}
 	if err != nil {
@@ -261,7 +262,7 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 		// A retry whose first try issued the coupon, the cache's record
 		// of it forgotten since (a reload), is refused the limit: its
 		// claim is in the store.
-		if refusals[0] == RefusedLimit && key != "" {
+		if refusals[0] == quan.RefusedLimit && key != "" {
 			if rec, err := s.Claims.Claim(ctx, c.ID); err == nil {
 				s.Counters.Found.Add(1)
 				return rec, nil
@@ -269,7 +270,7 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 		}
 		s.Counters.CountRefusal(refusals[0])
 		err := s.refusal(ctx, template, refusals[0])
-		if code := ErrorCode(err); code != ENOTFOUND {
+		if code := quan.ErrorCode(err); code != quan.ENOTFOUND {
 			s.refused(template, code)
 		}
 		return nil, err
@@ -293,16 +294,16 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 		// The bus's error stays in the log: a client is told what to do,
 		// not how the servers failed.
 		s.logger().Error("hand a claim to the bus", "claim", c.ID, "template", template, "err", err)
-		return nil, Errorf(EUNAVAILABLE, "the claim could not be stored; try again with the same Idempotency-Key")
+		return nil, quan.Errorf(quan.EUNAVAILABLE, "the claim could not be stored; try again with the same Idempotency-Key")
 	}
 	switch h {
-	case HandedReaping:
+	case quan.HandedReaping:
 		// This process stalled past ReapAfter: the reaper is giving the
 		// reservation back and fails the claim. It is not confirmed.
 		take.keep()
 		s.Counters.HandoffFailed.Add(1)
-		return nil, Errorf(EUNAVAILABLE, "the claim could not be stored in time; try again with the same Idempotency-Key")
-	case HandedBefore:
+		return nil, quan.Errorf(quan.EUNAVAILABLE, "the claim could not be stored in time; try again with the same Idempotency-Key")
+	case quan.HandedBefore:
 		// A retry of a claim handed off before: as the store decided it,
 		// or pending on the bus.
 		rec, err := s.Claims.Claim(ctx, c.ID)
@@ -310,7 +311,7 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 			s.Counters.Found.Add(1)
 			return rec, nil
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, quan.ErrNotFound) {
 			return nil, fmt.Errorf("claim %s: %w", c.ID, err)
 		}
 		s.Counters.Found.Add(1)
@@ -325,13 +326,13 @@ func (s *ClaimService) claim(ctx context.Context, who Identity, template int64, 
 // shopCapRefusal counts and returns err, the refusal of a claim of
 // template by its shop's daily cap (or the error of checking it).
 func (s *ClaimService) shopCapRefusal(template int64, err error) error {
-	switch ErrorCode(err) {
-	case ENOTFOUND:
+	switch quan.ErrorCode(err) {
+	case quan.ENOTFOUND:
 		s.Counters.UnknownIDs.Add(1)
 		return err
-	case ESHOPDAILYCAP:
-		s.Counters.CountRefusal(RefusedShopCap)
-		s.refused(template, ESHOPDAILYCAP)
+	case quan.ESHOPDAILYCAP:
+		s.Counters.CountRefusal(quan.RefusedShopCap)
+		s.refused(template, quan.ESHOPDAILYCAP)
 		return err
 	}
 	return fmt.Errorf("claim template %d: %w", template, err)
@@ -350,10 +351,10 @@ func (s *ClaimService) shopCapRefusal(template int64, err error) error {
 // LimitedReserver reserves by ReserveLimited even without buckets: the
 // Redis cache gathers the claims of concurrent calls into one script
 // call.
-func (s *ClaimService) reserve(ctx context.Context, template int64, key string, user int64, now time.Time) ([]Refusal, error) {
+func (s *ClaimService) reserve(ctx context.Context, template int64, key string, user int64, now time.Time) ([]quan.Refusal, error) {
 	var (
 		cb      claimBuckets
-		buckets []Bucket
+		buckets []quan.Bucket
 	)
 	if s.Limiter != nil {
 		cb = s.Limits.buckets(user, template)
@@ -372,7 +373,7 @@ func (s *ClaimService) reserve(ctx context.Context, template int64, key string, 
 	}
 	for attempt := 0; ; attempt++ {
 		var (
-			refusals []Refusal
+			refusals []quan.Refusal
 			err      error
 		)
 		if lr != nil {
@@ -389,7 +390,7 @@ func (s *ClaimService) reserve(ctx context.Context, template int64, key string, 
 		} else {
 			refusals, err = s.Cache.Reserve(ctx, template, key, []int64{user}, now)
 		}
-		if !errors.Is(err, ErrCacheCold) || attempt == 2 {
+		if !errors.Is(err, quan.ErrCacheCold) || attempt == 2 {
 			return refusals, err
 		}
 		if err := s.loadCold(ctx, template); err != nil {
@@ -409,7 +410,7 @@ func (s *ClaimService) loadCold(ctx context.Context, template int64) error {
 		return err
 	}
 	if !exists {
-		return Errorf(ENOTFOUND, "template %d not found", template)
+		return quan.Errorf(quan.ENOTFOUND, "template %d not found", template)
 	}
 	return s.prime.Do(template, func() error { return s.load(ctx, template) })
 }
@@ -421,7 +422,7 @@ func (s *ClaimService) loadCold(ctx context.Context, template int64) error {
 // crash of the one process of the embedded default, claims wait up to
 // that long rather than be answered from a cache that counts the stock of
 // those claims as free.
-const maxBacklogWait = DefaultAckWait + 5*time.Second
+const maxBacklogWait = quan.DefaultAckWait + 5*time.Second
 
 // load primes the cache with template from the store, once the claims
 // handed to the bus before are in the store: a cache loaded while some
@@ -434,7 +435,7 @@ func (s *ClaimService) load(ctx context.Context, template int64) error {
 	if err := s.awaitBacklog(ctx); err != nil {
 		return err
 	}
-	t, err := s.Templates.Template(ctx, AnyShop, template)
+	t, err := s.Templates.Template(ctx, quan.AnyShop, template)
 	if err != nil {
 		return err
 	}
@@ -442,7 +443,7 @@ func (s *ClaimService) load(ctx context.Context, template int64) error {
 	// With the users' counts of today and this week, for the period
 	// limits: a cache that lost them would accept a claim the store then
 	// refuses.
-	loaded, err := s.Cache.Load(ctx, StateOf(t), s.Coupons.Holdings(ctx, template, t.PeriodsAt(s.Now.UTC())))
+	loaded, err := s.Cache.Load(ctx, quan.StateOf(t), s.Coupons.Holdings(ctx, template, t.PeriodsAt(s.Now.UTC())))
 	if err != nil {
 		return fmt.Errorf("load template %d into the cache: %w", template, err)
 	}
@@ -453,42 +454,42 @@ func (s *ClaimService) load(ctx context.Context, template int64) error {
 }
 
 // refusal turns a cache refusal into the error a user reads.
-func (s *ClaimService) refusal(ctx context.Context, template int64, r Refusal) error {
+func (s *ClaimService) refusal(ctx context.Context, template int64, r quan.Refusal) error {
 	switch r {
-	case RefusedSoldOut:
-		return Errorf(ESOLDOUT, "template %d is sold out", template)
-	case RefusedLimit:
-		return Errorf(ELIMIT, "you hold as many coupons of template %d as one user may", template)
-	case RefusedDaily:
-		return Errorf(EDAILYLIMIT, "you received as many coupons of template %d today as one user may a day (days in Asia/Shanghai time)", template)
-	case RefusedWeekly:
-		return Errorf(EWEEKLYLIMIT, "you received as many coupons of template %d this week as one user may a week (weeks from Monday, Asia/Shanghai time)", template)
-	case RefusedNotStarted:
-		return Errorf(ENOTSTARTED, "template %d does not issue yet", template)
-	case RefusedEnded:
-		return Errorf(EENDED, "template %d no longer issues", template)
+	case quan.RefusedSoldOut:
+		return quan.Errorf(quan.ESOLDOUT, "template %d is sold out", template)
+	case quan.RefusedLimit:
+		return quan.Errorf(quan.ELIMIT, "you hold as many coupons of template %d as one user may", template)
+	case quan.RefusedDaily:
+		return quan.Errorf(quan.EDAILYLIMIT, "you received as many coupons of template %d today as one user may a day (days in Asia/Shanghai time)", template)
+	case quan.RefusedWeekly:
+		return quan.Errorf(quan.EWEEKLYLIMIT, "you received as many coupons of template %d this week as one user may a week (weeks from Monday, Asia/Shanghai time)", template)
+	case quan.RefusedNotStarted:
+		return quan.Errorf(quan.ENOTSTARTED, "template %d does not issue yet", template)
+	case quan.RefusedEnded:
+		return quan.Errorf(quan.EENDED, "template %d no longer issues", template)
 	}
 	st, err := s.Cache.State(ctx, template)
 	switch {
 	case err != nil:
-		return Errorf(EPAUSED, "template %d does not issue now", template)
-	case st.Status == TemplateDraft:
-		return Errorf(ENOTFOUND, "template %d not found", template)
-	case st.Status == TemplateEnded:
-		return Errorf(EENDED, "template %d has ended", template)
+		return quan.Errorf(quan.EPAUSED, "template %d does not issue now", template)
+	case st.Status == quan.TemplateDraft:
+		return quan.Errorf(quan.ENOTFOUND, "template %d not found", template)
+	case st.Status == quan.TemplateEnded:
+		return quan.Errorf(quan.EENDED, "template %d has ended", template)
 	}
-	return Errorf(EPAUSED, "template %d is paused", template)
+	return quan.Errorf(quan.EPAUSED, "template %d is paused", template)
 }
 
 // Get returns claim id of the user who, waiting up to wait for it to be
 // decided. A claim of another user is ErrNotFound.
-func (s *ClaimService) Get(ctx context.Context, who Identity, id string, wait time.Duration) (*Claim, error) {
-	template, user, err := ParseClaimID(id)
+func (s *ClaimService) Get(ctx context.Context, who quan.Identity, id string, wait time.Duration) (*quan.Claim, error) {
+	template, user, err := quan.ParseClaimID(id)
 	if err != nil {
 		return nil, err
 	}
-	if who.Role != RoleUser || who.UserID != user {
-		return nil, Errorf(ENOTFOUND, "no claim %q", id)
+	if who.Role != quan.RoleUser || who.UserID != user {
+		return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)
 	}
 	deadline := time.Now().Add(wait)
 	for {
@@ -496,18 +497,18 @@ func (s *ClaimService) Get(ctx context.Context, who Identity, id string, wait ti
 		if err == nil {
 			return c, nil
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, quan.ErrNotFound) {
 			return nil, fmt.Errorf("claim %s: %w", id, err)
 		}
 		// Not decided: pending if the cache knows the reservation.
 		if _, err := s.Cache.Reservation(ctx, template, id); err != nil {
-			if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCacheCold) {
-				return nil, Errorf(ENOTFOUND, "no claim %q", id)
+			if errors.Is(err, quan.ErrNotFound) || errors.Is(err, quan.ErrCacheCold) {
+				return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)
 			}
 			return nil, fmt.Errorf("claim %s: %w", id, err)
 		}
 		if !time.Now().Before(deadline) {
-			return &Claim{ID: id, TemplateID: template, UserID: user, Status: ClaimPending}, nil
+			return &quan.Claim{ID: id, TemplateID: template, UserID: user, Status: quan.ClaimPending}, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -521,7 +522,7 @@ func (s *ClaimService) Get(ctx context.Context, who Identity, id string, wait ti
 func (s *ClaimService) awaitBacklog(ctx context.Context) error {
 	deadline := time.Now().Add(maxBacklogWait)
 	for {
-		n, err := s.Bus.Backlog(ctx, ClaimBatchSubject, ClaimDurable)
+		n, err := s.Bus.Backlog(ctx, quan.ClaimBatchSubject, quan.ClaimDurable)
 		if err != nil {
 			return fmt.Errorf("the claims on the bus: %w", err)
 		}

@@ -1,4 +1,4 @@
-package quan
+package claims
 
 import (
 	"context"

@@ -1,9 +1,11 @@
-package quan
+package claims
 
 import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/quanhq/quan"
 )
 
 // How many claim messages a process handles at once. The claims of all
@@ -26,21 +28,21 @@ const (
 // ClaimBatchSubject and their dead letters.
 func (s *ClaimService) ServeClaims(ctx context.Context) error {
 	if s.PersistRate != 0 && !(s.PersistRate >= MinPersistRate) {
-		return Errorf(EINVALID, "serve claims: persist rate %v a second: want 0 (no limit) or at least %d", s.PersistRate, MinPersistRate)
+		return quan.Errorf(quan.EINVALID, "serve claims: persist rate %v a second: want 0 (no limit) or at least %d", s.PersistRate, MinPersistRate)
 	}
 	s.init()
 	type consumer struct {
 		subject, durable string
-		opt              ConsumeOptions
-		handle           func(context.Context, Message) error
+		opt              quan.ConsumeOptions
+		handle           func(context.Context, quan.Message) error
 	}
-	live := func(n, prefetch int) ConsumeOptions {
-		return ConsumeOptions{MaxDeliver: s.MaxDeliver, Backoff: s.Backoff, Concurrency: n, Prefetch: prefetch}
+	live := func(n, prefetch int) quan.ConsumeOptions {
+		return quan.ConsumeOptions{MaxDeliver: s.MaxDeliver, Backoff: s.Backoff, Concurrency: n, Prefetch: prefetch}
 	}
-	dead := ConsumeOptions{Concurrency: deadConcurrency}
+	dead := quan.ConsumeOptions{Concurrency: deadConcurrency}
 	cs := []consumer{
-		{ClaimBatchSubject, ClaimDurable, live(batchConcurrency, batchPrefetch), s.handleClaims},
-		{DeadLetterPrefix + ClaimBatchSubject, ClaimDurable + "-dead", dead, s.handleDead},
+		{quan.ClaimBatchSubject, quan.ClaimDurable, live(batchConcurrency, batchPrefetch), s.handleClaims},
+		{quan.DeadLetterPrefix + quan.ClaimBatchSubject, quan.ClaimDurable + "-dead", dead, s.handleDead},
 	}
 	errs := make(chan error, len(cs))
 	for _, c := range cs {
@@ -59,20 +61,20 @@ func (s *ClaimService) ServeClaims(ctx context.Context) error {
 // decodeClaims returns the claims of m, a batch (EncodeClaims), each with
 // its trace parent if m carries them (ClaimTracesHeader). Every claim must
 // name itself, its template and its user.
-func decodeClaims(m Message) ([]*Claim, error) {
-	cs, err := DecodeClaims(m.Data)
+func decodeClaims(m quan.Message) ([]*quan.Claim, error) {
+	cs, err := quan.DecodeClaims(m.Data)
 	if err != nil {
-		return nil, Errorf(EINVALID, "message %s is not a batch of claims: %v", m.ID, err)
+		return nil, quan.Errorf(quan.EINVALID, "message %s is not a batch of claims: %v", m.ID, err)
 	}
 	if len(cs) == 0 {
-		return nil, Errorf(EINVALID, "message %s holds no claims", m.ID)
+		return nil, quan.Errorf(quan.EINVALID, "message %s holds no claims", m.ID)
 	}
 	for i, c := range cs {
 		if c.ID == "" || c.TemplateID <= 0 || c.UserID <= 0 {
-			return nil, Errorf(EINVALID, "message %s: claim %d of %d lacks its id, template or user: %+v", m.ID, i+1, len(cs), *c)
+			return nil, quan.Errorf(quan.EINVALID, "message %s: claim %d of %d lacks its id, template or user: %+v", m.ID, i+1, len(cs), *c)
 		}
 	}
-	DecodeClaimTraces(cs, m.Header[ClaimTracesHeader])
+	quan.DecodeClaimTraces(cs, m.Header[quan.ClaimTracesHeader])
 	return cs, nil
 }
 
@@ -80,7 +82,7 @@ func decodeClaims(m Message) ([]*Claim, error) {
 // fails, nothing is settled and the error has m delivered again: the
 // claims the store decided meanwhile are not decided twice, it returns
 // their records.
-func (s *ClaimService) handleClaims(ctx context.Context, m Message) error {
+func (s *ClaimService) handleClaims(ctx context.Context, m quan.Message) error {
 	cs, err := decodeClaims(m)
 	if err != nil {
 		return err
@@ -100,8 +102,8 @@ func (s *ClaimService) handleClaims(ctx context.Context, m Message) error {
 
 // settle counts a decided claim and, if it failed, gives its reservation
 // back (a no-op when given back before).
-func (s *ClaimService) settle(ctx context.Context, c *Claim) error {
-	if c.Status == ClaimIssued {
+func (s *ClaimService) settle(ctx context.Context, c *quan.Claim) error {
+	if c.Status == quan.ClaimIssued {
 		s.Counters.Issued.Add(1)
 		return nil
 	}
@@ -119,7 +121,7 @@ func (s *ClaimService) settle(ctx context.Context, c *Claim) error {
 // handleDead fails every claim of a message whose hand-off ran out of
 // deliveries, and settles each: a claim the store decided before keeps
 // its record. An error has the dead letter delivered again.
-func (s *ClaimService) handleDead(ctx context.Context, m Message) error {
+func (s *ClaimService) handleDead(ctx context.Context, m quan.Message) error {
 	cs, err := decodeClaims(m)
 	if err != nil {
 		s.logger().Error("dead letter that is not a claim", "id", m.ID, "err", err)

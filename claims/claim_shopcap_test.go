@@ -1,4 +1,4 @@
-package quan_test
+package claims_test
 
 import (
 	"context"

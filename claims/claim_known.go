@@ -1,9 +1,11 @@
-package quan
+package claims
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // knownIDs tells template ids that may exist from ids that cannot: ids
@@ -16,7 +18,7 @@ type knownIDs struct {
 	checked time.Time
 }
 
-func (k *knownIDs) exists(ctx context.Context, store TemplateStore, id int64) (bool, error) {
+func (k *knownIDs) exists(ctx context.Context, store quan.TemplateStore, id int64) (bool, error) {
 	if id <= 0 {
 		return false, nil
 	}
@@ -29,7 +31,7 @@ func (k *knownIDs) exists(ctx context.Context, store TemplateStore, id int64) (b
 		return false, nil
 	}
 	k.checked = time.Now()
-	ts, _, err := store.Templates(ctx, TemplateFilter{ShopNo: AnyShop, Limit: 1})
+	ts, _, err := store.Templates(ctx, quan.TemplateFilter{ShopNo: quan.AnyShop, Limit: 1})
 	if err != nil {
 		return false, err
 	}

@@ -1,4 +1,4 @@
-package quan
+package claims
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/flight"
 )
 
@@ -99,7 +100,7 @@ func (s *ClaimService) takeShopCap(ctx context.Context, template int64, id, key 
 	}
 	for attempt := 0; ; attempt++ {
 		ok, err := s.Cache.ShopClaimsTake(ctx, shop, day, limit)
-		if errors.Is(err, ErrCacheCold) && attempt == 0 {
+		if errors.Is(err, quan.ErrCacheCold) && attempt == 0 {
 			if err := s.shops.load.Do(shop, func() error { return s.loadShopClaims(ctx, shop, day) }); err != nil {
 				return nil, err
 			}
@@ -109,7 +110,7 @@ func (s *ClaimService) takeShopCap(ctx context.Context, template int64, id, key 
 			return nil, fmt.Errorf("the daily claim cap of shop %d: %w", shop, err)
 		}
 		if !ok {
-			return nil, Errorf(ESHOPDAILYCAP, "shop %d accepts %d claims a day and has accepted them today (days in Asia/Shanghai time): try again tomorrow", shop, limit)
+			return nil, quan.Errorf(quan.ESHOPDAILYCAP, "shop %d accepts %d claims a day and has accepted them today (days in Asia/Shanghai time): try again tomorrow", shop, limit)
 		}
 		return &shopCapTake{s: s, shop: shop, day: day}, nil
 	}
@@ -118,7 +119,7 @@ func (s *ClaimService) takeShopCap(ctx context.Context, template int64, id, key 
 // loadShopClaims loads the count of shop in day into the cache from the
 // store's count of the coupons its claims issued that day.
 func (s *ClaimService) loadShopClaims(ctx context.Context, shop, day int64) error {
-	n, err := s.Shops.ShopClaimed(ctx, shop, ShanghaiDayStart(day), ShanghaiDayStart(day+1))
+	n, err := s.Shops.ShopClaimed(ctx, shop, quan.ShanghaiDayStart(day), quan.ShanghaiDayStart(day+1))
 	if err != nil {
 		return fmt.Errorf("count the claims of shop %d today: %w", shop, err)
 	}
@@ -134,7 +135,7 @@ func (s *ClaimService) loadShopClaims(ctx context.Context, shop, day int64) erro
 // giveShopCapOf gives back the count of c, a claim that got no coupon
 // after it was accepted (failed in the store, dead-lettered, reaped), if
 // its shop has a cap.
-func (s *ClaimService) giveShopCapOf(ctx context.Context, c *Claim) error {
+func (s *ClaimService) giveShopCapOf(ctx context.Context, c *quan.Claim) error {
 	if s.Shops == nil {
 		return nil
 	}
@@ -146,7 +147,7 @@ func (s *ClaimService) giveShopCapOf(ctx context.Context, c *Claim) error {
 	if err != nil || limit == 0 {
 		return err
 	}
-	if err := s.Cache.ShopClaimsGive(ctx, shop, ShanghaiDay(c.At), c.ID); err != nil {
+	if err := s.Cache.ShopClaimsGive(ctx, shop, quan.ShanghaiDay(c.At), c.ID); err != nil {
 		return fmt.Errorf("give back claim %s to the daily cap of shop %d: %w", c.ID, shop, err)
 	}
 	return nil
@@ -179,9 +180,9 @@ func (t *templateShops) of(ctx context.Context, s *ClaimService, template int64)
 			return err
 		}
 		if !exists {
-			return Errorf(ENOTFOUND, "template %d not found", template)
+			return quan.Errorf(quan.ENOTFOUND, "template %d not found", template)
 		}
-		tpl, err := s.Templates.Template(ctx, AnyShop, template)
+		tpl, err := s.Templates.Template(ctx, quan.AnyShop, template)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package quan_test
+package claims_test
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/internal/testrig"
 )
@@ -36,8 +37,8 @@ func TestClaimPeriodLimitAfterCacheLoss(t *testing.T) {
 
 	// The process restarts: a new claim service with an empty cache, on
 	// the same store and bus.
-	restarted := func(now time.Time) *quan.ClaimService {
-		return &quan.ClaimService{Templates: r.Store, Coupons: r.Store, Claims: r.Store, Cache: inmem.NewCache(),
+	restarted := func(now time.Time) *claims.ClaimService {
+		return &claims.ClaimService{Templates: r.Store, Coupons: r.Store, Claims: r.Store, Cache: inmem.NewCache(),
 			Bus: r.Bus, Now: func() time.Time { return now }}
 	}
 	s := restarted(testrig.ClaimAt.Add(time.Minute))

@@ -1,9 +1,11 @@
-package quan
+package claims
 
 import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // ClaimLimits are the token buckets of claims: Rate a second, up to Burst
@@ -21,7 +23,7 @@ type ClaimLimits struct {
 // template's bucket from the user's. The keys are "claim:user:<id>" and
 // "claim:template:<id>".
 type claimBuckets struct {
-	all        [2]Bucket
+	all        [2]quan.Bucket
 	isTemplate [2]bool
 	n          int
 }
@@ -29,18 +31,18 @@ type claimBuckets struct {
 func (l ClaimLimits) buckets(user, template int64) claimBuckets {
 	var b claimBuckets
 	if l.UserRate > 0 {
-		b.all[b.n] = Bucket{Key: "claim:user:" + strconv.FormatInt(user, 10), Rate: l.UserRate, Burst: max(l.UserBurst, 1)}
+		b.all[b.n] = quan.Bucket{Key: "claim:user:" + strconv.FormatInt(user, 10), Rate: l.UserRate, Burst: max(l.UserBurst, 1)}
 		b.n++
 	}
 	if l.TemplateRate > 0 {
-		b.all[b.n] = Bucket{Key: "claim:template:" + strconv.FormatInt(template, 10), Rate: l.TemplateRate, Burst: max(l.TemplateBurst, 1)}
+		b.all[b.n] = quan.Bucket{Key: "claim:template:" + strconv.FormatInt(template, 10), Rate: l.TemplateRate, Burst: max(l.TemplateBurst, 1)}
 		b.isTemplate[b.n] = true
 		b.n++
 	}
 	return b
 }
 
-func (b *claimBuckets) list() []Bucket { return b.all[:b.n] }
+func (b *claimBuckets) list() []quan.Bucket { return b.all[:b.n] }
 
 // refusal is the ERATELIMITED error of a claim of template that bucket
 // refused, nil for refused < 0: it names whose claims were too many and
@@ -56,7 +58,7 @@ func (b *claimBuckets) refusal(template int64, refused int, wait time.Duration) 
 	if b.isTemplate[refused] {
 		what = fmt.Sprintf("template %d gets too many claims", template)
 	}
-	e := Errorf(ERATELIMITED, "%s: try again in %s", what, wait.Round(time.Millisecond))
+	e := quan.Errorf(quan.ERATELIMITED, "%s: try again in %s", what, wait.Round(time.Millisecond))
 	e.RetryAfter = wait
 	return e
 }

@@ -1,8 +1,10 @@
-package quan
+package claims
 
 import (
 	"context"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // eligible returns nil if user may claim template at now by the
@@ -29,7 +31,7 @@ func (s *ClaimService) eligible(ctx context.Context, template, user int64, now t
 				return err
 			}
 			if !exists {
-				return Errorf(ENOTFOUND, "template %d not found", template)
+				return quan.Errorf(quan.ENOTFOUND, "template %d not found", template)
 			}
 		}
 		var err error
@@ -37,10 +39,10 @@ func (s *ClaimService) eligible(ctx context.Context, template, user int64, now t
 			return err
 		}
 	}
-	err := EligibleBy(ctx, tr, s.Facts, template, user, now)
-	if ErrorCode(err) == ENOTELIGIBLE && tr.Status == TemplateDraft {
+	err := quan.EligibleBy(ctx, tr, s.Facts, template, user, now)
+	if quan.ErrorCode(err) == quan.ENOTELIGIBLE && tr.Status == quan.TemplateDraft {
 		// As the cache answers a draft: it does not exist for users.
-		return Errorf(ENOTFOUND, "template %d not found", template)
+		return quan.Errorf(quan.ENOTFOUND, "template %d not found", template)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package quan_test
+package claims_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/internal/testrig"
 )
 
@@ -50,16 +51,16 @@ func (b *countingBus) PublishMany(ctx context.Context, ms []quan.Message) error 
 // messages than claims, none above MaxClaimsPerMessage, and every
 // accepted claim is persisted with its coupon.
 func TestClaimHandoffBatches(t *testing.T) {
-	const claims = 1200
-	r := testrig.NewClaimRig(t, claims)
+	const nClaims = 1200
+	r := testrig.NewClaimRig(t, nClaims)
 	counted := &countingBus{Bus: r.Bus}
 	r.S.Bus = counted
 	r.Serve(t)
 	var (
 		wg  sync.WaitGroup
-		ids = make([]string, claims)
+		ids = make([]string, nClaims)
 	)
-	for i := range claims {
+	for i := range nClaims {
 		wg.Go(func() {
 			c, err := r.S.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: int64(1 + i)}, r.Tpl.ID, "")
 			if err != nil {
@@ -73,25 +74,25 @@ func TestClaimHandoffBatches(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	testrig.WaitFor(t, "every claim decided", func() bool { return r.S.Counters.Issued.Load()+r.S.Counters.Failed.Load() >= claims })
+	testrig.WaitFor(t, "every claim decided", func() bool { return r.S.Counters.Issued.Load()+r.S.Counters.Failed.Load() >= nClaims })
 	counted.mu.Lock()
 	defer counted.mu.Unlock()
-	if counted.claims != claims || counted.undecodable != 0 || counted.other != 0 {
-		t.Fatalf("the bus carried %d claims, %d undecodable messages and %d others; want %d claims", counted.claims, counted.undecodable, counted.other, claims)
+	if counted.claims != nClaims || counted.undecodable != 0 || counted.other != 0 {
+		t.Fatalf("the bus carried %d claims, %d undecodable messages and %d others; want %d claims", counted.claims, counted.undecodable, counted.other, nClaims)
 	}
-	if counted.messages >= claims/4 || counted.largest > quan.MaxClaimsPerMessage {
+	if counted.messages >= nClaims/4 || counted.largest > quan.MaxClaimsPerMessage {
 		t.Errorf("%d claims went in %d messages of at most %d; want fewer than %d, none above %d",
-			claims, counted.messages, counted.largest, claims/4, quan.MaxClaimsPerMessage)
+			nClaims, counted.messages, counted.largest, nClaims/4, quan.MaxClaimsPerMessage)
 	}
-	t.Logf("%d claims in %d messages, the largest of %d", claims, counted.messages, counted.largest)
+	t.Logf("%d claims in %d messages, the largest of %d", nClaims, counted.messages, counted.largest)
 	for _, id := range ids {
 		c, err := r.Store.Claim(t.Context(), id)
 		if err != nil || c.Status != quan.ClaimIssued || c.CouponID == 0 {
 			t.Fatalf("claim %s: %+v, %v; want issued", id, c, err)
 		}
 	}
-	if got := r.S.Counters.Issued.Load(); got != claims {
-		t.Errorf("%d claims counted issued, want %d", got, claims)
+	if got := r.S.Counters.Issued.Load(); got != nClaims {
+		t.Errorf("%d claims counted issued, want %d", got, nClaims)
 	}
 	r.AssertStock(t, 0)
 }
@@ -131,7 +132,7 @@ func TestClaimBatchStoreRefusesOne(t *testing.T) {
 	r.AssertStock(t, 8)
 }
 
-// downClaims is a claim store whose IssueClaims always fails.
+// dowclaims is a claim store whose IssueClaims always fails.
 type downClaims struct {
 	quan.ClaimStore
 	calls atomic.Int64
@@ -188,8 +189,8 @@ func TestClaimPersistPaced(t *testing.T) {
 			// More claims than two store transactions take
 			// (MaxClaimsPerTransaction): however the bus and the persist
 			// batcher group them, they go in three or more batches.
-			const claims, rate = 2*quan.MaxClaimsPerTransaction + 200, 1000
-			r := testrig.NewClaimRig(t, claims)
+			const nClaims, rate = 2*quan.MaxClaimsPerTransaction + 200, 1000
+			r := testrig.NewClaimRig(t, nClaims)
 			r.S.PersistRate = rate
 			var (
 				now   atomic.Int64
@@ -197,14 +198,14 @@ func TestClaimPersistPaced(t *testing.T) {
 				waits []time.Duration
 			)
 			now.Store(time.Date(2030, 3, 14, 9, 0, 0, 0, time.UTC).UnixNano())
-			quan.SetPaceClock(r.S, func() time.Time { return time.Unix(0, now.Load()) }, func(ctx context.Context, d time.Duration) error {
+			claims.SetPaceClock(r.S, func() time.Time { return time.Unix(0, now.Load()) }, func(ctx context.Context, d time.Duration) error {
 				mu.Lock()
 				defer mu.Unlock()
 				waits = append(waits, d)
 				return nil
 			})
 			var wg sync.WaitGroup
-			for u := range int64(claims) {
+			for u := range int64(nClaims) {
 				wg.Go(func() {
 					if _, err := r.S.Claim(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 1 + u}, r.Tpl.ID, ""); err != nil {
 						t.Errorf("claim of user %d: %v", 1+u, err)
@@ -214,7 +215,7 @@ func TestClaimPersistPaced(t *testing.T) {
 			wg.Wait()
 			now.Add(int64(tc.after))
 			r.Serve(t)
-			testrig.WaitFor(t, "every claim issued", func() bool { return r.S.Counters.Issued.Load() == claims })
+			testrig.WaitFor(t, "every claim issued", func() bool { return r.S.Counters.Issued.Load() == nClaims })
 			r.AssertStock(t, 0)
 
 			mu.Lock()
@@ -229,8 +230,8 @@ func TestClaimPersistPaced(t *testing.T) {
 				t.Fatal("no batch of claims waited while claims arrived")
 			}
 			for i, d := range waits {
-				if d <= 0 || d >= claims*time.Second/rate || d%(time.Second/rate) != 0 || (i > 0 && d <= waits[i-1]) {
-					t.Fatalf("waits %v: want each batch later than the one before, by 1 ms a claim, all under %s", waits, claims*time.Second/rate)
+				if d <= 0 || d >= nClaims*time.Second/rate || d%(time.Second/rate) != 0 || (i > 0 && d <= waits[i-1]) {
+					t.Fatalf("waits %v: want each batch later than the one before, by 1 ms a claim, all under %s", waits, nClaims*time.Second/rate)
 				}
 			}
 		})
@@ -242,9 +243,9 @@ func TestClaimPersistPaced(t *testing.T) {
 // while the first transaction is held, the messages handled meanwhile
 // queue up together.
 func TestClaimTransactionsShareMessages(t *testing.T) {
-	const messages, claims = 6, 6 * quan.MaxClaimsPerMessage
-	r := testrig.NewClaimRig(t, claims)
-	users := make([]int64, claims)
+	const messages, nClaims = 6, 6 * quan.MaxClaimsPerMessage
+	r := testrig.NewClaimRig(t, nClaims)
+	users := make([]int64, nClaims)
 	for i := range users {
 		users[i] = int64(1 + i)
 	}
@@ -259,7 +260,7 @@ func TestClaimTransactionsShareMessages(t *testing.T) {
 	testrig.WaitFor(t, "every message handed to a handler", func() bool { return handled.n.Load() == messages })
 	time.Sleep(200 * time.Millisecond) // for the last of them to queue its claims
 	close(rec.release)
-	testrig.WaitFor(t, "every claim issued", func() bool { return r.S.Counters.Issued.Load() == claims })
+	testrig.WaitFor(t, "every claim issued", func() bool { return r.S.Counters.Issued.Load() == nClaims })
 	r.AssertStock(t, 0)
 
 	rec.mu.Lock()
@@ -307,7 +308,7 @@ func (b *handlersEntered) Consume(ctx context.Context, subject, durable string, 
 // before anything is consumed.
 func TestClaimPersistRateInvalid(t *testing.T) {
 	r := testrig.NewClaimRig(t, 1)
-	r.S.PersistRate = quan.MinPersistRate - 1
+	r.S.PersistRate = claims.MinPersistRate - 1
 	err := r.S.ServeClaims(t.Context())
 	if quan.ErrorCode(err) != quan.EINVALID || !strings.Contains(err.Error(), "persist rate 999") {
 		t.Fatalf("ServeClaims with persist rate 999: %v", err)

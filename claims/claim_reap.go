@@ -1,10 +1,12 @@
-package quan
+package claims
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // ReasonAbandoned is the reason of a claim whose process stopped before it
@@ -66,18 +68,18 @@ func (s *ClaimService) Reap(ctx context.Context) (int, error) {
 
 // reapOne fences, settles and forgets one abandoned claim. Each step is
 // idempotent, so a reaper that stops half-way is finished by the next.
-func (s *ClaimService) reapOne(ctx context.Context, ledger ClaimLedger, e LedgerEntry) error {
-	template, user, err := ParseClaimID(e.Key)
+func (s *ClaimService) reapOne(ctx context.Context, ledger quan.ClaimLedger, e quan.LedgerEntry) error {
+	template, user, err := quan.ParseClaimID(e.Key)
 	if err != nil || template != e.Template {
 		s.logger().Error("claim ledger entry that is not a claim", "template", e.Template, "key", e.Key)
 		return ledger.Reaped(ctx, e.Template, e.Key)
 	}
-	c := &Claim{ID: e.Key, TemplateID: template, UserID: user, Status: ClaimPending, At: e.At}
+	c := &quan.Claim{ID: e.Key, TemplateID: template, UserID: user, Status: quan.ClaimPending, At: e.At}
 	rec, err := s.Claims.FailClaim(ctx, c, ReasonAbandoned, s.Now.UTC())
 	if err != nil {
 		return fmt.Errorf("reap claim %s: %w", e.Key, err)
 	}
-	if rec.Status != ClaimIssued {
+	if rec.Status != quan.ClaimIssued {
 		if err := s.Cache.Release(ctx, template, e.Key); err != nil {
 			return fmt.Errorf("reap claim %s: give back its reservation: %w", e.Key, err)
 		}
