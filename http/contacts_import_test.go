@@ -18,6 +18,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/disk"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/notify"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/sqlite"
 	"github.com/quanhq/quan/templates"
@@ -26,11 +27,11 @@ import (
 const contactsPath = "/api/v1/contacts/import"
 
 // importContacts posts a contacts file as admin and returns the answer.
-func (ts *testServer) importContacts(t *testing.T, token, name string, content []byte) quan.ContactImport {
+func (ts *testServer) importContacts(t *testing.T, token, name string, content []byte) notify.ContactImport {
 	t.Helper()
 	r := ts.postForm(t, contactsPath, token, nil, name, content)
 	r.want(t, http.StatusOK, "")
-	var res quan.ContactImport
+	var res notify.ContactImport
 	r.decode(t, &res)
 	return res
 }
@@ -62,11 +63,11 @@ func TestContactsImport(t *testing.T) {
 		"7,+447911123456,,\n") // line 10
 	wantFailures := []importFailure{
 		{4, "x", quan.ImportInvalidID, ""},
-		{5, "3", quan.ImportInvalidContact, "phone"},
-		{6, "4", quan.ImportInvalidContact, "mail"},
+		{5, "3", notify.ImportInvalidContact, "phone"},
+		{6, "4", notify.ImportInvalidContact, "mail"},
 		{7, "2", quan.ImportDuplicateInFile, ""},
-		{8, "5", quan.ImportNoContact, ""},
-		{9, "6", quan.ImportInvalidContact, "lang"},
+		{8, "5", notify.ImportNoContact, ""},
+		{9, "6", notify.ImportInvalidContact, "lang"},
 	}
 	wantContacts := map[int64]quan.Contact{
 		1: {Phone: "+8613800000001", Mail: "One@example.com", Lang: quan.LangEN},
@@ -80,7 +81,7 @@ func TestContactsImport(t *testing.T) {
 
 	for round := range 2 { // the same file again: the same answer and contacts
 		res := ts.importContacts(t, admin, "contacts.csv", file)
-		wantBy := map[string]int64{quan.ImportInvalidID: 1, quan.ImportInvalidContact: 3, quan.ImportDuplicateInFile: 1, quan.ImportNoContact: 1}
+		wantBy := map[string]int64{quan.ImportInvalidID: 1, notify.ImportInvalidContact: 3, quan.ImportDuplicateInFile: 1, notify.ImportNoContact: 1}
 		checkImport(t, &res, 9, 3, wantBy, wantFailures)
 		for u, w := range wantContacts {
 			c := ts.contact(t, admin, u)
@@ -172,7 +173,7 @@ func TestContactsImportFailuresCapped(t *testing.T) {
 		fmt.Fprintf(&b, "%d,123\n", i+2)
 	}
 	res := ts.importContacts(t, admin, "contacts.csv", []byte(b.String()))
-	if res.Imported != 1 || res.Failed != int64(bad) || res.FailedByReason[quan.ImportInvalidContact] != int64(bad) ||
+	if res.Imported != 1 || res.Failed != int64(bad) || res.FailedByReason[notify.ImportInvalidContact] != int64(bad) ||
 		len(res.Failures) != quan.MaxImportFailures || !res.FailuresTruncated ||
 		res.Failures[0].Line != 3 || res.Failures[len(res.Failures)-1].Line != int64(quan.MaxImportFailures+2) {
 		t.Errorf("imported %d, failed %d (%v), %d listed, truncated %v", res.Imported, res.Failed, res.FailedByReason, len(res.Failures), res.FailuresTruncated)
@@ -238,7 +239,7 @@ func BenchmarkContactsImport(b *testing.B) {
 	api := &qhttp.Server{
 		Templates: &templates.TemplateService{Store: store},
 		Tokens:    tokens,
-		Notices: &quan.NoticeService{Store: store, Contacts: store, Files: &disk.Files{Dir: dir},
+		Notices: &notify.NoticeService{Store: store, Contacts: store, Files: &disk.Files{Dir: dir},
 			OpenRows: func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, sheet.Options{}) }},
 	}
 	srv := httptest.NewServer(api.Handler())
@@ -266,7 +267,7 @@ func BenchmarkContactsImport(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var out quan.ContactImport
+		var out notify.ContactImport
 		err = json.NewDecoder(res.Body).Decode(&out)
 		res.Body.Close()
 		if err != nil || res.StatusCode != http.StatusOK || out.Imported != rows {

@@ -20,6 +20,7 @@ import (
 	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/facts"
+	"github.com/quanhq/quan/notify"
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/stats"
 	"github.com/quanhq/quan/templates"
@@ -29,13 +30,13 @@ import (
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
 type Server struct {
 	Templates *templates.TemplateService
-	Tasks     *quan.TaskService     // nil serves no task routes
-	Claims    *claims.ClaimService  // nil serves no claim routes
-	Wallet    *wallet.WalletService // nil serves no wallet and order routes
-	Codes     *codes.CodeService    // nil serves no code routes
-	Notices   *quan.NoticeService   // nil serves no inbox, popup and contact routes
-	Stats     *stats.StatsService   // nil serves no statistics routes
-	Reminders *quan.ReminderService // nil serves no reminder routes
+	Tasks     *quan.TaskService       // nil serves no task routes
+	Claims    *claims.ClaimService    // nil serves no claim routes
+	Wallet    *wallet.WalletService   // nil serves no wallet and order routes
+	Codes     *codes.CodeService      // nil serves no code routes
+	Notices   *notify.NoticeService   // nil serves no inbox, popup and contact routes
+	Stats     *stats.StatsService     // nil serves no statistics routes
+	Reminders *notify.ReminderService // nil serves no reminder routes
 	// Attributes serves users' facts for rules; nil serves no attribute
 	// routes.
 	Attributes *facts.AttributeService

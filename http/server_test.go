@@ -21,6 +21,7 @@ import (
 	"github.com/quanhq/quan/facts"
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/notify"
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
@@ -112,10 +113,10 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Checks:      map[string]func(context.Context) error{"store": db.Ping},
 		Now:         clock,
 		Wallet:      &wallet.WalletService{Coupons: store, Archiver: store, Templates: store, Now: clock},
-		Notices:     &quan.NoticeService{Store: store, Contacts: store, Now: clock},
+		Notices:     &notify.NoticeService{Store: store, Contacts: store, Now: clock},
 		Codes:       &codes.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
 		Stats:       &stats.StatsService{Store: store, Now: clock},
-		Reminders:   &quan.ReminderService{Store: store, Templates: store, Now: clock},
+		Reminders:   &notify.ReminderService{Store: store, Templates: store, Now: clock},
 		CodesExport: report.Codes{},
 		Idempotency: inmem.NewIdempotency(),
 	}

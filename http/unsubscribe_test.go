@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/notify"
 )
 
 // TestUnsubscribe: a mail's link shows a page that opts no one out; the
@@ -16,7 +17,7 @@ import (
 // the rest of the contact, and again is no error; a forged, altered or
 // missing token is 400 with a message that says so, and opts no one out.
 func TestUnsubscribe(t *testing.T) {
-	key := quan.UnsubscribeKey("0123456789abcdef0123456789abcdef")
+	key := notify.UnsubscribeKey("0123456789abcdef0123456789abcdef")
 	ts := newServer(t, func(ts *testServer) { ts.api.Notices.UnsubscribeKey = key })
 	u := ts.user(t, 7)
 	ts.do(t, "PUT", "/api/v1/me/contact", u, map[string]any{"mail": "li@example.com", "optOut": []string{"sms"}}).want(t, http.StatusOK, "")
@@ -71,7 +72,7 @@ func TestUnsubscribe(t *testing.T) {
 	other := &quan.Notification{Source: "task:42", UserID: 8, Channel: quan.NotifyEmail}
 	for name, tc := range map[string]struct{ token, want string }{
 		"Missing":     {"", "missing or malformed"},
-		"Forged":      {quan.UnsubscribeKey("another key, another signature!").Token(other.MessageID()), "signature does not match"},
+		"Forged":      {notify.UnsubscribeKey("another key, another signature!").Token(other.MessageID()), "signature does not match"},
 		"OtherUser":   {other.MessageID() + token[strings.LastIndex(token, "."):], "signature does not match"},
 		"CutShort":    {token[:len(token)-3], "signature does not match"},
 		"NoSignature": {other.MessageID(), "signature does not match"},

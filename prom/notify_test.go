@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/notify"
 	"github.com/quanhq/quan/prom"
 )
 
@@ -80,7 +81,7 @@ func TestNotifications(t *testing.T) {
 		},
 		pending: map[quan.NotifyType]int64{quan.NotifySMS: 1200},
 	}
-	d := &quan.Dispatcher{Store: st, Contacts: optOuts{}, Owner: "test", Now: func() time.Time { return now },
+	d := &notify.Dispatcher{Store: st, Contacts: optOuts{}, Owner: "test", Now: func() time.Time { return now },
 		Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: answers{}, quan.NotifyEmail: answers{}}}
 	for _, ch := range []quan.NotifyType{quan.NotifySMS, quan.NotifyEmail} {
 		if _, err := d.DispatchOnce(t.Context(), ch); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/notify"
 )
 
 // testImportContacts: an import creates contacts and updates the phone,
@@ -105,8 +106,8 @@ func BenchmarkImportContacts(b *testing.B, newContacts func(b *testing.B) quan.C
 		b.StopTimer()
 		s := newContacts(b)
 		b.StartTimer()
-		for start := 0; start < rows; start += quan.ContactImportBatch {
-			if _, err := s.ImportContacts(b.Context(), notifyNow, all[start:min(start+quan.ContactImportBatch, rows)]); err != nil {
+		for start := 0; start < rows; start += notify.ContactImportBatch {
+			if _, err := s.ImportContacts(b.Context(), notifyNow, all[start:min(start+notify.ContactImportBatch, rows)]); err != nil {
 				b.Fatal(err)
 			}
 		}

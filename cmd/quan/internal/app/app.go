@@ -21,6 +21,7 @@ import (
 	"github.com/quanhq/quan/facts"
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/http/console"
+	"github.com/quanhq/quan/notify"
 	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/reconcile"
 	"github.com/quanhq/quan/report"
@@ -48,10 +49,10 @@ type App struct {
 	Wallet      *wallet.WalletService    // nil for Local
 	Codes       *codes.CodeService       // nil for Local
 	Reconciler  *reconcile.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
-	Notices     *quan.NoticeService      // nil for Local
-	Dispatcher  *quan.Dispatcher         // nil for Local and without --smtp-url or --sms-url
+	Notices     *notify.NoticeService    // nil for Local
+	Dispatcher  *notify.Dispatcher       // nil for Local and without --smtp-url or --sms-url
 	Stats       *stats.StatsService      // nil for Local
-	Reminders   *quan.ReminderService    // nil for Local
+	Reminders   *notify.ReminderService  // nil for Local
 	Accounts    *accounts.AccountService // the console's accounts and sessions
 	Attributes  *facts.AttributeService
 	Shops       *shops.ShopService // shops' settings; claims honour their daily cap
@@ -206,7 +207,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.Codes = &codes.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger,
 		Rules: book, Facts: a.Attributes}
-	a.Reminders = &quan.ReminderService{Store: st, Templates: st, Now: cfg.Now, Logger: logger}
+	a.Reminders = &notify.ReminderService{Store: st, Templates: st, Now: cfg.Now, Logger: logger}
 	if err := a.buildNotify(ctx); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/mail"
+	"github.com/quanhq/quan/notify"
 	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/sms"
@@ -50,8 +51,8 @@ func (n *Notify) register(fs *flag.FlagSet) {
 	fs.Float64Var(&n.EmailRate, "email-rate", DefaultEmailRate, "emails a second this process sends at most (per process; 0: no limit)")
 	fs.StringVar(&n.QuietHours, "quiet-hours", DefaultQuietHours, "no email or SMS in this daily window (HH:MM-HH:MM, or off): they wait until it ends")
 	fs.StringVar(&n.QuietTZ, "quiet-tz", DefaultQuietTZ, "the time zone of --quiet-hours")
-	fs.DurationVar(&n.Lease, "notify-lease", quan.DefaultDispatchLease, "how long a dispatcher holds a batch of email or SMS: a process that dies mid-batch leaves it to the others for this long (longer than a batch takes to send)")
-	fs.DurationVar(&n.InboxRetention, "inbox-retention", quan.DefaultInboxRetention, "how long inbox and popup messages are kept (0: for ever)")
+	fs.DurationVar(&n.Lease, "notify-lease", notify.DefaultDispatchLease, "how long a dispatcher holds a batch of email or SMS: a process that dies mid-batch leaves it to the others for this long (longer than a batch takes to send)")
+	fs.DurationVar(&n.InboxRetention, "inbox-retention", notify.DefaultInboxRetention, "how long inbox and popup messages are kept (0: for ever)")
 }
 
 func (n Notify) withDefaults() Notify {
@@ -66,17 +67,17 @@ func (n Notify) withDefaults() Notify {
 
 // quiet parses the quiet hours. Asia/Shanghai needs no tzdata on the
 // host: it is China Standard Time, without daylight saving time.
-func (n Notify) quiet() (quan.QuietHours, error) {
+func (n Notify) quiet() (notify.QuietHours, error) {
 	loc, err := time.LoadLocation(n.QuietTZ)
 	if err != nil && n.QuietTZ == DefaultQuietTZ {
 		loc, err = time.FixedZone("CST", 8*3600), nil
 	}
 	if err != nil {
-		return quan.QuietHours{}, cli.Usagef("--quiet-tz %q: %v", n.QuietTZ, err)
+		return notify.QuietHours{}, cli.Usagef("--quiet-tz %q: %v", n.QuietTZ, err)
 	}
-	q, err := quan.ParseQuietHours(n.QuietHours, loc)
+	q, err := notify.ParseQuietHours(n.QuietHours, loc)
 	if err != nil {
-		return quan.QuietHours{}, cli.Usagef("--quiet-hours: %v", err)
+		return notify.QuietHours{}, cli.Usagef("--quiet-hours: %v", err)
 	}
 	return q, nil
 }
@@ -94,7 +95,7 @@ func (n Notify) validate() error {
 	case n.SMSRate < 0 || n.EmailRate < 0:
 		return cli.Usagef("--sms-rate and --email-rate: 0 (no limit) or more")
 	case n.Lease < 0:
-		return cli.Usagef("--notify-lease: 0 (the default, %v) or more", quan.DefaultDispatchLease)
+		return cli.Usagef("--notify-lease: 0 (the default, %v) or more", notify.DefaultDispatchLease)
 	}
 	return nil
 }
@@ -109,8 +110,8 @@ func (a *App) buildNotify(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("unsubscribe links: %w", err)
 	}
-	key := quan.UnsubscribeKey(secret)
-	a.Notices = &quan.NoticeService{Store: st, Contacts: st, UnsubscribeKey: key, Now: a.Config.Now,
+	key := notify.UnsubscribeKey(secret)
+	a.Notices = &notify.NoticeService{Store: st, Contacts: st, UnsubscribeKey: key, Now: a.Config.Now,
 		// A contacts import is kept and read like a distribution file.
 		Files:       a.Tasks.Files,
 		OpenRows:    func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, a.SheetOptions("")) },
@@ -143,7 +144,7 @@ func (a *App) buildNotify(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.Dispatcher = &quan.Dispatcher{
+	a.Dispatcher = &notify.Dispatcher{
 		Store:    st,
 		Contacts: st,
 		Senders:  senders,

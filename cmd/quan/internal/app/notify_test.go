@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/notify"
 )
 
 // TestNotifyWiring: with --sms-url a server runs the dispatcher, which
@@ -90,7 +91,7 @@ func TestNotifyWiring(t *testing.T) {
 // mail carries is good on the other's API.
 func TestUnsubscribeKeyShared(t *testing.T) {
 	dir := t.TempDir()
-	var keys []quan.UnsubscribeKey
+	var keys []notify.UnsubscribeKey
 	for range 2 {
 		a, err := Open(context.Background(), Config{DataDir: dir}, Server, nil)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/mail"
+	"github.com/quanhq/quan/notify"
 	"github.com/quanhq/quan/sms"
 )
 
@@ -38,8 +39,8 @@ func (c *Command) notify(ctx context.Context, args []string) error {
 	nMail := fs.Int("email", 20_000, "emails to queue and send")
 	smsRate := fs.Float64("sms-rate", 0, "SMS a second the dispatcher sends at most (0: no limit; quan serve's default is 1000)")
 	emailRate := fs.Float64("email-rate", 0, "emails a second the dispatcher sends at most (0: no limit; quan serve's default is 200)")
-	batch := fs.Int("batch", quan.DefaultDispatchBatch, "messages the dispatcher takes from the store at once")
-	conc := fs.Int("concurrency", quan.DefaultDispatchConcurrency, "batches of a channel in flight at once")
+	batch := fs.Int("batch", notify.DefaultDispatchBatch, "messages the dispatcher takes from the store at once")
+	conc := fs.Int("concurrency", notify.DefaultDispatchConcurrency, "batches of a channel in flight at once")
 	conns := fs.Int("smtp-conns", mail.DefaultConns, "SMTP connections the mail sender keeps")
 	var fresh freshDB
 	fresh.registerFreshDB(fs, "bench notify", "Without it, give an empty database.")
@@ -91,8 +92,8 @@ func (c *Command) notify(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(out, "bench notify: queued in %s (not timed)\n", time.Since(began).Round(time.Millisecond))
 
-	d := func(ch quan.NotifyType, s quan.Sender, r float64) *quan.Dispatcher {
-		return &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{ch: s},
+	d := func(ch quan.NotifyType, s quan.Sender, r float64) *notify.Dispatcher {
+		return &notify.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{ch: s},
 			Rates: map[quan.NotifyType]float64{ch: r}, Owner: "bench-notify", Batch: *batch, Concurrency: *conc,
 			Logger: a.Logger}
 	}
@@ -172,7 +173,7 @@ func queueNotifications(ctx context.Context, st quan.NotificationStore, ch quan.
 
 // sendAll runs d until it has handled n messages of ch, prints the rate
 // and verifies the provider's ids and the store's statuses.
-func (c *Command) sendAll(ctx context.Context, d *quan.Dispatcher, st quan.NotificationStore, ch quan.NotifyType, n int, ids *idCounter, what string) error {
+func (c *Command) sendAll(ctx context.Context, d *notify.Dispatcher, st quan.NotificationStore, ch quan.NotifyType, n int, ids *idCounter, what string) error {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	start := time.Now()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
+	"github.com/quanhq/quan/notify"
 )
 
 // walletRemind measures the expiry reminders of n available coupons that
@@ -52,7 +53,7 @@ func (c *Command) walletRemind(ctx context.Context, args []string) error {
 		e.setup, cli.Thousands(int64(n)), e.tpl.ID, e.b.Channels, cli.Thousands(int64(e.b.Batch)), e.b.Sweepers,
 		seeded.Round(time.Millisecond), runtime.NumCPU(), runtime.GOMAXPROCS(0))
 
-	svc := &quan.ReminderService{Store: st, Templates: st, Now: func() time.Time { return now }, Logger: e.app.Logger}
+	svc := &notify.ReminderService{Store: st, Templates: st, Now: func() time.Time { return now }, Logger: e.app.Logger}
 	stop, err := e.profile()
 	if err != nil {
 		return fail(err)

@@ -1,4 +1,4 @@
-package quan
+package notify
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/quanhq/quan"
 )
 
 // UnsubscribeKey signs the tokens of the unsubscribe links mails carry
@@ -32,15 +34,15 @@ func (k UnsubscribeKey) sign(id string) string {
 // Check verifies token and returns the user and channel it unsubscribes.
 // EINVALID, saying what is wrong, for a token that is malformed or not
 // signed with k.
-func (k UnsubscribeKey) Check(token string) (user int64, ch NotifyType, err error) {
-	bad := func(why string) (int64, NotifyType, error) {
-		return 0, "", Errorf(EINVALID, "unsubscribe link: %s; open the link of the mail as it was sent, or set your preferences in the app", why)
+func (k UnsubscribeKey) Check(token string) (user int64, ch quan.NotifyType, err error) {
+	bad := func(why string) (int64, quan.NotifyType, error) {
+		return 0, "", quan.Errorf(quan.EINVALID, "unsubscribe link: %s; open the link of the mail as it was sent, or set your preferences in the app", why)
 	}
 	if len(k) == 0 {
 		return bad("this server has no unsubscribe key")
 	}
 	id, sig, ok := cutLast(token, ".")
-	if !ok || id == "" || len(token) > MaxOutgoingID+40 {
+	if !ok || id == "" || len(token) > quan.MaxOutgoingID+40 {
 		return bad("the token is missing or malformed")
 	}
 	if !hmac.Equal([]byte(sig), []byte(k.sign(id))) {
@@ -52,8 +54,8 @@ func (k UnsubscribeKey) Check(token string) (user int64, ch NotifyType, err erro
 		return bad("the token names no message")
 	}
 	user, err = strconv.ParseInt(parts[1], 10, 64)
-	ch = NotifyType(parts[2])
-	if err != nil || user <= 0 || ch != NotifyEmail && ch != NotifySMS {
+	ch = quan.NotifyType(parts[2])
+	if err != nil || user <= 0 || ch != quan.NotifyEmail && ch != quan.NotifySMS {
 		return bad("the token names no user's email or SMS")
 	}
 	return user, ch, nil
@@ -71,12 +73,12 @@ func cutLast(s, sep string) (before, after string, found bool) {
 // needs no identity: the token, signed with s.UnsubscribeKey, is the
 // authority. Following a link twice is no error. EINVALID for a token
 // Check refuses.
-func (s *NoticeService) Unsubscribe(ctx context.Context, token string) (*Contact, NotifyType, error) {
+func (s *NoticeService) Unsubscribe(ctx context.Context, token string) (*quan.Contact, quan.NotifyType, error) {
 	user, ch, err := s.UnsubscribeKey.Check(token)
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := s.Contacts.UpdateContact(ctx, user, s.Now.UTC(), func(c *Contact) error {
+	c, err := s.Contacts.UpdateContact(ctx, user, s.Now.UTC(), func(c *quan.Contact) error {
 		if !slices.Contains(c.OptOut, ch) {
 			c.OptOut = append(c.OptOut, ch)
 			slices.Sort(c.OptOut)

@@ -1,4 +1,4 @@
-package quan
+package notify
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // ReminderService sends the reminders templates promise: expiry-soon
@@ -14,9 +16,9 @@ import (
 // for claims. Reminders are recorded as notifications, which the inbox
 // shows and the Dispatcher sends.
 type ReminderService struct {
-	Store     ReminderStore
-	Templates TemplateStore
-	Now       Clock        // nil is time.Now
+	Store     quan.ReminderStore
+	Templates quan.TemplateStore
+	Now       quan.Clock   // nil is time.Now
 	Logger    *slog.Logger // nil discards
 }
 
@@ -55,15 +57,15 @@ func (s *ReminderService) Remind(ctx context.Context, batch int) (expiring, open
 // expiryReminders makes the expiry reminders of coupons of t: one per
 // coupon and channel of t.RemindChannels, keyed "expiring:coupon:ID". A
 // popup is not shown once the coupon ended.
-func expiryReminders(now time.Time) RemindFunc {
-	return func(t *Template, due []DueReminder) ([]*Notification, error) {
-		out := make([]*Notification, 0, len(due)*len(t.RemindChannels))
+func expiryReminders(now time.Time) quan.RemindFunc {
+	return func(t *quan.Template, due []quan.DueReminder) ([]*quan.Notification, error) {
+		out := make([]*quan.Notification, 0, len(due)*len(t.RemindChannels))
 		for _, d := range due {
 			src := "expiring:coupon:" + strconv.FormatInt(d.CouponID, 10)
 			vars := messageVarsOf(t)
 			vars.ValidUntil = d.ValidEnd
 			for _, ch := range t.RemindChannels {
-				out = append(out, reminder(src, MessageExpiring, ch, d, vars, d.ValidEnd))
+				out = append(out, reminder(src, quan.MessageExpiring, ch, d, vars, d.ValidEnd))
 			}
 		}
 		return out, nil
@@ -73,15 +75,15 @@ func expiryReminders(now time.Time) RemindFunc {
 // openingReminders makes the opening reminders of t's subscribers: one per
 // user and channel of t.OpeningChannels, keyed "opening:template:ID". A
 // popup is not shown once the template stops issuing.
-func openingReminders(t *Template, due []DueReminder) ([]*Notification, error) {
+func openingReminders(t *quan.Template, due []quan.DueReminder) ([]*quan.Notification, error) {
 	chans := t.OpeningChannels()
 	src := "opening:template:" + strconv.FormatInt(t.ID, 10)
 	vars := messageVarsOf(t)
 	vars.OpensAt = t.IssueStart
-	out := make([]*Notification, 0, len(due)*len(chans))
+	out := make([]*quan.Notification, 0, len(due)*len(chans))
 	for _, d := range due {
 		for _, ch := range chans {
-			out = append(out, reminder(src, MessageOpening, ch, d, vars, t.IssueEnd))
+			out = append(out, reminder(src, quan.MessageOpening, ch, d, vars, t.IssueEnd))
 		}
 	}
 	return out, nil
@@ -89,47 +91,47 @@ func openingReminders(t *Template, due []DueReminder) ([]*Notification, error) {
 
 // reminder is the notification of d on ch. Email and SMS go to the
 // contact on file: none is failed no_contact, as for a distribution.
-func reminder(src string, kind MessageKind, ch NotifyType, d DueReminder, vars MessageVars, until time.Time) *Notification {
+func reminder(src string, kind quan.MessageKind, ch quan.NotifyType, d quan.DueReminder, vars quan.MessageVars, until time.Time) *quan.Notification {
 	lang := d.Contact.Lang
 	if lang == "" {
-		lang = LangZH
+		lang = quan.LangZH
 	}
-	n := &Notification{Source: src, UserID: d.UserID, Channel: ch, Kind: kind, Lang: lang, Vars: vars}
+	n := &quan.Notification{Source: src, UserID: d.UserID, Channel: ch, Kind: kind, Lang: lang, Vars: vars}
 	switch ch {
-	case NotifyPopup:
+	case quan.NotifyPopup:
 		n.ExpiresAt = until
-	case NotifyEmail, NotifySMS:
+	case quan.NotifyEmail, quan.NotifySMS:
 		addr := d.Contact.Mail
-		if ch == NotifySMS {
+		if ch == quan.NotifySMS {
 			addr = d.Contact.Phone
 		}
-		var problem ContactProblem
-		if n.Address, problem = PickContact(ch, addr); problem != "" {
-			n.Status, n.Reason = NotificationFailed, string(problem)
+		var problem quan.ContactProblem
+		if n.Address, problem = quan.PickContact(ch, addr); problem != "" {
+			n.Status, n.Reason = quan.NotificationFailed, string(problem)
 		}
 	}
 	return n
 }
 
 // messageVarsOf fills what a message says of t's offer.
-func messageVarsOf(t *Template) MessageVars {
-	v := MessageVars{TemplateName: t.Name, AmountOff: t.Rule.Amount, Threshold: t.Rule.Threshold}
+func messageVarsOf(t *quan.Template) quan.MessageVars {
+	v := quan.MessageVars{TemplateName: t.Name, AmountOff: t.Rule.Amount, Threshold: t.Rule.Threshold}
 	switch t.Kind {
-	case KindDiscount:
+	case quan.KindDiscount:
 		v.AmountOff, v.Rate = 0, t.Rule.Rate
-	case KindStep:
+	case quan.KindStep:
 		v.Threshold = t.Rule.Step
 	}
 	return v
 }
 
 // subscriber returns who's user id, or ErrForbidden if who is not a user.
-func subscriber(who Identity) (int64, error) {
+func subscriber(who quan.Identity) (int64, error) {
 	switch {
 	case who.Role == "":
-		return 0, ErrUnauthorized
-	case who.Role != RoleUser || who.UserID <= 0:
-		return 0, Errorf(EFORBIDDEN, "reminders are a user's: this needs a user token")
+		return 0, quan.ErrUnauthorized
+	case who.Role != quan.RoleUser || who.UserID <= 0:
+		return 0, quan.Errorf(quan.EFORBIDDEN, "reminders are a user's: this needs a user token")
 	}
 	return who.UserID, nil
 }
@@ -139,36 +141,36 @@ func subscriber(who Identity) (int64, error) {
 // changes nothing. ErrNotFound for a draft or no template;
 // EALREADYOPEN once the issue window opened; EENDED once it closed or the
 // template ended.
-func (s *ReminderService) Subscribe(ctx context.Context, who Identity, id int64) (*SubscriptionView, bool, error) {
+func (s *ReminderService) Subscribe(ctx context.Context, who quan.Identity, id int64) (*quan.SubscriptionView, bool, error) {
 	user, err := subscriber(who)
 	if err != nil {
 		return nil, false, err
 	}
-	t, err := s.Templates.Template(ctx, AnyShop, id)
+	t, err := s.Templates.Template(ctx, quan.AnyShop, id)
 	if err != nil {
 		return nil, false, err
 	}
 	now := s.Now.UTC()
 	switch {
-	case t.Status == TemplateDraft:
-		return nil, false, Errorf(ENOTFOUND, "template %d: not found", id)
-	case t.Status == TemplateEnded || !now.Before(t.IssueEnd):
-		return nil, false, Errorf(EENDED, "template %d issues no more: there is nothing to be reminded of", id)
+	case t.Status == quan.TemplateDraft:
+		return nil, false, quan.Errorf(quan.ENOTFOUND, "template %d: not found", id)
+	case t.Status == quan.TemplateEnded || !now.Before(t.IssueEnd):
+		return nil, false, quan.Errorf(quan.EENDED, "template %d issues no more: there is nothing to be reminded of", id)
 	case !now.Before(t.IssueStart):
-		return nil, false, Errorf(EALREADYOPEN, "template %d opened for claims at %s: claim it now", id, t.IssueStart.Format(time.RFC3339))
+		return nil, false, quan.Errorf(quan.EALREADYOPEN, "template %d opened for claims at %s: claim it now", id, t.IssueStart.Format(time.RFC3339))
 	}
-	sub := &Subscription{TemplateID: id, UserID: user, CreatedAt: now}
+	sub := &quan.Subscription{TemplateID: id, UserID: user, CreatedAt: now}
 	created, err := s.Store.Subscribe(ctx, sub)
 	if err != nil {
 		return nil, false, fmt.Errorf("subscribe user %d to template %d: %w", user, id, err)
 	}
-	return &SubscriptionView{Subscription: *sub, Name: t.Name, IssueStart: t.IssueStart,
+	return &quan.SubscriptionView{Subscription: *sub, Name: t.Name, IssueStart: t.IssueStart,
 		RemindAt: t.IssueStart.Add(-t.OpeningLead())}, created, nil
 }
 
 // Unsubscribe cancels who's request to be reminded of template id.
 // Cancelling a request never made, or already cancelled, is no error.
-func (s *ReminderService) Unsubscribe(ctx context.Context, who Identity, id int64) error {
+func (s *ReminderService) Unsubscribe(ctx context.Context, who quan.Identity, id int64) error {
 	user, err := subscriber(who)
 	if err != nil {
 		return err
@@ -181,7 +183,7 @@ func (s *ReminderService) Unsubscribe(ctx context.Context, who Identity, id int6
 
 // Subscriptions lists who's requests to be reminded, the latest
 // IssueStart first.
-func (s *ReminderService) Subscriptions(ctx context.Context, who Identity) ([]*SubscriptionView, error) {
+func (s *ReminderService) Subscriptions(ctx context.Context, who quan.Identity) ([]*quan.SubscriptionView, error) {
 	user, err := subscriber(who)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package quan_test
+package notify_test
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/mail"
+	"github.com/quanhq/quan/notify"
 	"github.com/quanhq/quan/sms"
 )
 
@@ -113,7 +114,7 @@ func status(t *testing.T, s quan.NotificationStore, user int64, ch quan.NotifyTy
 	return n
 }
 
-func dispatchOnce(t *testing.T, d *quan.Dispatcher, ch quan.NotifyType) int {
+func dispatchOnce(t *testing.T, d *notify.Dispatcher, ch quan.NotifyType) int {
 	t.Helper()
 	n, err := d.DispatchOnce(t.Context(), ch)
 	if err != nil {
@@ -136,8 +137,8 @@ func TestDispatchSMS(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
-		Quiet: quan.DefaultQuietHours, Owner: "d1", Now: clock.At()}
+	d := &notify.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
+		Quiet: notify.DefaultQuietHours, Owner: "d1", Now: clock.At()}
 	if n := dispatchOnce(t, d, quan.NotifySMS); n != 4 {
 		t.Fatalf("took %d, want 4", n)
 	}
@@ -177,8 +178,8 @@ func TestDispatchQuietHours(t *testing.T) {
 	clock := testrig.NewClock(time.Date(2026, 3, 2, 23, 0, 0, 0, cst))
 	gw := startGateway(t, nil)
 	recordAll(t, st, clock.Now(), smsTo(1, "+8613800000001"))
-	d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
-		Quiet: quan.DefaultQuietHours, Owner: "d1", Now: clock.At()}
+	d := &notify.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
+		Quiet: notify.DefaultQuietHours, Owner: "d1", Now: clock.At()}
 	dispatchOnce(t, d, quan.NotifySMS)
 	morning := time.Date(2026, 3, 3, 8, 0, 0, 0, cst)
 	if got := status(t, st, 1, quan.NotifySMS); got.Status != quan.NotificationDeferred || !got.NextAt.Equal(morning) || got.Attempts != 0 {
@@ -196,7 +197,7 @@ func TestDispatchQuietHours(t *testing.T) {
 }
 
 func TestQuietHoursUntil(t *testing.T) {
-	q, err := quan.ParseQuietHours("22:00-08:00", cst)
+	q, err := notify.ParseQuietHours("22:00-08:00", cst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +217,11 @@ func TestQuietHoursUntil(t *testing.T) {
 			t.Errorf("Until(%s) = %s, %v; want %s, %v", c.now, end, quiet, c.end, c.want)
 		}
 	}
-	if q, _ := quan.ParseQuietHours("off", nil); q != (quan.QuietHours{}) {
+	if q, _ := notify.ParseQuietHours("off", nil); q != (notify.QuietHours{}) {
 		t.Errorf("off parsed as %+v", q)
 	}
 	for _, bad := range []string{"22-08", "25:00-08:00", "08:00-08:00"} {
-		if _, err := quan.ParseQuietHours(bad, nil); err == nil {
+		if _, err := notify.ParseQuietHours(bad, nil); err == nil {
 			t.Errorf("ParseQuietHours(%q) took it", bad)
 		}
 	}
@@ -241,7 +242,7 @@ func TestDispatchSharedWork(t *testing.T) {
 	var wg sync.WaitGroup
 	var stats [2]quan.DispatchStats
 	for i := range 2 {
-		d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
+		d := &notify.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
 			Owner: fmt.Sprintf("d%d", i), Batch: 16, Now: clock.At()}
 		wg.Go(func() {
 			for {
@@ -311,7 +312,7 @@ func TestDispatchKilled(t *testing.T) {
 	gw := startGateway(t, nil)
 	recordAll(t, st, clock.Now(), smsTo(1, "+8613800000001"), smsTo(2, "+8613800000002"))
 	dead := new(atomic.Bool)
-	a := &quan.Dispatcher{Store: crashed{st, dead}, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: dying{gw.sender(t), dead}},
+	a := &notify.Dispatcher{Store: crashed{st, dead}, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: dying{gw.sender(t), dead}},
 		Owner: "a", Lease: time.Minute, Now: clock.At()}
 	if _, err := a.DispatchOnce(t.Context(), quan.NotifySMS); err == nil {
 		t.Fatal("the dying dispatcher recorded its batch")
@@ -319,7 +320,7 @@ func TestDispatchKilled(t *testing.T) {
 	if got := status(t, st, 1, quan.NotifySMS); got.Status != quan.NotificationQueued {
 		t.Fatalf("after the crash: %+v, want still queued", got)
 	}
-	b := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
+	b := &notify.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: gw.sender(t)},
 		Owner: "b", Now: clock.At()}
 	clock.Add(59 * time.Second)
 	if n := dispatchOnce(t, b, quan.NotifySMS); n != 0 {
@@ -366,7 +367,7 @@ func TestDispatchStopRecords(t *testing.T) {
 	gw := startGateway(t, nil)
 	recordAll(t, st, clock.Now(), smsTo(1, "+8613800000001"), smsTo(2, "+8613800000002"))
 	ctx, stop := context.WithCancel(t.Context())
-	d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: stopping{gw.sender(t), stop}},
+	d := &notify.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifySMS: stopping{gw.sender(t), stop}},
 		Owner: "a", Now: clock.At()}
 	if n, err := d.DispatchOnce(ctx, quan.NotifySMS); err != nil || n != 2 {
 		t.Fatalf("DispatchOnce = %d, %v; want 2 recorded", n, err)
@@ -460,7 +461,7 @@ func TestDispatchEmail(t *testing.T) {
 		return n
 	}
 	recordAll(t, st, clock.Now(), to(1, "ok@example.com"), to(2, "temp@example.com"), to(3, "perm@example.com"))
-	d := &quan.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifyEmail: sender},
+	d := &notify.Dispatcher{Store: st, Contacts: st, Senders: map[quan.NotifyType]quan.Sender{quan.NotifyEmail: sender},
 		Owner: "d", MaxAttempts: 2, Backoff: []time.Duration{time.Minute}, Now: clock.At()}
 	dispatchOnce(t, d, quan.NotifyEmail)
 	if got := status(t, st, 1, quan.NotifyEmail); got.Status != quan.NotificationSent {

@@ -1,4 +1,4 @@
-package quan_test
+package notify_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/testrig"
+	"github.com/quanhq/quan/notify"
 	"github.com/quanhq/quan/sqlite"
 	"github.com/quanhq/quan/templates"
 )
@@ -26,8 +27,8 @@ type remindFixture struct {
 	st        *sqlite.Store
 	clock     *testrig.Clock
 	templates *templates.TemplateService
-	reminders *quan.ReminderService
-	notices   *quan.NoticeService
+	reminders *notify.ReminderService
+	notices   *notify.NoticeService
 }
 
 func newRemindFixture(t *testing.T) *remindFixture {
@@ -37,8 +38,8 @@ func newRemindFixture(t *testing.T) *remindFixture {
 	return &remindFixture{
 		st: st, clock: clock,
 		templates: &templates.TemplateService{Store: st, Now: clock.At()},
-		reminders: &quan.ReminderService{Store: st, Templates: st, Now: clock.At()},
-		notices:   &quan.NoticeService{Store: st, Contacts: st, Now: clock.At()},
+		reminders: &notify.ReminderService{Store: st, Templates: st, Now: clock.At()},
+		notices:   &notify.NoticeService{Store: st, Contacts: st, Now: clock.At()},
 	}
 }
 

@@ -1,10 +1,12 @@
-package quan
+package notify
 
 import (
 	"context"
 	"errors"
 	"io"
 	"strings"
+
+	"github.com/quanhq/quan"
 )
 
 // Limits of a contacts import.
@@ -24,10 +26,10 @@ const (
 	ImportNoContact      = "no_contact"      // the row has no phone, mail or language: nothing to import
 )
 
-var contactImportReasons = []string{ImportInvalidID, ImportInvalidContact, ImportDuplicateInFile, ImportNoContact}
+var contactImportReasons = []string{quan.ImportInvalidID, ImportInvalidContact, quan.ImportDuplicateInFile, ImportNoContact}
 
 // ContactImport is the outcome of a contacts import.
-type ContactImport = ImportReport
+type ContactImport = quan.ImportReport
 
 // ImportContacts imports the users' contacts in the .xlsx or .csv file
 // read from r: a user id column and any of phone, mail and language,
@@ -48,15 +50,15 @@ type ContactImport = ImportReport
 // ContactImportBatch at a time, a transaction each; if the store fails
 // midway, the batches before stay imported, and importing the file again
 // is safe: the same file gives the same contacts.
-func (s *NoticeService) ImportContacts(ctx context.Context, who Identity, r io.Reader) (*ContactImport, error) {
+func (s *NoticeService) ImportContacts(ctx context.Context, who quan.Identity, r io.Reader) (*ContactImport, error) {
 	if err := CanImportContacts(who); err != nil {
 		return nil, err
 	}
-	var open func(string) (RowReader, func(FileRow) (ContactRow, int64, *ImportFailure), error)
+	var open func(string) (quan.RowReader, func(quan.FileRow) (quan.ContactRow, int64, *quan.ImportFailure), error)
 	if s.OpenRows != nil {
-		open = func(path string) (RowReader, func(FileRow) (ContactRow, int64, *ImportFailure), error) {
+		open = func(path string) (quan.RowReader, func(quan.FileRow) (quan.ContactRow, int64, *quan.ImportFailure), error) {
 			rows, err := s.OpenRows(path)
-			return rows, func(fr FileRow) (ContactRow, int64, *ImportFailure) {
+			return rows, func(fr quan.FileRow) (quan.ContactRow, int64, *quan.ImportFailure) {
 				c, fail := parseContactRow(fr)
 				return c, c.UserID, fail
 			}, err
@@ -67,10 +69,10 @@ func (s *NoticeService) ImportContacts(ctx context.Context, who Identity, r io.R
 	if maxRows <= 0 {
 		maxRows = DefaultMaxContactRows
 	}
-	return FileImport[ContactRow]{
+	return quan.FileImport[quan.ContactRow]{
 		What: "contacts", Files: s.Files, MaxSize: s.MaxFileSize, MaxRows: maxRows,
 		Batch: ContactImportBatch, Reasons: contactImportReasons, Open: open,
-		Store: func(ctx context.Context, rows []ContactRow) (int, error) {
+		Store: func(ctx context.Context, rows []quan.ContactRow) (int, error) {
 			return s.Contacts.ImportContacts(ctx, now, rows)
 		},
 	}.Run(ctx, r)
@@ -79,45 +81,45 @@ func (s *NoticeService) ImportContacts(ctx context.Context, who Identity, r io.R
 // CanImportContacts returns nil if who may import contacts (an admin),
 // else ErrUnauthorized or EFORBIDDEN: the API asks before it reads the
 // upload.
-func CanImportContacts(who Identity) error { return RequireAdmin(who, "import contacts") }
+func CanImportContacts(who quan.Identity) error { return quan.RequireAdmin(who, "import contacts") }
 
 // parseContactRow checks one row of a contacts file. A row whose user id
 // is good is returned with its user even when its contact is not, so that
 // it claims the user against later rows.
-func parseContactRow(fr FileRow) (ContactRow, *ImportFailure) {
-	id, fail := ImportUserID(fr)
+func parseContactRow(fr quan.FileRow) (quan.ContactRow, *quan.ImportFailure) {
+	id, fail := quan.ImportUserID(fr)
 	if fail != nil {
-		return ContactRow{}, fail
+		return quan.ContactRow{}, fail
 	}
-	c := ContactRow{UserID: id}
-	bad := func(field string, err error) (ContactRow, *ImportFailure) {
+	c := quan.ContactRow{UserID: id}
+	bad := func(field string, err error) (quan.ContactRow, *quan.ImportFailure) {
 		msg := err.Error()
-		var ce *ContactError
+		var ce *quan.ContactError
 		if errors.As(err, &ce) {
 			msg = ce.Reason
 		}
-		return c, &ImportFailure{Reason: ImportInvalidContact, Field: field, Message: msg}
+		return c, &quan.ImportFailure{Reason: ImportInvalidContact, Field: field, Message: msg}
 	}
 	var err error
 	if p := strings.TrimSpace(fr.Phone); p != "" {
-		if c.Phone, err = NormalizePhone(p); err != nil {
+		if c.Phone, err = quan.NormalizePhone(p); err != nil {
 			return bad("phone", err)
 		}
 	}
 	if m := strings.TrimSpace(fr.Mail); m != "" {
-		if c.Mail, err = NormalizeMail(m); err != nil {
+		if c.Mail, err = quan.NormalizeMail(m); err != nil {
 			return bad("mail", err)
 		}
 	}
-	switch l := Lang(strings.ToLower(strings.TrimSpace(fr.Lang))); l {
+	switch l := quan.Lang(strings.ToLower(strings.TrimSpace(fr.Lang))); l {
 	case "":
-	case LangZH, LangEN:
+	case quan.LangZH, quan.LangEN:
 		c.Lang = l
 	default:
 		return bad("lang", errors.New("zh or en"))
 	}
 	if c.Phone == "" && c.Mail == "" && c.Lang == "" {
-		return c, &ImportFailure{Reason: ImportNoContact, Message: "no phone, mail or language to import"}
+		return c, &quan.ImportFailure{Reason: ImportNoContact, Message: "no phone, mail or language to import"}
 	}
 	return c, nil
 }

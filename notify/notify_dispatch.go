@@ -1,4 +1,4 @@
-package quan
+package notify
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/quanhq/quan"
 )
 
 // Dispatcher defaults.
@@ -54,15 +56,15 @@ var DefaultNotifyBackoff = []time.Duration{30 * time.Second, 2 * time.Minute, 10
 // MaxAttempts tries, then fails it with the last reason; FailedForGood
 // fails it.
 type Dispatcher struct {
-	Store    NotificationStore
-	Contacts ContactStore
+	Store    quan.NotificationStore
+	Contacts quan.ContactStore
 	// Senders sends each outside channel (NotifyEmail, NotifySMS); a
 	// channel without one is not dispatched in this process.
-	Senders map[NotifyType]Sender
+	Senders map[quan.NotifyType]quan.Sender
 	// Rates bounds the messages a second of each channel, per process:
 	// n processes send up to n times as many. 0 or missing: no bound.
-	Rates map[NotifyType]float64
-	Texts Texts
+	Rates map[quan.NotifyType]float64
+	Texts quan.Texts
 	Quiet QuietHours // the zero value has none
 
 	Owner string        // names this dispatcher among processes; required
@@ -75,12 +77,12 @@ type Dispatcher struct {
 	Poll        time.Duration   // wait when nothing was due; default DefaultDispatchPoll
 	MaxAttempts int             // default DefaultMaxAttempts
 	Backoff     []time.Duration // default DefaultNotifyBackoff; the last repeats
-	Now         Clock           // nil is time.Now
+	Now         quan.Clock      // nil is time.Now
 	Logger      *slog.Logger    // nil discards
 
 	once     sync.Once
-	limiters map[NotifyType]*rate.Limiter
-	stats    map[NotifyType]*dispatchCounters // made by init, never changed after
+	limiters map[quan.NotifyType]*rate.Limiter
+	stats    map[quan.NotifyType]*dispatchCounters // made by init, never changed after
 }
 
 type dispatchCounters struct {
@@ -88,9 +90,9 @@ type dispatchCounters struct {
 }
 
 // Stats returns the dispatcher's counts of every channel.
-func (d *Dispatcher) Stats() DispatchStats {
+func (d *Dispatcher) Stats() quan.DispatchStats {
 	d.init()
-	var sum DispatchStats
+	var sum quan.DispatchStats
 	for ch := range d.stats {
 		s := d.ChannelStats(ch)
 		sum.Sent += s.Sent
@@ -105,13 +107,13 @@ func (d *Dispatcher) Stats() DispatchStats {
 
 // ChannelStats returns the dispatcher's counts of ch; zero for a channel
 // it does not send.
-func (d *Dispatcher) ChannelStats(ch NotifyType) DispatchStats {
+func (d *Dispatcher) ChannelStats(ch quan.NotifyType) quan.DispatchStats {
 	d.init()
 	s := d.stats[ch]
 	if s == nil {
-		return DispatchStats{}
+		return quan.DispatchStats{}
 	}
-	return DispatchStats{Sent: s.sent.Load(), Retried: s.retried.Load(), Failed: s.failed.Load(),
+	return quan.DispatchStats{Sent: s.sent.Load(), Retried: s.retried.Load(), Failed: s.failed.Load(),
 		OptedOut: s.optedOut.Load(), Quiet: s.quiet.Load(), PossibleDuplicates: s.dupes.Load()}
 }
 
@@ -138,13 +140,13 @@ func (d *Dispatcher) init() {
 		if len(d.Backoff) == 0 {
 			d.Backoff = DefaultNotifyBackoff
 		}
-		d.stats = map[NotifyType]*dispatchCounters{NotifyEmail: {}, NotifySMS: {}}
+		d.stats = map[quan.NotifyType]*dispatchCounters{quan.NotifyEmail: {}, quan.NotifySMS: {}}
 		for ch := range d.Senders {
 			if d.stats[ch] == nil {
 				d.stats[ch] = &dispatchCounters{}
 			}
 		}
-		d.limiters = map[NotifyType]*rate.Limiter{}
+		d.limiters = map[quan.NotifyType]*rate.Limiter{}
 		for ch, r := range d.Rates {
 			if r > 0 {
 				// A burst of one batch: WaitN takes a batch at once.
@@ -173,7 +175,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // loop dispatches batches of ch until ctx ends, waiting Poll when none
 // was full.
-func (d *Dispatcher) loop(ctx context.Context, ch NotifyType) {
+func (d *Dispatcher) loop(ctx context.Context, ch quan.NotifyType) {
 	for {
 		n, err := d.DispatchOnce(ctx, ch)
 		if err != nil && ctx.Err() == nil {
@@ -195,7 +197,7 @@ func (d *Dispatcher) loop(ctx context.Context, ch NotifyType) {
 // is sent, what the provider answered is still recorded (within
 // finishTimeout), the rest deferred as RetryLater; a batch whose process
 // dies before the record is taken again after the lease.
-func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, error) {
+func (d *Dispatcher) DispatchOnce(ctx context.Context, ch quan.NotifyType) (int, error) {
 	d.init()
 	sender := d.Senders[ch]
 	if sender == nil {
@@ -207,10 +209,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, erro
 	if err != nil || len(ns) == 0 {
 		return 0, err
 	}
-	results := make([]NotificationResult, len(ns))
+	results := make([]quan.NotificationResult, len(ns))
 	if end, quiet := d.Quiet.Until(now); quiet {
 		for i, n := range ns {
-			results[i] = NotificationResult{ID: n.ID, Status: NotificationDeferred, Reason: "quiet_hours", NextAt: end, GiveBack: true}
+			results[i] = quan.NotificationResult{ID: n.ID, Status: quan.NotificationDeferred, Reason: "quiet_hours", NextAt: end, GiveBack: true}
 		}
 		stats.quiet.Add(int64(len(ns)))
 		return len(ns), d.finish(ctx, results)
@@ -224,25 +226,25 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, erro
 		return len(ns), fmt.Errorf("dispatch %s: %w", ch, err)
 	}
 	var (
-		out   []Outgoing
+		out   []quan.Outgoing
 		index []int // out[j] is ns[index[j]]
 	)
 	for i, n := range ns {
 		if contacts[n.UserID].OptedOut(ch) {
-			results[i] = NotificationResult{ID: n.ID, Status: NotificationFailed, Reason: ReasonOptedOut}
+			results[i] = quan.NotificationResult{ID: n.ID, Status: quan.NotificationFailed, Reason: quan.ReasonOptedOut}
 			stats.optedOut.Add(1)
 			continue
 		}
 		r, err := d.Texts.Render(n.Kind, ch, n.Lang, n.Vars)
 		if err != nil {
-			results[i] = NotificationResult{ID: n.ID, Status: NotificationFailed, Reason: "render: " + err.Error()}
+			results[i] = quan.NotificationResult{ID: n.ID, Status: quan.NotificationFailed, Reason: "render: " + err.Error()}
 			stats.failed.Add(1)
 			continue
 		}
 		if n.Retaken {
 			stats.dupes.Add(1)
 		}
-		out = append(out, Outgoing{ID: n.MessageID(), UserID: n.UserID, Channel: ch, To: n.Address, Kind: n.Kind,
+		out = append(out, quan.Outgoing{ID: n.MessageID(), UserID: n.UserID, Channel: ch, To: n.Address, Kind: n.Kind,
 			Lang: n.Lang, Subject: r.Subject, Text: r.Text, Params: r.Params})
 		index = append(index, i)
 	}
@@ -263,29 +265,29 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context, ch NotifyType) (int, erro
 }
 
 // result is what becomes of n after the provider's answer r at now.
-func (d *Dispatcher) result(stats *dispatchCounters, n *Notification, r SendResult, now time.Time) NotificationResult {
+func (d *Dispatcher) result(stats *dispatchCounters, n *quan.Notification, r quan.SendResult, now time.Time) quan.NotificationResult {
 	switch r.Outcome {
-	case Sent:
+	case quan.Sent:
 		stats.sent.Add(1)
-		return NotificationResult{ID: n.ID, Status: NotificationSent}
-	case RetryLater:
+		return quan.NotificationResult{ID: n.ID, Status: quan.NotificationSent}
+	case quan.RetryLater:
 		if n.Attempts >= d.MaxAttempts {
 			stats.failed.Add(1)
-			return NotificationResult{ID: n.ID, Status: NotificationFailed,
-				Reason: fmt.Sprintf("%s after %d tries: %s", ReasonTooManyTries, n.Attempts, r.Reason)}
+			return quan.NotificationResult{ID: n.ID, Status: quan.NotificationFailed,
+				Reason: fmt.Sprintf("%s after %d tries: %s", quan.ReasonTooManyTries, n.Attempts, r.Reason)}
 		}
 		wait := d.Backoff[min(n.Attempts, len(d.Backoff))-1]
 		wait = max(wait, r.After)
 		stats.retried.Add(1)
 		d.Logger.Debug("notification to retry", "id", n.MessageID(), "attempt", n.Attempts, "reason", r.Reason, "wait", wait)
-		return NotificationResult{ID: n.ID, Status: NotificationDeferred, Reason: r.Reason, NextAt: now.Add(wait)}
+		return quan.NotificationResult{ID: n.ID, Status: quan.NotificationDeferred, Reason: r.Reason, NextAt: now.Add(wait)}
 	}
 	stats.failed.Add(1)
 	reason := r.Reason
 	if reason == "" {
 		reason = "refused by the provider"
 	}
-	return NotificationResult{ID: n.ID, Status: NotificationFailed, Reason: reason}
+	return quan.NotificationResult{ID: n.ID, Status: quan.NotificationFailed, Reason: reason}
 }
 
 // finishTimeout bounds the record of a batch after ctx ended.
@@ -294,7 +296,7 @@ const finishTimeout = 10 * time.Second
 // finish records rs, also when ctx ended meanwhile (the process stops):
 // what the provider accepted is written down rather than sent again, as
 // a possible duplicate, after the lease.
-func (d *Dispatcher) finish(ctx context.Context, rs []NotificationResult) error {
+func (d *Dispatcher) finish(ctx context.Context, rs []quan.NotificationResult) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	if _, err := d.Store.FinishNotifications(ctx, d.Owner, d.Now(), rs); err != nil {
@@ -311,7 +313,7 @@ type QuietHours struct {
 }
 
 // DefaultQuietHours is 22:00–08:00 China Standard Time.
-var DefaultQuietHours = QuietHours{Start: 22 * time.Hour, End: 8 * time.Hour, Location: ChinaTime}
+var DefaultQuietHours = QuietHours{Start: 22 * time.Hour, End: 8 * time.Hour, Location: quan.ChinaTime}
 
 // ParseQuietHours parses "22:00-08:00" in loc (nil: China Standard Time).
 // "" and "off" are no quiet hours.
@@ -320,12 +322,12 @@ func ParseQuietHours(s string, loc *time.Location) (QuietHours, error) {
 		return QuietHours{}, nil
 	}
 	if loc == nil {
-		loc = ChinaTime
+		loc = quan.ChinaTime
 	}
 	var h1, m1, h2, m2 int
 	if n, err := fmt.Sscanf(s, "%d:%d-%d:%d", &h1, &m1, &h2, &m2); err != nil || n != 4 ||
 		h1 < 0 || h1 > 23 || h2 < 0 || h2 > 23 || m1 < 0 || m1 > 59 || m2 < 0 || m2 > 59 || h1*60+m1 == h2*60+m2 {
-		return QuietHours{}, Errorf(EINVALID, "quiet hours %q: want HH:MM-HH:MM, two different times, or off", s)
+		return QuietHours{}, quan.Errorf(quan.EINVALID, "quiet hours %q: want HH:MM-HH:MM, two different times, or off", s)
 	}
 	return QuietHours{
 		Start:    time.Duration(h1)*time.Hour + time.Duration(m1)*time.Minute,
@@ -342,7 +344,7 @@ func (q QuietHours) Until(now time.Time) (time.Time, bool) {
 	}
 	loc := q.Location
 	if loc == nil {
-		loc = ChinaTime
+		loc = quan.ChinaTime
 	}
 	t := now.In(loc)
 	day := func(offset int, at time.Duration) time.Time {

@@ -1,9 +1,11 @@
-package quan
+package notify
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // DefaultInboxRetention is how long inbox and popup entries are kept.
@@ -12,18 +14,18 @@ const DefaultInboxRetention = 90 * 24 * time.Hour
 // NoticeService is what users see of their notifications — the inbox and
 // popups, rendered in their language — and their contact and opt-outs.
 type NoticeService struct {
-	Store    NotificationStore
-	Contacts ContactStore
-	Texts    Texts
+	Store    quan.NotificationStore
+	Contacts quan.ContactStore
+	Texts    quan.Texts
 	// UnsubscribeKey checks the tokens of mails' unsubscribe links
 	// (Unsubscribe); nil refuses every token.
 	UnsubscribeKey UnsubscribeKey
-	Now            Clock // nil is time.Now
+	Now            quan.Clock // nil is time.Now
 
 	// Files keeps an uploaded contacts file while ImportContacts reads
 	// it, and OpenRows reads it; either nil refuses imports.
-	Files    FileStore
-	OpenRows func(path string) (RowReader, error)
+	Files    quan.FileStore
+	OpenRows func(path string) (quan.RowReader, error)
 	// MaxFileSize bounds a contacts file; 0 means DefaultMaxFileSize.
 	MaxFileSize int64
 	// MaxImportRows bounds a contacts file's data rows; 0 means
@@ -33,33 +35,33 @@ type NoticeService struct {
 
 // contactOwner returns the user whose contact who may see or change: its own
 // (user 0, or its own id) for a user, any for an admin.
-func contactOwner(who Identity, user int64) (int64, error) {
+func contactOwner(who quan.Identity, user int64) (int64, error) {
 	switch {
 	case who.Role == "":
-		return 0, ErrUnauthorized
-	case who.Role == RoleUser && (user == 0 || user == who.UserID):
+		return 0, quan.ErrUnauthorized
+	case who.Role == quan.RoleUser && (user == 0 || user == who.UserID):
 		return who.UserID, nil
-	case who.Role == RoleAdmin && user > 0:
+	case who.Role == quan.RoleAdmin && user > 0:
 		return user, nil
-	case who.Role == RoleAdmin:
-		return 0, Errorf(EFORBIDDEN, "an admin has no contact of its own: use /users/{id}/contact")
+	case who.Role == quan.RoleAdmin:
+		return 0, quan.Errorf(quan.EFORBIDDEN, "an admin has no contact of its own: use /users/{id}/contact")
 	}
-	return 0, Errorf(EFORBIDDEN, "only the user or an admin may see or change a user's contact")
+	return 0, quan.Errorf(quan.EFORBIDDEN, "only the user or an admin may see or change a user's contact")
 }
 
 // inboxUser returns who's user id, or ErrForbidden if who is not a user.
-func inboxUser(who Identity) (int64, error) {
+func inboxUser(who quan.Identity) (int64, error) {
 	switch {
 	case who.Role == "":
-		return 0, ErrUnauthorized
-	case who.Role != RoleUser:
-		return 0, Errorf(EFORBIDDEN, "the inbox is a user's: this needs a user token")
+		return 0, quan.ErrUnauthorized
+	case who.Role != quan.RoleUser:
+		return 0, quan.Errorf(quan.EFORBIDDEN, "the inbox is a user's: this needs a user token")
 	}
 	return who.UserID, nil
 }
 
 // Contact returns the contact of user (0: who's own).
-func (s *NoticeService) Contact(ctx context.Context, who Identity, user int64) (*Contact, error) {
+func (s *NoticeService) Contact(ctx context.Context, who quan.Identity, user int64) (*quan.Contact, error) {
 	u, err := contactOwner(who, user)
 	if err != nil {
 		return nil, err
@@ -70,7 +72,7 @@ func (s *NoticeService) Contact(ctx context.Context, who Identity, user int64) (
 // SetContact replaces the contact of user (0: who's own) with c: its
 // phone, mail, language and opt-outs. An invalid phone or mail is
 // EINVALID naming the field; nothing is saved then.
-func (s *NoticeService) SetContact(ctx context.Context, who Identity, user int64, c Contact) (*Contact, error) {
+func (s *NoticeService) SetContact(ctx context.Context, who quan.Identity, user int64, c quan.Contact) (*quan.Contact, error) {
 	u, err := contactOwner(who, user)
 	if err != nil {
 		return nil, err
@@ -78,7 +80,7 @@ func (s *NoticeService) SetContact(ctx context.Context, who Identity, user int64
 	if err := c.Normalize(); err != nil {
 		return nil, err
 	}
-	return s.Contacts.UpdateContact(ctx, u, s.Now.UTC(), func(old *Contact) error {
+	return s.Contacts.UpdateContact(ctx, u, s.Now.UTC(), func(old *quan.Contact) error {
 		old.Phone, old.Mail, old.Lang, old.OptOut = c.Phone, c.Mail, c.Lang, c.OptOut
 		return nil
 	})
@@ -86,7 +88,7 @@ func (s *NoticeService) SetContact(ctx context.Context, who Identity, user int64
 
 // Inbox returns a page of who's inbox, newest first, and the number of
 // all that match.
-func (s *NoticeService) Inbox(ctx context.Context, who Identity, f InboxFilter) ([]*Notice, int, error) {
+func (s *NoticeService) Inbox(ctx context.Context, who quan.Identity, f quan.InboxFilter) ([]*quan.Notice, int, error) {
 	u, err := inboxUser(who)
 	if err != nil {
 		return nil, 0, err
@@ -101,7 +103,7 @@ func (s *NoticeService) Inbox(ctx context.Context, who Identity, f InboxFilter) 
 }
 
 // UnreadCount is how many of who's inbox messages are unread.
-func (s *NoticeService) UnreadCount(ctx context.Context, who Identity) (int, error) {
+func (s *NoticeService) UnreadCount(ctx context.Context, who quan.Identity) (int, error) {
 	u, err := inboxUser(who)
 	if err != nil {
 		return 0, err
@@ -111,27 +113,27 @@ func (s *NoticeService) UnreadCount(ctx context.Context, who Identity) (int, err
 
 // MarkRead marks who's inbox messages ids read, or all of them, and
 // returns how many it marked (ids not in the inbox, or read, count none).
-func (s *NoticeService) MarkRead(ctx context.Context, who Identity, ids []int64, all bool) (int, error) {
+func (s *NoticeService) MarkRead(ctx context.Context, who quan.Identity, ids []int64, all bool) (int, error) {
 	u, err := inboxUser(who)
 	if err != nil {
 		return 0, err
 	}
 	switch {
 	case all && len(ids) > 0:
-		return 0, Errorf(EINVALID, "give ids or all, not both")
+		return 0, quan.Errorf(quan.EINVALID, "give ids or all, not both")
 	case all:
 		ids = nil
 	case len(ids) == 0:
-		return 0, Errorf(EINVALID, "give the ids to mark read, or all: true")
-	case len(ids) > MaxPageSize*10:
-		return 0, Errorf(EINVALID, "at most %d ids at once", MaxPageSize*10)
+		return 0, quan.Errorf(quan.EINVALID, "give the ids to mark read, or all: true")
+	case len(ids) > quan.MaxPageSize*10:
+		return 0, quan.Errorf(quan.EINVALID, "at most %d ids at once", quan.MaxPageSize*10)
 	}
 	return s.Store.MarkRead(ctx, u, ids, s.Now.UTC())
 }
 
 // Popups returns who's popups not shown yet, newest first, marking none;
 // none if who opted out of popups.
-func (s *NoticeService) Popups(ctx context.Context, who Identity) ([]*Notice, error) {
+func (s *NoticeService) Popups(ctx context.Context, who quan.Identity) ([]*quan.Notice, error) {
 	u, err := inboxUser(who)
 	if err != nil {
 		return nil, err
@@ -140,8 +142,8 @@ func (s *NoticeService) Popups(ctx context.Context, who Identity) ([]*Notice, er
 	if err != nil {
 		return nil, err
 	}
-	if c.OptedOut(NotifyPopup) {
-		return []*Notice{}, nil
+	if c.OptedOut(quan.NotifyPopup) {
+		return []*quan.Notice{}, nil
 	}
 	es, err := s.Store.Popups(ctx, u, s.Now.UTC())
 	if err != nil {
@@ -152,7 +154,7 @@ func (s *NoticeService) Popups(ctx context.Context, who Identity) ([]*Notice, er
 
 // AckPopup marks popup id shown to who. ErrNotFound if who has no such
 // popup.
-func (s *NoticeService) AckPopup(ctx context.Context, who Identity, id int64) error {
+func (s *NoticeService) AckPopup(ctx context.Context, who quan.Identity, id int64) error {
 	u, err := inboxUser(who)
 	if err != nil {
 		return err
@@ -177,7 +179,7 @@ func (s *NoticeService) Sweep(ctx context.Context, retention time.Duration, batc
 	return total, ctx.Err()
 }
 
-func (s *NoticeService) render(ctx context.Context, user int64, es []*InboxEntry) ([]*Notice, error) {
+func (s *NoticeService) render(ctx context.Context, user int64, es []*quan.InboxEntry) ([]*quan.Notice, error) {
 	c, err := s.Contacts.Contact(ctx, user)
 	if err != nil {
 		return nil, err
@@ -187,8 +189,8 @@ func (s *NoticeService) render(ctx context.Context, user int64, es []*InboxEntry
 
 // renderIn renders entries in the user's language; an entry recorded in
 // a language of its own keeps it.
-func (s *NoticeService) renderIn(lang Lang, es []*InboxEntry) ([]*Notice, error) {
-	out := make([]*Notice, len(es))
+func (s *NoticeService) renderIn(lang quan.Lang, es []*quan.InboxEntry) ([]*quan.Notice, error) {
+	out := make([]*quan.Notice, len(es))
 	for i, e := range es {
 		l := lang
 		if e.Lang != "" {
@@ -198,7 +200,7 @@ func (s *NoticeService) renderIn(lang Lang, es []*InboxEntry) ([]*Notice, error)
 		if err != nil {
 			return nil, fmt.Errorf("render message %d: %w", e.ID, err)
 		}
-		out[i] = &Notice{ID: e.ID, Channel: e.Channel, Kind: e.Kind, Subject: r.Subject, Text: r.Text, Params: r.Params,
+		out[i] = &quan.Notice{ID: e.ID, Channel: e.Channel, Kind: e.Kind, Subject: r.Subject, Text: r.Text, Params: r.Params,
 			TaskID: e.TaskID, CreatedAt: e.CreatedAt, ExpiresAt: e.ExpiresAt, Read: !e.MarkedAt.IsZero(), ReadAt: e.MarkedAt}
 	}
 	return out, nil
