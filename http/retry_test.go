@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/quanhq/quan"
 	qhttp "github.com/quanhq/quan/http"
-	"github.com/xuri/excelize/v2"
+	"github.com/quanhq/quan/tasks"
 )
 
 // Users of the retry tests: 19-digit ids, which a retry must keep to the
@@ -119,7 +121,7 @@ func TestRetryTask(t *testing.T) {
 	r.want(t, http.StatusCreated, "")
 	var got qhttp.RetryView
 	r.decode(t, &got)
-	wantSkipped := quan.SkippedCounts{InvalidID: 1, InexactNumber: 1, Duplicate: 1}
+	wantSkipped := tasks.SkippedCounts{InvalidID: 1, InexactNumber: 1, Duplicate: 1}
 	if got.Retried != 3 || got.Skipped != wantSkipped || got.SkippedTotal != 3 || got.RetryOf != task.ID ||
 		got.TemplateID != tpl.ID || got.Name != fmt.Sprintf("双十一 (retry of task %d)", task.ID) ||
 		len(got.Notify) != 1 || got.Notify[0] != quan.NotifyInbox || got.ID == task.ID {

@@ -23,6 +23,7 @@ import (
 	"github.com/quanhq/quan/notify"
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/stats"
+	"github.com/quanhq/quan/tasks"
 	"github.com/quanhq/quan/templates"
 	"github.com/quanhq/quan/wallet"
 )
@@ -30,7 +31,7 @@ import (
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
 type Server struct {
 	Templates *templates.TemplateService
-	Tasks     *quan.TaskService       // nil serves no task routes
+	Tasks     *tasks.TaskService      // nil serves no task routes
 	Claims    *claims.ClaimService    // nil serves no claim routes
 	Wallet    *wallet.WalletService   // nil serves no wallet and order routes
 	Codes     *codes.CodeService      // nil serves no code routes

@@ -28,6 +28,7 @@ import (
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/sqlite"
 	"github.com/quanhq/quan/stats"
+	"github.com/quanhq/quan/tasks"
 	"github.com/quanhq/quan/templates"
 	"github.com/quanhq/quan/wallet"
 )
@@ -82,7 +83,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	clock := ts.clock
 	files := &disk.Files{Dir: dir}
 	ts.cache = inmem.NewCache()
-	dist := &quan.Distributor{
+	dist := &tasks.Distributor{
 		Store:        store,
 		Templates:    store,
 		Coupons:      store,
@@ -96,7 +97,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	}
 	ts.api = &qhttp.Server{
 		Templates: &templates.TemplateService{Store: store, Cache: ts.cache, Now: clock},
-		Tasks: &quan.TaskService{
+		Tasks: &tasks.TaskService{
 			Tasks:     store,
 			Templates: store,
 			Files:     files,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/tasks"
 )
 
 // createTask takes a multipart form: the file, and the fields name,
@@ -36,7 +37,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return quan.Errorf(quan.EINVALID, "read the form: %v", err)
 	}
-	var in quan.NewTask
+	var in tasks.NewTask
 	created := false
 	form, err := ReadUploadForm(r.Context(), mr, false, s.Tasks.Upload, func(f *UploadForm, name, v string) {
 		switch name {
@@ -316,7 +317,7 @@ func (s *Server) taskFailures(w http.ResponseWriter, r *http.Request) error {
 
 // ServeFailureReport answers with the failure report (.xlsx) of task id
 // as who may see it: the API's and the console's download.
-func ServeFailureReport(w http.ResponseWriter, r *http.Request, tasks *quan.TaskService, who quan.Identity, id int64) error {
+func ServeFailureReport(w http.ResponseWriter, r *http.Request, tasks *tasks.TaskService, who quan.Identity, id int64) error {
 	path, err := tasks.Report(r.Context(), who, id)
 	if err != nil {
 		return err
@@ -407,9 +408,9 @@ func csvUserID(f quan.Failure) string {
 // it tries again and how many it left out, by cause.
 type RetryView struct {
 	TaskView
-	Retried      int64              `json:"retried"`
-	Skipped      quan.SkippedCounts `json:"skipped"`
-	SkippedTotal int64              `json:"skippedTotal"`
+	Retried      int64               `json:"retried"`
+	Skipped      tasks.SkippedCounts `json:"skipped"`
+	SkippedTotal int64               `json:"skippedTotal"`
 }
 
 // retryTask is POST /tasks/{id}/retry with an optional JSON body
@@ -440,7 +441,7 @@ func (s *Server) retryTask(w http.ResponseWriter, r *http.Request) error {
 		return &quan.Error{Code: quan.EINVALID, Message: "the retry has invalid fields",
 			Fields: []quan.FieldError{{Field: "templateId", Message: "must be a template id, or left out for the task's own"}}}
 	}
-	res, err := s.Tasks.Retry(r.Context(), who, id, quan.RetryTask{TemplateID: body.TemplateID, Name: body.Name})
+	res, err := s.Tasks.Retry(r.Context(), who, id, tasks.RetryTask{TemplateID: body.TemplateID, Name: body.Name})
 	if err != nil {
 		return err
 	}

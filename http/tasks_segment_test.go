@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/tasks"
 )
 
 // TestDistributeSegment: a task may target the users whose facts match a
@@ -53,7 +54,7 @@ func TestDistributeSegment(t *testing.T) {
 		task := ts.distribute(t, tok, tpl.ID, "", nil, fields("user.level >= 2"))
 		want := quan.TaskCounts{Rows: 3, Valid: 2, Issued: 2, Failed: quan.FailedCounts{OutOfStock: 1}}
 		if task.Status != quan.TaskSucceeded || task.Counts != want || task.Segment != "user.level >= 2" ||
-			task.FileName != quan.SegmentFileName {
+			task.FileName != tasks.SegmentFileName {
 			t.Fatalf("task %s %+v segment %q file %q; want %+v of the segment", task.Status, task.Counts, task.Segment, task.FileName, want)
 		}
 		rows := ts.reportRows(t, tok, task.ID)

@@ -11,6 +11,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/codes"
+	"github.com/quanhq/quan/tasks"
 	"github.com/quanhq/quan/templates"
 	"github.com/quanhq/quan/wallet"
 )
@@ -49,7 +50,7 @@ func TestHandlerRoutesAsBefore(t *testing.T) {
 	tk := newCachingTokens(t, clock, 64)
 	s := &Server{
 		Templates: &templates.TemplateService{},
-		Tasks:     &quan.TaskService{},
+		Tasks:     &tasks.TaskService{},
 		Claims:    &claims.ClaimService{},
 		Wallet:    &wallet.WalletService{},
 		Codes:     &codes.CodeService{},

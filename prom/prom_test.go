@@ -15,6 +15,7 @@ import (
 	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/prom"
+	"github.com/quanhq/quan/tasks"
 	"github.com/quanhq/quan/wallet"
 )
 
@@ -132,7 +133,7 @@ func TestDistribution(t *testing.T) {
 		errs:   map[int64]error{3: quan.ErrChunkApplied, 4: errors.New("the store is down")},
 	}
 	bus := &fakeBus{deliveries: []quan.Message{chunk(1, 1), chunk(2, 2), chunk(3, 1), chunk(4, 1)}}
-	d := &quan.Distributor{Store: store, Bus: bus}
+	d := &tasks.Distributor{Store: store, Bus: bus}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(prom.Distribution(&d.Counters))
 	if err := d.ServeChunks(t.Context()); err != nil {

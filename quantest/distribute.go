@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/tasks"
 )
 
 // Backends are the engines a shared distribution runs on: a store, a cache
@@ -69,8 +70,8 @@ func (r *rowReader) Progress() (int64, int64) { return int64(r.next), int64(len(
 func (r *rowReader) Close() error             { return nil }
 
 // worker returns a Distributor named owner on b that reads file.
-func worker(b Backends, owner string, file userFile) *quan.Distributor {
-	return &quan.Distributor{
+func worker(b Backends, owner string, file userFile) *tasks.Distributor {
+	return &tasks.Distributor{
 		Store: b.Tasks, Templates: b.Templates, Coupons: b.Coupons, Cache: b.Cache, Bus: b.Bus,
 		Open: func(context.Context, *quan.Task) (quan.RowReader, error) {
 			return &rowReader{rows: file}, nil
@@ -82,7 +83,7 @@ func worker(b Backends, owner string, file userFile) *quan.Distributor {
 }
 
 // serve runs ServeChunks of each worker until the test ends.
-func serve(t *testing.T, ws ...*quan.Distributor) {
+func serve(t *testing.T, ws ...*tasks.Distributor) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, w := range ws {
@@ -99,7 +100,7 @@ func serve(t *testing.T, ws ...*quan.Distributor) {
 }
 
 // runTask has w claim and run the one due task, to its end.
-func runTask(t *testing.T, w *quan.Distributor) {
+func runTask(t *testing.T, w *tasks.Distributor) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

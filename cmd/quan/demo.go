@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/sheet"
+	"github.com/quanhq/quan/tasks"
 )
 
 // DemoCommand shows quan's main job end to end: a template, a generated
@@ -78,7 +78,7 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 		float64(size)/1e6, time.Since(start).Round(time.Millisecond))
 
 	p := out.progress(c.Main.Stderr)
-	t, wall, err := a.RunTask(ctx, file, quan.NewTask{Name: "demo", TemplateID: tpl.ID, FileName: filepath.Base(file)}, p.Update)
+	t, wall, err := a.RunTask(ctx, file, tasks.NewTask{Name: "demo", TemplateID: tpl.ID, FileName: filepath.Base(file)}, p.Update)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

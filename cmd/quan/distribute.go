@@ -20,6 +20,7 @@ import (
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/tasks"
 )
 
 // DistributeCommand runs a distribution task, on the local data folder or
@@ -64,7 +65,7 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 		if err := retryUsage(fs, *retry, *template, pos); err != nil {
 			return err
 		}
-		in := quan.RetryTask{TemplateID: *template, Name: *name}
+		in := tasks.RetryTask{TemplateID: *template, Name: *name}
 		if *server != "" {
 			return c.remoteRetry(ctx, *server, *token, *retry, in, out)
 		}
@@ -87,7 +88,7 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return cli.Usagef("distribute: --notify: %v", err)
 	}
-	in := quan.NewTask{Name: *name, TemplateID: *template, Notify: notifyTypes, DryRun: *dry, Sheet: *sheetName, Segment: *segment}
+	in := tasks.NewTask{Name: *name, TemplateID: *template, Notify: notifyTypes, DryRun: *dry, Sheet: *sheetName, Segment: *segment}
 	if file != "" {
 		in.FileName = filepath.Base(file)
 	}
@@ -166,7 +167,7 @@ func retryUsage(fs *flag.FlagSet, retry, template int64, pos []string) error {
 }
 
 // localRetry retries task id's failed rows on the local data folder.
-func (c *DistributeCommand) localRetry(ctx context.Context, cfg app.Config, id int64, in quan.RetryTask, out outputFlags) error {
+func (c *DistributeCommand) localRetry(ctx context.Context, cfg app.Config, id int64, in tasks.RetryTask, out outputFlags) error {
 	cfg.Now = c.Main.Now
 	logger, err := cfg.NewLogger(c.Main.Stderr)
 	if err != nil {
@@ -193,7 +194,7 @@ func (c *DistributeCommand) localRetry(ctx context.Context, cfg app.Config, id i
 
 // remoteRetry asks a server to retry task id's failed rows, then follows
 // the new task.
-func (c *DistributeCommand) remoteRetry(ctx context.Context, server, token string, id int64, in quan.RetryTask, out outputFlags) error {
+func (c *DistributeCommand) remoteRetry(ctx context.Context, server, token string, id int64, in tasks.RetryTask, out outputFlags) error {
 	server = strings.TrimSuffix(server, "/")
 	body, err := json.Marshal(map[string]any{"templateId": in.TemplateID, "name": in.Name})
 	if err != nil {
@@ -237,7 +238,7 @@ func taskExit(t *quan.Task) error {
 }
 
 // remote uploads the file to a server, then follows the task's progress.
-func (c *DistributeCommand) remote(ctx context.Context, server, token, file string, in quan.NewTask, out outputFlags) error {
+func (c *DistributeCommand) remote(ctx context.Context, server, token, file string, in tasks.NewTask, out outputFlags) error {
 	server = strings.TrimSuffix(server, "/")
 	var f *os.File // nil for a segment
 	if file != "" {

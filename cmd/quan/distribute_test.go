@@ -16,12 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/mysql/mysqltest"
 	"github.com/quanhq/quan/sheet"
-	"github.com/xuri/excelize/v2"
+	"github.com/quanhq/quan/tasks"
 )
 
 // run runs quan with args in env and returns its stdout; it fails the test
@@ -380,7 +382,7 @@ func TestWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := a.Tasks.Create(context.Background(), app.CLI, quan.NewTask{Name: "w", TemplateID: tpl.ID, FileName: "u.csv", File: f})
+	task, err := a.Tasks.Create(context.Background(), app.CLI, tasks.NewTask{Name: "w", TemplateID: tpl.ID, FileName: "u.csv", File: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,7 +563,7 @@ func TestDistributeRetryRemoteCLI(t *testing.T) {
 		Rows   int64
 		Retry  struct {
 			Of, Retried, SkippedTotal int64
-			Skipped                   quan.SkippedCounts
+			Skipped                   tasks.SkippedCounts
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/stats"
+	"github.com/quanhq/quan/tasks"
 	"github.com/quanhq/quan/templates"
 )
 
@@ -50,7 +51,7 @@ type Accounts interface {
 type Console struct {
 	Accounts  Accounts
 	Templates *templates.TemplateService
-	Tasks     *quan.TaskService   // nil: no distribution pages
+	Tasks     *tasks.TaskService  // nil: no distribution pages
 	Stats     *stats.StatsService // nil: no statistics pages
 	Codes     *codes.CodeService  // nil: no code pages
 	// CodesExport writes a code batch as .xlsx; nil offers .csv only.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/quanhq/quan"
 	qhttp "github.com/quanhq/quan/http"
+	"github.com/quanhq/quan/tasks"
 )
 
 // taskRoutes registers the distribution pages: the list of tasks, the
@@ -131,7 +132,7 @@ func (c *Console) taskCreate(w http.ResponseWriter, r *http.Request, s *session)
 		return quan.Errorf(quan.EINVALID, "send the distribution form as multipart/form-data")
 	}
 	f := taskForm{Notify: map[quan.NotifyType]bool{}}
-	var in quan.NewTask
+	var in tasks.NewTask
 	created := false
 	form, err := qhttp.ReadUploadForm(r.Context(), s.form, true, c.Tasks.Upload, func(_ *qhttp.UploadForm, name, val string) {
 		switch name {
@@ -337,7 +338,7 @@ func (c *Console) taskRetry(w http.ResponseWriter, r *http.Request, s *session) 
 	if err != nil {
 		return err
 	}
-	res, err := c.Tasks.Retry(r.Context(), s.Who, id, quan.RetryTask{})
+	res, err := c.Tasks.Retry(r.Context(), s.Who, id, tasks.RetryTask{})
 	if err != nil {
 		return back(w, r, id, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/tasks"
 )
 
 // TestTaskSegment: the upload form takes a segment instead of the file;
@@ -43,7 +44,7 @@ func TestTaskSegment(t *testing.T) {
 	}
 	contains(t, body, "<code>user.level &gt;= 2</code>")
 	task, err := d.tasks.Get(context.Background(), admin, taskID(t, path))
-	if err != nil || task.Segment != "user.level >= 2" || task.FileName != quan.SegmentFileName {
+	if err != nil || task.Segment != "user.level >= 2" || task.FileName != tasks.SegmentFileName {
 		t.Fatalf("task %+v, %v; want the segment's", task, err)
 	}
 }

@@ -28,13 +28,14 @@ import (
 	"github.com/quanhq/quan/report"
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
+	"github.com/quanhq/quan/tasks"
 )
 
 // distribution is what withTasks gave the console: its task service and
 // the data folder where uploads are kept.
 type distribution struct {
 	dir   string
-	tasks *quan.TaskService
+	tasks *tasks.TaskService
 }
 
 // withTasks gives the console a TaskService over the test store and runs
@@ -46,7 +47,7 @@ func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.C
 		files := &disk.Files{Dir: d.dir}
 		cache := inmem.NewCache()
 		tc.tpls.Cache = cache
-		dist := &quan.Distributor{
+		dist := &tasks.Distributor{
 			Store: tc.store, Templates: tc.store, Coupons: tc.store, Cache: cache,
 			Open: func(ctx context.Context, t *quan.Task) (quan.RowReader, error) {
 				return sheet.OpenRows(t.FilePath, sheet.Options{Sheet: t.Sheet})
@@ -57,7 +58,7 @@ func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.C
 			PollInterval: 10 * time.Millisecond,
 			Now:          tc.clock,
 		}
-		d.tasks = &quan.TaskService{
+		d.tasks = &tasks.TaskService{
 			Tasks: tc.store, Templates: tc.store, Files: files,
 			Check: func(ctx context.Context, path, name string) error {
 				return sheet.Check(ctx, path, sheet.Options{Sheet: name})

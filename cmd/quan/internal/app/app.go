@@ -29,6 +29,7 @@ import (
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/shops"
 	"github.com/quanhq/quan/stats"
+	"github.com/quanhq/quan/tasks"
 	"github.com/quanhq/quan/templates"
 	"github.com/quanhq/quan/tracing"
 	"github.com/quanhq/quan/wallet"
@@ -43,8 +44,8 @@ type App struct {
 	Backends *Backends
 
 	Templates   *templates.TemplateService
-	Tasks       *quan.TaskService
-	Distributor *quan.Distributor
+	Tasks       *tasks.TaskService
+	Distributor *tasks.Distributor
 	Claims      *claims.ClaimService     // nil without a claim bus (Local, or a Worker on the embedded bus)
 	Wallet      *wallet.WalletService    // nil for Local
 	Codes       *codes.CodeService       // nil for Local
@@ -158,7 +159,7 @@ func (a *App) build(ctx context.Context) error {
 		},
 		MaxFileSize: cfg.Files.MaxUpload,
 	}
-	a.Distributor = &quan.Distributor{
+	a.Distributor = &tasks.Distributor{
 		Store:            taskStore,
 		Templates:        st,
 		Coupons:          st,
@@ -182,7 +183,7 @@ func (a *App) build(ctx context.Context) error {
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Distribution(&a.Distributor.Counters), prom.Monitor(st, cfg.Now))
 	}
-	a.Tasks = &quan.TaskService{
+	a.Tasks = &tasks.TaskService{
 		Tasks:       taskStore,
 		Tracer:      tracer,
 		Templates:   st,

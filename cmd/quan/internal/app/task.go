@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/tasks"
 	"github.com/quanhq/quan/templates"
 )
 
@@ -26,7 +27,7 @@ var CLI = quan.Identity{Role: quan.RoleAdmin, Subject: "cli"}
 // finished task and the wall time from the upload to its end. With file
 // "", in names a segment (in.Segment): the wall time starts as its users
 // are read.
-func (a *App) RunTask(ctx context.Context, file string, in quan.NewTask, progress func(*quan.Task, time.Duration)) (*quan.Task, time.Duration, error) {
+func (a *App) RunTask(ctx context.Context, file string, in tasks.NewTask, progress func(*quan.Task, time.Duration)) (*quan.Task, time.Duration, error) {
 	start := time.Now()
 	if file != "" {
 		f, err := os.Open(file)
@@ -52,7 +53,7 @@ func (a *App) RunTask(ctx context.Context, file string, in quan.NewTask, progres
 // task id (quan.TaskService.Retry) and runs it like RunTask. It returns
 // what the retry took, the finished task and the wall time from the
 // retry's start to the task's end.
-func (a *App) RetryTask(ctx context.Context, id int64, in quan.RetryTask, progress func(*quan.Task, time.Duration)) (*quan.Retry, *quan.Task, time.Duration, error) {
+func (a *App) RetryTask(ctx context.Context, id int64, in tasks.RetryTask, progress func(*quan.Task, time.Duration)) (*tasks.Retry, *quan.Task, time.Duration, error) {
 	start := time.Now()
 	r, err := a.Tasks.Retry(ctx, CLI, id, in)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/sheet"
+	"github.com/quanhq/quan/tasks"
 )
 
 // Command runs one benchmark.
@@ -187,7 +188,7 @@ func (c *Command) distribute(ctx context.Context, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	t, wall, err := a.RunTask(ctx, file, quan.NewTask{Name: "bench", TemplateID: tpl.ID, FileName: "bench-users.xlsx"}, nil)
+	t, wall, err := a.RunTask(ctx, file, tasks.NewTask{Name: "bench", TemplateID: tpl.ID, FileName: "bench-users.xlsx"}, nil)
 	if err != nil {
 		return fmt.Errorf("bench distribute: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/sheet"
+	"github.com/quanhq/quan/tasks"
 )
 
 // notifyRuns is `quan bench distribute --notify CHANNELS`: the same
@@ -101,7 +102,7 @@ func (r *notifyRuns) once(ctx context.Context, i int, file string, chs []quan.No
 		return nil, 0, "", fmt.Errorf("bench distribute: %w", err)
 	}
 	runtime.GC()
-	t, wall, err := a.RunTask(ctx, file, quan.NewTask{Name: "bench", TemplateID: tpl.ID, FileName: "bench-users.xlsx", Notify: chs}, nil)
+	t, wall, err := a.RunTask(ctx, file, tasks.NewTask{Name: "bench", TemplateID: tpl.ID, FileName: "bench-users.xlsx", Notify: chs}, nil)
 	if err != nil {
 		return nil, 0, "", fmt.Errorf("bench distribute: %w", err)
 	}

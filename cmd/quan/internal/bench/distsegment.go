@@ -19,6 +19,7 @@ import (
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/sheet"
+	"github.com/quanhq/quan/tasks"
 )
 
 // segmentRuns is `quan bench distribute --segment RULE`: n generated
@@ -225,9 +226,9 @@ func (r *segmentRuns) once(ctx context.Context, i int, file string, facts []quan
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("bench distribute: %w", err)
 	}
-	in := quan.NewTask{Name: "bench", TemplateID: tpl.ID, FileName: filepath.Base(file)}
+	in := tasks.NewTask{Name: "bench", TemplateID: tpl.ID, FileName: filepath.Base(file)}
 	if i == 1 {
-		in, file = quan.NewTask{Name: "bench", TemplateID: tpl.ID, Segment: r.rule}, ""
+		in, file = tasks.NewTask{Name: "bench", TemplateID: tpl.ID, Segment: r.rule}, ""
 		if r.cpuprofile != "" {
 			f, err := os.Create(r.cpuprofile)
 			if err != nil {

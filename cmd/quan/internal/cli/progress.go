@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/tasks"
 )
 
 // IsTerminal reports whether w is a character device (a terminal), where
@@ -120,10 +121,10 @@ type Summary struct {
 // Retry is what a retry took from the task it retries: the failed rows it
 // tried again and those it left out, by cause.
 type Retry struct {
-	Of           int64              `json:"of"`
-	Retried      int64              `json:"retried"`
-	Skipped      quan.SkippedCounts `json:"skipped"`
-	SkippedTotal int64              `json:"skippedTotal"`
+	Of           int64               `json:"of"`
+	Retried      int64               `json:"retried"`
+	Skipped      tasks.SkippedCounts `json:"skipped"`
+	SkippedTotal int64               `json:"skippedTotal"`
 }
 
 // Formats of a summary: --output text or json.

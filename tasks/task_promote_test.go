@@ -1,4 +1,4 @@
-package quan_test
+package tasks_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/quanhq/quan/disk"
 	"github.com/quanhq/quan/internal/testrig"
 	"github.com/quanhq/quan/sheet"
+	"github.com/quanhq/quan/tasks"
 	"github.com/quanhq/quan/templates"
 )
 
@@ -28,7 +29,7 @@ func TestRunForReal(t *testing.T) {
 		es, _ := os.ReadDir(filepath.Join(dir, "uploads"))
 		return len(es)
 	}
-	tasks := &quan.TaskService{
+	svc := &tasks.TaskService{
 		Tasks: st, Templates: st, Files: files, Now: clock,
 		Check: func(ctx context.Context, path, name string) error {
 			return sheet.Check(ctx, path, sheet.Options{Sheet: name})
@@ -43,11 +44,11 @@ func TestRunForReal(t *testing.T) {
 	csv := []byte("userId\n1\n2\nx\n")
 	newTask := func(t *testing.T, dry bool) *quan.Task {
 		t.Helper()
-		f, err := tasks.Upload(ctx, bytes.NewReader(csv))
+		f, err := svc.Upload(ctx, bytes.NewReader(csv))
 		if err != nil {
 			t.Fatal(err)
 		}
-		task, err := tasks.Create(ctx, testrig.Merchant1, quan.NewTask{Name: "双十一", TemplateID: tpl.ID, DryRun: dry,
+		task, err := svc.Create(ctx, testrig.Merchant1, tasks.NewTask{Name: "双十一", TemplateID: tpl.ID, DryRun: dry,
 			Notify: []quan.NotifyType{quan.NotifyInbox, quan.NotifySMS}, Sheet: "名单", FileName: "users.csv", File: f})
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +73,7 @@ func TestRunForReal(t *testing.T) {
 		dry := newTask(t, true)
 		finish(t, dry.ID, succeed)
 		sendAt := now.Add(2 * time.Hour)
-		real, err := tasks.RunForReal(ctx, testrig.Merchant1, dry.ID, sendAt)
+		real, err := svc.RunForReal(ctx, testrig.Merchant1, dry.ID, sendAt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,27 +99,27 @@ func TestRunForReal(t *testing.T) {
 			t.Fatalf("real task's file %q", got)
 		}
 		// A dry run whose file is gone cannot be run again.
-		if _, err := tasks.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.ENOTFOUND {
+		if _, err := svc.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.ENOTFOUND {
 			t.Fatalf("file gone: %v", err)
 		}
 	})
 	t.Run("ErrNotFinished", func(t *testing.T) {
 		dry := newTask(t, true)
-		if _, err := tasks.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.ECONFLICT {
+		if _, err := svc.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.ECONFLICT {
 			t.Fatalf("pending dry run: %v", err)
 		}
 	})
 	t.Run("ErrCanceled", func(t *testing.T) {
 		dry := newTask(t, true)
 		finish(t, dry.ID, func(task *quan.Task) error { return task.Cancel(now) })
-		if _, err := tasks.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.EINVALID {
+		if _, err := svc.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.EINVALID {
 			t.Fatalf("canceled dry run: %v", err)
 		}
 	})
 	t.Run("ErrNotDryRun", func(t *testing.T) {
 		task := newTask(t, false)
 		finish(t, task.ID, succeed)
-		if _, err := tasks.RunForReal(ctx, testrig.Merchant1, task.ID, time.Time{}); quan.ErrorCode(err) != quan.EINVALID {
+		if _, err := svc.RunForReal(ctx, testrig.Merchant1, task.ID, time.Time{}); quan.ErrorCode(err) != quan.EINVALID {
 			t.Fatalf("real task: %v", err)
 		}
 	})
@@ -126,7 +127,7 @@ func TestRunForReal(t *testing.T) {
 		dry := newTask(t, true)
 		finish(t, dry.ID, succeed)
 		other := quan.Identity{Subject: "merchant:2", Role: quan.RoleMerchant, ShopNo: 2}
-		if _, err := tasks.RunForReal(ctx, other, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.ENOTFOUND {
+		if _, err := svc.RunForReal(ctx, other, dry.ID, time.Time{}); quan.ErrorCode(err) != quan.ENOTFOUND {
 			t.Fatalf("another shop's dry run: %v", err)
 		}
 	})
@@ -137,7 +138,7 @@ func TestRunForReal(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := uploads()
-		_, err := tasks.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{})
+		_, err := svc.RunForReal(ctx, testrig.Merchant1, dry.ID, time.Time{})
 		if n := uploads(); n != before {
 			t.Errorf("a refused run left %d files in uploads, was %d", n, before)
 		}

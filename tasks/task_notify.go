@@ -1,15 +1,17 @@
-package quan
+package tasks
 
 import (
 	"context"
 	"iter"
 	"slices"
+
+	"github.com/quanhq/quan"
 )
 
 // NotificationProgress returns the notification progress of task id if
 // the caller's shop owns it, else ErrNotFound. A task that notifies on no
 // channel has an empty one.
-func (s *TaskService) NotificationProgress(ctx context.Context, who Identity, id int64) (*TaskNotifications, error) {
+func (s *TaskService) NotificationProgress(ctx context.Context, who quan.Identity, id int64) (*quan.TaskNotifications, error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
@@ -18,18 +20,18 @@ func (s *TaskService) NotificationProgress(ctx context.Context, who Identity, id
 }
 
 // progress counts t's notifications.
-func (s *TaskService) progress(ctx context.Context, t *Task) (*TaskNotifications, error) {
-	out := &TaskNotifications{Channels: slices.Clone(t.Notify), ByChannel: map[NotifyType]ChannelCounts{}, Counts: []NotificationCount{}}
+func (s *TaskService) progress(ctx context.Context, t *quan.Task) (*quan.TaskNotifications, error) {
+	out := &quan.TaskNotifications{Channels: slices.Clone(t.Notify), ByChannel: map[quan.NotifyType]quan.ChannelCounts{}, Counts: []quan.NotificationCount{}}
 	if out.Channels == nil {
-		out.Channels = []NotifyType{}
+		out.Channels = []quan.NotifyType{}
 	}
 	for _, ch := range t.Notify {
-		out.ByChannel[ch] = ChannelCounts{Broadcast: ch == NotifyInbox || ch == NotifyPopup}
+		out.ByChannel[ch] = quan.ChannelCounts{Broadcast: ch == quan.NotifyInbox || ch == quan.NotifyPopup}
 	}
 	if len(t.Notify) == 0 || s.Outbox == nil {
 		return out, nil
 	}
-	cs, err := s.Outbox.NotificationCounts(ctx, TaskSource(t.ID))
+	cs, err := s.Outbox.NotificationCounts(ctx, quan.TaskSource(t.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -37,13 +39,13 @@ func (s *TaskService) progress(ctx context.Context, t *Task) (*TaskNotifications
 	for _, c := range cs {
 		k := out.ByChannel[c.Channel]
 		switch c.Status {
-		case NotificationQueued:
+		case quan.NotificationQueued:
 			k.Queued += c.Count
-		case NotificationDeferred:
+		case quan.NotificationDeferred:
 			k.Deferred += c.Count
-		case NotificationSent:
+		case quan.NotificationSent:
 			k.Sent += c.Count
-		case NotificationFailed:
+		case quan.NotificationFailed:
 			k.Failed += c.Count
 		}
 		k.Total += c.Count
@@ -61,7 +63,7 @@ func (s *TaskService) progress(ctx context.Context, t *Task) (*TaskNotifications
 
 // TaskNotificationsFor returns the notification progress of t, which the
 // caller read with Get; nil if the task notifies on no channel.
-func (s *TaskService) TaskNotificationsFor(ctx context.Context, t *Task) (*TaskNotifications, error) {
+func (s *TaskService) TaskNotificationsFor(ctx context.Context, t *quan.Task) (*quan.TaskNotifications, error) {
 	if len(t.Notify) == 0 {
 		return nil, nil
 	}
@@ -76,22 +78,22 @@ const notificationPage = 10_000
 // the caller's shop owns it (else ErrNotFound), channel by channel in the
 // task's order, each in the order they were recorded, a page at a time;
 // an error ends the sequence.
-func (s *TaskService) FailedNotifications(ctx context.Context, who Identity, id int64) (iter.Seq2[*Notification, error], error) {
+func (s *TaskService) FailedNotifications(ctx context.Context, who quan.Identity, id int64) (iter.Seq2[*quan.Notification, error], error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
 	}
-	return func(yield func(*Notification, error) bool) {
+	return func(yield func(*quan.Notification, error) bool) {
 		if s.Outbox == nil {
 			return
 		}
 		for _, ch := range t.Notify {
-			if ch != NotifyEmail && ch != NotifySMS {
+			if ch != quan.NotifyEmail && ch != quan.NotifySMS {
 				continue // broadcasts do not fail
 			}
 			var after int64
 			for {
-				page, err := s.Outbox.FailedNotifications(ctx, TaskSource(t.ID), ch, after, notificationPage)
+				page, err := s.Outbox.FailedNotifications(ctx, quan.TaskSource(t.ID), ch, after, notificationPage)
 				if err != nil {
 					yield(nil, err)
 					return

@@ -1,10 +1,12 @@
-package quan
+package tasks
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // reconcileIfEnded reconciles the cache with the store if task has ended.
@@ -16,50 +18,50 @@ import (
 // ended before the reload was done is reconciled again, after it; one
 // still running then will be reconciled by its runner later.
 func (d *Distributor) reconcileIfEnded(ctx context.Context, task int64) {
-	cur, err := d.Store.Task(ctx, AnyShop, task)
+	cur, err := d.Store.Task(ctx, quan.AnyShop, task)
 	if err != nil {
 		d.logger().Warn("reconcile the cache", "task", task, "err", err)
 		return
 	}
-	if cur.Status != TaskRunning {
+	if cur.Status != quan.TaskRunning {
 		d.reconcile(ctx, cur)
 	}
 }
 
 // reserve reserves users in the cache, first loading the template if the
 // cache lacks it and correcting its rules if they changed in the store.
-func (d *Distributor) reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]Refusal, error) {
-	tpl, err := d.Templates.Template(ctx, AnyShop, template)
+func (d *Distributor) reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]quan.Refusal, error) {
+	tpl, err := d.Templates.Template(ctx, quan.AnyShop, template)
 	if err != nil {
 		return nil, err
 	}
 	st, err := d.Cache.State(ctx, template)
 	switch {
-	case errors.Is(err, ErrCacheCold):
-		if _, err := d.Cache.Load(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID, tpl.PeriodsAt(now))); err != nil {
+	case errors.Is(err, quan.ErrCacheCold):
+		if _, err := d.Cache.Load(ctx, quan.StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID, tpl.PeriodsAt(now))); err != nil {
 			return nil, fmt.Errorf("load template %d into the cache: %w", tpl.ID, err)
 		}
 	case err != nil:
 		return nil, err
-	case !sameRules(st, StateOf(tpl)):
-		if err := d.Cache.Update(ctx, StateOf(tpl), 0); err != nil && !errors.Is(err, ErrCacheCold) {
+	case !sameRules(st, quan.StateOf(tpl)):
+		if err := d.Cache.Update(ctx, quan.StateOf(tpl), 0); err != nil && !errors.Is(err, quan.ErrCacheCold) {
 			return nil, err
 		}
 	}
 	for attempt := 0; ; attempt++ {
 		refusals, err := d.Cache.Reserve(ctx, template, key, users, now)
-		if !errors.Is(err, ErrCacheCold) || attempt == 2 {
+		if !errors.Is(err, quan.ErrCacheCold) || attempt == 2 {
 			return refusals, err
 		}
 		// Lost since the check above (a Redis restart, a FLUSHALL).
-		if _, err := d.Cache.Load(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, template, tpl.PeriodsAt(now))); err != nil {
+		if _, err := d.Cache.Load(ctx, quan.StateOf(tpl), d.Coupons.Holdings(ctx, template, tpl.PeriodsAt(now))); err != nil {
 			return nil, fmt.Errorf("load template %d into the cache: %w", template, err)
 		}
 	}
 }
 
 // sameRules reports whether a and b agree on everything but the stock.
-func sameRules(a, b TemplateState) bool {
+func sameRules(a, b quan.TemplateState) bool {
 	return a.ID == b.ID && a.ShopNo == b.ShopNo && a.Status == b.Status && a.PerUserLimit == b.PerUserLimit &&
 		a.PerUserDaily == b.PerUserDaily && a.PerUserWeekly == b.PerUserWeekly &&
 		a.IssueStart.Equal(b.IssueStart) && a.IssueEnd.Equal(b.IssueEnd)
@@ -67,16 +69,16 @@ func sameRules(a, b TemplateState) bool {
 
 // prime loads template from the store into the cache.
 func (d *Distributor) prime(ctx context.Context, template int64) error {
-	tpl, err := d.Templates.Template(ctx, AnyShop, template)
+	tpl, err := d.Templates.Template(ctx, quan.AnyShop, template)
 	if err != nil {
 		return err
 	}
 	return d.primeWith(ctx, tpl)
 }
 
-func (d *Distributor) primeWith(ctx context.Context, tpl *Template) error {
+func (d *Distributor) primeWith(ctx context.Context, tpl *quan.Template) error {
 	start := time.Now()
-	if err := d.Cache.Prime(ctx, StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID, tpl.PeriodsAt(d.Now.UTC()))); err != nil {
+	if err := d.Cache.Prime(ctx, quan.StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID, tpl.PeriodsAt(d.Now.UTC()))); err != nil {
 		return fmt.Errorf("load template %d into the cache: %w", tpl.ID, err)
 	}
 	d.logger().Info("cache loaded from the store", "template", tpl.ID, "stock", tpl.Stock, "took", time.Since(start))
@@ -93,7 +95,7 @@ func (d *Distributor) primeWith(ctx context.Context, tpl *Template) error {
 // template from the store: claims in flight on it (a flash sale during a
 // distribution) would be given back by that load, so a process that takes
 // claims has a Reconciler.
-func (d *Distributor) reconcile(ctx context.Context, t *Task) {
+func (d *Distributor) reconcile(ctx context.Context, t *quan.Task) {
 	if d.Cache == nil || t.DryRun {
 		return
 	}
@@ -101,7 +103,7 @@ func (d *Distributor) reconcile(ctx context.Context, t *Task) {
 		d.Reconciler.Check(t.TemplateID)
 		return
 	}
-	tpl, err := d.Templates.Template(ctx, AnyShop, t.TemplateID)
+	tpl, err := d.Templates.Template(ctx, quan.AnyShop, t.TemplateID)
 	if err != nil {
 		d.logger().Warn("reconcile the cache", "task", t.ID, "err", err)
 		return
@@ -110,7 +112,7 @@ func (d *Distributor) reconcile(ctx context.Context, t *Task) {
 	if err == nil && st.Stock == tpl.Stock {
 		return
 	}
-	if err != nil && !errors.Is(err, ErrCacheCold) {
+	if err != nil && !errors.Is(err, quan.ErrCacheCold) {
 		d.logger().Warn("reconcile the cache", "task", t.ID, "err", err)
 		return
 	}

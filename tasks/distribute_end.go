@@ -1,20 +1,22 @@
-package quan
+package tasks
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/quanhq/quan"
 )
 
 // stopped handles a run that lost its task. If the task was canceled, the
 // file is read to the end to count the rows not reached.
-func (d *Distributor) stopped(ctx context.Context, t *Task) error {
-	cur, err := d.Store.Task(ctx, AnyShop, t.ID)
+func (d *Distributor) stopped(ctx context.Context, t *quan.Task) error {
+	cur, err := d.Store.Task(ctx, quan.AnyShop, t.ID)
 	if err != nil {
 		return fmt.Errorf("task %d: %w", t.ID, err)
 	}
-	if cur.Status != TaskCanceled {
+	if cur.Status != quan.TaskCanceled {
 		d.Counters.LeasesLost.Add(1)
 		d.logger().Info("task taken over by another runner", "task", t.ID, "status", cur.Status, "owner", cur.Owner)
 		return nil
@@ -23,7 +25,7 @@ func (d *Distributor) stopped(ctx context.Context, t *Task) error {
 	if err != nil {
 		return fmt.Errorf("task %d: count canceled rows: %w", t.ID, err)
 	}
-	cur, err = d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
+	cur, err = d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
 		cur.Counts.Canceled = max(0, total-cur.Counts.Rows)
 		return nil
 	})
@@ -36,13 +38,13 @@ func (d *Distributor) stopped(ctx context.Context, t *Task) error {
 }
 
 // countRows reads the task's file to its end and counts its data rows.
-func (d *Distributor) countRows(ctx context.Context, t *Task) (int64, error) {
+func (d *Distributor) countRows(ctx context.Context, t *quan.Task) (int64, error) {
 	r, err := d.Open(ctx, t)
 	if err != nil {
 		return 0, err
 	}
 	defer r.Close()
-	buf := make([]FileRow, 1024)
+	buf := make([]quan.FileRow, 1024)
 	var n int64
 	for {
 		k, err := r.Read(buf)
@@ -60,15 +62,15 @@ func (d *Distributor) countRows(ctx context.Context, t *Task) (int64, error) {
 }
 
 // fail ends the task with err's message as the reason a merchant sees.
-func (d *Distributor) fail(ctx context.Context, t *Task, cause error) error {
+func (d *Distributor) fail(ctx context.Context, t *quan.Task, cause error) error {
 	now := d.Now.UTC()
-	_, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
+	_, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
 		if cur.Owner != d.Owner {
-			return ErrLeaseLost
+			return quan.ErrLeaseLost
 		}
 		return cur.Fail(cause.Error(), now)
 	})
-	if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrTransition) {
+	if err != nil && !errors.Is(err, quan.ErrLeaseLost) && !errors.Is(err, quan.ErrTransition) {
 		return fmt.Errorf("task %d: record failure %q: %w", t.ID, cause, err)
 	}
 	d.logger().Warn("task failed", "task", t.ID, "reason", cause)
@@ -82,15 +84,15 @@ func (d *Distributor) fail(ctx context.Context, t *Task, cause error) error {
 // the cache agree with the store, unless a worker's reload of it is still
 // under way) and after (such a reload done before the task was marked is
 // undone; one done after reconciles itself, see reconcileIfEnded).
-func (d *Distributor) finish(ctx context.Context, t *Task, total int64) error {
+func (d *Distributor) finish(ctx context.Context, t *quan.Task, total int64) error {
 	if err := d.writeReport(ctx, t.ID); err != nil {
 		return err
 	}
 	d.reconcile(ctx, t)
 	now := d.Now.UTC()
-	done, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
+	done, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
 		if cur.Owner != d.Owner {
-			return ErrLeaseLost
+			return quan.ErrLeaseLost
 		}
 		c := cur.Counts
 		decided := c.Issued
@@ -105,7 +107,7 @@ func (d *Distributor) finish(ctx context.Context, t *Task, total int64) error {
 		cur.BytesRead = cur.BytesTotal
 		return cur.Succeed(now)
 	})
-	if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrTransition) {
+	if errors.Is(err, quan.ErrLeaseLost) || errors.Is(err, quan.ErrTransition) {
 		return nil // canceled or taken over at the last moment
 	}
 	if err != nil {
@@ -119,7 +121,7 @@ func (d *Distributor) finish(ctx context.Context, t *Task, total int64) error {
 // writeReport writes the failure report of a task that has failures and
 // records its path.
 func (d *Distributor) writeReport(ctx context.Context, id int64) error {
-	t, err := d.Store.Task(ctx, AnyShop, id)
+	t, err := d.Store.Task(ctx, quan.AnyShop, id)
 	if err != nil {
 		return fmt.Errorf("task %d: %w", id, err)
 	}
@@ -127,11 +129,11 @@ func (d *Distributor) writeReport(ctx context.Context, id int64) error {
 		return nil
 	}
 	path := d.ReportPath(t)
-	rows := FailureRows(ctx, d.Store, id)
+	rows := quan.FailureRows(ctx, d.Store, id)
 	if err := d.Report.Write(ctx, path, t, rows); err != nil {
 		return fmt.Errorf("task %d: write failure report: %w", id, err)
 	}
-	_, err = d.Store.UpdateTask(ctx, AnyShop, id, func(cur *Task) error {
+	_, err = d.Store.UpdateTask(ctx, quan.AnyShop, id, func(cur *quan.Task) error {
 		cur.ReportPath = path
 		return nil
 	})

@@ -1,4 +1,4 @@
-package quan
+package tasks
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // A segment task targets the users whose facts match a CEL expression
@@ -47,15 +49,15 @@ type SegmentMatch struct {
 // compileSegment compiles expr as a segment rule, or adds its problem to v
 // under the field "segment" (the engine's message starts with the line and
 // column).
-func (s *TaskService) compileSegment(expr string, v *Validation) CompiledRule {
+func (s *TaskService) compileSegment(expr string, v *quan.Validation) quan.CompiledRule {
 	if s.Rules == nil || s.Facts == nil {
 		v.Add("segment", "this server has no rule engine or user attributes: send a file of target users")
 		return nil
 	}
-	rule, err := s.Rules.Compile(RuleSegment, expr)
+	rule, err := s.Rules.Compile(quan.RuleSegment, expr)
 	if err != nil {
-		var e *Error
-		if errors.As(err, &e) && e.Code == EINVALID && len(e.Fields) > 0 {
+		var e *quan.Error
+		if errors.As(err, &e) && e.Code == quan.EINVALID && len(e.Fields) > 0 {
 			for _, f := range e.Fields {
 				v.Add("segment", f.Message)
 			}
@@ -78,11 +80,11 @@ func (s *TaskService) compileSegment(expr string, v *Validation) CompiledRule {
 // simple conditions let through, and the rule decides on each of them —
 // unless the rule is nothing but those conditions and the store states
 // them exactly (FactsFilter.Exact, ExactFilter): then the store decides.
-func (s *TaskService) freezeSegment(ctx context.Context, rule CompiledRule, now time.Time) (StoredFile, SegmentMatch, error) {
+func (s *TaskService) freezeSegment(ctx context.Context, rule quan.CompiledRule, now time.Time) (quan.StoredFile, SegmentMatch, error) {
 	var m SegmentMatch
 	splits, err := s.Facts.SplitUserFacts(ctx, segmentParts())
 	if err != nil {
-		return StoredFile{}, m, fmt.Errorf("read user facts: %w", err)
+		return quan.StoredFile{}, m, fmt.Errorf("read user facts: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -120,10 +122,10 @@ func (s *TaskService) freezeSegment(ctx context.Context, rule CompiledRule, now 
 		if err == nil {
 			s.Files.Remove(stored.Path)
 		}
-		return StoredFile{}, m, fmt.Errorf("read user facts: %w", werr)
+		return quan.StoredFile{}, m, fmt.Errorf("read user facts: %w", werr)
 	}
 	if err != nil {
-		return StoredFile{}, m, err
+		return quan.StoredFile{}, m, err
 	}
 	return stored, m, nil
 }
@@ -146,7 +148,7 @@ type segmentRead struct {
 // batches along the user id, decides rule on each at now (if decide; else
 // every user the store returns matches) and sends what each batch matched
 // to out, which it closes at the end. It gives up when ctx ends.
-func (s *TaskService) scanSegment(ctx context.Context, rule CompiledRule, decide bool, filter FactsFilter, r segmentRange, now time.Time, out chan<- segmentRead) {
+func (s *TaskService) scanSegment(ctx context.Context, rule quan.CompiledRule, decide bool, filter quan.FactsFilter, r segmentRange, now time.Time, out chan<- segmentRead) {
 	defer close(out)
 	send := func(b segmentRead) bool {
 		select {
@@ -157,7 +159,7 @@ func (s *TaskService) scanSegment(ctx context.Context, rule CompiledRule, decide
 		}
 	}
 	if r.upTo != math.MaxInt64 {
-		filter.Where = append(slices.Clip(filter.Where), FactsClause{{Field: FactUserID, Op: FactLe, Int: r.upTo}})
+		filter.Where = append(slices.Clip(filter.Where), quan.FactsClause{{Field: quan.FactUserID, Op: quan.FactLe, Int: r.upTo}})
 	}
 	for after := r.after; ; {
 		fs, err := s.Facts.ScanUserFacts(ctx, after, segmentBatch, filter)
@@ -217,13 +219,13 @@ func writeSegment(w io.Writer, parts []chan segmentRead, m *SegmentMatch) error 
 
 // segmentFile freezes the segment of rule now (freezeSegment), refusing
 // one no user matches: such a task would have nothing to do.
-func (s *TaskService) segmentFile(ctx context.Context, rule CompiledRule) (StoredFile, error) {
+func (s *TaskService) segmentFile(ctx context.Context, rule quan.CompiledRule) (quan.StoredFile, error) {
 	f, m, err := s.freezeSegment(ctx, rule, s.Now.UTC())
 	if err != nil {
 		if ctx.Err() != nil {
-			return StoredFile{}, ctx.Err()
+			return quan.StoredFile{}, ctx.Err()
 		}
-		return StoredFile{}, fmt.Errorf("create task: segment: %w", err)
+		return quan.StoredFile{}, fmt.Errorf("create task: segment: %w", err)
 	}
 	if m.Matched > 0 {
 		return f, nil
@@ -231,12 +233,12 @@ func (s *TaskService) segmentFile(ctx context.Context, rule CompiledRule) (Store
 	s.Files.Remove(f.Path)
 	onFile, err := s.Facts.CountUserFacts(ctx)
 	if err != nil {
-		return StoredFile{}, fmt.Errorf("create task: segment: %w", err)
+		return quan.StoredFile{}, fmt.Errorf("create task: segment: %w", err)
 	}
 	msg := fmt.Sprintf("no user matches the segment: %d users have facts on file", onFile)
 	if m.Undecided > 0 {
 		msg += fmt.Sprintf(", and it could not decide on %d of them (reading a missing attrs key: "+
 			`write "k" in user.attrs && ..., or user.attrs.?k.orValue(""))`, m.Undecided)
 	}
-	return StoredFile{}, fieldErr("segment", msg)
+	return quan.StoredFile{}, fieldErr("segment", msg)
 }

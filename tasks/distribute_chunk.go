@@ -1,10 +1,12 @@
-package quan
+package tasks
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/quanhq/quan"
 )
 
 // ServeChunks applies the chunks published on the bus, with whichever
@@ -13,25 +15,25 @@ func (d *Distributor) ServeChunks(ctx context.Context) error {
 	if d.Bus == nil {
 		return errors.New("serve chunks: no bus")
 	}
-	return d.Bus.Consume(ctx, ChunkSubject, ChunkDurable, ConsumeOptions{AckWait: d.AckWait, Concurrency: d.ChunkConcurrency}, d.handleChunk)
+	return d.Bus.Consume(ctx, quan.ChunkSubject, quan.ChunkDurable, quan.ConsumeOptions{AckWait: d.AckWait, Concurrency: d.ChunkConcurrency}, d.handleChunk)
 }
 
 // handleChunk applies one chunk from the bus. A chunk applied before, or
 // of a task no longer running, is done with; any other failure has the bus
 // deliver it again.
-func (d *Distributor) handleChunk(ctx context.Context, m Message) error {
-	c, err := DecodeChunk(m.Data)
+func (d *Distributor) handleChunk(ctx context.Context, m quan.Message) error {
+	c, err := quan.DecodeChunk(m.Data)
 	if err != nil {
 		return fmt.Errorf("message %s: %w", m.ID, err)
 	}
 	c.Now = d.Now.UTC() // the template's window is checked when the chunk is applied
 	n, err := d.applyChunk(ctx, c)
 	switch {
-	case errors.Is(err, ErrChunkApplied):
+	case errors.Is(err, quan.ErrChunkApplied):
 		d.Counters.ChunksRedelivered.Add(1)
 		d.logger().Debug("chunk applied before", "task", c.TaskID, "chunk", c.Seq, "attempt", m.Attempt)
 		return nil
-	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound):
+	case errors.Is(err, quan.ErrLeaseLost), errors.Is(err, quan.ErrNotFound):
 		// Not counted: the task ended (or went) before its chunk came.
 		d.logger().Info("chunk of a task not running", "task", c.TaskID, "chunk", c.Seq, "err", err)
 		return nil
@@ -47,26 +49,26 @@ func (d *Distributor) handleChunk(ctx context.Context, m Message) error {
 
 // applyChunk has the store apply c, reserving in the cache first when
 // there is one.
-func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, error) {
+func (d *Distributor) applyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts, error) {
 	d.inflight.Add(1)
 	defer d.inflight.Add(-1)
 	if d.Cache == nil {
 		if err := d.screen(ctx, c, 0); err != nil {
-			return TaskCounts{}, err
+			return quan.TaskCounts{}, err
 		}
 		return d.Store.ApplyChunk(ctx, c)
 	}
-	t, err := d.Store.Task(ctx, AnyShop, c.TaskID)
+	t, err := d.Store.Task(ctx, quan.AnyShop, c.TaskID)
 	if err != nil {
-		return TaskCounts{}, err
+		return quan.TaskCounts{}, err
 	}
 	if err := d.screen(ctx, c, t.TemplateID); err != nil {
-		return TaskCounts{}, err
+		return quan.TaskCounts{}, err
 	}
 	key := fmt.Sprintf("task:%d:chunk:%d", c.TaskID, c.Seq)
-	if t.Status != TaskRunning {
-		return TaskCounts{}, d.release(ctx, c, t.TemplateID, key,
-			Errorf(ELEASELOST, "task %d is %s, not running", t.ID, t.Status))
+	if t.Status != quan.TaskRunning {
+		return quan.TaskCounts{}, d.release(ctx, c, t.TemplateID, key,
+			quan.Errorf(quan.ELEASELOST, "task %d is %s, not running", t.ID, t.Status))
 	}
 	if t.DryRun {
 		return d.Store.ApplyChunk(ctx, c) // a dry run tries no stock
@@ -82,7 +84,7 @@ func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, err
 	}
 	refusals, err := d.reserve(ctx, t.TemplateID, key, users, c.Now)
 	if err != nil {
-		return TaskCounts{}, fmt.Errorf("reserve chunk %d in the cache: %w", c.Seq, err)
+		return quan.TaskCounts{}, fmt.Errorf("reserve chunk %d in the cache: %w", c.Seq, err)
 	}
 	// The store decides every row again, whatever the cache answered: the
 	// cache keeps its counters in step with the store (for claims), but a
@@ -90,9 +92,9 @@ func (d *Distributor) applyChunk(ctx context.Context, c *Chunk) (TaskCounts, err
 	// loaded, and a row must not go without a coupon the stock holds.
 	n, err := d.Store.ApplyChunk(ctx, c)
 	switch {
-	case errors.Is(err, ErrChunkApplied):
+	case errors.Is(err, quan.ErrChunkApplied):
 		return n, err // its reservation is the one made the first time
-	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalid):
+	case errors.Is(err, quan.ErrLeaseLost), errors.Is(err, quan.ErrNotFound), errors.Is(err, quan.ErrInvalid):
 		return n, d.release(ctx, c, t.TemplateID, key, err)
 	case err != nil:
 		// Kept: the chunk is applied again later, and reserves again under
@@ -130,7 +132,7 @@ func (d *Distributor) InFlight() int64 { return d.inflight.Load() }
 // reservation: the store's stock holds its coupons. If the ledger cannot
 // be read, the reservation stays: the cache then holds less stock than
 // the store until it is reconciled, never more.
-func (d *Distributor) release(ctx context.Context, c *Chunk, template int64, key string, cause error) error {
+func (d *Distributor) release(ctx context.Context, c *quan.Chunk, template int64, key string, cause error) error {
 	applied, err := d.Store.AppliedChunks(ctx, c.TaskID)
 	if err != nil {
 		return fmt.Errorf("%w (and its reservation stays: reading whether the chunk was applied failed: %v)", cause, err)

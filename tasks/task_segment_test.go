@@ -1,4 +1,4 @@
-package quan_test
+package tasks_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/quanhq/quan/rules"
 	"github.com/quanhq/quan/sheet"
 	"github.com/quanhq/quan/sqlite"
+	"github.com/quanhq/quan/tasks"
 	"github.com/quanhq/quan/templates"
 )
 
@@ -25,7 +26,7 @@ import (
 // and the services that distribute it to a segment, on one clock.
 type segmentFixture struct {
 	st    *sqlite.Store
-	tasks *quan.TaskService
+	tasks *tasks.TaskService
 	tpl   *quan.Template
 	now   time.Time
 	files *disk.Files
@@ -49,7 +50,7 @@ func newSegmentFixture(t *testing.T, stock int64) *segmentFixture {
 	}
 	files := &disk.Files{Dir: t.TempDir()}
 	f := &segmentFixture{st: st, now: now, files: files, facts: map[int64]quan.UserFacts{}}
-	f.tasks = &quan.TaskService{
+	f.tasks = &tasks.TaskService{
 		Tasks: st, Templates: st, Files: files, Now: clock, ChunkSize: 50,
 		Rules: engine, Facts: st,
 		Check: func(ctx context.Context, path, name string) error {
@@ -97,8 +98,8 @@ func (f *segmentFixture) matching() []int64 {
 
 // runner is a distributor of the fixture's tasks named owner, reading
 // their files as the app does.
-func (f *segmentFixture) runner(owner string) *quan.Distributor {
-	return &quan.Distributor{
+func (f *segmentFixture) runner(owner string) *tasks.Distributor {
+	return &tasks.Distributor{
 		Store: f.st, Templates: f.st, Coupons: f.st,
 		Open: func(_ context.Context, t *quan.Task) (quan.RowReader, error) {
 			return sheet.OpenRows(t.FilePath, sheet.Options{Sheet: t.Sheet})
@@ -146,11 +147,11 @@ func TestSegmentTask(t *testing.T) {
 		if len(want) != 167 {
 			t.Fatalf("the fixture matches %d users, want 167", len(want))
 		}
-		dry, err := f.tasks.Create(t.Context(), testrig.Merchant1, quan.NewTask{Name: "会员专享", TemplateID: f.tpl.ID, DryRun: true, Segment: segmentRule})
+		dry, err := f.tasks.Create(t.Context(), testrig.Merchant1, tasks.NewTask{Name: "会员专享", TemplateID: f.tpl.ID, DryRun: true, Segment: segmentRule})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if dry.Segment != segmentRule || dry.FileName != quan.SegmentFileName || dry.FileSize == 0 {
+		if dry.Segment != segmentRule || dry.FileName != tasks.SegmentFileName || dry.FileSize == 0 {
 			t.Fatalf("created %+v; want the segment recorded and its file kept", dry)
 		}
 		f.run(t, "runner")
@@ -185,7 +186,7 @@ func TestSegmentTask(t *testing.T) {
 	t.Run("FailuresReportTheSegmentsUsers", func(t *testing.T) {
 		f := newSegmentFixture(t, 100)
 		want := f.matching()
-		task, err := f.tasks.Create(t.Context(), testrig.Merchant1, quan.NewTask{Name: "vip", TemplateID: f.tpl.ID, Segment: segmentRule})
+		task, err := f.tasks.Create(t.Context(), testrig.Merchant1, tasks.NewTask{Name: "vip", TemplateID: f.tpl.ID, Segment: segmentRule})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +220,7 @@ func TestSegmentTask(t *testing.T) {
 	t.Run("ResumedAfterACrashIssuesEachOnce", func(t *testing.T) {
 		f := newSegmentFixture(t, 1000)
 		want := f.matching()
-		task, err := f.tasks.Create(t.Context(), testrig.Merchant1, quan.NewTask{Name: "vip", TemplateID: f.tpl.ID, Segment: segmentRule})
+		task, err := f.tasks.Create(t.Context(), testrig.Merchant1, tasks.NewTask{Name: "vip", TemplateID: f.tpl.ID, Segment: segmentRule})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +297,7 @@ func TestSegmentTask(t *testing.T) {
 					want = append(want, u)
 				}
 			}
-			task, err := f.tasks.Create(t.Context(), testrig.Merchant1, quan.NewTask{Name: "vip", TemplateID: f.tpl.ID, DryRun: true, Segment: rule})
+			task, err := f.tasks.Create(t.Context(), testrig.Merchant1, tasks.NewTask{Name: "vip", TemplateID: f.tpl.ID, DryRun: true, Segment: rule})
 			if err != nil {
 				t.Fatalf("%s: %v", rule, err)
 			}
@@ -327,18 +328,18 @@ func TestSegmentTask(t *testing.T) {
 		}
 		for _, c := range []struct {
 			name  string
-			in    quan.NewTask
+			in    tasks.NewTask
 			field string
 			msg   string
 		}{
-			{"Undeclared", quan.NewTask{Segment: "user.levl >= 2"}, "segment", "1:5: "},
-			{"NotBool", quan.NewTask{Segment: "user.level"}, "segment", "must give true or false"},
-			{"Order", quan.NewTask{Segment: "order.total > 0"}, "segment", "1:1: undeclared reference to 'order'"},
-			{"NoUserMatches", quan.NewTask{Segment: "user.level > 3"}, "segment", "no user matches the segment: 1000 users"},
-			{"Undecided", quan.NewTask{Segment: `user.attrs["city"] == "shanghai"`}, "segment", "could not decide on 1000 of them"},
-			{"FileAndSegment", quan.NewTask{Segment: segmentRule, FileName: "users.csv", File: upload}, "segment", "not both"},
-			{"Sheet", quan.NewTask{Segment: segmentRule, Sheet: "Sheet1"}, "sheet", "file only"},
-			{"Neither", quan.NewTask{}, "file", "or give a segment"},
+			{"Undeclared", tasks.NewTask{Segment: "user.levl >= 2"}, "segment", "1:5: "},
+			{"NotBool", tasks.NewTask{Segment: "user.level"}, "segment", "must give true or false"},
+			{"Order", tasks.NewTask{Segment: "order.total > 0"}, "segment", "1:1: undeclared reference to 'order'"},
+			{"NoUserMatches", tasks.NewTask{Segment: "user.level > 3"}, "segment", "no user matches the segment: 1000 users"},
+			{"Undecided", tasks.NewTask{Segment: `user.attrs["city"] == "shanghai"`}, "segment", "could not decide on 1000 of them"},
+			{"FileAndSegment", tasks.NewTask{Segment: segmentRule, FileName: "users.csv", File: upload}, "segment", "not both"},
+			{"Sheet", tasks.NewTask{Segment: segmentRule, Sheet: "Sheet1"}, "sheet", "file only"},
+			{"Neither", tasks.NewTask{}, "file", "or give a segment"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				in := c.in

@@ -1,9 +1,11 @@
-package quan
+package tasks
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // RunForReal creates a real task from a finished dry run: the same
@@ -17,18 +19,18 @@ import (
 // dry run, or a dry run that failed or was canceled (upload the file again);
 // ECONFLICT if the dry run has not finished yet; and the errors of Create
 // (EINVALID naming templateId if the template has ended meanwhile).
-func (s *TaskService) RunForReal(ctx context.Context, who Identity, id int64, sendAt time.Time) (*Task, error) {
+func (s *TaskService) RunForReal(ctx context.Context, who quan.Identity, id int64, sendAt time.Time) (*quan.Task, error) {
 	dry, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case !dry.DryRun:
-		return nil, Errorf(EINVALID, "task %d is not a dry run: it distributed for real already", id)
+		return nil, quan.Errorf(quan.EINVALID, "task %d is not a dry run: it distributed for real already", id)
 	case !dry.Status.Done():
-		return nil, Errorf(ECONFLICT, "dry run %d is %s: distribute for real once the preview has finished", id, dry.Status)
-	case dry.Status != TaskSucceeded:
-		return nil, Errorf(EINVALID, "dry run %d %s, so its preview is incomplete: upload the file again", id, dry.Status)
+		return nil, quan.Errorf(quan.ECONFLICT, "dry run %d is %s: distribute for real once the preview has finished", id, dry.Status)
+	case dry.Status != quan.TaskSucceeded:
+		return nil, quan.Errorf(quan.EINVALID, "dry run %d %s, so its preview is incomplete: upload the file again", id, dry.Status)
 	}
 	f, err := s.copyFile(ctx, dry)
 	if err != nil {
@@ -49,19 +51,19 @@ func (s *TaskService) RunForReal(ctx context.Context, who Identity, id int64, se
 
 // copyFile stores a copy of t's file, refusing one that is not what was
 // uploaded.
-func (s *TaskService) copyFile(ctx context.Context, t *Task) (StoredFile, error) {
+func (s *TaskService) copyFile(ctx context.Context, t *quan.Task) (quan.StoredFile, error) {
 	r, err := s.Files.Open(t.FilePath)
 	if err != nil {
-		return StoredFile{}, err
+		return quan.StoredFile{}, err
 	}
 	defer r.Close()
 	f, err := s.Upload(ctx, r)
 	if err != nil {
-		return StoredFile{}, err
+		return quan.StoredFile{}, err
 	}
 	if f.SHA256 != t.FileSHA256 || f.Size != t.FileSize {
 		s.Files.Remove(f.Path)
-		return StoredFile{}, Errorf(EINTERNAL, "the stored file of task %d changed since it was uploaded", t.ID)
+		return quan.StoredFile{}, quan.Errorf(quan.EINTERNAL, "the stored file of task %d changed since it was uploaded", t.ID)
 	}
 	return f, nil
 }

@@ -1,4 +1,4 @@
-package quan
+package tasks
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/quanhq/quan"
 )
 
 // RetryTask is what a merchant sends to try the failed rows of a finished
@@ -32,13 +34,13 @@ type SkippedCounts struct {
 // Total is the number of rows skipped, all causes together.
 func (c SkippedCounts) Total() int64 { return c.InvalidID + c.InexactNumber + c.Duplicate }
 
-func (c *SkippedCounts) add(cause Cause) {
+func (c *SkippedCounts) add(cause quan.Cause) {
 	switch cause {
-	case CauseInvalidID:
+	case quan.CauseInvalidID:
 		c.InvalidID++
-	case CauseInexactNumber:
+	case quan.CauseInexactNumber:
 		c.InexactNumber++
-	case CauseDuplicate:
+	case quan.CauseDuplicate:
 		c.Duplicate++
 	}
 }
@@ -46,7 +48,7 @@ func (c *SkippedCounts) add(cause Cause) {
 // Retry is the task TaskService.Retry created and what it took from the
 // finished task.
 type Retry struct {
-	Task *Task
+	Task *quan.Task
 	// Retried is the number of failed rows the new task tries again, one
 	// row of its file each.
 	Retried int64
@@ -67,16 +69,16 @@ type Retry struct {
 // has not finished; EINVALID if it was a dry run, if none of its failed
 // rows can be retried (the message counts them by cause), or naming
 // templateId or name if the new task could not be created.
-func (s *TaskService) Retry(ctx context.Context, who Identity, id int64, in RetryTask) (*Retry, error) {
+func (s *TaskService) Retry(ctx context.Context, who quan.Identity, id int64, in RetryTask) (*Retry, error) {
 	old, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
 	}
 	if !old.Status.Done() {
-		return nil, Errorf(ECONFLICT, "task %d is %s: retry its failed rows once it has finished", id, old.Status)
+		return nil, quan.Errorf(quan.ECONFLICT, "task %d is %s: retry its failed rows once it has finished", id, old.Status)
 	}
 	if old.DryRun {
-		return nil, Errorf(EINVALID, "task %d was a dry run, which issues nothing: distribute its file for real instead of retrying it", id)
+		return nil, quan.Errorf(quan.EINVALID, "task %d was a dry run, which issues nothing: distribute its file for real instead of retrying it", id)
 	}
 	tplID := in.TemplateID
 	if tplID == 0 {
@@ -85,7 +87,7 @@ func (s *TaskService) Retry(ctx context.Context, who Identity, id int64, in Retr
 	// The rows are the users of the task's shop: they stay in it, whoever
 	// asks (an admin sees every shop's templates).
 	switch _, err := s.Templates.Template(ctx, old.ShopNo, tplID); {
-	case ErrorCode(err) == ENOTFOUND:
+	case quan.ErrorCode(err) == quan.ENOTFOUND:
 		return nil, fieldErr("templateId", fmt.Sprintf("no template %d in shop %d, whose task %d is", tplID, old.ShopNo, id))
 	case err != nil:
 		return nil, fmt.Errorf("retry task %d: %w", id, err)
@@ -140,7 +142,7 @@ func (s *TaskService) Retry(ctx context.Context, who Identity, id int64, in Retr
 func (s *TaskService) writeRetryFile(ctx context.Context, w io.Writer, id int64, r *Retry) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString("userId\n")
-	for f, err := range FailureRows(ctx, s.Tasks, id) {
+	for f, err := range quan.FailureRows(ctx, s.Tasks, id) {
 		if err != nil {
 			return fmt.Errorf("read failed rows: %w", err)
 		}
@@ -151,9 +153,9 @@ func (s *TaskService) writeRetryFile(ctx context.Context, w io.Writer, id int64,
 		// A row fails for a retryable cause only once its id was read:
 		// the store records it as written or as parsed, either way one
 		// ParseUserID takes back.
-		user, ok := ParseUserID(f.Raw)
+		user, ok := quan.ParseUserID(f.Raw)
 		if !ok {
-			return Errorf(EINTERNAL, "line %d failed %s with user id %q, which is not a user id", f.Line, f.Cause, f.Raw)
+			return quan.Errorf(quan.EINTERNAL, "line %d failed %s with user id %q, which is not a user id", f.Line, f.Cause, f.Raw)
 		}
 		bw.WriteString(strconv.FormatInt(user, 10))
 		if err := bw.WriteByte('\n'); err != nil {
@@ -165,10 +167,10 @@ func (s *TaskService) writeRetryFile(ctx context.Context, w io.Writer, id int64,
 }
 
 // retryName is the default name of the retry of t, within MaxNameLen.
-func retryName(t *Task) string {
+func retryName(t *quan.Task) string {
 	suffix := fmt.Sprintf(" (retry of task %d)", t.ID)
 	name := []rune(t.Name)
-	if keep := MaxNameLen - len([]rune(suffix)); len(name) > keep {
+	if keep := quan.MaxNameLen - len([]rune(suffix)); len(name) > keep {
 		name = name[:max(0, keep)]
 	}
 	return strings.TrimSpace(string(name)) + suffix
@@ -176,12 +178,12 @@ func retryName(t *Task) string {
 
 // nothingToRetry is the error of retrying task t, none of whose failed
 // rows can be retried.
-func nothingToRetry(t *Task, skipped SkippedCounts) error {
+func nothingToRetry(t *quan.Task, skipped SkippedCounts) error {
 	if skipped.Total() == 0 {
-		return Errorf(EINVALID, "task %d has no failed row to retry", t.ID)
+		return quan.Errorf(quan.EINVALID, "task %d has no failed row to retry", t.ID)
 	}
-	return Errorf(EINVALID, "task %d has no failed row worth retrying: its %d failed rows would fail the same way again "+
+	return quan.Errorf(quan.EINVALID, "task %d has no failed row worth retrying: its %d failed rows would fail the same way again "+
 		"(%s %d, %s %d, %s %d); only rows that failed %s, %s, %s or %s are retried",
-		t.ID, skipped.Total(), CauseInvalidID, skipped.InvalidID, CauseInexactNumber, skipped.InexactNumber,
-		CauseDuplicate, skipped.Duplicate, CauseOutOfStock, CauseTemplateInactive, CauseLimitReached, CauseNotEligible)
+		t.ID, skipped.Total(), quan.CauseInvalidID, skipped.InvalidID, quan.CauseInexactNumber, skipped.InexactNumber,
+		quan.CauseDuplicate, skipped.Duplicate, quan.CauseOutOfStock, quan.CauseTemplateInactive, quan.CauseLimitReached, quan.CauseNotEligible)
 }

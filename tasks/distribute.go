@@ -1,4 +1,4 @@
-package quan
+package tasks
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/internal/userset"
 )
 
@@ -41,18 +42,18 @@ type CacheChecker interface {
 // task has ended gives its reservation back only if the store never
 // applied it.
 type Distributor struct {
-	Store TaskStore
+	Store quan.TaskStore
 	// Templates and Coupons load a template and its holdings into the
 	// Cache; both are needed when Cache is set.
-	Templates TemplateStore
-	Coupons   CouponStore
-	Cache     Cache // nil: the store alone checks and reserves
-	Bus       Bus   // nil: the runner applies its own chunks
+	Templates quan.TemplateStore
+	Coupons   quan.CouponStore
+	Cache     quan.Cache // nil: the store alone checks and reserves
+	Bus       quan.Bus   // nil: the runner applies its own chunks
 	// Open opens the file of a task.
-	Open func(ctx context.Context, t *Task) (RowReader, error)
+	Open func(ctx context.Context, t *quan.Task) (quan.RowReader, error)
 	// Report writes failure reports; ReportPath names the file of a task.
-	Report     FailureReport
-	ReportPath func(t *Task) string
+	Report     quan.FailureReport
+	ReportPath func(t *quan.Task) string
 
 	Owner        string        // this runner's name, unique among runners
 	Lease        time.Duration // how long a claim holds without renewal; 0 means 15s
@@ -76,19 +77,19 @@ type Distributor struct {
 	// the cache if their stocks differ: right only when nothing else
 	// reserves in that cache (a process that only distributes).
 	Reconciler CacheChecker
-	Now        Clock
+	Now        quan.Clock
 	Logger     *slog.Logger
-	Counters   DistributionCounters
+	Counters   quan.DistributionCounters
 	// Tracer, if set, runs a task under the trace of the request that
 	// created it (Task.TraceParent): the chunks published carry it to
 	// where they are applied. nil traces nothing.
-	Tracer Tracer
+	Tracer quan.Tracer
 	// Rules, if set, holds the templates' eligibility rules, and Facts
 	// the users' facts they are decided on (nil: every user's facts are
 	// zero): a row the rule in force refuses fails CauseNotEligible
 	// (screen).
-	Rules RuleSource
-	Facts AttributeStore
+	Rules quan.RuleSource
+	Facts quan.AttributeStore
 
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -177,7 +178,7 @@ func (e fileError) Unwrap() error { return e.err }
 // runTask streams the task's file from the start, skipping the chunks the
 // store has applied, and applies or publishes the rest; then it waits for
 // every chunk to be applied and finishes the task.
-func (d *Distributor) runTask(ctx context.Context, t *Task) error {
+func (d *Distributor) runTask(ctx context.Context, t *quan.Task) error {
 	log := d.logger().With("task", t.ID)
 	if t.ChunksDone > 0 {
 		log.Info("resuming task", "chunks_done", t.ChunksDone, "rows", t.Counts.Rows)
@@ -220,7 +221,7 @@ func (d *Distributor) runTask(ctx context.Context, t *Task) error {
 // applied to the runner's sink: the store, or the bus (round names the
 // publication, so that a later round is not taken for a duplicate). It
 // returns the rows and chunks of the file.
-func (d *Distributor) pass(ctx context.Context, t *Task, round int, lost <-chan struct{}) (rows, chunks int64, err error) {
+func (d *Distributor) pass(ctx context.Context, t *quan.Task, round int, lost <-chan struct{}) (rows, chunks int64, err error) {
 	seqs, err := d.Store.AppliedChunks(ctx, t.ID)
 	if err != nil {
 		return 0, 0, err
@@ -236,7 +237,7 @@ func (d *Distributor) pass(ctx context.Context, t *Task, round int, lost <-chan 
 		return 0, 0, fileError{err}
 	}
 	if _, size := r.Progress(); size != t.BytesTotal {
-		if _, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
+		if _, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
 			cur.BytesTotal = size
 			return nil
 		}); err != nil {
@@ -252,7 +253,7 @@ func (d *Distributor) pass(ctx context.Context, t *Task, round int, lost <-chan 
 		r.Close()
 	}()
 
-	out := make(chan *Chunk, 2) // back-pressure: the reader waits for the sink
+	out := make(chan *quan.Chunk, 2) // back-pressure: the reader waits for the sink
 	var (
 		readRows, readChunks int64
 		readErr              error
@@ -283,14 +284,14 @@ func (d *Distributor) pass(ctx context.Context, t *Task, round int, lost <-chan 
 }
 
 // sink applies c, or publishes it when chunks travel over the bus.
-func (d *Distributor) sink(ctx context.Context, c *Chunk, round int) error {
+func (d *Distributor) sink(ctx context.Context, c *quan.Chunk, round int) error {
 	c.Owner, c.Now = d.Owner, d.Now.UTC()
 	if d.Bus == nil {
 		n, err := d.applyChunk(ctx, c)
 		switch {
-		case errors.Is(err, ErrLeaseLost):
+		case errors.Is(err, quan.ErrLeaseLost):
 			return errLost
-		case errors.Is(err, ErrChunkApplied):
+		case errors.Is(err, quan.ErrChunkApplied):
 			d.Counters.ChunksRedelivered.Add(1)
 			return nil // by a runner this one took over from, a moment ago
 		case err != nil:
@@ -300,7 +301,7 @@ func (d *Distributor) sink(ctx context.Context, c *Chunk, round int) error {
 		d.Counters.Applied(n, false)
 		return nil
 	}
-	data, err := EncodeChunk(c)
+	data, err := quan.EncodeChunk(c)
 	if err != nil {
 		return err
 	}
@@ -308,7 +309,7 @@ func (d *Distributor) sink(ctx context.Context, c *Chunk, round int) error {
 	if round > 0 {
 		id += fmt.Sprintf("-round-%d", round)
 	}
-	if err := d.Bus.Publish(ctx, Message{Subject: ChunkSubject, ID: id, Data: data}); err != nil {
+	if err := d.Bus.Publish(ctx, quan.Message{Subject: quan.ChunkSubject, ID: id, Data: data}); err != nil {
 		return fmt.Errorf("publish chunk %d: %w", c.Seq, err)
 	}
 	return nil
@@ -316,15 +317,15 @@ func (d *Distributor) sink(ctx context.Context, c *Chunk, round int) error {
 
 // recordTotal records how many chunks the file has: the task is done when
 // the store has applied that many.
-func (d *Distributor) recordTotal(ctx context.Context, t *Task, chunks int64) error {
-	_, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
-		if cur.Status != TaskRunning || cur.Owner != d.Owner {
-			return ErrLeaseLost
+func (d *Distributor) recordTotal(ctx context.Context, t *quan.Task, chunks int64) error {
+	_, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
+		if cur.Status != quan.TaskRunning || cur.Owner != d.Owner {
+			return quan.ErrLeaseLost
 		}
 		cur.ChunksTotal = chunks
 		return nil
 	})
-	if errors.Is(err, ErrLeaseLost) {
+	if errors.Is(err, quan.ErrLeaseLost) {
 		return errLost
 	}
 	return err
@@ -334,7 +335,7 @@ func (d *Distributor) recordTotal(ctx context.Context, t *Task, chunks int64) er
 // none is applied for Stall, it publishes the missing chunks again (a bus
 // that lost them, a chunk dead-lettered after a long store outage), and
 // after Republish such rounds it fails the task.
-func (d *Distributor) await(ctx context.Context, t *Task, lost <-chan struct{}) error {
+func (d *Distributor) await(ctx context.Context, t *quan.Task, lost <-chan struct{}) error {
 	stall := d.Stall
 	if stall <= 0 {
 		stall = time.Minute
@@ -354,11 +355,11 @@ func (d *Distributor) await(ctx context.Context, t *Task, lost <-chan struct{}) 
 			return errLost
 		case <-tick.C:
 		}
-		cur, err := d.Store.Task(ctx, AnyShop, t.ID)
+		cur, err := d.Store.Task(ctx, quan.AnyShop, t.ID)
 		if err != nil {
 			return err
 		}
-		if cur.Status != TaskRunning || cur.Owner != d.Owner {
+		if cur.Status != quan.TaskRunning || cur.Owner != d.Owner {
 			return errLost
 		}
 		if cur.ChunksDone >= cur.ChunksTotal {
@@ -389,14 +390,14 @@ func (d *Distributor) await(ctx context.Context, t *Task, lost <-chan struct{}) 
 // row's file check done: invalid ids and users named earlier in the file.
 // Chunks the store has applied are read (to rebuild the set of users seen)
 // but not sent. It returns the rows and chunks of the file.
-func (d *Distributor) readChunks(ctx context.Context, t *Task, rows RowReader, applied map[int64]bool, out chan<- *Chunk) (int64, int64, error) {
+func (d *Distributor) readChunks(ctx context.Context, t *quan.Task, rows quan.RowReader, applied map[int64]bool, out chan<- *quan.Chunk) (int64, int64, error) {
 	seen := userset.New(1 << 16)
-	buf := make([]FileRow, 1024)
+	buf := make([]quan.FileRow, 1024)
 	size := t.ChunkSize
 	// The contact columns travel with the rows only when the store needs
 	// them: the chunks of other tasks stay as small as before.
-	contacts := slices.Contains(t.Notify, NotifyEmail) || slices.Contains(t.Notify, NotifySMS)
-	cur := &Chunk{TaskID: t.ID, Seq: 1, Rows: make([]ChunkRow, 0, size)}
+	contacts := slices.Contains(t.Notify, quan.NotifyEmail) || slices.Contains(t.Notify, quan.NotifySMS)
+	cur := &quan.Chunk{TaskID: t.ID, Seq: 1, Rows: make([]quan.ChunkRow, 0, size)}
 	var n int64
 	send := func() bool {
 		read, _ := rows.Progress()
@@ -407,7 +408,7 @@ func (d *Distributor) readChunks(ctx context.Context, t *Task, rows RowReader, a
 			case <-ctx.Done():
 				return false
 			}
-			cur = &Chunk{TaskID: t.ID, Seq: cur.Seq + 1, Rows: make([]ChunkRow, 0, size)}
+			cur = &quan.Chunk{TaskID: t.ID, Seq: cur.Seq + 1, Rows: make([]quan.ChunkRow, 0, size)}
 		} else {
 			cur.Seq++
 			cur.Rows = cur.Rows[:0]
@@ -417,18 +418,18 @@ func (d *Distributor) readChunks(ctx context.Context, t *Task, rows RowReader, a
 	for {
 		k, err := rows.Read(buf)
 		for _, fr := range buf[:k] {
-			r := ChunkRow{Line: fr.Line, Raw: ClipRaw(fr.UserID)}
-			switch id, ok := ParseUserID(fr.UserID); {
+			r := quan.ChunkRow{Line: fr.Line, Raw: quan.ClipRaw(fr.UserID)}
+			switch id, ok := quan.ParseUserID(fr.UserID); {
 			case fr.Inexact:
-				r.Cause = CauseInexactNumber
+				r.Cause = quan.CauseInexactNumber
 			case !ok:
-				r.Cause = CauseInvalidID
+				r.Cause = quan.CauseInvalidID
 			case !seen.Add(id):
-				r.Cause = CauseDuplicate
+				r.Cause = quan.CauseDuplicate
 			default:
 				r.UserID = id
 				if contacts {
-					if k := (RowContact{ClipContact(fr.Phone), ClipContact(fr.Mail)}); k != (RowContact{}) {
+					if k := (quan.RowContact{Phone: quan.ClipContact(fr.Phone), Mail: quan.ClipContact(fr.Mail)}); k != (quan.RowContact{}) {
 						r.Contact = &k
 					}
 				}
@@ -454,7 +455,7 @@ func (d *Distributor) readChunks(ctx context.Context, t *Task, rows RowReader, a
 	}
 }
 
-func (d *Distributor) heartbeat(ctx context.Context, t *Task, lost chan<- struct{}) {
+func (d *Distributor) heartbeat(ctx context.Context, t *quan.Task, lost chan<- struct{}) {
 	tick := time.NewTicker(d.lease() / 3)
 	defer tick.Stop()
 	for {
@@ -463,14 +464,14 @@ func (d *Distributor) heartbeat(ctx context.Context, t *Task, lost chan<- struct
 			return
 		case <-tick.C:
 		}
-		_, err := d.Store.UpdateTask(ctx, AnyShop, t.ID, func(cur *Task) error {
-			if cur.Status != TaskRunning || cur.Owner != d.Owner {
-				return ErrLeaseLost
+		_, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
+			if cur.Status != quan.TaskRunning || cur.Owner != d.Owner {
+				return quan.ErrLeaseLost
 			}
 			cur.LeaseUntil = d.Now.UTC().Add(d.lease())
 			return nil
 		})
-		if errors.Is(err, ErrLeaseLost) {
+		if errors.Is(err, quan.ErrLeaseLost) {
 			close(lost)
 			return
 		}

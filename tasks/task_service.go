@@ -1,4 +1,4 @@
-package quan
+package tasks
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"iter"
 	"strings"
 	"time"
+
+	"github.com/quanhq/quan"
 )
 
 // TaskService is the merchant's use of distribution tasks.
 type TaskService struct {
-	Tasks     TaskStore
-	Templates TemplateStore
-	Files     FileStore
+	Tasks     quan.TaskStore
+	Templates quan.TemplateStore
+	Files     quan.FileStore
 	// Check opens a stored file as the runner will, reads its header and
 	// first rows, and returns what is wrong with it in words a merchant
 	// can act on.
@@ -23,7 +25,7 @@ type TaskService struct {
 	Count func(ctx context.Context, path, sheet string) (int64, error)
 	// Wake tells the runners a task was created; nil does nothing.
 	Wake func()
-	Now  Clock
+	Now  quan.Clock
 	// MaxFileSize bounds an upload; 0 means DefaultMaxFileSize.
 	MaxFileSize int64
 	// ChunkSize is the rows applied per transaction; 0 means
@@ -32,28 +34,28 @@ type TaskService struct {
 	// Tracer, if set, keeps the trace of the request that creates a task
 	// with it (Task.TraceParent), for the runner to continue; nil traces
 	// nothing.
-	Tracer Tracer
+	Tracer quan.Tracer
 	// Outbox holds the notifications the tasks' chunks record, for their
 	// progress (NotificationProgress) and failed notifications; nil shows
 	// none.
-	Outbox NotificationStore
+	Outbox quan.NotificationStore
 	// Rules compiles a task's segment and Attributes holds the facts it
 	// is evaluated over (task_segment.go); without both, a task needs a
 	// file.
-	Rules RuleEngine
-	Facts AttributeStore
+	Rules quan.RuleEngine
+	Facts quan.AttributeStore
 }
 
 // NewTask is what a merchant sends to start a distribution.
 type NewTask struct {
 	Name       string
 	TemplateID int64
-	Notify     []NotifyType
+	Notify     []quan.NotifyType
 	SendAt     time.Time // zero: now
 	DryRun     bool
-	Sheet      string     // worksheet name; "" the first
-	FileName   string     // as uploaded
-	File       StoredFile // from Upload; Create removes it if it fails
+	Sheet      string          // worksheet name; "" the first
+	FileName   string          // as uploaded
+	File       quan.StoredFile // from Upload; Create removes it if it fails
 	// Segment, instead of a file, targets the users whose facts match
 	// this rule (RuleSegment) when the task is created.
 	Segment string
@@ -64,10 +66,10 @@ type NewTask struct {
 
 // Upload keeps the content of r for a task, refusing more than
 // MaxFileSize bytes with ErrTooLarge.
-func (s *TaskService) Upload(ctx context.Context, r io.Reader) (StoredFile, error) {
+func (s *TaskService) Upload(ctx context.Context, r io.Reader) (quan.StoredFile, error) {
 	max := s.MaxFileSize
 	if max <= 0 {
-		max = DefaultMaxFileSize
+		max = quan.DefaultMaxFileSize
 	}
 	return s.Files.Save(ctx, r, max)
 }
@@ -76,12 +78,12 @@ func (s *TaskService) Upload(ctx context.Context, r io.Reader) (StoredFile, erro
 // Every problem is an EINVALID error naming its field: a file that cannot
 // be read is refused here rather than failing later. Unless Create
 // succeeds, it removes the uploaded file.
-func (s *TaskService) Create(ctx context.Context, who Identity, in NewTask) (*Task, error) {
+func (s *TaskService) Create(ctx context.Context, who quan.Identity, in NewTask) (*quan.Task, error) {
 	return s.create(ctx, who, in, 0)
 }
 
 // create is Create of a task that retries task retryOf (0: none).
-func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retryOf int64) (*Task, error) {
+func (s *TaskService) create(ctx context.Context, who quan.Identity, in NewTask, retryOf int64) (*quan.Task, error) {
 	f := in.File
 	keep := false
 	defer func() {
@@ -93,8 +95,8 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 	if err != nil {
 		return nil, err
 	}
-	var v Validation
-	var segment CompiledRule
+	var v quan.Validation
+	var segment quan.CompiledRule
 	switch {
 	case in.Segment != "" && f.Path != "":
 		v.Add("segment", "send a file or a segment, not both")
@@ -111,14 +113,14 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 	if strings.TrimSpace(in.Name) == "" {
 		v.Add("name", "is required")
 	}
-	var tpl *Template
+	var tpl *quan.Template
 	if in.TemplateID > 0 {
 		tpl, err = s.Templates.Template(ctx, shop, in.TemplateID)
 		switch {
-		case err == nil && tpl.Status == TemplateEnded:
+		case err == nil && tpl.Status == quan.TemplateEnded:
 			v.Add("templateId", fmt.Sprintf("template %d has ended: it issues no more coupons", tpl.ID))
 		case err == nil:
-		case ErrorCode(err) == ENOTFOUND:
+		case quan.ErrorCode(err) == quan.ENOTFOUND:
 			v.Add("templateId", fmt.Sprintf("no template %d in your shop", in.TemplateID))
 		default:
 			return nil, fmt.Errorf("create task: %w", err)
@@ -148,9 +150,9 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 	now := s.Now.UTC()
 	chunk := s.ChunkSize
 	if chunk <= 0 {
-		chunk = DefaultChunkSize
+		chunk = quan.DefaultChunkSize
 	}
-	t := &Task{
+	t := &quan.Task{
 		ShopNo:     tpl.ShopNo,
 		TemplateID: tpl.ID,
 		Name:       strings.TrimSpace(in.Name),
@@ -163,7 +165,7 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 		SendAt:     in.SendAt.UTC().Truncate(time.Microsecond),
 		DryRun:     in.DryRun,
 		ChunkSize:  chunk,
-		Status:     TaskPending,
+		Status:     quan.TaskPending,
 		CreatedBy:  who.String(),
 		CreatedAt:  now,
 		UpdatedAt:  now,
@@ -177,7 +179,7 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 		t.SendAt = now
 	}
 	if t.Notify == nil {
-		t.Notify = []NotifyType{}
+		t.Notify = []quan.NotifyType{}
 	}
 	if s.Tracer != nil {
 		t.TraceParent = s.Tracer.TraceParent(ctx)
@@ -196,11 +198,11 @@ func (s *TaskService) create(ctx context.Context, who Identity, in NewTask, retr
 }
 
 func fieldErr(field, msg string) error {
-	return &Error{Code: EINVALID, Message: "the task has invalid fields", Fields: []FieldError{{Field: field, Message: msg}}}
+	return &quan.Error{Code: quan.EINVALID, Message: "the task has invalid fields", Fields: []quan.FieldError{{Field: field, Message: msg}}}
 }
 
 // Get returns task id if the caller's shop owns it, else ErrNotFound.
-func (s *TaskService) Get(ctx context.Context, who Identity, id int64) (*Task, error) {
+func (s *TaskService) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Task, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -209,17 +211,17 @@ func (s *TaskService) Get(ctx context.Context, who Identity, id int64) (*Task, e
 }
 
 // List returns a page of the caller's tasks, newest first, and the total.
-func (s *TaskService) List(ctx context.Context, who Identity, f TaskFilter) ([]*Task, int, error) {
+func (s *TaskService) List(ctx context.Context, who quan.Identity, f quan.TaskFilter) ([]*quan.Task, int, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, 0, err
 	}
-	if shop != AnyShop {
+	if shop != quan.AnyShop {
 		f.ShopNo = shop
 	}
-	var v Validation
+	var v quan.Validation
 	switch f.Status {
-	case "", TaskPending, TaskRunning, TaskSucceeded, TaskFailed, TaskCanceled:
+	case "", quan.TaskPending, quan.TaskRunning, quan.TaskSucceeded, quan.TaskFailed, quan.TaskCanceled:
 	default:
 		v.Add("status", fmt.Sprintf("%q is not a task status: use pending, running, succeeded, failed or canceled", f.Status))
 	}
@@ -228,22 +230,22 @@ func (s *TaskService) List(ctx context.Context, who Identity, f TaskFilter) ([]*
 		return nil, 0, err
 	}
 	if f.Limit == 0 {
-		f.Limit = DefaultPageSize
+		f.Limit = quan.DefaultPageSize
 	}
 	return s.Tasks.Tasks(ctx, f)
 }
 
 // Cancel stops a pending or running task. Coupons issued stay; the runner
 // counts the rows it did not reach as canceled.
-func (s *TaskService) Cancel(ctx context.Context, who Identity, id int64) (*Task, error) {
+func (s *TaskService) Cancel(ctx context.Context, who quan.Identity, id int64) (*quan.Task, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
 	}
 	now := s.Now.UTC()
 	wasPending := false
-	t, err := s.Tasks.UpdateTask(ctx, shop, id, func(t *Task) error {
-		wasPending = t.Status == TaskPending
+	t, err := s.Tasks.UpdateTask(ctx, shop, id, func(t *quan.Task) error {
+		wasPending = t.Status == quan.TaskPending
 		return t.Cancel(now)
 	})
 	if err != nil {
@@ -255,7 +257,7 @@ func (s *TaskService) Cancel(ctx context.Context, who Identity, id int64) (*Task
 		if err != nil {
 			return nil, fmt.Errorf("cancel task %d: count rows: %w", id, err)
 		}
-		t, err = s.Tasks.UpdateTask(ctx, shop, id, func(t *Task) error {
+		t, err = s.Tasks.UpdateTask(ctx, shop, id, func(t *quan.Task) error {
 			t.Counts.Canceled = n
 			return nil
 		})
@@ -268,7 +270,7 @@ func (s *TaskService) Cancel(ctx context.Context, who Identity, id int64) (*Task
 
 // Report returns the path of a task's failure report, or ErrNotFound with
 // the reason there is none.
-func (s *TaskService) Report(ctx context.Context, who Identity, id int64) (string, error) {
+func (s *TaskService) Report(ctx context.Context, who quan.Identity, id int64) (string, error) {
 	t, err := s.reported(ctx, who, id)
 	if err != nil {
 		return "", err
@@ -280,26 +282,26 @@ func (s *TaskService) Report(ctx context.Context, who Identity, id int64) (strin
 // report made on the fly: the rows of the report Report names, from the
 // same records. Like Report, it returns ErrNotFound with the reason when
 // the task has no report (yet).
-func (s *TaskService) Failures(ctx context.Context, who Identity, id int64) (iter.Seq2[Failure, error], error) {
+func (s *TaskService) Failures(ctx context.Context, who quan.Identity, id int64) (iter.Seq2[quan.Failure, error], error) {
 	t, err := s.reported(ctx, who, id)
 	if err != nil {
 		return nil, err
 	}
-	return FailureRows(ctx, s.Tasks, t.ID), nil
+	return quan.FailureRows(ctx, s.Tasks, t.ID), nil
 }
 
 // reported returns task id if the caller's shop owns it and its failure
 // report is written, else ErrNotFound saying why not.
-func (s *TaskService) reported(ctx context.Context, who Identity, id int64) (*Task, error) {
+func (s *TaskService) reported(ctx context.Context, who quan.Identity, id int64) (*quan.Task, error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
 	}
 	if t.ReportPath == "" {
 		if t.Counts.FailedTotal() == 0 && t.Status.Done() {
-			return nil, Errorf(ENOTFOUND, "task %d has no failure report: no row failed", id)
+			return nil, quan.Errorf(quan.ENOTFOUND, "task %d has no failure report: no row failed", id)
 		}
-		return nil, Errorf(ENOTFOUND, "task %d has no failure report yet: it is %s", id, t.Status)
+		return nil, quan.Errorf(quan.ENOTFOUND, "task %d has no failure report yet: it is %s", id, t.Status)
 	}
 	return t, nil
 }

@@ -1,8 +1,10 @@
-package quan
+package tasks
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/quanhq/quan"
 )
 
 // screen marks CauseNotEligible on the undecided rows of c whose user the
@@ -12,12 +14,12 @@ import (
 // with a rule costs one read of the chunk's users' facts from Facts, all
 // at once, and an evaluation a row. template 0 means the template of the
 // chunk's task, read from the store only when there is a RuleBook.
-func (d *Distributor) screen(ctx context.Context, c *Chunk, template int64) error {
+func (d *Distributor) screen(ctx context.Context, c *quan.Chunk, template int64) error {
 	if d.Rules == nil {
 		return nil
 	}
 	if template == 0 {
-		t, err := d.Store.Task(ctx, AnyShop, c.TaskID)
+		t, err := d.Store.Task(ctx, quan.AnyShop, c.TaskID)
 		if err != nil {
 			return err
 		}
@@ -40,7 +42,7 @@ func (d *Distributor) screen(ctx context.Context, c *Chunk, template int64) erro
 	if len(users) == 0 {
 		return nil
 	}
-	var facts map[int64]*UserFacts
+	var facts map[int64]*quan.UserFacts
 	if d.Facts != nil {
 		if facts, err = d.Facts.UserFacts(ctx, users); err != nil {
 			return fmt.Errorf("facts of the users of chunk %d: %w", c.Seq, err)
@@ -53,10 +55,10 @@ func (d *Distributor) screen(ctx context.Context, c *Chunk, template int64) erro
 		}
 		f := facts[r.UserID]
 		if f == nil {
-			f = &UserFacts{UserID: r.UserID}
+			f = &quan.UserFacts{UserID: r.UserID}
 		}
 		if ok, err := rule.Eval(f, nil, c.Now); err != nil || !ok {
-			r.Cause = CauseNotEligible
+			r.Cause = quan.CauseNotEligible
 		}
 	}
 	return nil
