@@ -11,7 +11,7 @@ import (
 // same rights, as a bearer token of its role and shop.
 type Account struct {
 	ID     int64  `json:"id"`
-	Name   string `json:"name"` // the login name, unique in any ASCII case: see ValidAccountName
+	Name   string `json:"name"` // the login name, unique in any ASCII case: see ValidName
 	Role   Role   `json:"role"` // RoleMerchant or RoleAdmin
 	ShopNo int64  `json:"shopNo,omitempty"`
 	// Disabled accounts cannot sign in, and their sessions end.

@@ -100,9 +100,9 @@ func (f *UserFacts) Normalize() {
 	}
 }
 
-// AttributeStore keeps users' facts (UserFacts), for eligibility rules
+// FactsStore keeps users' facts (UserFacts), for eligibility rules
 // and segments.
-type AttributeStore interface {
+type FactsStore interface {
 	// PutUserFacts stores facts in one transaction, all or none, each
 	// replacing whatever is on file of its user (tags and attrs
 	// included), with updated time now. facts are valid and normalised

@@ -198,7 +198,7 @@ type HeldSwap struct {
 
 // LimitedReserver is a Cache that also takes rate-limit tokens in the same
 // atomic step as a reservation: one round trip for a claim instead of two.
-// It is optional: ClaimService uses it when its Cache has it and its
+// It is optional: claims.Service uses it when its Cache has it and its
 // Limiter is that very cache; otherwise it calls Allow, then Reserve.
 type LimitedReserver interface {
 	// ReserveLimited is RateLimiter.Allow(buckets...) followed by
@@ -241,7 +241,7 @@ type LedgerEntry struct {
 // ClaimLedger is a Cache shared by processes (Redis) that keeps a ledger
 // of the claims it reserved and that are not yet on the bus, so that the
 // reservation of a claim whose process died before its hand-off is found
-// and given back (ClaimService.Reap), and no other is. ReserveLimited
+// and given back (claims.Service.Reap), and no other is. ReserveLimited
 // enters a claim that reserved a coupon under a new key in the same
 // atomic step as the reservation. An in-process cache needs none: its
 // reservations die with the process, and the next loads the store's.

@@ -65,7 +65,7 @@ func (c *ClaimCounters) CountRefusal(r Refusal) {
 	}
 }
 
-// DistributionCounters count what a Distributor did in this process;
+// DistributionCounters count what a tasks.Runner did in this process;
 // package prom reads them at each scrape.
 type DistributionCounters struct {
 	// Rows decided by the chunks this process applied, by outcome:
@@ -154,7 +154,7 @@ func CouponTransitions() []CouponTransition {
 	}
 }
 
-// WalletCounters count the coupon state changes of a WalletService in
+// WalletCounters count the coupon state changes of a wallet.Service in
 // this process; package prom reads them at each scrape. A change written
 // counts once per coupon; a change refused or failed counts once per
 // request, under the change it asked for (a lock: available → locked).

@@ -2,7 +2,7 @@ package quan
 
 import "slices"
 
-// A FactsFilter narrows a scan of users' facts (AttributeStore.ScanUserFacts)
+// A FactsFilter narrows a scan of users' facts (FactsStore.ScanUserFacts)
 // to what a segment rule needs: the facts it reads, and conditions every
 // user it can match meets. A rule gives its own (CompiledRule.Filter); the
 // store turns it into SQL, so that a segment of a million users reads from
@@ -18,7 +18,7 @@ type FactsFilter struct {
 	Where []FactsClause
 	// Exact says the rule is true of a user exactly when Where passes it
 	// (the rule is nothing but those conditions): from a scan that states
-	// Where exactly (AttributeStore.ExactFilter), every user is matched
+	// Where exactly (FactsStore.ExactFilter), every user is matched
 	// without evaluating the rule, and no fact need be read.
 	Exact bool
 }

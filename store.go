@@ -115,7 +115,7 @@ type TaskStore interface {
 	// idempotent by (task, seq). ErrLeaseLost if the task is not running
 	// (canceled, failed or done), ErrNotFound if there is no such task;
 	// nothing is written then. The undecided rows of a chunk name distinct
-	// users (the Distributor refuses repeats as duplicates). The task's
+	// users (the tasks.Runner refuses repeats as duplicates). The task's
 	// UpdatedAt becomes c.Now. It may set Cause on c.Rows only if it
 	// commits, so a refused chunk can be retried as it is.
 	ApplyChunk(ctx context.Context, c *Chunk) (TaskCounts, error)
@@ -275,7 +275,7 @@ type Store interface {
 	StatsStore
 	ReminderStore
 	AccountStore
-	AttributeStore
+	FactsStore
 	ShopStore
 	RulesStore
 	Archiver

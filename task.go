@@ -243,7 +243,7 @@ type Task struct {
 	LeaseUntil time.Time `json:"-"`
 
 	// RetryOf is the finished task whose retryable failed rows this task
-	// tries again (TaskService.Retry); 0 for a task of an uploaded file.
+	// tries again (tasks.Service.Retry); 0 for a task of an uploaded file.
 	RetryOf int64 `json:"retryOf,omitempty"`
 
 	// TraceParent is the trace of the request that created the task

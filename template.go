@@ -171,7 +171,7 @@ type TemplateSpec struct {
 	// DefaultRemindLead. Whole seconds, at most MaxRemindLead.
 	RemindLead Duration `json:"remindLead,omitempty"`
 	// Stacking says which coupons this one may be used with in an order;
-	// "" means StackAny, and TemplateService writes it so.
+	// "" means StackAny, and templates.Service writes it so.
 	Stacking Stacking `json:"stacking"`
 	// Priority, 0 … MaxPriority, orders coupons: when two combinations
 	// of coupons take as much off an order with as many coupons, the one
@@ -202,7 +202,7 @@ type TemplateSpec struct {
 	// and when a coupon can be used (over order, user and now); "" for
 	// none. They are version 0 of the rules, which a draft's edit
 	// changes; a change once the template is active is a new version
-	// (RulesVersion, TemplateService.ChangeRules). TemplateService
+	// (RulesVersion, templates.Service.ChangeRules). templates.Service
 	// type-checks them when the template is saved (checkRules).
 	Eligibility string `json:"eligibility,omitempty"`
 	Applies     string `json:"applies,omitempty"`

@@ -18,11 +18,11 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// Account rules and the defaults of AccountService.
+// Account rules and the defaults of Service.
 const (
-	MaxAccountNameLen = 64
-	MinPasswordLen    = 10  // bytes
-	MaxPasswordLen    = 128 // bytes
+	MaxNameLen     = 64
+	MinPasswordLen = 10  // bytes
+	MaxPasswordLen = 128 // bytes
 
 	DefaultSessionIdle     = 12 * time.Hour
 	DefaultMaxFailures     = 5
@@ -39,10 +39,10 @@ const sessionTouchEvery = time.Minute
 // throttle key; an address is an IP, far shorter.
 const maxAddrLen = 200
 
-// ValidAccountName returns nil if name may name an account: 1 to 64 of
+// ValidName returns nil if name may name an account: 1 to 64 of
 // the ASCII letters and digits and . _ @ -; else an EINVALID *Error whose
 // field "name" says why. Names are unique regardless of ASCII case.
-func ValidAccountName(name string) error {
+func ValidName(name string) error {
 	if msg := accountNameProblem(name); msg != "" {
 		return &quan.Error{Code: quan.EINVALID, Message: "invalid account name", Fields: []quan.FieldError{{Field: "name", Message: msg}}}
 	}
@@ -53,8 +53,8 @@ func accountNameProblem(name string) string {
 	switch {
 	case name == "":
 		return "is required"
-	case len(name) > MaxAccountNameLen:
-		return fmt.Sprintf("must be at most %d characters", MaxAccountNameLen)
+	case len(name) > MaxNameLen:
+		return fmt.Sprintf("must be at most %d characters", MaxNameLen)
 	}
 	for _, r := range name {
 		switch {
@@ -113,7 +113,7 @@ func (in NewAccount) Validate() error {
 	return v.Err("invalid account")
 }
 
-// AccountService manages the operator console's accounts and signs their
+// Service manages the operator console's accounts and signs their
 // people in and out. Admins manage accounts; a sign-in gives a browser a
 // session, which Authenticate checks on every request.
 //
@@ -125,7 +125,7 @@ func (in NewAccount) Validate() error {
 // Sign-ins that run concurrently are each checked before any of them
 // fails, so a burst of N concurrent guesses may try up to N beyond the
 // limit once; every failure still counts.
-type AccountService struct {
+type Service struct {
 	Store quan.AccountStore
 	Now   quan.Clock // nil: time.Now
 	// SessionIdle is how long a session may go unused before it ends;
@@ -150,42 +150,42 @@ type AccountService struct {
 	dummyHash []byte // a hash compared against for unknown names
 }
 
-func (s *AccountService) logger() *slog.Logger {
+func (s *Service) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
 	return s.Logger
 }
 
-func (s *AccountService) idle() time.Duration {
+func (s *Service) idle() time.Duration {
 	if s.SessionIdle > 0 {
 		return s.SessionIdle
 	}
 	return DefaultSessionIdle
 }
 
-func (s *AccountService) window() time.Duration {
+func (s *Service) window() time.Duration {
 	if s.LockWindow > 0 {
 		return s.LockWindow
 	}
 	return DefaultLockWindow
 }
 
-func (s *AccountService) maxFailures() int {
+func (s *Service) maxFailures() int {
 	if s.MaxFailures > 0 {
 		return s.MaxFailures
 	}
 	return DefaultMaxFailures
 }
 
-func (s *AccountService) maxAddrFailures() int {
+func (s *Service) maxAddrFailures() int {
 	if s.MaxAddrFailures > 0 {
 		return s.MaxAddrFailures
 	}
 	return DefaultMaxAddrFailures
 }
 
-func (s *AccountService) cost() int {
+func (s *Service) cost() int {
 	if s.HashCost > 0 {
 		return s.HashCost
 	}
@@ -195,7 +195,7 @@ func (s *AccountService) cost() int {
 // Add creates an account. Only admins may: EFORBIDDEN otherwise. EINVALID
 // lists the fields in error (name, role, shopNo, password); ECONFLICT if
 // the name is taken (in any ASCII case).
-func (s *AccountService) Add(ctx context.Context, who quan.Identity, in NewAccount) (*quan.Account, error) {
+func (s *Service) Add(ctx context.Context, who quan.Identity, in NewAccount) (*quan.Account, error) {
 	if err := quan.RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func (s *AccountService) Add(ctx context.Context, who quan.Identity, in NewAccou
 
 // List returns one page of the accounts of f, by name, and how many
 // match. Admins only.
-func (s *AccountService) List(ctx context.Context, who quan.Identity, f quan.AccountFilter) ([]*quan.Account, int, error) {
+func (s *Service) List(ctx context.Context, who quan.Identity, f quan.AccountFilter) ([]*quan.Account, int, error) {
 	if err := quan.RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, 0, err
 	}
@@ -242,7 +242,7 @@ func (s *AccountService) List(ctx context.Context, who quan.Identity, f quan.Acc
 
 // Get returns account id to an admin, or to the account itself (who is
 // its Identity); anyone else gets ENOTFOUND, as for a missing account.
-func (s *AccountService) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Account, error) {
+func (s *Service) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Account, error) {
 	if who.Role == "" {
 		return nil, quan.ErrUnauthorized
 	}
@@ -260,7 +260,7 @@ func (s *AccountService) Get(ctx context.Context, who quan.Identity, id int64) (
 }
 
 // GetByName is Get of the account named name, in any ASCII case.
-func (s *AccountService) GetByName(ctx context.Context, who quan.Identity, name string) (*quan.Account, error) {
+func (s *Service) GetByName(ctx context.Context, who quan.Identity, name string) (*quan.Account, error) {
 	if who.Role == "" {
 		return nil, quan.ErrUnauthorized
 	}
@@ -284,7 +284,7 @@ func (s *AccountService) GetByName(ctx context.Context, who quan.Identity, name 
 // an admin cannot disable its own account (EFORBIDDEN), so that the
 // console is never left without the admin who meant to keep it.
 // Disabling ends the account's sessions at once.
-func (s *AccountService) SetDisabled(ctx context.Context, who quan.Identity, id int64, disabled bool) (*quan.Account, error) {
+func (s *Service) SetDisabled(ctx context.Context, who quan.Identity, id int64, disabled bool) (*quan.Account, error) {
 	if err := quan.RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, err
 	}
@@ -317,7 +317,7 @@ func (s *AccountService) SetDisabled(ctx context.Context, who quan.Identity, id 
 // Admins only; EINVALID (field password) for a password out of bounds.
 // It ends the account's sessions and forgets its failed sign-ins, which
 // lifts a lockout of the account.
-func (s *AccountService) ResetPassword(ctx context.Context, who quan.Identity, id int64, password string) (*quan.Account, error) {
+func (s *Service) ResetPassword(ctx context.Context, who quan.Identity, id int64, password string) (*quan.Account, error) {
 	if err := quan.RequireAdmin(who, "manage console accounts"); err != nil {
 		return nil, err
 	}
@@ -347,7 +347,7 @@ func (s *AccountService) ResetPassword(ctx context.Context, who quan.Identity, i
 	return a, nil
 }
 
-func (s *AccountService) updateError(id int64, err error) error {
+func (s *Service) updateError(id int64, err error) error {
 	var e *quan.Error
 	switch {
 	case errors.Is(err, quan.ErrNotFound):
@@ -375,17 +375,17 @@ func addrKey(addr string) string    { return "addr:" + addr }
 // EUNAUTHORIZED with the same message, and take as long (a name that is
 // no account is checked against a dummy hash). Each counts as a failure
 // of the name and of the address. When either is locked (see
-// AccountService) the sign-in is ERATELIMITED, whose RetryAfter is when
+// Service) the sign-in is ERATELIMITED, whose RetryAfter is when
 // the lockout ends, whatever the password. A sign-in clears the failures
 // of the account, not those of the address.
-func (s *AccountService) Login(ctx context.Context, name, password, addr string) (string, *quan.Session, *quan.Account, error) {
+func (s *Service) Login(ctx context.Context, name, password, addr string) (string, *quan.Session, *quan.Account, error) {
 	now := s.Now.UTC()
 	if len(addr) > maxAddrLen {
 		addr = addr[:maxAddrLen]
 	}
 	logName := name
-	if len(logName) > MaxAccountNameLen {
-		logName = logName[:MaxAccountNameLen] + "…"
+	if len(logName) > MaxNameLen {
+		logName = logName[:MaxNameLen] + "…"
 	}
 	log := s.logger().With("name", logName, "addr", addr)
 	validName := accountNameProblem(name) == ""
@@ -470,7 +470,7 @@ type throttleKey struct {
 }
 
 // failed counts a failed sign-in under keys and returns errSignIn().
-func (s *AccountService) failed(ctx context.Context, log *slog.Logger, keys []throttleKey, now time.Time, why string) error {
+func (s *Service) failed(ctx context.Context, log *slog.Logger, keys []throttleKey, now time.Time, why string) error {
 	log.Warn("console sign-in failed", "reason", why)
 	for _, k := range keys {
 		n, first, err := s.Store.LoginFailed(ctx, k.key, now, s.window())
@@ -485,7 +485,7 @@ func (s *AccountService) failed(ctx context.Context, log *slog.Logger, keys []th
 }
 
 // locked is the ERATELIMITED answer of a lockout ending at until.
-func (s *AccountService) locked(until, now time.Time) error {
+func (s *Service) locked(until, now time.Time) error {
 	wait := max(until.Sub(now), time.Second)
 	return &quan.Error{Code: quan.ERATELIMITED, RetryAfter: wait,
 		Message: fmt.Sprintf("sign-in is locked for now after too many failed attempts; try again in %s", wait.Round(time.Second))}
@@ -496,7 +496,7 @@ func (s *AccountService) locked(until, now time.Time) error {
 // since its last use) or the account is disabled; an ended session is
 // deleted. Each use moves the session's end SessionIdle on, writing it at
 // most once a minute.
-func (s *AccountService) Authenticate(ctx context.Context, token string) (*quan.Session, *quan.Account, error) {
+func (s *Service) Authenticate(ctx context.Context, token string) (*quan.Session, *quan.Account, error) {
 	id, ok := sessionID(token)
 	if !ok {
 		return nil, nil, quan.Errorf(quan.EUNAUTHORIZED, "not signed in")
@@ -538,7 +538,7 @@ func (s *AccountService) Authenticate(ctx context.Context, token string) (*quan.
 // Logout ends the session of token. A token that is no session's (ended,
 // signed out before, or malformed) is no error: the browser is signed out
 // either way.
-func (s *AccountService) Logout(ctx context.Context, token string) error {
+func (s *Service) Logout(ctx context.Context, token string) error {
 	id, ok := sessionID(token)
 	if !ok {
 		return nil
@@ -558,7 +558,7 @@ func (s *AccountService) Logout(ctx context.Context, token string) error {
 }
 
 // Sweep deletes the sessions that ended, and says how many.
-func (s *AccountService) Sweep(ctx context.Context) (int64, error) {
+func (s *Service) Sweep(ctx context.Context) (int64, error) {
 	now := s.Now.UTC()
 	n, err := s.Store.DeleteExpiredSessions(ctx, now)
 	if err != nil {
@@ -610,7 +610,7 @@ func prehash(password string) []byte {
 }
 
 // hash returns the bcrypt hash of password at the service's cost.
-func (s *AccountService) hash(password string) ([]byte, error) {
+func (s *Service) hash(password string) ([]byte, error) {
 	h, err := bcrypt.GenerateFromPassword(prehash(password), s.cost())
 	if err != nil {
 		return nil, fmt.Errorf("hash password: %w", err)
@@ -621,7 +621,7 @@ func (s *AccountService) hash(password string) ([]byte, error) {
 // dummy is a hash at the service's cost that no password matches in
 // practice, compared against when the name is no account's so that the
 // answer takes as long as a wrong password.
-func (s *AccountService) dummy() []byte {
+func (s *Service) dummy() []byte {
 	s.dummyOnce.Do(func() {
 		b := make([]byte, tokenBytes)
 		rand.Read(b)

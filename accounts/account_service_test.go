@@ -24,12 +24,12 @@ var (
 	otherPW = "another fine password"
 )
 
-// acctFixture is an AccountService on a SQLite store and a test clock,
+// acctFixture is a Service on a SQLite store and a test clock,
 // logging into logs.
 type acctFixture struct {
 	st    *sqlite.Store
 	clock *testrig.Clock
-	svc   *accounts.AccountService
+	svc   *accounts.Service
 	logs  *syncBuffer
 }
 
@@ -56,7 +56,7 @@ func newAcctFixture(t *testing.T) *acctFixture {
 	st := testrig.Store(t)
 	clock := testrig.NewClock(acctT0)
 	logs := &syncBuffer{}
-	return &acctFixture{st: st, clock: clock, logs: logs, svc: &accounts.AccountService{
+	return &acctFixture{st: st, clock: clock, logs: logs, svc: &accounts.Service{
 		Store: st, Now: clock.At(), HashCost: bcrypt.MinCost,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}}
@@ -417,10 +417,10 @@ func TestAccountAddValidation(t *testing.T) {
 	f.add(t, "alice", quan.RoleMerchant, 1001)
 	_, err = f.svc.Add(t.Context(), testrig.Admin, accounts.NewAccount{Name: "Alice", Role: quan.RoleMerchant, ShopNo: 1002, Password: goodPW})
 	wantCode(t, "name taken", err, quan.ECONFLICT)
-	if err := accounts.ValidAccountName("ops.team@shop-1_2"); err != nil {
+	if err := accounts.ValidName("ops.team@shop-1_2"); err != nil {
 		t.Errorf("ValidAccountName: %v", err)
 	}
-	if err := accounts.ValidAccountName("a/b"); quan.ErrorCode(err) != quan.EINVALID {
+	if err := accounts.ValidName("a/b"); quan.ErrorCode(err) != quan.EINVALID {
 		t.Errorf("ValidAccountName(a/b): %v", err)
 	}
 }

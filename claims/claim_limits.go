@@ -8,10 +8,10 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// ClaimLimits are the token buckets of claims: Rate a second, up to Burst
+// Limits are the token buckets of claims: Rate a second, up to Burst
 // at once, per user and per template. A zero Rate sets no limit; a Burst
 // below 1 is 1.
-type ClaimLimits struct {
+type Limits struct {
 	UserRate      float64
 	UserBurst     int
 	TemplateRate  float64
@@ -28,7 +28,7 @@ type claimBuckets struct {
 	n          int
 }
 
-func (l ClaimLimits) buckets(user, template int64) claimBuckets {
+func (l Limits) buckets(user, template int64) claimBuckets {
 	var b claimBuckets
 	if l.UserRate > 0 {
 		b.all[b.n] = quan.Bucket{Key: "claim:user:" + strconv.FormatInt(user, 10), Rate: l.UserRate, Burst: max(l.UserBurst, 1)}

@@ -58,7 +58,7 @@ func TestClaimRateLimits(t *testing.T) {
 			if way.oneCalls {
 				r.S.Reserver = c
 			}
-			r.S.Limits = claims.ClaimLimits{UserRate: 0.01, UserBurst: 1, TemplateRate: 0.01, TemplateBurst: 2}
+			r.S.Limits = claims.Limits{UserRate: 0.01, UserBurst: 1, TemplateRate: 0.01, TemplateBurst: 2}
 			user := func(id int64) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: id} }
 			limited := func(id int64, what string) {
 				t.Helper()

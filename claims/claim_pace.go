@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// MinPersistRate is the lowest ClaimService.PersistRate other than 0. A
+// MinPersistRate is the lowest Service.PersistRate other than 0. A
 // process holds up to batchConcurrency+batchPrefetch claim messages of
 // MaxClaimsPerMessage claims from the bus (10,000 claims): at this rate
 // the last of them waits 10 s, a third of their AckWait (30 s); much

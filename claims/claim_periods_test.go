@@ -37,8 +37,8 @@ func TestClaimPeriodLimitAfterCacheLoss(t *testing.T) {
 
 	// The process restarts: a new claim service with an empty cache, on
 	// the same store and bus.
-	restarted := func(now time.Time) *claims.ClaimService {
-		return &claims.ClaimService{Templates: r.Store, Coupons: r.Store, Claims: r.Store, Cache: inmem.NewCache(),
+	restarted := func(now time.Time) *claims.Service {
+		return &claims.Service{Templates: r.Store, Coupons: r.Store, Claims: r.Store, Cache: inmem.NewCache(),
 			Bus: r.Bus, Now: func() time.Time { return now }}
 	}
 	s := restarted(testrig.ClaimAt.Add(time.Minute))

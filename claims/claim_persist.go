@@ -26,7 +26,7 @@ const (
 // ends; claims that fail give their reservation back, and claims whose
 // hand-off runs out of deliveries end failed. It consumes the batches on
 // ClaimBatchSubject and their dead letters.
-func (s *ClaimService) ServeClaims(ctx context.Context) error {
+func (s *Service) ServeClaims(ctx context.Context) error {
 	if s.PersistRate != 0 && !(s.PersistRate >= MinPersistRate) {
 		return quan.Errorf(quan.EINVALID, "serve claims: persist rate %v a second: want 0 (no limit) or at least %d", s.PersistRate, MinPersistRate)
 	}
@@ -82,7 +82,7 @@ func decodeClaims(m quan.Message) ([]*quan.Claim, error) {
 // fails, nothing is settled and the error has m delivered again: the
 // claims the store decided meanwhile are not decided twice, it returns
 // their records.
-func (s *ClaimService) handleClaims(ctx context.Context, m quan.Message) error {
+func (s *Service) handleClaims(ctx context.Context, m quan.Message) error {
 	cs, err := decodeClaims(m)
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func (s *ClaimService) handleClaims(ctx context.Context, m quan.Message) error {
 
 // settle counts a decided claim and, if it failed, gives its reservation
 // back (a no-op when given back before).
-func (s *ClaimService) settle(ctx context.Context, c *quan.Claim) error {
+func (s *Service) settle(ctx context.Context, c *quan.Claim) error {
 	if c.Status == quan.ClaimIssued {
 		s.Counters.Issued.Add(1)
 		return nil
@@ -121,7 +121,7 @@ func (s *ClaimService) settle(ctx context.Context, c *quan.Claim) error {
 // handleDead fails every claim of a message whose hand-off ran out of
 // deliveries, and settles each: a claim the store decided before keeps
 // its record. An error has the dead letter delivered again.
-func (s *ClaimService) handleDead(ctx context.Context, m quan.Message) error {
+func (s *Service) handleDead(ctx context.Context, m quan.Message) error {
 	cs, err := decodeClaims(m)
 	if err != nil {
 		s.logger().Error("dead letter that is not a claim", "id", m.ID, "err", err)

@@ -20,7 +20,7 @@ const ReasonAbandoned = "abandoned: the claim was not handed off before its proc
 const HandoffTimeout = 5 * time.Second
 
 // DefaultReapAfter is how long a claim may stay reserved and not handed
-// off before ClaimService.Reap takes it as abandoned: well above the two
+// off before Service.Reap takes it as abandoned: well above the two
 // HandoffTimeouts a live process can take, so that only the claims of a
 // process that stopped (or stalled for that long, which then answers 503
 // rather than 202) are reaped.
@@ -38,7 +38,7 @@ const maxReap = 1000
 // reservation given back; one the store issued (its hand-off reached the
 // bus after all) keeps it. It returns how many claims it reaped. A cache
 // without a Ledger has nothing to reap.
-func (s *ClaimService) Reap(ctx context.Context) (int, error) {
+func (s *Service) Reap(ctx context.Context) (int, error) {
 	ledger := s.Ledger
 	if ledger == nil {
 		return 0, nil
@@ -68,7 +68,7 @@ func (s *ClaimService) Reap(ctx context.Context) (int, error) {
 
 // reapOne fences, settles and forgets one abandoned claim. Each step is
 // idempotent, so a reaper that stops half-way is finished by the next.
-func (s *ClaimService) reapOne(ctx context.Context, ledger quan.ClaimLedger, e quan.LedgerEntry) error {
+func (s *Service) reapOne(ctx context.Context, ledger quan.ClaimLedger, e quan.LedgerEntry) error {
 	template, user, err := quan.ParseClaimID(e.Key)
 	if err != nil || template != e.Template {
 		s.logger().Error("claim ledger entry that is not a claim", "template", e.Template, "key", e.Key)
@@ -95,7 +95,7 @@ func (s *ClaimService) reapOne(ctx context.Context, ledger quan.ClaimLedger, e q
 }
 
 // ServeReaper reaps abandoned claims every interval until ctx ends.
-func (s *ClaimService) ServeReaper(ctx context.Context, interval time.Duration) error {
+func (s *Service) ServeReaper(ctx context.Context, interval time.Duration) error {
 	if s.Ledger == nil || interval <= 0 {
 		return nil
 	}

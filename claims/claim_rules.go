@@ -16,7 +16,7 @@ import (
 // book does not hold yet is looked up only if the cache holds it or its
 // id may exist (the guard of a cold cache), so unknown ids cost the store
 // nothing.
-func (s *ClaimService) eligible(ctx context.Context, template, user int64, now time.Time) error {
+func (s *Service) eligible(ctx context.Context, template, user int64, now time.Time) error {
 	if s.Rules == nil {
 		return nil
 	}

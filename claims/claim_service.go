@@ -34,7 +34,7 @@ type ShopCaps interface {
 	ShopClaimed(ctx context.Context, shop int64, from, to time.Time) (int64, error)
 }
 
-// ClaimService takes flash-sale claims: it checks and reserves in the
+// Service takes flash-sale claims: it checks and reserves in the
 // cache at once, hands the claim to the bus durably before it answers, and
 // persists claims in batches as they come off the bus.
 //
@@ -47,7 +47,7 @@ type ShopCaps interface {
 // Limiter, if set, limits claims by the buckets of Limits. With a
 // Reserver (Redis serving both), a claim takes its tokens and its
 // reservation in one call.
-type ClaimService struct {
+type Service struct {
 	Templates quan.TemplateStore
 	Coupons   quan.CouponStore // the holdings a cold cache is loaded with
 	Claims    quan.ClaimStore
@@ -65,7 +65,7 @@ type ClaimService struct {
 	Reserver quan.LimitedReserver
 	Bus      quan.Bus
 	Limiter  quan.RateLimiter // nil limits nothing
-	Limits   ClaimLimits
+	Limits   Limits
 	Now      quan.Clock
 	Logger   *slog.Logger
 	Counters quan.ClaimCounters
@@ -116,9 +116,9 @@ type ClaimService struct {
 // InFlight returns how many claims of this process are reserved in the
 // cache and not yet handed to the bus (or given back): work a Reconciler
 // must not take for drift when the cache keeps no Ledger.
-func (s *ClaimService) InFlight() int64 { return s.inflight.Load() }
+func (s *Service) InFlight() int64 { return s.inflight.Load() }
 
-func (s *ClaimService) init() {
+func (s *Service) init() {
 	s.once.Do(func() {
 		s.handoff = batch.New(quan.MaxClaimsPerMessage, s.publish)
 		s.pace = newPace(s.PersistRate)
@@ -135,7 +135,7 @@ func (s *ClaimService) init() {
 // an ID of this batch alone (batchID), so that PublishMany's own retries
 // store it once. With a Ledger the claims then leave the ledger, and
 // each says where it was.
-func (s *ClaimService) publish(ctx context.Context, cs []*quan.Claim) ([]quan.Handoff, error) {
+func (s *Service) publish(ctx context.Context, cs []*quan.Claim) ([]quan.Handoff, error) {
 	ctx, cancel := context.WithTimeout(ctx, HandoffTimeout)
 	defer cancel()
 	data, err := quan.EncodeClaims(cs)
@@ -174,7 +174,7 @@ func (s *ClaimService) publish(ctx context.Context, cs []*quan.Claim) ([]quan.Ha
 	return out, nil
 }
 
-func (s *ClaimService) logger() *slog.Logger {
+func (s *Service) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
@@ -198,7 +198,7 @@ func (s *ClaimService) logger() *slog.Logger {
 // exist (or is a draft) is ErrNotFound, answered without the store for ids
 // above the highest template id. Once the reservation is made, the client
 // going away does not abandon it or its hand-off.
-func (s *ClaimService) Claim(ctx context.Context, who quan.Identity, template int64, key string) (*quan.Claim, error) {
+func (s *Service) Claim(ctx context.Context, who quan.Identity, template int64, key string) (*quan.Claim, error) {
 	if s.Latency == nil {
 		return s.claim(ctx, who, template, key)
 	}
@@ -208,7 +208,7 @@ func (s *ClaimService) Claim(ctx context.Context, who quan.Identity, template in
 	return c, err
 }
 
-func (s *ClaimService) claim(ctx context.Context, who quan.Identity, template int64, key string) (*quan.Claim, error) {
+func (s *Service) claim(ctx context.Context, who quan.Identity, template int64, key string) (*quan.Claim, error) {
 	if who.Role != quan.RoleUser {
 		return nil, quan.Errorf(quan.EFORBIDDEN, "only users claim coupons")
 	}
@@ -325,7 +325,7 @@ func (s *ClaimService) claim(ctx context.Context, who quan.Identity, template in
 
 // shopCapRefusal counts and returns err, the refusal of a claim of
 // template by its shop's daily cap (or the error of checking it).
-func (s *ClaimService) shopCapRefusal(template int64, err error) error {
+func (s *Service) shopCapRefusal(template int64, err error) error {
 	switch quan.ErrorCode(err) {
 	case quan.ENOTFOUND:
 		s.Counters.UnknownIDs.Add(1)
@@ -351,7 +351,7 @@ func (s *ClaimService) shopCapRefusal(template int64, err error) error {
 // LimitedReserver reserves by ReserveLimited even without buckets: the
 // Redis cache gathers the claims of concurrent calls into one script
 // call.
-func (s *ClaimService) reserve(ctx context.Context, template int64, key string, user int64, now time.Time) ([]quan.Refusal, error) {
+func (s *Service) reserve(ctx context.Context, template int64, key string, user int64, now time.Time) ([]quan.Refusal, error) {
 	var (
 		cb      claimBuckets
 		buckets []quan.Bucket
@@ -402,7 +402,7 @@ func (s *ClaimService) reserve(ctx context.Context, template int64, key string, 
 // loadCold loads template into the cache (once, however many claims
 // wait for it), unless its id is above the highest the store has handed
 // out: then it is ErrNotFound.
-func (s *ClaimService) loadCold(ctx context.Context, template int64) error {
+func (s *Service) loadCold(ctx context.Context, template int64) error {
 	ctx, cancel := context.WithTimeout(ctx, maxBacklogWait+batch.Timeout)
 	defer cancel()
 	exists, err := s.known.exists(ctx, s.Templates, template)
@@ -431,7 +431,7 @@ const maxBacklogWait = quan.DefaultAckWait + 5*time.Second
 // and accept claims the store then refuses. If the backlog does not
 // drain within maxBacklogWait (no process persists claims), it loads
 // anyway.
-func (s *ClaimService) load(ctx context.Context, template int64) error {
+func (s *Service) load(ctx context.Context, template int64) error {
 	if err := s.awaitBacklog(ctx); err != nil {
 		return err
 	}
@@ -454,7 +454,7 @@ func (s *ClaimService) load(ctx context.Context, template int64) error {
 }
 
 // refusal turns a cache refusal into the error a user reads.
-func (s *ClaimService) refusal(ctx context.Context, template int64, r quan.Refusal) error {
+func (s *Service) refusal(ctx context.Context, template int64, r quan.Refusal) error {
 	switch r {
 	case quan.RefusedSoldOut:
 		return quan.Errorf(quan.ESOLDOUT, "template %d is sold out", template)
@@ -483,7 +483,7 @@ func (s *ClaimService) refusal(ctx context.Context, template int64, r quan.Refus
 
 // Get returns claim id of the user who, waiting up to wait for it to be
 // decided. A claim of another user is ErrNotFound.
-func (s *ClaimService) Get(ctx context.Context, who quan.Identity, id string, wait time.Duration) (*quan.Claim, error) {
+func (s *Service) Get(ctx context.Context, who quan.Identity, id string, wait time.Duration) (*quan.Claim, error) {
 	template, user, err := quan.ParseClaimID(id)
 	if err != nil {
 		return nil, err
@@ -519,7 +519,7 @@ func (s *ClaimService) Get(ctx context.Context, who quan.Identity, id string, wa
 }
 
 // awaitBacklog waits until no claim waits on the bus, or maxBacklogWait.
-func (s *ClaimService) awaitBacklog(ctx context.Context) error {
+func (s *Service) awaitBacklog(ctx context.Context) error {
 	deadline := time.Now().Add(maxBacklogWait)
 	for {
 		n, err := s.Bus.Backlog(ctx, quan.ClaimBatchSubject, quan.ClaimDurable)
@@ -554,7 +554,7 @@ func batchID(first string) string {
 
 // refused counts a claim of template refused with code before the store,
 // if s has Refusals.
-func (s *ClaimService) refused(template int64, code string) {
+func (s *Service) refused(template int64, code string) {
 	if s.Refusals != nil {
 		s.Refusals.Add(template, code)
 	}

@@ -53,7 +53,7 @@ import (
 // shopCapTake is the count a claim took in its shop's day; nil when it
 // took none (no cap, or a retry counted by its first try).
 type shopCapTake struct {
-	s         *ClaimService
+	s         *Service
 	shop, day int64
 	kept      bool
 }
@@ -81,7 +81,7 @@ func (t *shopCapTake) giveBack(ctx context.Context) {
 // if it has none or the claim is a retry the cache has a record of (its
 // first try counted, or was refused). ESHOPDAILYCAP if the shop's claims
 // of the day reached the cap; ErrNotFound if there is no template.
-func (s *ClaimService) takeShopCap(ctx context.Context, template int64, id, key string, day int64) (*shopCapTake, error) {
+func (s *Service) takeShopCap(ctx context.Context, template int64, id, key string, day int64) (*shopCapTake, error) {
 	if s.Shops == nil {
 		return nil, nil
 	}
@@ -118,7 +118,7 @@ func (s *ClaimService) takeShopCap(ctx context.Context, template int64, id, key 
 
 // loadShopClaims loads the count of shop in day into the cache from the
 // store's count of the coupons its claims issued that day.
-func (s *ClaimService) loadShopClaims(ctx context.Context, shop, day int64) error {
+func (s *Service) loadShopClaims(ctx context.Context, shop, day int64) error {
 	n, err := s.Shops.ShopClaimed(ctx, shop, quan.ShanghaiDayStart(day), quan.ShanghaiDayStart(day+1))
 	if err != nil {
 		return fmt.Errorf("count the claims of shop %d today: %w", shop, err)
@@ -135,7 +135,7 @@ func (s *ClaimService) loadShopClaims(ctx context.Context, shop, day int64) erro
 // giveShopCapOf gives back the count of c, a claim that got no coupon
 // after it was accepted (failed in the store, dead-lettered, reaped), if
 // its shop has a cap.
-func (s *ClaimService) giveShopCapOf(ctx context.Context, c *quan.Claim) error {
+func (s *Service) giveShopCapOf(ctx context.Context, c *quan.Claim) error {
 	if s.Shops == nil {
 		return nil
 	}
@@ -167,7 +167,7 @@ type templateShops struct {
 // it is full.
 const maxTemplateShops = 100_000
 
-func (t *templateShops) of(ctx context.Context, s *ClaimService, template int64) (int64, error) {
+func (t *templateShops) of(ctx context.Context, s *Service, template int64) (int64, error) {
 	t.mu.RLock()
 	shop, ok := t.m[template]
 	t.mu.RUnlock()

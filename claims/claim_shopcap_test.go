@@ -45,7 +45,7 @@ func (c *shopCountingCache) Reservation(ctx context.Context, template int64, key
 type shopCapRig struct {
 	*testrig.ClaimRig
 	second *quan.Template
-	shops  *shops.ShopService
+	shops  *shops.Service
 	spy    *shopCountingCache
 	mu     sync.Mutex
 	now    time.Time
@@ -62,7 +62,7 @@ func newShopCapRig(t *testing.T, limit int64) *shopCapRig {
 	}
 	r.second = &second
 	clock := func() time.Time { r.mu.Lock(); defer r.mu.Unlock(); return r.now }
-	r.shops = &shops.ShopService{Store: r.Store, Now: clock}
+	r.shops = &shops.Service{Store: r.Store, Now: clock}
 	r.spy = &shopCountingCache{Cache: r.Cache}
 	r.S.Cache, r.S.Now, r.S.Shops = r.spy, clock, r.shops
 	if _, err := r.shops.SetSettings(t.Context(), testrig.Merchant1, 1, quan.ShopSettings{DailyClaimCap: limit}); err != nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// CodeService is the merchant's and user's side of redemption codes.
-type CodeService struct {
+// Service is the merchant's and user's side of redemption codes.
+type Service struct {
 	Codes     quan.CodeStore
 	Templates quan.TemplateStore
 	Cache     quan.Cache // nil: the store alone checks and reserves
@@ -33,7 +33,7 @@ type CodeService struct {
 	closed bool
 }
 
-func (s *CodeService) logger() *slog.Logger {
+func (s *Service) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
@@ -43,7 +43,7 @@ func (s *CodeService) logger() *slog.Logger {
 // Create starts a batch of n codes for template of the merchant's shop and
 // returns it generating; the codes are made in the background (Get shows
 // the progress). The template must not have ended.
-func (s *CodeService) Create(ctx context.Context, who quan.Identity, template, n int64) (*quan.CodeBatch, error) {
+func (s *Service) Create(ctx context.Context, who quan.Identity, template, n int64) (*quan.CodeBatch, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (s *CodeService) Create(ctx context.Context, who quan.Identity, template, n
 // Generate makes the rest of batch b's codes in the background, until
 // they are made or Close stops it; after Close it does nothing (Resume
 // finishes the batch in the next process).
-func (s *CodeService) Generate(b *quan.CodeBatch) {
+func (s *Service) Generate(b *quan.CodeBatch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -97,11 +97,11 @@ func (s *CodeService) Generate(b *quan.CodeBatch) {
 }
 
 // Wait waits for the generations under way to finish.
-func (s *CodeService) Wait() { s.wg.Wait() }
+func (s *Service) Wait() { s.wg.Wait() }
 
 // Close stops the generations under way, which keep what they stored,
 // and waits for them. Safe to call twice.
-func (s *CodeService) Close() {
+func (s *Service) Close() {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
@@ -114,7 +114,7 @@ func (s *CodeService) Close() {
 }
 
 // Resume generates the batches a process that died left unfinished.
-func (s *CodeService) Resume(ctx context.Context) error {
+func (s *Service) Resume(ctx context.Context) error {
 	bs, err := s.Codes.GeneratingCodeBatches(ctx)
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func (s *CodeService) Resume(ctx context.Context) error {
 	return nil
 }
 
-func (s *CodeService) generate(ctx context.Context, b *quan.CodeBatch) error {
+func (s *Service) generate(ctx context.Context, b *quan.CodeBatch) error {
 	chunk := int64(s.Chunk)
 	if chunk <= 0 {
 		chunk = 10_000
@@ -156,7 +156,7 @@ func (s *CodeService) generate(ctx context.Context, b *quan.CodeBatch) error {
 }
 
 // Get returns batch id of the merchant's shop.
-func (s *CodeService) Get(ctx context.Context, who quan.Identity, id int64) (*quan.CodeBatch, error) {
+func (s *Service) Get(ctx context.Context, who quan.Identity, id int64) (*quan.CodeBatch, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func (s *CodeService) Get(ctx context.Context, who quan.Identity, id int64) (*qu
 // List returns the batches of template of the merchant's shop, newest
 // first. ErrNotFound if there is no such template (or it is another
 // shop's).
-func (s *CodeService) List(ctx context.Context, who quan.Identity, template int64) ([]*quan.CodeBatch, error) {
+func (s *Service) List(ctx context.Context, who quan.Identity, template int64) ([]*quan.CodeBatch, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -179,7 +179,7 @@ func (s *CodeService) List(ctx context.Context, who quan.Identity, template int6
 }
 
 // Export streams the codes of a ready batch of the merchant's shop.
-func (s *CodeService) Export(ctx context.Context, who quan.Identity, id int64) (*quan.CodeBatch, iter.Seq2[quan.RedeemCode, error], error) {
+func (s *Service) Export(ctx context.Context, who quan.Identity, id int64) (*quan.CodeBatch, iter.Seq2[quan.RedeemCode, error], error) {
 	b, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, nil, err
@@ -192,7 +192,7 @@ func (s *CodeService) Export(ctx context.Context, who quan.Identity, id int64) (
 
 // Redeem issues the user the coupon of code. A mistyped code (bad check
 // symbol) is refused before anything is looked up.
-func (s *CodeService) Redeem(ctx context.Context, who quan.Identity, code string) (*quan.Coupon, error) {
+func (s *Service) Redeem(ctx context.Context, who quan.Identity, code string) (*quan.Coupon, error) {
 	if who.Role != quan.RoleUser {
 		return nil, quan.Errorf(quan.EFORBIDDEN, "only users redeem codes")
 	}
@@ -224,7 +224,7 @@ func (s *CodeService) Redeem(ctx context.Context, who quan.Identity, code string
 // in force at now refuses user, unless the code is redeemed already: the
 // store then answers the user's own redeem again, whatever the user's
 // facts are now, or anyone else's with ECODEUSED.
-func (s *CodeService) eligible(ctx context.Context, code string, user int64, now time.Time) error {
+func (s *Service) eligible(ctx context.Context, code string, user int64, now time.Time) error {
 	if s.Rules == nil {
 		return nil
 	}

@@ -17,7 +17,7 @@ var codesT0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 func TestCodeServiceList(t *testing.T) {
 	st, clock := testrig.Store(t), testrig.NewClock(codesT0)
 	tpl := testrig.Template(t, st, clock.At(), testrig.DirectSpec(codesT0), true)
-	svc := &codes.CodeService{Codes: st, Templates: st, Now: clock.At(), Chunk: 2}
+	svc := &codes.Service{Codes: st, Templates: st, Now: clock.At(), Chunk: 2}
 	var made []*quan.CodeBatch
 	for _, n := range []int64{3, 1} {
 		b, err := svc.Create(t.Context(), testrig.Merchant1, tpl.ID, n)
@@ -50,7 +50,7 @@ func TestCodeServiceList(t *testing.T) {
 func TestCodeServiceClose(t *testing.T) {
 	st, clock := testrig.Store(t), testrig.NewClock(codesT0)
 	tpl := testrig.Template(t, st, clock.At(), testrig.DirectSpec(codesT0), true)
-	svc := &codes.CodeService{Codes: st, Templates: st, Now: clock.At(), Chunk: 1}
+	svc := &codes.Service{Codes: st, Templates: st, Now: clock.At(), Chunk: 1}
 	b, err := svc.Create(t.Context(), testrig.Merchant1, tpl.ID, 100_000)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestCodeServiceClose(t *testing.T) {
 		t.Fatalf("a Generate after Close made codes: %d, then %d", got.Generated, again.Generated)
 	}
 
-	next := &codes.CodeService{Codes: st, Templates: st, Now: clock.At(), Chunk: 50_000}
+	next := &codes.Service{Codes: st, Templates: st, Now: clock.At(), Chunk: 50_000}
 	if err := next.Resume(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// factsCache keeps users' facts in process for AttributeService.Facts: at
+// factsCache keeps users' facts in process for Service.Facts: at
 // most max users, each for ttl. It is a map under a read-write lock: a hit
 // takes the read lock and allocates nothing.
 type factsCache struct {

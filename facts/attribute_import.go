@@ -13,12 +13,12 @@ import (
 
 // Limits of an attributes import.
 const (
-	// AttributeImportBatch is how many rows of an attributes import go to
+	// ImportBatch is how many rows of an attributes import go to
 	// the store in one transaction.
-	AttributeImportBatch = 1000
-	// DefaultMaxAttributeRows is the most data rows an attributes file
-	// may hold when AttributeService.MaxImportRows is 0.
-	DefaultMaxAttributeRows = 1_000_000
+	ImportBatch = 1000
+	// DefaultMaxRows is the most data rows an attributes file
+	// may hold when Service.MaxImportRows is 0.
+	DefaultMaxRows = 1_000_000
 )
 
 // ImportInvalidAttribute is why a row of an attributes import fails when

@@ -41,7 +41,7 @@ func TestFactsMissesShareReads(t *testing.T) {
 		}
 	}
 	counting.reads.Store(0)
-	s := &facts.AttributeService{Store: st, Now: clock.At()}
+	s := &facts.Service{Store: st, Now: clock.At()}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	errs := make(chan error, 400)
@@ -91,7 +91,7 @@ func TestFactsMissesShareReads(t *testing.T) {
 func TestFactsLoadCanceled(t *testing.T) {
 	clock := testrig.NewClock(factsT0)
 	base, counting := newAttributes(t, clock)
-	s := &facts.AttributeService{Store: &slowFacts{countingFacts: counting}, Now: clock.At()}
+	s := &facts.Service{Store: &slowFacts{countingFacts: counting}, Now: clock.At()}
 	_ = base
 	var wg sync.WaitGroup
 	for u := int64(1); u <= 50; u++ {

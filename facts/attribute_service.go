@@ -12,22 +12,22 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// Defaults of the facts cache (AttributeService.Facts).
+// Defaults of the facts cache (Service.Facts).
 const (
-	// DefaultFactsCacheSize is the most users whose facts a process keeps
-	// when AttributeService.CacheSize is 0: about 20 MB of typical facts.
-	DefaultFactsCacheSize = 100_000
-	// DefaultFactsTTL is how long a process serves facts it read when
-	// AttributeService.CacheTTL is 0: the longest a change made by another
+	// DefaultCacheSize is the most users whose facts a process keeps
+	// when Service.CacheSize is 0: about 20 MB of typical facts.
+	DefaultCacheSize = 100_000
+	// DefaultTTL is how long a process serves facts it read when
+	// Service.CacheTTL is 0: the longest a change made by another
 	// process goes unseen.
-	DefaultFactsTTL = 30 * time.Second
+	DefaultTTL = 30 * time.Second
 )
 
-// AttributeService keeps what quan knows of users (UserFacts) for
+// Service keeps what quan knows of users (UserFacts) for
 // eligibility rules and segments: admins put and import them, claims and
 // quotes read them through Facts.
-type AttributeService struct {
-	Store  quan.AttributeStore
+type Service struct {
+	Store  quan.FactsStore
 	Now    quan.Clock // nil is time.Now
 	Logger *slog.Logger
 
@@ -39,14 +39,14 @@ type AttributeService struct {
 	// MaxFileSize bounds an attributes file; 0 means DefaultMaxFileSize.
 	MaxFileSize int64
 	// MaxImportRows bounds an attributes file's data rows; 0 means
-	// DefaultMaxAttributeRows.
+	// DefaultMaxRows.
 	MaxImportRows int64
 
 	// CacheSize bounds the users whose facts Facts keeps; 0 means
-	// DefaultFactsCacheSize, a negative size keeps none.
+	// DefaultCacheSize, a negative size keeps none.
 	CacheSize int
 	// CacheTTL is how long Facts serves facts it has read; 0 means
-	// DefaultFactsTTL.
+	// DefaultTTL.
 	CacheTTL time.Duration
 
 	once   sync.Once
@@ -54,14 +54,14 @@ type AttributeService struct {
 	loader *factsLoader // reads the misses, many a query
 }
 
-func (s *AttributeService) facts() *factsCache {
+func (s *Service) facts() *factsCache {
 	s.once.Do(func() {
 		size, ttl := s.CacheSize, s.CacheTTL
 		if size == 0 {
-			size = DefaultFactsCacheSize
+			size = DefaultCacheSize
 		}
 		if ttl <= 0 {
-			ttl = DefaultFactsTTL
+			ttl = DefaultTTL
 		}
 		s.cache = newFactsCache(size, ttl)
 		s.loader = &factsLoader{read: s.Store.UserFacts}
@@ -74,8 +74,8 @@ func (s *AttributeService) facts() *factsCache {
 // admin may: an operator, or an upstream system holding an admin token
 // (EFORBIDDEN otherwise). Invalid facts are EINVALID with a FieldError
 // each (UserFacts.Validate).
-func (s *AttributeService) Put(ctx context.Context, who quan.Identity, facts quan.UserFacts) (*quan.UserFacts, error) {
-	if err := CanChangeAttributes(who); err != nil {
+func (s *Service) Put(ctx context.Context, who quan.Identity, facts quan.UserFacts) (*quan.UserFacts, error) {
+	if err := CanChange(who); err != nil {
 		return nil, err
 	}
 	f := facts
@@ -94,7 +94,7 @@ func (s *AttributeService) Put(ctx context.Context, who quan.Identity, facts qua
 // Get returns the facts on file of user, read from the store (never the
 // cache); a user of whom nothing is on file has zero facts. An admin may
 // read any user's, a user its own (EFORBIDDEN otherwise).
-func (s *AttributeService) Get(ctx context.Context, who quan.Identity, user int64) (*quan.UserFacts, error) {
+func (s *Service) Get(ctx context.Context, who quan.Identity, user int64) (*quan.UserFacts, error) {
 	switch {
 	case who.Role == "":
 		return nil, quan.ErrUnauthorized
@@ -109,7 +109,7 @@ func (s *AttributeService) Get(ctx context.Context, who quan.Identity, user int6
 }
 
 // read reads the facts of user from the store, zero facts if none.
-func (s *AttributeService) read(ctx context.Context, user int64) (*quan.UserFacts, error) {
+func (s *Service) read(ctx context.Context, user int64) (*quan.UserFacts, error) {
 	m, err := s.Store.UserFacts(ctx, []int64{user})
 	if err != nil {
 		return nil, err
@@ -132,7 +132,7 @@ func (s *AttributeService) read(ctx context.Context, user int64) (*quan.UserFact
 // another process (or straight in the store) is seen within CacheTTL. A
 // store read that overlaps a Put or Import is used but not kept, so it
 // cannot put back facts the change replaced.
-func (s *AttributeService) Facts(ctx context.Context, user int64) (*quan.UserFacts, error) {
+func (s *Service) Facts(ctx context.Context, user int64) (*quan.UserFacts, error) {
 	c, now := s.facts(), s.Now.UTC()
 	if f, ok := c.get(user, now); ok {
 		return f, nil
@@ -161,8 +161,8 @@ func (s *AttributeService) Facts(ctx context.Context, user int64) (*quan.UserFac
 // twice, repeats an attribute's name or has more than MaxUserAttrs
 // attribute columns imports nothing (EINVALID naming "file"). Importing
 // the same file again gives the same facts.
-func (s *AttributeService) Import(ctx context.Context, who quan.Identity, r io.Reader) (*quan.ImportReport, error) {
-	if err := CanImportAttributes(who); err != nil {
+func (s *Service) Import(ctx context.Context, who quan.Identity, r io.Reader) (*quan.ImportReport, error) {
+	if err := CanImport(who); err != nil {
 		return nil, err
 	}
 	var open func(string) (quan.RowReader, func(quan.FileRow) (quan.UserFacts, int64, *quan.ImportFailure), error)
@@ -182,14 +182,14 @@ func (s *AttributeService) Import(ctx context.Context, who quan.Identity, r io.R
 	}
 	maxRows := s.MaxImportRows
 	if maxRows <= 0 {
-		maxRows = DefaultMaxAttributeRows
+		maxRows = DefaultMaxRows
 	}
 	now := s.Now.UTC()
 	// Whatever is stored, and however it ends, the cache forgets it all.
 	defer s.facts().forgetAll()
 	return quan.FileImport[quan.UserFacts]{
 		What: "attributes", Files: s.Files, MaxSize: s.MaxFileSize, MaxRows: maxRows,
-		Batch: AttributeImportBatch, Reasons: attributeImportReasons, Open: open,
+		Batch: ImportBatch, Reasons: attributeImportReasons, Open: open,
 		Store: func(ctx context.Context, rows []quan.UserFacts) (int, error) {
 			if err := s.Store.PutUserFacts(ctx, now, rows); err != nil {
 				return 0, err
@@ -199,16 +199,16 @@ func (s *AttributeService) Import(ctx context.Context, who quan.Identity, r io.R
 	}.Run(ctx, r)
 }
 
-// CanChangeAttributes returns nil if who may put a user's attributes (an
+// CanChange returns nil if who may put a user's attributes (an
 // admin), else ErrUnauthorized or EFORBIDDEN: the API asks before it
 // reads the body.
-func CanChangeAttributes(who quan.Identity) error {
+func CanChange(who quan.Identity) error {
 	return quan.RequireAdmin(who, "change users' attributes")
 }
 
-// CanImportAttributes returns nil if who may import users' attributes (an
+// CanImport returns nil if who may import users' attributes (an
 // admin), else ErrUnauthorized or EFORBIDDEN: the API asks before it
 // reads the upload.
-func CanImportAttributes(who quan.Identity) error {
+func CanImport(who quan.Identity) error {
 	return quan.RequireAdmin(who, "import users' attributes")
 }

@@ -28,9 +28,9 @@ func (c *countingFacts) UserFacts(ctx context.Context, users []int64) (map[int64
 	return c.Store.UserFacts(ctx, users)
 }
 
-func newAttributes(t *testing.T, clock *testrig.Clock) (*facts.AttributeService, *countingFacts) {
+func newAttributes(t *testing.T, clock *testrig.Clock) (*facts.Service, *countingFacts) {
 	st := &countingFacts{Store: testrig.Store(t)}
-	return &facts.AttributeService{Store: st, Now: clock.At()}, st
+	return &facts.Service{Store: st, Now: clock.At()}, st
 }
 
 func TestUserFactsValidate(t *testing.T) {
@@ -204,7 +204,7 @@ func TestAttributeServiceFacts(t *testing.T) {
 // cache holds them.
 func BenchmarkFactsHit(b *testing.B) {
 	st := testrig.Store(b)
-	s := &facts.AttributeService{Store: st}
+	s := &facts.Service{Store: st}
 	ctx := context.Background()
 	if _, err := s.Put(ctx, testrig.Admin, quan.UserFacts{UserID: 1, Level: 2, Tags: []string{"vip", "new"}}); err != nil {
 		b.Fatal(err)

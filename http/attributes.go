@@ -31,7 +31,7 @@ func (s *Server) putAttributes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := facts.CanChangeAttributes(who); err != nil {
+	if err := facts.CanChange(who); err != nil {
 		return err
 	}
 	var f quan.UserFacts
@@ -52,8 +52,8 @@ func (s *Server) putAttributes(w http.ResponseWriter, r *http.Request) error {
 }
 
 // importAttributes is POST /attributes/import (admin): the attributes
-// file, as serveImport takes it (see quan.AttributeService.Import for its
+// file, as serveImport takes it (see facts.Service.Import for its
 // columns). 200 with the quan.ImportReport.
 func (s *Server) importAttributes(w http.ResponseWriter, r *http.Request) error {
-	return s.serveImport(w, r, "attributes", facts.CanImportAttributes, s.Attributes.Import)
+	return s.serveImport(w, r, "attributes", facts.CanImport, s.Attributes.Import)
 }

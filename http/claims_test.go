@@ -38,7 +38,7 @@ func newClaimServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	}
 	t.Cleanup(func() { bus.Close() })
 	ts := newServer(t, func(ts *testServer) {
-		ts.claims = &claims.ClaimService{
+		ts.claims = &claims.Service{
 			Templates: ts.store, Coupons: ts.store, Claims: ts.store, Cache: ts.cache, Bus: bus, Now: ts.clock,
 			Limiter: inmem.NewRateLimiter(), MaxDeliver: 3, Backoff: []time.Duration{10 * time.Millisecond},
 			Rules: ts.api.Templates.Book, Facts: ts.api.Attributes,
@@ -439,7 +439,7 @@ func TestClaimIdempotencyKey(t *testing.T) {
 
 func TestClaimRateLimits(t *testing.T) {
 	ts := newClaimServer(t, func(ts *testServer) {
-		ts.claims.Limits = claims.ClaimLimits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.01, TemplateBurst: 3}
+		ts.claims.Limits = claims.Limits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.01, TemplateBurst: 3}
 	})
 	m := ts.merchant(t, 1)
 	tpl := ts.activeTemplate(t, m, 100, 5)

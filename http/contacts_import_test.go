@@ -237,9 +237,9 @@ func BenchmarkContactsImport(b *testing.B) {
 		b.Fatal(err)
 	}
 	api := &qhttp.Server{
-		Templates: &templates.TemplateService{Store: store},
+		Templates: &templates.Service{Store: store},
 		Tokens:    tokens,
-		Notices: &notify.NoticeService{Store: store, Contacts: store, Files: &disk.Files{Dir: dir},
+		Notices: &notify.Service{Store: store, Contacts: store, Files: &disk.Files{Dir: dir},
 			OpenRows: func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, sheet.Options{}) }},
 	}
 	srv := httptest.NewServer(api.Handler())

@@ -19,8 +19,8 @@ func BenchmarkHandler(b *testing.B) {
 	clock := newTestClock()
 	tk := newCachingTokens(b, clock, 1) // one slot: each token evicts the last, none is answered from it
 	s := &Server{
-		Templates: &templates.TemplateService{},
-		Claims:    &claims.ClaimService{}, // refuses merchants before it needs anything
+		Templates: &templates.Service{},
+		Claims:    &claims.Service{}, // refuses merchants before it needs anything
 		Tokens:    tk,
 		Now:       clock.now,
 	}

@@ -61,7 +61,7 @@ func TestClaimRateLimitSlow(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := cache(t)
 			ts := newClaimServer(t, func(ts *testServer) {
-				ts.claims.Limits = claims.ClaimLimits{UserRate: 1e-12, UserBurst: 1}
+				ts.claims.Limits = claims.Limits{UserRate: 1e-12, UserBurst: 1}
 				if c != nil {
 					ts.claims.Cache, ts.claims.Limiter, ts.claims.Ledger, ts.claims.Reserver = c, c, c, c
 				}
@@ -83,7 +83,7 @@ func TestClaimRateLimitSlow(t *testing.T) {
 // with cache (nil: the test server's) as the claims' cache and limiter.
 func testClaimRateLimitsAllOrNothing(t *testing.T, cache *redis.Cache) {
 	ts := newClaimServer(t, func(ts *testServer) {
-		ts.claims.Limits = claims.ClaimLimits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.1, TemplateBurst: 1}
+		ts.claims.Limits = claims.Limits{UserRate: 0.01, UserBurst: 2, TemplateRate: 0.1, TemplateBurst: 1}
 		if cache != nil {
 			ts.claims.Cache, ts.claims.Limiter, ts.claims.Ledger, ts.claims.Reserver = cache, cache, cache, cache
 		}

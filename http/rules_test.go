@@ -239,7 +239,7 @@ func TestRulesVersions(t *testing.T) {
 	wantUsable(q, v1, true)
 
 	// Listed, version 0 first, and in the audit trail.
-	var info templates.TemplateRulesInfo
+	var info templates.RulesInfo
 	ts.do(t, "GET", rulesPath, m, nil).decode(t, &info)
 	if info.Current != 2 || len(info.Versions) != 3 || info.Versions[0].Applies != "order.total >= 20000" ||
 		info.Versions[2].Applies != "order.total >= 90000" || !info.Versions[2].ApplyToIssued {

@@ -30,19 +30,19 @@ import (
 
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
 type Server struct {
-	Templates *templates.TemplateService
-	Tasks     *tasks.TaskService      // nil serves no task routes
-	Claims    *claims.ClaimService    // nil serves no claim routes
-	Wallet    *wallet.WalletService   // nil serves no wallet and order routes
-	Codes     *codes.CodeService      // nil serves no code routes
-	Notices   *notify.NoticeService   // nil serves no inbox, popup and contact routes
-	Stats     *stats.StatsService     // nil serves no statistics routes
-	Reminders *notify.ReminderService // nil serves no reminder routes
+	Templates *templates.Service
+	Tasks     *tasks.Service    // nil serves no task routes
+	Claims    *claims.Service   // nil serves no claim routes
+	Wallet    *wallet.Service   // nil serves no wallet and order routes
+	Codes     *codes.Service    // nil serves no code routes
+	Notices   *notify.Service   // nil serves no inbox, popup and contact routes
+	Stats     *stats.Service    // nil serves no statistics routes
+	Reminders *notify.Reminders // nil serves no reminder routes
 	// Attributes serves users' facts for rules; nil serves no attribute
 	// routes.
-	Attributes *facts.AttributeService
+	Attributes *facts.Service
 	// Shops serves shops' settings; nil serves no shop routes.
-	Shops *shops.ShopService
+	Shops *shops.Service
 	// CodesExport writes the codes.xlsx export of a batch; nil serves
 	// codes.csv only.
 	CodesExport quan.CodesExport
@@ -136,10 +136,10 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 	handle("GET /api/v1/templates", s.listTemplates)
 	handle("GET /api/v1/templates/{id}", s.getTemplate)
 	handle("PATCH /api/v1/templates/{id}", s.editTemplate)
-	handle("POST /api/v1/templates/{id}/activate", s.changeTemplate((*templates.TemplateService).Activate))
-	handle("POST /api/v1/templates/{id}/pause", s.changeTemplate((*templates.TemplateService).Pause))
-	handle("POST /api/v1/templates/{id}/resume", s.changeTemplate((*templates.TemplateService).Resume))
-	handle("POST /api/v1/templates/{id}/terminate", s.changeTemplate((*templates.TemplateService).Terminate))
+	handle("POST /api/v1/templates/{id}/activate", s.changeTemplate((*templates.Service).Activate))
+	handle("POST /api/v1/templates/{id}/pause", s.changeTemplate((*templates.Service).Pause))
+	handle("POST /api/v1/templates/{id}/resume", s.changeTemplate((*templates.Service).Resume))
+	handle("POST /api/v1/templates/{id}/terminate", s.changeTemplate((*templates.Service).Terminate))
 	handle("POST /api/v1/templates/{id}/stock", s.increaseStock)
 	handle("GET /api/v1/templates/{id}/history", s.templateHistory)
 	handle("GET /api/v1/templates/{id}/rules", s.templateRules)

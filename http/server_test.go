@@ -52,8 +52,8 @@ type testServer struct {
 	// open opens a task's file for the distributor; tests may wrap it.
 	open func(ctx context.Context, t *quan.Task) (quan.RowReader, error)
 
-	cache  *inmem.Cache         // shared by claims and distributions
-	claims *claims.ClaimService // with newClaimServer
+	cache  *inmem.Cache    // shared by claims and distributions
+	claims *claims.Service // with newClaimServer
 }
 
 // newTestServer serves the API over a fresh SQLite store in a temp dir.
@@ -83,7 +83,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	clock := ts.clock
 	files := &disk.Files{Dir: dir}
 	ts.cache = inmem.NewCache()
-	dist := &tasks.Distributor{
+	dist := &tasks.Runner{
 		Store:        store,
 		Templates:    store,
 		Coupons:      store,
@@ -96,8 +96,8 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Now:          clock,
 	}
 	ts.api = &qhttp.Server{
-		Templates: &templates.TemplateService{Store: store, Cache: ts.cache, Now: clock},
-		Tasks: &tasks.TaskService{
+		Templates: &templates.Service{Store: store, Cache: ts.cache, Now: clock},
+		Tasks: &tasks.Service{
 			Tasks:     store,
 			Templates: store,
 			Files:     files,
@@ -113,11 +113,11 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Tokens:      tokens,
 		Checks:      map[string]func(context.Context) error{"store": db.Ping},
 		Now:         clock,
-		Wallet:      &wallet.WalletService{Coupons: store, Archiver: store, Templates: store, Now: clock},
-		Notices:     &notify.NoticeService{Store: store, Contacts: store, Now: clock},
-		Codes:       &codes.CodeService{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
-		Stats:       &stats.StatsService{Store: store, Now: clock},
-		Reminders:   &notify.ReminderService{Store: store, Templates: store, Now: clock},
+		Wallet:      &wallet.Service{Coupons: store, Archiver: store, Templates: store, Now: clock},
+		Notices:     &notify.Service{Store: store, Contacts: store, Now: clock},
+		Codes:       &codes.Service{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
+		Stats:       &stats.Service{Store: store, Now: clock},
+		Reminders:   &notify.Reminders{Store: store, Templates: store, Now: clock},
 		CodesExport: report.Codes{},
 		Idempotency: inmem.NewIdempotency(),
 	}
@@ -126,7 +126,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	ts.api.Notices.Files = files
 	ts.api.Notices.OpenRows = func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, sheet.Options{}) }
 	// So are attributes files, every column of them.
-	ts.api.Attributes = &facts.AttributeService{Store: store, Now: clock, Files: files,
+	ts.api.Attributes = &facts.Service{Store: store, Now: clock, Files: files,
 		OpenRows: func(path string) (quan.OthersReader, error) { return sheet.OpenRows(path, sheet.Options{Others: true}) }}
 	// Tasks may target a segment of the users whose facts are on file,
 	// and templates have rules, as cmd/quan wires them.
@@ -135,7 +135,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		t.Fatal(err)
 	}
 	ts.api.Tasks.Rules, ts.api.Tasks.Facts = engine, store
-	ts.api.Shops = &shops.ShopService{Store: store, Now: clock}
+	ts.api.Shops = &shops.Service{Store: store, Now: clock}
 	book := &templates.RuleBook{Engine: engine, Templates: store, Versions: store}
 	ts.api.Templates.Rules, ts.api.Templates.Versions, ts.api.Templates.Book = engine, store, book
 	ts.api.Wallet.Rules, ts.api.Wallet.Facts = book, ts.api.Attributes

@@ -12,7 +12,7 @@ import (
 
 // statsRange reads the range of hourly statistics from the query: from
 // and to as RFC 3339 times, either or both left out (see
-// quan.StatsService.Template).
+// stats.Service.Template).
 func statsRange(q url.Values) (quan.StatsRange, []quan.FieldError) {
 	var (
 		r   quan.StatsRange

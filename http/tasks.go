@@ -317,7 +317,7 @@ func (s *Server) taskFailures(w http.ResponseWriter, r *http.Request) error {
 
 // ServeFailureReport answers with the failure report (.xlsx) of task id
 // as who may see it: the API's and the console's download.
-func ServeFailureReport(w http.ResponseWriter, r *http.Request, tasks *tasks.TaskService, who quan.Identity, id int64) error {
+func ServeFailureReport(w http.ResponseWriter, r *http.Request, tasks *tasks.Service, who quan.Identity, id int64) error {
 	path, err := tasks.Report(r.Context(), who, id)
 	if err != nil {
 		return err
@@ -355,7 +355,7 @@ func (s *Server) taskFailuresCSV(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// WriteFailuresCSV streams the failed rows of task id (TaskService.Failures)
+// WriteFailuresCSV streams the failed rows of task id (tasks.Service.Failures)
 // to w as the CSV attachment task-{id}-failures.csv: the rows and columns
 // of the failure report. The status is sent before the rows are read; a
 // read that fails cuts the file short and is logged to logger.

@@ -99,7 +99,7 @@ func (s *Server) editTemplate(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The patch is applied inside the store's transaction: the fields sent
 	// replace the current ones, the others stay.
-	t, err := s.Templates.Edit(r.Context(), who, id, func(e *templates.TemplateEdit) error {
+	t, err := s.Templates.Edit(r.Context(), who, id, func(e *templates.Edit) error {
 		return unmarshalStrict(body, e)
 	})
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Server) editTemplate(w http.ResponseWriter, r *http.Request) error {
 }
 
 // changeTemplate serves a status change without a body.
-func (s *Server) changeTemplate(change func(*templates.TemplateService, context.Context, quan.Identity, int64) (*quan.Template, error)) func(http.ResponseWriter, *http.Request) error {
+func (s *Server) changeTemplate(change func(*templates.Service, context.Context, quan.Identity, int64) (*quan.Template, error)) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		who, id, err := target(r, "template")
 		if err != nil {

@@ -49,11 +49,11 @@ func TestHandlerRoutesAsBefore(t *testing.T) {
 	clock := newTestClock()
 	tk := newCachingTokens(t, clock, 64)
 	s := &Server{
-		Templates: &templates.TemplateService{},
-		Tasks:     &tasks.TaskService{},
-		Claims:    &claims.ClaimService{},
-		Wallet:    &wallet.WalletService{},
-		Codes:     &codes.CodeService{},
+		Templates: &templates.Service{},
+		Tasks:     &tasks.Service{},
+		Claims:    &claims.Service{},
+		Wallet:    &wallet.Service{},
+		Codes:     &codes.Service{},
 		Tokens:    tk,
 		Now:       clock.now,
 	}

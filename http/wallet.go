@@ -23,7 +23,7 @@ func (s *Server) listCoupons(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := wallet.WalletFilter{Status: quan.CouponStatus(q.Get("status"))}
+	f := wallet.Filter{Status: quan.CouponStatus(q.Get("status"))}
 	bad := pageParams(q, &f.Offset, &f.Limit)
 	if len(bad) > 0 {
 		return &quan.Error{Code: quan.EINVALID, Message: "invalid wallet query", Fields: bad}
@@ -133,7 +133,7 @@ func (s *Server) lockOrder(w http.ResponseWriter, r *http.Request) error {
 }
 
 // orderStep serves redeem, release and refund.
-func (s *Server) orderStep(step func(*wallet.WalletService, *http.Request, quan.Identity, string) ([]*quan.Coupon, error)) func(http.ResponseWriter, *http.Request) error {
+func (s *Server) orderStep(step func(*wallet.Service, *http.Request, quan.Identity, string) ([]*quan.Coupon, error)) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		who, err := identity(r)
 		if err != nil {
@@ -149,14 +149,14 @@ func (s *Server) orderStep(step func(*wallet.WalletService, *http.Request, quan.
 	}
 }
 
-func redeemStep(ws *wallet.WalletService, r *http.Request, who quan.Identity, order string) ([]*quan.Coupon, error) {
+func redeemStep(ws *wallet.Service, r *http.Request, who quan.Identity, order string) ([]*quan.Coupon, error) {
 	return ws.Redeem(r.Context(), who, order)
 }
 
-func releaseStep(ws *wallet.WalletService, r *http.Request, who quan.Identity, order string) ([]*quan.Coupon, error) {
+func releaseStep(ws *wallet.Service, r *http.Request, who quan.Identity, order string) ([]*quan.Coupon, error) {
 	return ws.Release(r.Context(), who, order)
 }
 
-func refundStep(ws *wallet.WalletService, r *http.Request, who quan.Identity, order string) ([]*quan.Coupon, error) {
+func refundStep(ws *wallet.Service, r *http.Request, who quan.Identity, order string) ([]*quan.Coupon, error) {
 	return ws.Refund(r.Context(), who, order)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/quanhq/quan/internal/sqlrow"
 )
 
-var _ quan.AttributeStore = (*Store)(nil)
+var _ quan.FactsStore = (*Store)(nil)
 
 // factsPutBatch is the most users one INSERT of PutUserFacts carries: at
 // most about 7 KB a user (50 tags and 50 attrs of 64 bytes, JSON quoted),

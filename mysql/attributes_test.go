@@ -9,7 +9,7 @@ import (
 )
 
 func TestAttributeStore(t *testing.T) {
-	quantest.TestAttributeStore(t, func(t *testing.T) quan.AttributeStore {
+	quantest.TestAttributeStore(t, func(t *testing.T) quan.FactsStore {
 		return mysql.NewStore(openDB(t))
 	})
 }

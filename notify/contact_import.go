@@ -15,7 +15,7 @@ const (
 	// store in one transaction.
 	ContactImportBatch = 1000
 	// DefaultMaxContactRows is the most data rows a contacts file may
-	// hold when NoticeService.MaxImportRows is 0.
+	// hold when Service.MaxImportRows is 0.
 	DefaultMaxContactRows = 1_000_000
 )
 
@@ -50,7 +50,7 @@ type ContactImport = quan.ImportReport
 // ContactImportBatch at a time, a transaction each; if the store fails
 // midway, the batches before stay imported, and importing the file again
 // is safe: the same file gives the same contacts.
-func (s *NoticeService) ImportContacts(ctx context.Context, who quan.Identity, r io.Reader) (*ContactImport, error) {
+func (s *Service) ImportContacts(ctx context.Context, who quan.Identity, r io.Reader) (*ContactImport, error) {
 	if err := CanImportContacts(who); err != nil {
 		return nil, err
 	}

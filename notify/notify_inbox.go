@@ -11,9 +11,9 @@ import (
 // DefaultInboxRetention is how long inbox and popup entries are kept.
 const DefaultInboxRetention = 90 * 24 * time.Hour
 
-// NoticeService is what users see of their notifications — the inbox and
+// Service is what users see of their notifications — the inbox and
 // popups, rendered in their language — and their contact and opt-outs.
-type NoticeService struct {
+type Service struct {
 	Store    quan.NotificationStore
 	Contacts quan.ContactStore
 	Texts    quan.Texts
@@ -61,7 +61,7 @@ func inboxUser(who quan.Identity) (int64, error) {
 }
 
 // Contact returns the contact of user (0: who's own).
-func (s *NoticeService) Contact(ctx context.Context, who quan.Identity, user int64) (*quan.Contact, error) {
+func (s *Service) Contact(ctx context.Context, who quan.Identity, user int64) (*quan.Contact, error) {
 	u, err := contactOwner(who, user)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (s *NoticeService) Contact(ctx context.Context, who quan.Identity, user int
 // SetContact replaces the contact of user (0: who's own) with c: its
 // phone, mail, language and opt-outs. An invalid phone or mail is
 // EINVALID naming the field; nothing is saved then.
-func (s *NoticeService) SetContact(ctx context.Context, who quan.Identity, user int64, c quan.Contact) (*quan.Contact, error) {
+func (s *Service) SetContact(ctx context.Context, who quan.Identity, user int64, c quan.Contact) (*quan.Contact, error) {
 	u, err := contactOwner(who, user)
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func (s *NoticeService) SetContact(ctx context.Context, who quan.Identity, user 
 
 // Inbox returns a page of who's inbox, newest first, and the number of
 // all that match.
-func (s *NoticeService) Inbox(ctx context.Context, who quan.Identity, f quan.InboxFilter) ([]*quan.Notice, int, error) {
+func (s *Service) Inbox(ctx context.Context, who quan.Identity, f quan.InboxFilter) ([]*quan.Notice, int, error) {
 	u, err := inboxUser(who)
 	if err != nil {
 		return nil, 0, err
@@ -103,7 +103,7 @@ func (s *NoticeService) Inbox(ctx context.Context, who quan.Identity, f quan.Inb
 }
 
 // UnreadCount is how many of who's inbox messages are unread.
-func (s *NoticeService) UnreadCount(ctx context.Context, who quan.Identity) (int, error) {
+func (s *Service) UnreadCount(ctx context.Context, who quan.Identity) (int, error) {
 	u, err := inboxUser(who)
 	if err != nil {
 		return 0, err
@@ -113,7 +113,7 @@ func (s *NoticeService) UnreadCount(ctx context.Context, who quan.Identity) (int
 
 // MarkRead marks who's inbox messages ids read, or all of them, and
 // returns how many it marked (ids not in the inbox, or read, count none).
-func (s *NoticeService) MarkRead(ctx context.Context, who quan.Identity, ids []int64, all bool) (int, error) {
+func (s *Service) MarkRead(ctx context.Context, who quan.Identity, ids []int64, all bool) (int, error) {
 	u, err := inboxUser(who)
 	if err != nil {
 		return 0, err
@@ -133,7 +133,7 @@ func (s *NoticeService) MarkRead(ctx context.Context, who quan.Identity, ids []i
 
 // Popups returns who's popups not shown yet, newest first, marking none;
 // none if who opted out of popups.
-func (s *NoticeService) Popups(ctx context.Context, who quan.Identity) ([]*quan.Notice, error) {
+func (s *Service) Popups(ctx context.Context, who quan.Identity) ([]*quan.Notice, error) {
 	u, err := inboxUser(who)
 	if err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func (s *NoticeService) Popups(ctx context.Context, who quan.Identity) ([]*quan.
 
 // AckPopup marks popup id shown to who. ErrNotFound if who has no such
 // popup.
-func (s *NoticeService) AckPopup(ctx context.Context, who quan.Identity, id int64) error {
+func (s *Service) AckPopup(ctx context.Context, who quan.Identity, id int64) error {
 	u, err := inboxUser(who)
 	if err != nil {
 		return err
@@ -164,7 +164,7 @@ func (s *NoticeService) AckPopup(ctx context.Context, who quan.Identity, id int6
 
 // Sweep deletes inbox and popup entries older than retention, batch rows
 // at a time, until none is left, and returns how many rows it deleted.
-func (s *NoticeService) Sweep(ctx context.Context, retention time.Duration, batch int) (int, error) {
+func (s *Service) Sweep(ctx context.Context, retention time.Duration, batch int) (int, error) {
 	if retention <= 0 {
 		return 0, nil
 	}
@@ -179,7 +179,7 @@ func (s *NoticeService) Sweep(ctx context.Context, retention time.Duration, batc
 	return total, ctx.Err()
 }
 
-func (s *NoticeService) render(ctx context.Context, user int64, es []*quan.InboxEntry) ([]*quan.Notice, error) {
+func (s *Service) render(ctx context.Context, user int64, es []*quan.InboxEntry) ([]*quan.Notice, error) {
 	c, err := s.Contacts.Contact(ctx, user)
 	if err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func (s *NoticeService) render(ctx context.Context, user int64, es []*quan.Inbox
 
 // renderIn renders entries in the user's language; an entry recorded in
 // a language of its own keeps it.
-func (s *NoticeService) renderIn(lang quan.Lang, es []*quan.InboxEntry) ([]*quan.Notice, error) {
+func (s *Service) renderIn(lang quan.Lang, es []*quan.InboxEntry) ([]*quan.Notice, error) {
 	out := make([]*quan.Notice, len(es))
 	for i, e := range es {
 		l := lang

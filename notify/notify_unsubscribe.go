@@ -73,7 +73,7 @@ func cutLast(s, sep string) (before, after string, found bool) {
 // needs no identity: the token, signed with s.UnsubscribeKey, is the
 // authority. Following a link twice is no error. EINVALID for a token
 // Check refuses.
-func (s *NoticeService) Unsubscribe(ctx context.Context, token string) (*quan.Contact, quan.NotifyType, error) {
+func (s *Service) Unsubscribe(ctx context.Context, token string) (*quan.Contact, quan.NotifyType, error) {
 	user, ch, err := s.UnsubscribeKey.Check(token)
 	if err != nil {
 		return nil, "", err

@@ -10,12 +10,12 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// ReminderService sends the reminders templates promise: expiry-soon
+// Reminders sends the reminders templates promise: expiry-soon
 // reminders of the coupons users hold (Template.RemindBefore), and opening
 // reminders (预约) to the users who asked for one before a template opens
 // for claims. Reminders are recorded as notifications, which the inbox
 // shows and the Dispatcher sends.
-type ReminderService struct {
+type Reminders struct {
 	Store     quan.ReminderStore
 	Templates quan.TemplateStore
 	Now       quan.Clock   // nil is time.Now
@@ -26,7 +26,7 @@ type ReminderService struct {
 // reminders each, and returns how many expiry and opening reminders it
 // took. The sweeper calls it; two processes calling it at once share the
 // work and remind nobody twice.
-func (s *ReminderService) Remind(ctx context.Context, batch int) (expiring, opening int, err error) {
+func (s *Reminders) Remind(ctx context.Context, batch int) (expiring, opening int, err error) {
 	if batch <= 0 {
 		return 0, 0, fmt.Errorf("remind: batch %d: want at least 1", batch)
 	}
@@ -141,7 +141,7 @@ func subscriber(who quan.Identity) (int64, error) {
 // changes nothing. ErrNotFound for a draft or no template;
 // EALREADYOPEN once the issue window opened; EENDED once it closed or the
 // template ended.
-func (s *ReminderService) Subscribe(ctx context.Context, who quan.Identity, id int64) (*quan.SubscriptionView, bool, error) {
+func (s *Reminders) Subscribe(ctx context.Context, who quan.Identity, id int64) (*quan.SubscriptionView, bool, error) {
 	user, err := subscriber(who)
 	if err != nil {
 		return nil, false, err
@@ -170,7 +170,7 @@ func (s *ReminderService) Subscribe(ctx context.Context, who quan.Identity, id i
 
 // Unsubscribe cancels who's request to be reminded of template id.
 // Cancelling a request never made, or already cancelled, is no error.
-func (s *ReminderService) Unsubscribe(ctx context.Context, who quan.Identity, id int64) error {
+func (s *Reminders) Unsubscribe(ctx context.Context, who quan.Identity, id int64) error {
 	user, err := subscriber(who)
 	if err != nil {
 		return err
@@ -183,7 +183,7 @@ func (s *ReminderService) Unsubscribe(ctx context.Context, who quan.Identity, id
 
 // Subscriptions lists who's requests to be reminded, the latest
 // IssueStart first.
-func (s *ReminderService) Subscriptions(ctx context.Context, who quan.Identity) ([]*quan.SubscriptionView, error) {
+func (s *Reminders) Subscriptions(ctx context.Context, who quan.Identity) ([]*quan.SubscriptionView, error) {
 	user, err := subscriber(who)
 	if err != nil {
 		return nil, err

@@ -26,9 +26,9 @@ func userID(id int64) quan.Identity {
 type remindFixture struct {
 	st        *sqlite.Store
 	clock     *testrig.Clock
-	templates *templates.TemplateService
-	reminders *notify.ReminderService
-	notices   *notify.NoticeService
+	templates *templates.Service
+	reminders *notify.Reminders
+	notices   *notify.Service
 }
 
 func newRemindFixture(t *testing.T) *remindFixture {
@@ -37,9 +37,9 @@ func newRemindFixture(t *testing.T) *remindFixture {
 	clock := testrig.NewClock(remindT0)
 	return &remindFixture{
 		st: st, clock: clock,
-		templates: &templates.TemplateService{Store: st, Now: clock.At()},
-		reminders: &notify.ReminderService{Store: st, Templates: st, Now: clock.At()},
-		notices:   &notify.NoticeService{Store: st, Contacts: st, Now: clock.At()},
+		templates: &templates.Service{Store: st, Now: clock.At()},
+		reminders: &notify.Reminders{Store: st, Templates: st, Now: clock.At()},
+		notices:   &notify.Service{Store: st, Contacts: st, Now: clock.At()},
 	}
 }
 

@@ -164,7 +164,7 @@ func TestStoreConformance(t *testing.T) {
 }
 
 // TestCacheInMemory: the in-process cache recorded is a bare Cache still
-// (no ledger, no limiter: ClaimService would take it for Redis), its
+// (no ledger, no limiter: claims.Service would take it for Redis), its
 // calls are timed, and a cold template is an answer, not a failure.
 func TestCacheInMemory(t *testing.T) {
 	reg := prometheus.NewRegistry()

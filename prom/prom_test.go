@@ -53,7 +53,7 @@ func TestClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	bus := &fakeBus{backlog: 3}
-	s := &claims.ClaimService{Cache: cache, Bus: bus, Now: func() time.Time { return now }}
+	s := &claims.Service{Cache: cache, Bus: bus, Now: func() time.Time { return now }}
 	reg := prometheus.NewPedanticRegistry()
 	m := prom.Claims(&s.Counters, s.Bus)
 	s.Latency = m
@@ -133,7 +133,7 @@ func TestDistribution(t *testing.T) {
 		errs:   map[int64]error{3: quan.ErrChunkApplied, 4: errors.New("the store is down")},
 	}
 	bus := &fakeBus{deliveries: []quan.Message{chunk(1, 1), chunk(2, 2), chunk(3, 1), chunk(4, 1)}}
-	d := &tasks.Distributor{Store: store, Bus: bus}
+	d := &tasks.Runner{Store: store, Bus: bus}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(prom.Distribution(&d.Counters))
 	if err := d.ServeChunks(t.Context()); err != nil {
@@ -182,7 +182,7 @@ func TestWallet(t *testing.T) {
 		lapsed: []*quan.Coupon{{ID: 1, Status: quan.CouponExpired}, {ID: 2, Status: quan.CouponExpired}, {ID: 3, Status: quan.CouponAvailable}},
 		was:    []quan.CouponStatus{quan.CouponAvailable, quan.CouponAvailable, quan.CouponLocked},
 	}
-	s := &wallet.WalletService{Coupons: w, Now: func() time.Time { return now }}
+	s := &wallet.Service{Coupons: w, Now: func() time.Time { return now }}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(prom.Wallet(&s.Counters))
 	if n, err := s.Sweep(t.Context(), 10); err != nil || n != 3 {

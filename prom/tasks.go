@@ -23,7 +23,7 @@ var (
 	taskLeaseDesc      = prometheus.NewDesc("quan_lock_contention_total", lockContentionHelp, nil, prometheus.Labels{"lock": "task_lease"})
 )
 
-// distCollector reads a Distributor's counters at each scrape.
+// distCollector reads a tasks.Runner's counters at each scrape.
 type distCollector struct{ c *quan.DistributionCounters }
 
 func (distCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -18,7 +18,7 @@ var (
 		"Order locks that ran out, released by the sweeper.", nil, nil)
 )
 
-// walletCollector reads a WalletService's counters at each scrape.
+// walletCollector reads a wallet.Service's counters at each scrape.
 type walletCollector struct{ c *quan.WalletCounters }
 
 func (walletCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -14,9 +14,9 @@ import (
 
 // TestAttributeStore runs the conformance suite of quan.AttributeStore.
 // newStore returns a fresh, empty store for each subtest.
-func TestAttributeStore(t *testing.T, newStore func(t *testing.T) quan.AttributeStore) {
+func TestAttributeStore(t *testing.T, newStore func(t *testing.T) quan.FactsStore) {
 	t.Helper()
-	run := func(name string, test func(*testing.T, quan.AttributeStore)) {
+	run := func(name string, test func(*testing.T, quan.FactsStore)) {
 		t.Helper()
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -44,14 +44,14 @@ func fullFacts(user int64) quan.UserFacts {
 		Region: "上海", Orders: 12, Attrs: map[string]string{"channel": "app", "城市": "杭州", "empty": ""}}
 }
 
-func putFacts(t *testing.T, s quan.AttributeStore, facts ...quan.UserFacts) {
+func putFacts(t *testing.T, s quan.FactsStore, facts ...quan.UserFacts) {
 	t.Helper()
 	if err := s.PutUserFacts(t.Context(), base, facts); err != nil {
 		t.Fatalf("PutUserFacts(%d users): %v", len(facts), err)
 	}
 }
 
-func readFacts(t *testing.T, s quan.AttributeStore, users ...int64) map[int64]*quan.UserFacts {
+func readFacts(t *testing.T, s quan.FactsStore, users ...int64) map[int64]*quan.UserFacts {
 	t.Helper()
 	m, err := s.UserFacts(t.Context(), users)
 	if err != nil {
@@ -82,7 +82,7 @@ func sameFacts(t *testing.T, what string, got *quan.UserFacts, want quan.UserFac
 // testFactsRoundTrip: every fact comes back as put (text of any script,
 // a tag holding a separator, an empty attribute); facts with nothing
 // known come back with tags [] and no attrs; nothing put is nothing read.
-func testFactsRoundTrip(t *testing.T, s quan.AttributeStore) {
+func testFactsRoundTrip(t *testing.T, s quan.FactsStore) {
 	putFacts(t, s, fullFacts(1), quan.UserFacts{UserID: 2, Tags: []string{}})
 	m := readFacts(t, s, 1, 2, 3)
 	sameFacts(t, "user 1", m[1], fullFacts(1))
@@ -103,7 +103,7 @@ func testFactsRoundTrip(t *testing.T, s quan.AttributeStore) {
 
 // testFactsReplace: a put replaces all of a user's facts, tags and attrs
 // included, not merging them, and leaves other users alone.
-func testFactsReplace(t *testing.T, s quan.AttributeStore) {
+func testFactsReplace(t *testing.T, s quan.FactsStore) {
 	putFacts(t, s, fullFacts(1), fullFacts(2))
 	next := quan.UserFacts{UserID: 1, Level: 1, Tags: []string{"new"}, Attrs: map[string]string{"other": "x"}}
 	putFacts(t, s, next)
@@ -116,7 +116,7 @@ func testFactsReplace(t *testing.T, s quan.AttributeStore) {
 
 // testFactsBatchGet: a read of more users than one query names finds each
 // user put, and only those.
-func testFactsBatchGet(t *testing.T, s quan.AttributeStore) {
+func testFactsBatchGet(t *testing.T, s quan.FactsStore) {
 	var facts []quan.UserFacts
 	var users []int64
 	for u := int64(1); u <= 2500; u++ {
@@ -138,7 +138,7 @@ func testFactsBatchGet(t *testing.T, s quan.AttributeStore) {
 // testFactsScan: a scan goes in user id order whatever the order of the
 // puts, starts after the cursor, stops at the limit, and paging with the
 // last id returned reads every user once.
-func testFactsScan(t *testing.T, s quan.AttributeStore) {
+func testFactsScan(t *testing.T, s quan.FactsStore) {
 	ids := []int64{5, 1, 900, 42, 7, 1 << 40, 3}
 	for _, u := range ids {
 		putFacts(t, s, quan.UserFacts{UserID: u, Orders: u})
@@ -178,7 +178,7 @@ func testFactsScan(t *testing.T, s quan.AttributeStore) {
 
 // testFactsLarge: 10,000 users in one put (several statements, one
 // transaction), then a second put of them all replacing every one.
-func testFactsLarge(t *testing.T, s quan.AttributeStore) {
+func testFactsLarge(t *testing.T, s quan.FactsStore) {
 	const n = 10_000
 	facts := make([]quan.UserFacts, n)
 	for round := range 2 {
@@ -213,7 +213,7 @@ func testFactsLarge(t *testing.T, s quan.AttributeStore) {
 // testFactsConcurrent: puts of overlapping users in different orders,
 // released at once, all succeed, and each user ends with the whole facts
 // of one of them, never a mix.
-func testFactsConcurrent(t *testing.T, s quan.AttributeStore) {
+func testFactsConcurrent(t *testing.T, s quan.FactsStore) {
 	const writers, users = 8, 200
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -289,7 +289,7 @@ func filterFacts() []quan.UserFacts {
 // clauses on integer facts, the region and tags no JSON writer escapes
 // (letters, Chinese): a scan that reads everyone would miss the point of
 // a filter. Of other tags it may return more, never fewer.
-func testFactsFilter(t *testing.T, s quan.AttributeStore) {
+func testFactsFilter(t *testing.T, s quan.FactsStore) {
 	facts := filterFacts()
 	putFacts(t, s, facts...)
 	cond := func(f quan.FactFields, op quan.FactOp, n int64, str string) quan.FactCond {
@@ -368,7 +368,7 @@ func testFactsFilter(t *testing.T, s quan.AttributeStore) {
 
 // testFactsFilterRead: a scan fills in the facts filter.Read names and
 // leaves the others zero (tags empty, not nil).
-func testFactsFilterRead(t *testing.T, s quan.AttributeStore) {
+func testFactsFilterRead(t *testing.T, s quan.FactsStore) {
 	full := fullFacts(9)
 	putFacts(t, s, full)
 	for _, read := range []quan.FactFields{0, quan.FactLevel, quan.FactTags, quan.FactRegisteredAt, quan.FactRegion,
@@ -392,7 +392,7 @@ func testFactsFilterRead(t *testing.T, s quan.AttributeStore) {
 }
 
 // testFactsCount: CountUserFacts counts the users on file, once each.
-func testFactsCount(t *testing.T, s quan.AttributeStore) {
+func testFactsCount(t *testing.T, s quan.FactsStore) {
 	if n, err := s.CountUserFacts(t.Context()); err != nil || n != 0 {
 		t.Fatalf("CountUserFacts of none = %d, %v", n, err)
 	}
@@ -405,7 +405,7 @@ func testFactsCount(t *testing.T, s quan.AttributeStore) {
 
 // testFactsSplit: the splits cut the users on file into ranges of about
 // equal count, none empty, in ascending order.
-func testFactsSplit(t *testing.T, s quan.AttributeStore) {
+func testFactsSplit(t *testing.T, s quan.FactsStore) {
 	if got, err := s.SplitUserFacts(t.Context(), 4); err != nil || len(got) != 0 {
 		t.Fatalf("SplitUserFacts of none = %v, %v", got, err)
 	}

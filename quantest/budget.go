@@ -42,9 +42,9 @@ func budgetTemplate(t *testing.T, s WalletStores, budget int64, users int) (*qua
 	return tpl, out
 }
 
-// budgetWallet is a WalletService on s at the time now returns.
-func budgetWallet(s WalletStores, now func() time.Time) *wallet.WalletService {
-	return &wallet.WalletService{Coupons: walletPorts{s.Coupons, s.Wallet}, Templates: s.Templates, Now: now}
+// budgetWallet is a wallet.Service on s at the time now returns.
+func budgetWallet(s WalletStores, now func() time.Time) *wallet.Service {
+	return &wallet.Service{Coupons: walletPorts{s.Coupons, s.Wallet}, Templates: s.Templates, Now: now}
 }
 
 // budgetOrder is an order the budget template takes 20 yuan off.

@@ -36,7 +36,7 @@ func TestClaims(t *testing.T, newBackends func(t *testing.T) ClaimBackends) {
 
 // ServeClaims runs s.ServeClaims until the test ends, and fails the test
 // if it returns an error.
-func ServeClaims(t testing.TB, s *claims.ClaimService) {
+func ServeClaims(t testing.TB, s *claims.Service) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -52,7 +52,7 @@ func ServeClaims(t testing.TB, s *claims.ClaimService) {
 func testClaimStampede(t *testing.T, b ClaimBackends) {
 	const stock, total, concurrency = 1000, 10_000, 500
 	tpl := activeTemplate(t, b.TaskStores, "flash", stock, 1)
-	s := &claims.ClaimService{Templates: b.Templates, Coupons: b.Coupons, Claims: b.Claims, Cache: b.Cache, Bus: b.Bus,
+	s := &claims.Service{Templates: b.Templates, Coupons: b.Coupons, Claims: b.Claims, Cache: b.Cache, Bus: b.Bus,
 		Now: func() time.Time { return claimAt }}
 	if b.Shared != nil {
 		s.Ledger, s.Reserver = b.Shared, b.Shared

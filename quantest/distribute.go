@@ -69,9 +69,9 @@ func (r *rowReader) Read(dst []quan.FileRow) (int, error) {
 func (r *rowReader) Progress() (int64, int64) { return int64(r.next), int64(len(r.rows)) }
 func (r *rowReader) Close() error             { return nil }
 
-// worker returns a Distributor named owner on b that reads file.
-func worker(b Backends, owner string, file userFile) *tasks.Distributor {
-	return &tasks.Distributor{
+// worker returns a tasks.Runner named owner on b that reads file.
+func worker(b Backends, owner string, file userFile) *tasks.Runner {
+	return &tasks.Runner{
 		Store: b.Tasks, Templates: b.Templates, Coupons: b.Coupons, Cache: b.Cache, Bus: b.Bus,
 		Open: func(context.Context, *quan.Task) (quan.RowReader, error) {
 			return &rowReader{rows: file}, nil
@@ -83,7 +83,7 @@ func worker(b Backends, owner string, file userFile) *tasks.Distributor {
 }
 
 // serve runs ServeChunks of each worker until the test ends.
-func serve(t *testing.T, ws ...*tasks.Distributor) {
+func serve(t *testing.T, ws ...*tasks.Runner) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, w := range ws {
@@ -100,7 +100,7 @@ func serve(t *testing.T, ws ...*tasks.Distributor) {
 }
 
 // runTask has w claim and run the one due task, to its end.
-func runTask(t *testing.T, w *tasks.Distributor) {
+func runTask(t *testing.T, w *tasks.Runner) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

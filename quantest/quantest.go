@@ -33,7 +33,7 @@ import (
 )
 
 // base is the instant test templates are built around: UTC, and to the
-// microsecond, as quan.TemplateService writes every time.
+// microsecond, as templates.Service writes every time.
 var base = time.Date(2030, 3, 14, 9, 26, 53, 589793000, time.UTC)
 
 // newTemplate returns a valid draft threshold template of shop: goods

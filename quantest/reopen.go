@@ -18,7 +18,7 @@ func TestReopen(t *testing.T, open func(t *testing.T) (quan.TemplateStore, func(
 	t.Helper()
 	s, closeStore := open(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 678901234, time.UTC)
-	svc := &templates.TemplateService{Store: s, Now: func() time.Time { return now }}
+	svc := &templates.Service{Store: s, Now: func() time.Time { return now }}
 	merchant := quan.Identity{Role: quan.RoleMerchant, ShopNo: 7}
 	tpl, err := svc.Create(t.Context(), merchant, templates.NewTemplate{
 		TemplateSpec: quan.TemplateSpec{

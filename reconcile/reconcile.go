@@ -12,15 +12,15 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// DefaultReconcileSettle is how long Reconciler waits between the two
+// DefaultSettle is how long Reconciler waits between the two
 // readings of a template that looked drifted.
-const DefaultReconcileSettle = 2 * time.Second
+const DefaultSettle = 2 * time.Second
 
 // InFlight is work of this process that the cache has seen and the store
 // not yet (or the reverse) and that no bus or ledger shows: a claim
 // between its reservation and its hand-off, a chunk between its
 // reservation and its commit, a template change between the store and
-// the cache. ClaimService, Distributor and TemplateService are InFlight.
+// the cache. claims.Service, tasks.Runner and templates.Service are InFlight.
 type InFlight interface {
 	// InFlight returns how many such operations are under way now.
 	InFlight() int64
@@ -72,7 +72,7 @@ type Reconciler struct {
 	Coupons   quan.CouponStore // the store's holdings
 	Cache     quan.Cache
 	// Ledger, if set, is the cache's record of the claims reserved and not
-	// yet handed off (ClaimService.Ledger): a template with any is busy.
+	// yet handed off (claims.Service.Ledger): a template with any is busy.
 	Ledger quan.ClaimLedger
 	// Buses carry the claims and chunks that are in flight while they
 	// wait on them (the claim bus and the chunk bus: nil ones are left
@@ -81,7 +81,7 @@ type Reconciler struct {
 	// Local is this process's work in flight.
 	Local []InFlight
 	// Settle is the wait between two readings; 0 means
-	// DefaultReconcileSettle, below 0 none (for tests).
+	// DefaultSettle, below 0 none (for tests).
 	Settle time.Duration
 	// Now tells the day and week whose period counts are compared (nil
 	// means time.Now).
@@ -270,7 +270,7 @@ func (r *Reconciler) Reconcile(ctx context.Context) error {
 func (r *Reconciler) settle(ctx context.Context) error {
 	wait := r.Settle
 	if wait == 0 {
-		wait = DefaultReconcileSettle
+		wait = DefaultSettle
 	}
 	if wait < 0 {
 		return nil

@@ -11,19 +11,19 @@ import (
 	"github.com/quanhq/quan/internal/flight"
 )
 
-// DefaultShopSettingsTTL is how long a process serves a shop's settings it
-// read (ShopService.CacheTTL 0): the longest a change made through another
+// DefaultSettingsTTL is how long a process serves a shop's settings it
+// read (Service.CacheTTL 0): the longest a change made through another
 // process goes unseen by claims here.
-const DefaultShopSettingsTTL = 10 * time.Second
+const DefaultSettingsTTL = 10 * time.Second
 
-// ShopService reads and changes shops' settings, and serves them to the
+// Service reads and changes shops' settings, and serves them to the
 // claim path from an in-process cache (DailyClaimCap).
-type ShopService struct {
+type Service struct {
 	Store  quan.ShopStore
 	Now    quan.Clock // nil is time.Now
 	Logger *slog.Logger
 	// CacheTTL is how long DailyClaimCap serves a shop's setting it read;
-	// 0 means DefaultShopSettingsTTL.
+	// 0 means DefaultSettingsTTL.
 	CacheTTL time.Duration
 
 	mu   sync.RWMutex
@@ -41,7 +41,7 @@ type shopCapEntry struct {
 // goes, at random, when it is full.
 const maxCachedShops = 100_000
 
-func (s *ShopService) logger() *slog.Logger {
+func (s *Service) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
@@ -50,7 +50,7 @@ func (s *ShopService) logger() *slog.Logger {
 
 // canManageShop returns nil if who may read and change the settings of
 // shop: its merchant or an admin. A merchant asking of another shop is
-// EFORBIDDEN, as with a shop's statistics (StatsService.Shop): shop
+// EFORBIDDEN, as with a shop's statistics (stats.Service.Shop): shop
 // numbers are not secret.
 func canManageShop(who quan.Identity, shop int64) error {
 	scope, err := who.ShopScope()
@@ -68,7 +68,7 @@ func canManageShop(who quan.Identity, shop int64) error {
 
 // Settings returns the settings of shop, read from the store. Its
 // merchant or an admin may (EFORBIDDEN otherwise).
-func (s *ShopService) Settings(ctx context.Context, who quan.Identity, shop int64) (*quan.ShopSettings, error) {
+func (s *Service) Settings(ctx context.Context, who quan.Identity, shop int64) (*quan.ShopSettings, error) {
 	if err := canManageShop(who, shop); err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (s *ShopService) Settings(ctx context.Context, who quan.Identity, shop int6
 // (EFORBIDDEN otherwise); settings out of range are EINVALID naming the
 // field. The change is logged (the audit trail of settings) and seen by
 // claims in this process at once, in others within CacheTTL.
-func (s *ShopService) SetSettings(ctx context.Context, who quan.Identity, shop int64, in quan.ShopSettings) (*quan.ShopSettings, error) {
+func (s *Service) SetSettings(ctx context.Context, who quan.Identity, shop int64, in quan.ShopSettings) (*quan.ShopSettings, error) {
 	if err := canManageShop(who, shop); err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (s *ShopService) SetSettings(ctx context.Context, who quan.Identity, shop i
 // an in-process cache (a read lock, no allocation) when it holds it fresh,
 // else from the store, kept for CacheTTL. A read that overlaps a
 // SetSettings here is used but not kept.
-func (s *ShopService) DailyClaimCap(ctx context.Context, shop int64) (int64, error) {
+func (s *Service) DailyClaimCap(ctx context.Context, shop int64) (int64, error) {
 	now := s.Now.UTC()
 	s.mu.RLock()
 	e, ok := s.caps[shop]
@@ -126,7 +126,7 @@ func (s *ShopService) DailyClaimCap(ctx context.Context, shop int64) (int64, err
 	}
 	ttl := s.CacheTTL
 	if ttl <= 0 {
-		ttl = DefaultShopSettingsTTL
+		ttl = DefaultSettingsTTL
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,7 +148,7 @@ func (s *ShopService) DailyClaimCap(ctx context.Context, shop int64) (int64, err
 	return st.DailyClaimCap, nil
 }
 
-func (s *ShopService) forget(shop int64) {
+func (s *Service) forget(shop int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
@@ -157,6 +157,6 @@ func (s *ShopService) forget(shop int64) {
 
 // ShopClaimed returns how many coupons claims of shop's templates issued
 // in [from, to), as the store counts them (ShopStore.ShopClaimed).
-func (s *ShopService) ShopClaimed(ctx context.Context, shop int64, from, to time.Time) (int64, error) {
+func (s *Service) ShopClaimed(ctx context.Context, shop int64, from, to time.Time) (int64, error) {
 	return s.Store.ShopClaimed(ctx, shop, from, to)
 }

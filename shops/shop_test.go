@@ -12,7 +12,7 @@ import (
 	"github.com/quanhq/quan/sqlite"
 )
 
-func newShopService(t *testing.T, now func() time.Time) (*shops.ShopService, *sqlite.Store) {
+func newShopService(t *testing.T, now func() time.Time) (*shops.Service, *sqlite.Store) {
 	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "quan.db"), nil)
 	if err != nil {
@@ -20,7 +20,7 @@ func newShopService(t *testing.T, now func() time.Time) (*shops.ShopService, *sq
 	}
 	t.Cleanup(func() { db.Close() })
 	st := sqlite.NewStore(db)
-	return &shops.ShopService{Store: st, Now: now}, st
+	return &shops.Service{Store: st, Now: now}, st
 }
 
 func TestShopService(t *testing.T) {

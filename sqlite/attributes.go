@@ -9,7 +9,7 @@ import (
 	"github.com/quanhq/quan/internal/sqlrow"
 )
 
-var _ quan.AttributeStore = (*Store)(nil)
+var _ quan.FactsStore = (*Store)(nil)
 
 // factsPutBatch is the most users one INSERT of PutUserFacts carries: 8
 // parameters a row, well under SQLite's 32,766.

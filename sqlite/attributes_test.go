@@ -10,7 +10,7 @@ import (
 )
 
 func TestAttributeStore(t *testing.T) {
-	quantest.TestAttributeStore(t, func(t *testing.T) quan.AttributeStore {
+	quantest.TestAttributeStore(t, func(t *testing.T) quan.FactsStore {
 		return sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
 	})
 }

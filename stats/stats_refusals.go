@@ -14,7 +14,7 @@ import (
 // DefaultRefusalFlush is how often a RefusalCounter writes its counts.
 const DefaultRefusalFlush = 5 * time.Second
 
-// RefusalCounter counts the claims a ClaimService refuses before the store
+// RefusalCounter counts the claims a claims.Service refuses before the store
 // (sold out, over the limit, a rate limit …), by template and code, in
 // memory, and adds them to the store's statistics every Every and when Run
 // ends. The claim path pays a map update under a mutex, never a write.

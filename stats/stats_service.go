@@ -41,16 +41,16 @@ func finish(c *quan.StatsCounts) {
 	}
 }
 
-// StatsService answers merchants' and admins' questions about how their
+// Service answers merchants' and admins' questions about how their
 // coupons did.
-type StatsService struct {
+type Service struct {
 	Store quan.StatsStore
 	Now   quan.Clock // nil means time.Now
 }
 
 // statsRange fills a range left zero with DefaultStatsRange's ends and
 // validates it.
-func (s *StatsService) statsRange(r quan.StatsRange) (quan.StatsRange, error) {
+func (s *Service) statsRange(r quan.StatsRange) (quan.StatsRange, error) {
 	def := quan.DefaultStatsRange(s.Now.UTC())
 	switch {
 	case r.From.IsZero() && r.To.IsZero():
@@ -68,7 +68,7 @@ func (s *StatsService) statsRange(r quan.StatsRange) (quan.StatsRange, error) {
 // shop or an admin sees them, over r (zero ends: DefaultStatsRange; one
 // end zero: 24 hours from or to the other). ErrNotFound for a template of
 // another shop; EINVALID for a range StatsRange.Validate refuses.
-func (s *StatsService) Template(ctx context.Context, who quan.Identity, id int64, r quan.StatsRange) (*quan.TemplateStats, error) {
+func (s *Service) Template(ctx context.Context, who quan.Identity, id int64, r quan.StatsRange) (*quan.TemplateStats, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func (s *StatsService) Template(ctx context.Context, who quan.Identity, id int64
 // Shop returns the statistics of shop's templates summed: a merchant's
 // own shop (shop must be 0 or its own), an admin's choice (0: every
 // shop), over r as Template.
-func (s *StatsService) Shop(ctx context.Context, who quan.Identity, shop int64, r quan.StatsRange) (*quan.ShopStats, error) {
+func (s *Service) Shop(ctx context.Context, who quan.Identity, shop int64, r quan.StatsRange) (*quan.ShopStats, error) {
 	scope, err := who.ShopScope()
 	if err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ type CacheChecker interface {
 	Check(template int64)
 }
 
-// Distributor runs distribution tasks: it claims due tasks from the store,
+// Runner runs distribution tasks: it claims due tasks from the store,
 // streams their files in chunks and applies each chunk atomically, so a
 // task resumes after a crash without issuing twice.
 //
@@ -41,7 +41,7 @@ type CacheChecker interface {
 // while it was loaded) and is loaded again from the store. A chunk whose
 // task has ended gives its reservation back only if the store never
 // applied it.
-type Distributor struct {
+type Runner struct {
 	Store quan.TaskStore
 	// Templates and Coupons load a template and its holdings into the
 	// Cache; both are needed when Cache is set.
@@ -89,34 +89,34 @@ type Distributor struct {
 	// zero): a row the rule in force refuses fails CauseNotEligible
 	// (screen).
 	Rules quan.RuleSource
-	Facts quan.AttributeStore
+	Facts quan.FactsStore
 
 	wakeOnce sync.Once
 	wake     chan struct{}
 	inflight atomic.Int64 // chunks being applied (InFlight)
 }
 
-func (d *Distributor) lease() time.Duration {
+func (d *Runner) lease() time.Duration {
 	if d.Lease <= 0 {
 		return 15 * time.Second
 	}
 	return d.Lease
 }
 
-func (d *Distributor) logger() *slog.Logger {
+func (d *Runner) logger() *slog.Logger {
 	if d.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
 	return d.Logger
 }
 
-func (d *Distributor) wakeCh() chan struct{} {
+func (d *Runner) wakeCh() chan struct{} {
 	d.wakeOnce.Do(func() { d.wake = make(chan struct{}, 1) })
 	return d.wake
 }
 
 // Wake tells Run that a task may be due now, sparing it a poll interval.
-func (d *Distributor) Wake() {
+func (d *Runner) Wake() {
 	select {
 	case d.wakeCh() <- struct{}{}:
 	default:
@@ -124,7 +124,7 @@ func (d *Distributor) Wake() {
 }
 
 // Run claims and runs due tasks, one at a time, until ctx ends.
-func (d *Distributor) Run(ctx context.Context) error {
+func (d *Runner) Run(ctx context.Context) error {
 	poll := d.PollInterval
 	if poll <= 0 {
 		poll = time.Second
@@ -153,7 +153,7 @@ func (d *Distributor) Run(ctx context.Context) error {
 
 // RunOne claims one due task and runs it to its end. It reports whether
 // there was a task.
-func (d *Distributor) RunOne(ctx context.Context) (bool, error) {
+func (d *Runner) RunOne(ctx context.Context) (bool, error) {
 	now := d.Now.UTC()
 	t, err := d.Store.ClaimTask(ctx, d.Owner, now, now.Add(d.lease()))
 	if err != nil {
@@ -178,7 +178,7 @@ func (e fileError) Unwrap() error { return e.err }
 // runTask streams the task's file from the start, skipping the chunks the
 // store has applied, and applies or publishes the rest; then it waits for
 // every chunk to be applied and finishes the task.
-func (d *Distributor) runTask(ctx context.Context, t *quan.Task) error {
+func (d *Runner) runTask(ctx context.Context, t *quan.Task) error {
 	log := d.logger().With("task", t.ID)
 	if t.ChunksDone > 0 {
 		log.Info("resuming task", "chunks_done", t.ChunksDone, "rows", t.Counts.Rows)
@@ -221,7 +221,7 @@ func (d *Distributor) runTask(ctx context.Context, t *quan.Task) error {
 // applied to the runner's sink: the store, or the bus (round names the
 // publication, so that a later round is not taken for a duplicate). It
 // returns the rows and chunks of the file.
-func (d *Distributor) pass(ctx context.Context, t *quan.Task, round int, lost <-chan struct{}) (rows, chunks int64, err error) {
+func (d *Runner) pass(ctx context.Context, t *quan.Task, round int, lost <-chan struct{}) (rows, chunks int64, err error) {
 	seqs, err := d.Store.AppliedChunks(ctx, t.ID)
 	if err != nil {
 		return 0, 0, err
@@ -284,7 +284,7 @@ func (d *Distributor) pass(ctx context.Context, t *quan.Task, round int, lost <-
 }
 
 // sink applies c, or publishes it when chunks travel over the bus.
-func (d *Distributor) sink(ctx context.Context, c *quan.Chunk, round int) error {
+func (d *Runner) sink(ctx context.Context, c *quan.Chunk, round int) error {
 	c.Owner, c.Now = d.Owner, d.Now.UTC()
 	if d.Bus == nil {
 		n, err := d.applyChunk(ctx, c)
@@ -317,7 +317,7 @@ func (d *Distributor) sink(ctx context.Context, c *quan.Chunk, round int) error 
 
 // recordTotal records how many chunks the file has: the task is done when
 // the store has applied that many.
-func (d *Distributor) recordTotal(ctx context.Context, t *quan.Task, chunks int64) error {
+func (d *Runner) recordTotal(ctx context.Context, t *quan.Task, chunks int64) error {
 	_, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
 		if cur.Status != quan.TaskRunning || cur.Owner != d.Owner {
 			return quan.ErrLeaseLost
@@ -335,7 +335,7 @@ func (d *Distributor) recordTotal(ctx context.Context, t *quan.Task, chunks int6
 // none is applied for Stall, it publishes the missing chunks again (a bus
 // that lost them, a chunk dead-lettered after a long store outage), and
 // after Republish such rounds it fails the task.
-func (d *Distributor) await(ctx context.Context, t *quan.Task, lost <-chan struct{}) error {
+func (d *Runner) await(ctx context.Context, t *quan.Task, lost <-chan struct{}) error {
 	stall := d.Stall
 	if stall <= 0 {
 		stall = time.Minute
@@ -390,7 +390,7 @@ func (d *Distributor) await(ctx context.Context, t *quan.Task, lost <-chan struc
 // row's file check done: invalid ids and users named earlier in the file.
 // Chunks the store has applied are read (to rebuild the set of users seen)
 // but not sent. It returns the rows and chunks of the file.
-func (d *Distributor) readChunks(ctx context.Context, t *quan.Task, rows quan.RowReader, applied map[int64]bool, out chan<- *quan.Chunk) (int64, int64, error) {
+func (d *Runner) readChunks(ctx context.Context, t *quan.Task, rows quan.RowReader, applied map[int64]bool, out chan<- *quan.Chunk) (int64, int64, error) {
 	seen := userset.New(1 << 16)
 	buf := make([]quan.FileRow, 1024)
 	size := t.ChunkSize
@@ -455,7 +455,7 @@ func (d *Distributor) readChunks(ctx context.Context, t *quan.Task, rows quan.Ro
 	}
 }
 
-func (d *Distributor) heartbeat(ctx context.Context, t *quan.Task, lost chan<- struct{}) {
+func (d *Runner) heartbeat(ctx context.Context, t *quan.Task, lost chan<- struct{}) {
 	tick := time.NewTicker(d.lease() / 3)
 	defer tick.Stop()
 	for {

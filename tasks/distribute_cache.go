@@ -17,7 +17,7 @@ import (
 // stock those chunks issued, and nothing would correct it. A task that
 // ended before the reload was done is reconciled again, after it; one
 // still running then will be reconciled by its runner later.
-func (d *Distributor) reconcileIfEnded(ctx context.Context, task int64) {
+func (d *Runner) reconcileIfEnded(ctx context.Context, task int64) {
 	cur, err := d.Store.Task(ctx, quan.AnyShop, task)
 	if err != nil {
 		d.logger().Warn("reconcile the cache", "task", task, "err", err)
@@ -30,7 +30,7 @@ func (d *Distributor) reconcileIfEnded(ctx context.Context, task int64) {
 
 // reserve reserves users in the cache, first loading the template if the
 // cache lacks it and correcting its rules if they changed in the store.
-func (d *Distributor) reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]quan.Refusal, error) {
+func (d *Runner) reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]quan.Refusal, error) {
 	tpl, err := d.Templates.Template(ctx, quan.AnyShop, template)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func sameRules(a, b quan.TemplateState) bool {
 }
 
 // prime loads template from the store into the cache.
-func (d *Distributor) prime(ctx context.Context, template int64) error {
+func (d *Runner) prime(ctx context.Context, template int64) error {
 	tpl, err := d.Templates.Template(ctx, quan.AnyShop, template)
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func (d *Distributor) prime(ctx context.Context, template int64) error {
 	return d.primeWith(ctx, tpl)
 }
 
-func (d *Distributor) primeWith(ctx context.Context, tpl *quan.Template) error {
+func (d *Runner) primeWith(ctx context.Context, tpl *quan.Template) error {
 	start := time.Now()
 	if err := d.Cache.Prime(ctx, quan.StateOf(tpl), d.Coupons.Holdings(ctx, tpl.ID, tpl.PeriodsAt(d.Now.UTC()))); err != nil {
 		return fmt.Errorf("load template %d into the cache: %w", tpl.ID, err)
@@ -95,7 +95,7 @@ func (d *Distributor) primeWith(ctx context.Context, tpl *quan.Template) error {
 // template from the store: claims in flight on it (a flash sale during a
 // distribution) would be given back by that load, so a process that takes
 // claims has a Reconciler.
-func (d *Distributor) reconcile(ctx context.Context, t *quan.Task) {
+func (d *Runner) reconcile(ctx context.Context, t *quan.Task) {
 	if d.Cache == nil || t.DryRun {
 		return
 	}

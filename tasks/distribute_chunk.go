@@ -11,7 +11,7 @@ import (
 
 // ServeChunks applies the chunks published on the bus, with whichever
 // runner's task they belong to, until ctx ends.
-func (d *Distributor) ServeChunks(ctx context.Context) error {
+func (d *Runner) ServeChunks(ctx context.Context) error {
 	if d.Bus == nil {
 		return errors.New("serve chunks: no bus")
 	}
@@ -21,7 +21,7 @@ func (d *Distributor) ServeChunks(ctx context.Context) error {
 // handleChunk applies one chunk from the bus. A chunk applied before, or
 // of a task no longer running, is done with; any other failure has the bus
 // deliver it again.
-func (d *Distributor) handleChunk(ctx context.Context, m quan.Message) error {
+func (d *Runner) handleChunk(ctx context.Context, m quan.Message) error {
 	c, err := quan.DecodeChunk(m.Data)
 	if err != nil {
 		return fmt.Errorf("message %s: %w", m.ID, err)
@@ -49,7 +49,7 @@ func (d *Distributor) handleChunk(ctx context.Context, m quan.Message) error {
 
 // applyChunk has the store apply c, reserving in the cache first when
 // there is one.
-func (d *Distributor) applyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts, error) {
+func (d *Runner) applyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts, error) {
 	d.inflight.Add(1)
 	defer d.inflight.Add(-1)
 	if d.Cache == nil {
@@ -120,7 +120,7 @@ func (d *Distributor) applyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskC
 
 // InFlight returns how many chunks this process is applying: reserved in
 // the cache, perhaps, and not yet in the store (see Reconciler).
-func (d *Distributor) InFlight() int64 { return d.inflight.Load() }
+func (d *Runner) InFlight() int64 { return d.inflight.Load() }
 
 // release gives back the reservation of c under key, unless the store
 // applied c, and returns cause. It is called once the store will never
@@ -132,7 +132,7 @@ func (d *Distributor) InFlight() int64 { return d.inflight.Load() }
 // reservation: the store's stock holds its coupons. If the ledger cannot
 // be read, the reservation stays: the cache then holds less stock than
 // the store until it is reconciled, never more.
-func (d *Distributor) release(ctx context.Context, c *quan.Chunk, template int64, key string, cause error) error {
+func (d *Runner) release(ctx context.Context, c *quan.Chunk, template int64, key string, cause error) error {
 	applied, err := d.Store.AppliedChunks(ctx, c.TaskID)
 	if err != nil {
 		return fmt.Errorf("%w (and its reservation stays: reading whether the chunk was applied failed: %v)", cause, err)

@@ -11,7 +11,7 @@ import (
 
 // stopped handles a run that lost its task. If the task was canceled, the
 // file is read to the end to count the rows not reached.
-func (d *Distributor) stopped(ctx context.Context, t *quan.Task) error {
+func (d *Runner) stopped(ctx context.Context, t *quan.Task) error {
 	cur, err := d.Store.Task(ctx, quan.AnyShop, t.ID)
 	if err != nil {
 		return fmt.Errorf("task %d: %w", t.ID, err)
@@ -38,7 +38,7 @@ func (d *Distributor) stopped(ctx context.Context, t *quan.Task) error {
 }
 
 // countRows reads the task's file to its end and counts its data rows.
-func (d *Distributor) countRows(ctx context.Context, t *quan.Task) (int64, error) {
+func (d *Runner) countRows(ctx context.Context, t *quan.Task) (int64, error) {
 	r, err := d.Open(ctx, t)
 	if err != nil {
 		return 0, err
@@ -62,7 +62,7 @@ func (d *Distributor) countRows(ctx context.Context, t *quan.Task) (int64, error
 }
 
 // fail ends the task with err's message as the reason a merchant sees.
-func (d *Distributor) fail(ctx context.Context, t *quan.Task, cause error) error {
+func (d *Runner) fail(ctx context.Context, t *quan.Task, cause error) error {
 	now := d.Now.UTC()
 	_, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
 		if cur.Owner != d.Owner {
@@ -84,7 +84,7 @@ func (d *Distributor) fail(ctx context.Context, t *quan.Task, cause error) error
 // the cache agree with the store, unless a worker's reload of it is still
 // under way) and after (such a reload done before the task was marked is
 // undone; one done after reconciles itself, see reconcileIfEnded).
-func (d *Distributor) finish(ctx context.Context, t *quan.Task, total int64) error {
+func (d *Runner) finish(ctx context.Context, t *quan.Task, total int64) error {
 	if err := d.writeReport(ctx, t.ID); err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (d *Distributor) finish(ctx context.Context, t *quan.Task, total int64) err
 
 // writeReport writes the failure report of a task that has failures and
 // records its path.
-func (d *Distributor) writeReport(ctx context.Context, id int64) error {
+func (d *Runner) writeReport(ctx context.Context, id int64) error {
 	t, err := d.Store.Task(ctx, quan.AnyShop, id)
 	if err != nil {
 		return fmt.Errorf("task %d: %w", id, err)

@@ -14,7 +14,7 @@ import (
 // with a rule costs one read of the chunk's users' facts from Facts, all
 // at once, and an evaluation a row. template 0 means the template of the
 // chunk's task, read from the store only when there is a RuleBook.
-func (d *Distributor) screen(ctx context.Context, c *quan.Chunk, template int64) error {
+func (d *Runner) screen(ctx context.Context, c *quan.Chunk, template int64) error {
 	if d.Rules == nil {
 		return nil
 	}

@@ -11,7 +11,7 @@ import (
 // NotificationProgress returns the notification progress of task id if
 // the caller's shop owns it, else ErrNotFound. A task that notifies on no
 // channel has an empty one.
-func (s *TaskService) NotificationProgress(ctx context.Context, who quan.Identity, id int64) (*quan.TaskNotifications, error) {
+func (s *Service) NotificationProgress(ctx context.Context, who quan.Identity, id int64) (*quan.TaskNotifications, error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
@@ -20,7 +20,7 @@ func (s *TaskService) NotificationProgress(ctx context.Context, who quan.Identit
 }
 
 // progress counts t's notifications.
-func (s *TaskService) progress(ctx context.Context, t *quan.Task) (*quan.TaskNotifications, error) {
+func (s *Service) progress(ctx context.Context, t *quan.Task) (*quan.TaskNotifications, error) {
 	out := &quan.TaskNotifications{Channels: slices.Clone(t.Notify), ByChannel: map[quan.NotifyType]quan.ChannelCounts{}, Counts: []quan.NotificationCount{}}
 	if out.Channels == nil {
 		out.Channels = []quan.NotifyType{}
@@ -63,7 +63,7 @@ func (s *TaskService) progress(ctx context.Context, t *quan.Task) (*quan.TaskNot
 
 // TaskNotificationsFor returns the notification progress of t, which the
 // caller read with Get; nil if the task notifies on no channel.
-func (s *TaskService) TaskNotificationsFor(ctx context.Context, t *quan.Task) (*quan.TaskNotifications, error) {
+func (s *Service) TaskNotificationsFor(ctx context.Context, t *quan.Task) (*quan.TaskNotifications, error) {
 	if len(t.Notify) == 0 {
 		return nil, nil
 	}
@@ -78,7 +78,7 @@ const notificationPage = 10_000
 // the caller's shop owns it (else ErrNotFound), channel by channel in the
 // task's order, each in the order they were recorded, a page at a time;
 // an error ends the sequence.
-func (s *TaskService) FailedNotifications(ctx context.Context, who quan.Identity, id int64) (iter.Seq2[*quan.Notification, error], error) {
+func (s *Service) FailedNotifications(ctx context.Context, who quan.Identity, id int64) (iter.Seq2[*quan.Notification, error], error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err

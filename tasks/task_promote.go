@@ -19,7 +19,7 @@ import (
 // dry run, or a dry run that failed or was canceled (upload the file again);
 // ECONFLICT if the dry run has not finished yet; and the errors of Create
 // (EINVALID naming templateId if the template has ended meanwhile).
-func (s *TaskService) RunForReal(ctx context.Context, who quan.Identity, id int64, sendAt time.Time) (*quan.Task, error) {
+func (s *Service) RunForReal(ctx context.Context, who quan.Identity, id int64, sendAt time.Time) (*quan.Task, error) {
 	dry, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func (s *TaskService) RunForReal(ctx context.Context, who quan.Identity, id int6
 
 // copyFile stores a copy of t's file, refusing one that is not what was
 // uploaded.
-func (s *TaskService) copyFile(ctx context.Context, t *quan.Task) (quan.StoredFile, error) {
+func (s *Service) copyFile(ctx context.Context, t *quan.Task) (quan.StoredFile, error) {
 	r, err := s.Files.Open(t.FilePath)
 	if err != nil {
 		return quan.StoredFile{}, err

@@ -29,13 +29,13 @@ func TestRunForReal(t *testing.T) {
 		es, _ := os.ReadDir(filepath.Join(dir, "uploads"))
 		return len(es)
 	}
-	svc := &tasks.TaskService{
+	svc := &tasks.Service{
 		Tasks: st, Templates: st, Files: files, Now: clock,
 		Check: func(ctx context.Context, path, name string) error {
 			return sheet.Check(ctx, path, sheet.Options{Sheet: name})
 		},
 	}
-	templates := &templates.TemplateService{Store: st, Now: clock}
+	templates := &templates.Service{Store: st, Now: clock}
 	tpl, err := templates.Create(t.Context(), testrig.Merchant1, testrig.DirectSpec(now))
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func (c *SkippedCounts) add(cause quan.Cause) {
 	}
 }
 
-// Retry is the task TaskService.Retry created and what it took from the
+// Retry is the task Service.Retry created and what it took from the
 // finished task.
 type Retry struct {
 	Task *quan.Task
@@ -69,7 +69,7 @@ type Retry struct {
 // has not finished; EINVALID if it was a dry run, if none of its failed
 // rows can be retried (the message counts them by cause), or naming
 // templateId or name if the new task could not be created.
-func (s *TaskService) Retry(ctx context.Context, who quan.Identity, id int64, in RetryTask) (*Retry, error) {
+func (s *Service) Retry(ctx context.Context, who quan.Identity, id int64, in RetryTask) (*Retry, error) {
 	old, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
@@ -139,7 +139,7 @@ func (s *TaskService) Retry(ctx context.Context, who quan.Identity, id int64, in
 // writeRetryFile writes to w, as CSV, a header and the user id of every
 // retryable failed row of task id, counting them in r.Retried and the
 // others in r.Skipped.
-func (s *TaskService) writeRetryFile(ctx context.Context, w io.Writer, id int64, r *Retry) error {
+func (s *Service) writeRetryFile(ctx context.Context, w io.Writer, id int64, r *Retry) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString("userId\n")
 	for f, err := range quan.FailureRows(ctx, s.Tasks, id) {

@@ -49,7 +49,7 @@ type SegmentMatch struct {
 // compileSegment compiles expr as a segment rule, or adds its problem to v
 // under the field "segment" (the engine's message starts with the line and
 // column).
-func (s *TaskService) compileSegment(expr string, v *quan.Validation) quan.CompiledRule {
+func (s *Service) compileSegment(expr string, v *quan.Validation) quan.CompiledRule {
 	if s.Rules == nil || s.Facts == nil {
 		v.Add("segment", "this server has no rule engine or user attributes: send a file of target users")
 		return nil
@@ -80,7 +80,7 @@ func (s *TaskService) compileSegment(expr string, v *quan.Validation) quan.Compi
 // simple conditions let through, and the rule decides on each of them —
 // unless the rule is nothing but those conditions and the store states
 // them exactly (FactsFilter.Exact, ExactFilter): then the store decides.
-func (s *TaskService) freezeSegment(ctx context.Context, rule quan.CompiledRule, now time.Time) (quan.StoredFile, SegmentMatch, error) {
+func (s *Service) freezeSegment(ctx context.Context, rule quan.CompiledRule, now time.Time) (quan.StoredFile, SegmentMatch, error) {
 	var m SegmentMatch
 	splits, err := s.Facts.SplitUserFacts(ctx, segmentParts())
 	if err != nil {
@@ -148,7 +148,7 @@ type segmentRead struct {
 // batches along the user id, decides rule on each at now (if decide; else
 // every user the store returns matches) and sends what each batch matched
 // to out, which it closes at the end. It gives up when ctx ends.
-func (s *TaskService) scanSegment(ctx context.Context, rule quan.CompiledRule, decide bool, filter quan.FactsFilter, r segmentRange, now time.Time, out chan<- segmentRead) {
+func (s *Service) scanSegment(ctx context.Context, rule quan.CompiledRule, decide bool, filter quan.FactsFilter, r segmentRange, now time.Time, out chan<- segmentRead) {
 	defer close(out)
 	send := func(b segmentRead) bool {
 		select {
@@ -219,7 +219,7 @@ func writeSegment(w io.Writer, parts []chan segmentRead, m *SegmentMatch) error 
 
 // segmentFile freezes the segment of rule now (freezeSegment), refusing
 // one no user matches: such a task would have nothing to do.
-func (s *TaskService) segmentFile(ctx context.Context, rule quan.CompiledRule) (quan.StoredFile, error) {
+func (s *Service) segmentFile(ctx context.Context, rule quan.CompiledRule) (quan.StoredFile, error) {
 	f, m, err := s.freezeSegment(ctx, rule, s.Now.UTC())
 	if err != nil {
 		if ctx.Err() != nil {

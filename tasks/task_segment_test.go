@@ -26,7 +26,7 @@ import (
 // and the services that distribute it to a segment, on one clock.
 type segmentFixture struct {
 	st    *sqlite.Store
-	tasks *tasks.TaskService
+	tasks *tasks.Service
 	tpl   *quan.Template
 	now   time.Time
 	files *disk.Files
@@ -50,7 +50,7 @@ func newSegmentFixture(t *testing.T, stock int64) *segmentFixture {
 	}
 	files := &disk.Files{Dir: t.TempDir()}
 	f := &segmentFixture{st: st, now: now, files: files, facts: map[int64]quan.UserFacts{}}
-	f.tasks = &tasks.TaskService{
+	f.tasks = &tasks.Service{
 		Tasks: st, Templates: st, Files: files, Now: clock, ChunkSize: 50,
 		Rules: engine, Facts: st,
 		Check: func(ctx context.Context, path, name string) error {
@@ -72,7 +72,7 @@ func newSegmentFixture(t *testing.T, stock int64) *segmentFixture {
 	if err := st.PutUserFacts(ctx, now, facts); err != nil {
 		t.Fatal(err)
 	}
-	templates := &templates.TemplateService{Store: st, Now: clock}
+	templates := &templates.Service{Store: st, Now: clock}
 	spec := testrig.DirectSpec(now.Add(-time.Hour))
 	spec.Stock = stock
 	if f.tpl, err = templates.Create(ctx, testrig.Merchant1, spec); err != nil {
@@ -98,8 +98,8 @@ func (f *segmentFixture) matching() []int64 {
 
 // runner is a distributor of the fixture's tasks named owner, reading
 // their files as the app does.
-func (f *segmentFixture) runner(owner string) *tasks.Distributor {
-	return &tasks.Distributor{
+func (f *segmentFixture) runner(owner string) *tasks.Runner {
+	return &tasks.Runner{
 		Store: f.st, Templates: f.st, Coupons: f.st,
 		Open: func(_ context.Context, t *quan.Task) (quan.RowReader, error) {
 			return sheet.OpenRows(t.FilePath, sheet.Options{Sheet: t.Sheet})

@@ -11,8 +11,8 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// TaskService is the merchant's use of distribution tasks.
-type TaskService struct {
+// Service is the merchant's use of distribution tasks.
+type Service struct {
 	Tasks     quan.TaskStore
 	Templates quan.TemplateStore
 	Files     quan.FileStore
@@ -43,7 +43,7 @@ type TaskService struct {
 	// is evaluated over (task_segment.go); without both, a task needs a
 	// file.
 	Rules quan.RuleEngine
-	Facts quan.AttributeStore
+	Facts quan.FactsStore
 }
 
 // NewTask is what a merchant sends to start a distribution.
@@ -66,7 +66,7 @@ type NewTask struct {
 
 // Upload keeps the content of r for a task, refusing more than
 // MaxFileSize bytes with ErrTooLarge.
-func (s *TaskService) Upload(ctx context.Context, r io.Reader) (quan.StoredFile, error) {
+func (s *Service) Upload(ctx context.Context, r io.Reader) (quan.StoredFile, error) {
 	max := s.MaxFileSize
 	if max <= 0 {
 		max = quan.DefaultMaxFileSize
@@ -78,12 +78,12 @@ func (s *TaskService) Upload(ctx context.Context, r io.Reader) (quan.StoredFile,
 // Every problem is an EINVALID error naming its field: a file that cannot
 // be read is refused here rather than failing later. Unless Create
 // succeeds, it removes the uploaded file.
-func (s *TaskService) Create(ctx context.Context, who quan.Identity, in NewTask) (*quan.Task, error) {
+func (s *Service) Create(ctx context.Context, who quan.Identity, in NewTask) (*quan.Task, error) {
 	return s.create(ctx, who, in, 0)
 }
 
 // create is Create of a task that retries task retryOf (0: none).
-func (s *TaskService) create(ctx context.Context, who quan.Identity, in NewTask, retryOf int64) (*quan.Task, error) {
+func (s *Service) create(ctx context.Context, who quan.Identity, in NewTask, retryOf int64) (*quan.Task, error) {
 	f := in.File
 	keep := false
 	defer func() {
@@ -202,7 +202,7 @@ func fieldErr(field, msg string) error {
 }
 
 // Get returns task id if the caller's shop owns it, else ErrNotFound.
-func (s *TaskService) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Task, error) {
+func (s *Service) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Task, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func (s *TaskService) Get(ctx context.Context, who quan.Identity, id int64) (*qu
 }
 
 // List returns a page of the caller's tasks, newest first, and the total.
-func (s *TaskService) List(ctx context.Context, who quan.Identity, f quan.TaskFilter) ([]*quan.Task, int, error) {
+func (s *Service) List(ctx context.Context, who quan.Identity, f quan.TaskFilter) ([]*quan.Task, int, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, 0, err
@@ -237,7 +237,7 @@ func (s *TaskService) List(ctx context.Context, who quan.Identity, f quan.TaskFi
 
 // Cancel stops a pending or running task. Coupons issued stay; the runner
 // counts the rows it did not reach as canceled.
-func (s *TaskService) Cancel(ctx context.Context, who quan.Identity, id int64) (*quan.Task, error) {
+func (s *Service) Cancel(ctx context.Context, who quan.Identity, id int64) (*quan.Task, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -270,7 +270,7 @@ func (s *TaskService) Cancel(ctx context.Context, who quan.Identity, id int64) (
 
 // Report returns the path of a task's failure report, or ErrNotFound with
 // the reason there is none.
-func (s *TaskService) Report(ctx context.Context, who quan.Identity, id int64) (string, error) {
+func (s *Service) Report(ctx context.Context, who quan.Identity, id int64) (string, error) {
 	t, err := s.reported(ctx, who, id)
 	if err != nil {
 		return "", err
@@ -282,7 +282,7 @@ func (s *TaskService) Report(ctx context.Context, who quan.Identity, id int64) (
 // report made on the fly: the rows of the report Report names, from the
 // same records. Like Report, it returns ErrNotFound with the reason when
 // the task has no report (yet).
-func (s *TaskService) Failures(ctx context.Context, who quan.Identity, id int64) (iter.Seq2[quan.Failure, error], error) {
+func (s *Service) Failures(ctx context.Context, who quan.Identity, id int64) (iter.Seq2[quan.Failure, error], error) {
 	t, err := s.reported(ctx, who, id)
 	if err != nil {
 		return nil, err
@@ -292,7 +292,7 @@ func (s *TaskService) Failures(ctx context.Context, who quan.Identity, id int64)
 
 // reported returns task id if the caller's shop owns it and its failure
 // report is written, else ErrNotFound saying why not.
-func (s *TaskService) reported(ctx context.Context, who quan.Identity, id int64) (*quan.Task, error) {
+func (s *Service) reported(ctx context.Context, who quan.Identity, id int64) (*quan.Task, error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err

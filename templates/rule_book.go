@@ -13,7 +13,7 @@ import (
 
 // DefaultRulesTTL is how long a RuleBook serves the rules it compiled when
 // its TTL is 0: the longest a change of the rules made by another process
-// goes unseen (a change made through this process's TemplateService is
+// goes unseen (a change made through this process's Service is
 // seen at once). A change whose effective time is further ahead than this
 // is in force everywhere when it says.
 const DefaultRulesTTL = 10 * time.Second

@@ -82,7 +82,7 @@ type RulesChange struct {
 // change is in the audit trail (ActionRules), and this process's RuleBook
 // forgets what it knew of the template; others learn it within their
 // RuleBook's TTL.
-func (s *TemplateService) ChangeRules(ctx context.Context, who quan.Identity, id int64, in RulesChange) (*quan.RulesVersion, error) {
+func (s *Service) ChangeRules(ctx context.Context, who quan.Identity, id int64, in RulesChange) (*quan.RulesVersion, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -140,9 +140,9 @@ func (s *TemplateService) ChangeRules(ctx context.Context, who quan.Identity, id
 	return v, nil
 }
 
-// TemplateRulesInfo is every version of a template's rules and the one in
+// RulesInfo is every version of a template's rules and the one in
 // force now.
-type TemplateRulesInfo struct {
+type RulesInfo struct {
 	TemplateID int64               `json:"templateId"`
 	Current    int64               `json:"current"` // the version in force now
 	Versions   []quan.RulesVersion `json:"versions"`
@@ -151,7 +151,7 @@ type TemplateRulesInfo struct {
 // RulesVersions returns the versions of the rules of template id, version
 // 0 first, and the one in force now. ErrNotFound if the caller's shop has
 // no such template.
-func (s *TemplateService) RulesVersions(ctx context.Context, who quan.Identity, id int64) (*TemplateRulesInfo, error) {
+func (s *Service) RulesVersions(ctx context.Context, who quan.Identity, id int64) (*RulesInfo, error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (s *TemplateService) RulesVersions(ctx context.Context, who quan.Identity, 
 	return s.rulesInfo(ctx, t)
 }
 
-func (s *TemplateService) rulesInfo(ctx context.Context, t *quan.Template) (*TemplateRulesInfo, error) {
+func (s *Service) rulesInfo(ctx context.Context, t *quan.Template) (*RulesInfo, error) {
 	var later []quan.RulesVersion
 	if s.Versions != nil {
 		var err error
@@ -167,7 +167,7 @@ func (s *TemplateService) rulesInfo(ctx context.Context, t *quan.Template) (*Tem
 			return nil, fmt.Errorf("rules of template %d: %w", t.ID, err)
 		}
 	}
-	info := &TemplateRulesInfo{TemplateID: t.ID, Versions: make([]quan.RulesVersion, 0, 1+len(later))}
+	info := &RulesInfo{TemplateID: t.ID, Versions: make([]quan.RulesVersion, 0, 1+len(later))}
 	info.Versions = append(info.Versions, quan.RulesVersion{TemplateID: t.ID, Eligibility: t.Eligibility, Applies: t.Applies,
 		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt})
 	info.Versions = append(info.Versions, later...)
@@ -212,7 +212,7 @@ type RulesEvaluation struct {
 // EINVALID naming it, with its position; one that cannot decide on the
 // facts (a missing attrs key) is a result with Error. ErrNotFound if the
 // caller's shop has no such template.
-func (s *TemplateService) EvaluateRules(ctx context.Context, who quan.Identity, id int64, sample RulesSample) (*RulesEvaluation, error) {
+func (s *Service) EvaluateRules(ctx context.Context, who quan.Identity, id int64, sample RulesSample) (*RulesEvaluation, error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
 		return nil, err

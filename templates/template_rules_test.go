@@ -21,7 +21,7 @@ import (
 // rules, and a book reading them, on a clock the test moves.
 type rulesFixture struct {
 	st   *sqlite.Store
-	tpls *templates.TemplateService
+	tpls *templates.Service
 	book *templates.RuleBook
 	now  time.Time
 }
@@ -36,7 +36,7 @@ func newRulesFixture(tb testing.TB) *rulesFixture {
 	}
 	f := &rulesFixture{st: testrig.Store(tb), now: rulesT0}
 	f.book = &templates.RuleBook{Engine: engine, Templates: f.st, Versions: f.st}
-	f.tpls = &templates.TemplateService{Store: f.st, Now: func() time.Time { return f.now }, Rules: engine, Versions: f.st, Book: f.book}
+	f.tpls = &templates.Service{Store: f.st, Now: func() time.Time { return f.now }, Rules: engine, Versions: f.st, Book: f.book}
 	return f
 }
 
@@ -173,7 +173,7 @@ func TestOrderFactsOf(t *testing.T) {
 // BenchmarkQuoteRules quotes an order of 20 items against the 50
 // coupons a user holds, of 50 templates each with an applies rule (and
 // half with an eligibility rule, which a quote does not read), on SQLite:
-// the whole WalletService.Quote, the store's read of the coupons
+// the whole wallet.Service.Quote, the store's read of the coupons
 // included. It reports the p99 of a quote beside ns/op.
 func BenchmarkQuoteRules(b *testing.B) {
 	f := newRulesFixture(b)
@@ -199,12 +199,12 @@ func BenchmarkQuoteRules(b *testing.B) {
 	if _, err := f.st.IssueClaims(ctx, claims, f.now); err != nil {
 		b.Fatal(err)
 	}
-	attrs := &facts.AttributeService{Store: f.st, Now: func() time.Time { return f.now }}
+	attrs := &facts.Service{Store: f.st, Now: func() time.Time { return f.now }}
 	if _, err := attrs.Put(ctx, quan.Identity{Role: quan.RoleAdmin, Subject: "bench"},
 		quan.UserFacts{UserID: user, Level: 3, Tags: []string{"vip"}}); err != nil {
 		b.Fatal(err)
 	}
-	w := &wallet.WalletService{Coupons: f.st, Templates: f.st, Now: func() time.Time { return f.now }, Rules: f.book, Facts: attrs}
+	w := &wallet.Service{Coupons: f.st, Templates: f.st, Now: func() time.Time { return f.now }, Rules: f.book, Facts: attrs}
 	var items []quan.OrderItem
 	for i := range 20 {
 		cat := []string{"wear", "books", "food", "toys"}[i%4]

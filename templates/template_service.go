@@ -11,9 +11,9 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// TemplateService is the merchant's use of templates: it checks who may do
+// Service is the merchant's use of templates: it checks who may do
 // what, scopes every call to the caller's shop, and records the audit.
-type TemplateService struct {
+type Service struct {
 	Store quan.TemplateStore
 	// Cache, if set, learns every change of a template it holds: its
 	// rules and the stock added. A cache that cannot be told is logged and
@@ -36,7 +36,7 @@ type TemplateService struct {
 
 // InFlight returns how many template changes are between the store's
 // commit and the cache's update (see Reconciler).
-func (s *TemplateService) InFlight() int64 { return s.inflight.Load() }
+func (s *Service) InFlight() int64 { return s.inflight.Load() }
 
 // NewTemplate is what a merchant sends to create a template. ShopNo is
 // taken from a merchant's identity; an admin must give it.
@@ -46,15 +46,15 @@ type NewTemplate struct {
 	Stock  int64 `json:"stock"`
 }
 
-// TemplateEdit is the editable part of a draft template.
-type TemplateEdit struct {
+// Edit is the editable part of a draft template.
+type Edit struct {
 	quan.TemplateSpec
 	Stock int64 `json:"stock"`
 }
 
 // Create validates and stores a new draft template for the caller's shop.
 // A platform-funded template needs an admin.
-func (s *TemplateService) Create(ctx context.Context, who quan.Identity, in NewTemplate) (*quan.Template, error) {
+func (s *Service) Create(ctx context.Context, who quan.Identity, in NewTemplate) (*quan.Template, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func (s *TemplateService) Create(ctx context.Context, who quan.Identity, in NewT
 }
 
 // Get returns template id if the caller's shop owns it, else ErrNotFound.
-func (s *TemplateService) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
+func (s *Service) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func (s *TemplateService) Get(ctx context.Context, who quan.Identity, id int64) 
 
 // List returns a page of the caller's templates matching f and the total.
 // f.ShopNo is overridden for merchants; admins may set it or leave it 0.
-func (s *TemplateService) List(ctx context.Context, who quan.Identity, f quan.TemplateFilter) ([]*quan.Template, int, error) {
+func (s *Service) List(ctx context.Context, who quan.Identity, f quan.TemplateFilter) ([]*quan.Template, int, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, 0, err
@@ -121,12 +121,12 @@ func (s *TemplateService) List(ctx context.Context, who quan.Identity, f quan.Te
 // changes them (inside the store's transaction, so concurrent edits never
 // lose each other); the result is validated and saved. ErrNotDraft once
 // the template has been activated.
-func (s *TemplateService) Edit(ctx context.Context, who quan.Identity, id int64, patch func(*TemplateEdit) error) (*quan.Template, error) {
+func (s *Service) Edit(ctx context.Context, who quan.Identity, id int64, patch func(*Edit) error) (*quan.Template, error) {
 	return s.update(ctx, who, id, quan.ActionUpdate, func(t *quan.Template) error {
 		if t.Status != quan.TemplateDraft {
 			return quan.Errorf(quan.ENOTDRAFT, "template %d is %s: only a draft template can be edited", t.ID, t.Status)
 		}
-		in := TemplateEdit{TemplateSpec: t.TemplateSpec, Stock: t.Stock}
+		in := Edit{TemplateSpec: t.TemplateSpec, Stock: t.Stock}
 		if err := patch(&in); err != nil {
 			return err
 		}
@@ -140,28 +140,28 @@ func (s *TemplateService) Edit(ctx context.Context, who quan.Identity, id int64,
 
 // Activate, Pause, Resume and Terminate change a template's status; an
 // illegal change is ErrTransition.
-func (s *TemplateService) Activate(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
+func (s *Service) Activate(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
 	now := s.Now.UTC()
 	return s.update(ctx, who, id, quan.ActionActivate, func(t *quan.Template) error { return t.Activate(now) })
 }
 
 // Pause stops issuing from an active template.
-func (s *TemplateService) Pause(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
+func (s *Service) Pause(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
 	return s.update(ctx, who, id, quan.ActionPause, (*quan.Template).Pause)
 }
 
 // Resume restarts issuing from a paused template.
-func (s *TemplateService) Resume(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
+func (s *Service) Resume(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
 	return s.update(ctx, who, id, quan.ActionResume, (*quan.Template).Resume)
 }
 
 // Terminate ends a template for good.
-func (s *TemplateService) Terminate(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
+func (s *Service) Terminate(ctx context.Context, who quan.Identity, id int64) (*quan.Template, error) {
 	return s.update(ctx, who, id, quan.ActionTerminate, (*quan.Template).Terminate)
 }
 
 // IncreaseStock adds n coupons to a template's stock.
-func (s *TemplateService) IncreaseStock(ctx context.Context, who quan.Identity, id, n int64) (*quan.Template, error) {
+func (s *Service) IncreaseStock(ctx context.Context, who quan.Identity, id, n int64) (*quan.Template, error) {
 	return s.update(ctx, who, id, quan.ActionStock, func(t *quan.Template) error { return t.IncreaseStock(n) })
 }
 
@@ -169,7 +169,7 @@ func (s *TemplateService) IncreaseStock(ctx context.Context, who quan.Identity, 
 // closed, as the system (the audit says "expire"), and returns how many.
 // The sweeper calls it; claims and distributions refuse such templates
 // from the moment the window closes either way.
-func (s *TemplateService) EndDue(ctx context.Context) (int, error) {
+func (s *Service) EndDue(ctx context.Context) (int, error) {
 	now := s.Now.UTC()
 	var due []*quan.Template
 	for _, status := range []quan.TemplateStatus{quan.TemplateActive, quan.TemplatePaused} {
@@ -208,7 +208,7 @@ func (s *TemplateService) EndDue(ctx context.Context) (int, error) {
 }
 
 // History returns the audit trail of template id, oldest first.
-func (s *TemplateService) History(ctx context.Context, who quan.Identity, id int64) ([]*quan.AuditEntry, error) {
+func (s *Service) History(ctx context.Context, who quan.Identity, id int64) ([]*quan.AuditEntry, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -216,7 +216,7 @@ func (s *TemplateService) History(ctx context.Context, who quan.Identity, id int
 	return s.Store.TemplateHistory(ctx, shop, id)
 }
 
-func (s *TemplateService) update(ctx context.Context, who quan.Identity, id int64, action string, fn func(*quan.Template) error) (*quan.Template, error) {
+func (s *Service) update(ctx context.Context, who quan.Identity, id int64, action string, fn func(*quan.Template) error) (*quan.Template, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err

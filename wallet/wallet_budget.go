@@ -13,7 +13,7 @@ import (
 // of the best combination. It reads the budget of each template with one
 // among the usable coupons, once: what is left changes with every lock,
 // so it is never cached. The lock checks again, atomically, in the store.
-func (s *WalletService) priceWithBudgets(ctx context.Context, items []quan.OrderItem, cs []*quan.Coupon, templates map[int64]*quan.Template, now time.Time, notMet map[int64]bool) (quan.Quote, error) {
+func (s *Service) priceWithBudgets(ctx context.Context, items []quan.OrderItem, cs []*quan.Coupon, templates map[int64]*quan.Template, now time.Time, notMet map[int64]bool) (quan.Quote, error) {
 	q := quan.PriceOrderExcept(items, cs, templates, now, notMet)
 	left := map[int64]int64{}
 	spent := map[int64]bool{} // coupon → its budget cannot cover it

@@ -15,7 +15,7 @@ import (
 // event a message made the sweeper three times slower with a bus than
 // without. They follow the commit: a publish that fails is logged, and the
 // sweeper's and the next change's events go on.
-func (s *WalletService) publish(ctx context.Context, events []quan.CouponEvent) {
+func (s *Service) publish(ctx context.Context, events []quan.CouponEvent) {
 	if s.Bus == nil || len(events) == 0 {
 		return
 	}

@@ -15,7 +15,7 @@ import (
 // without a lock, and writes what it made of them if they are still so:
 // one round trip. If one changed in between (another order, the sweeper),
 // fn runs again on the coupons as they are, under the store's lock.
-func (s *WalletService) change(ctx context.Context, user int64, seen []*quan.Coupon, ids []int64, fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
+func (s *Service) change(ctx context.Context, user int64, seen []*quan.Coupon, ids []int64, fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	before := make([]*quan.Coupon, 0, len(ids))
 	for _, id := range ids {
@@ -81,7 +81,7 @@ func (r LockRequest) Key() string {
 // order again with the same items and coupons (LockRequest.Key) returns its
 // coupons (idempotent); with other items or coupons it is a conflict, as
 // is a coupon that another order holds.
-func (s *WalletService) Lock(ctx context.Context, who quan.Identity, order string, req LockRequest) (_ []*quan.Coupon, err error) {
+func (s *Service) Lock(ctx context.Context, who quan.Identity, order string, req LockRequest) (_ []*quan.Coupon, err error) {
 	defer func() { s.Counters.Failed(quan.CouponAvailable, quan.CouponLocked, err) }()
 	user, err := userOf(who)
 	if err != nil {
@@ -225,7 +225,7 @@ func validOrderID(order string) error {
 // priority, like the rest of its spec, are frozen once it leaves draft
 // (and only then has coupons); an order locked again with other coupons
 // is a conflict.
-func (s *WalletService) Redeem(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
+func (s *Service) Redeem(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
 	return s.orderChange(ctx, who, order, "redeem", quan.CouponTransition{From: quan.CouponLocked, To: quan.CouponUsed}, func(c *quan.Coupon, now time.Time) (bool, error) {
 		switch c.Status {
 		case quan.CouponUsed:
@@ -247,7 +247,7 @@ func (s *WalletService) Redeem(ctx context.Context, who quan.Identity, order str
 // Release gives back the coupons order holds: it was cancelled. It is
 // idempotent: an order that holds nothing releases nothing. A paid order
 // is refunded, not released.
-func (s *WalletService) Release(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
+func (s *Service) Release(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
 	return s.orderChange(ctx, who, order, "release", quan.CouponTransition{From: quan.CouponLocked, To: quan.CouponAvailable}, func(c *quan.Coupon, now time.Time) (bool, error) {
 		switch c.Status {
 		case quan.CouponLocked:
@@ -261,7 +261,7 @@ func (s *WalletService) Release(ctx context.Context, who quan.Identity, order st
 
 // Refund gives back the coupons a paid order used: available again while
 // valid, expired otherwise. It is idempotent.
-func (s *WalletService) Refund(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
+func (s *Service) Refund(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
 	return s.orderChange(ctx, who, order, "refund", quan.CouponTransition{From: quan.CouponUsed, To: quan.CouponAvailable}, func(c *quan.Coupon, now time.Time) (bool, error) {
 		switch c.Status {
 		case quan.CouponUsed:
@@ -276,7 +276,7 @@ func (s *WalletService) Refund(ctx context.Context, who quan.Identity, order str
 // orderChange applies change to the coupons of the user that order holds
 // or used, in one transaction, after check (if any) passes on them. tr is
 // the change asked for, under which a refusal or failure is counted.
-func (s *WalletService) orderChange(ctx context.Context, who quan.Identity, order, verb string, tr quan.CouponTransition,
+func (s *Service) orderChange(ctx context.Context, who quan.Identity, order, verb string, tr quan.CouponTransition,
 	change func(c *quan.Coupon, now time.Time) (bool, error), check func([]*quan.Coupon) error) (_ []*quan.Coupon, err error) {
 	defer func() { s.Counters.Failed(tr.From, tr.To, err) }()
 	user, err := userOf(who)

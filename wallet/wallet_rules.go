@@ -37,7 +37,7 @@ func OrderFactsOf(items []quan.OrderItem, channel string, now time.Time) *quan.O
 // applies rule, which costs a look in the RuleBook per template. The
 // user's facts are read (from memory, Facts.Facts) only if a rule is
 // evaluated.
-func (s *WalletService) rulesNotMet(ctx context.Context, user int64, items []quan.OrderItem, channel string, cs []*quan.Coupon, now time.Time) (map[int64]bool, error) {
+func (s *Service) rulesNotMet(ctx context.Context, user int64, items []quan.OrderItem, channel string, cs []*quan.Coupon, now time.Time) (map[int64]bool, error) {
 	if s.Rules == nil {
 		return nil, nil
 	}

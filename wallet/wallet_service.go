@@ -20,10 +20,10 @@ type CouponStores interface {
 	quan.WalletStore
 }
 
-// WalletService is the user's side of coupons after they are issued: the
+// Service is the user's side of coupons after they are issued: the
 // wallet, pricing an order, locking coupons for it, paying, cancelling and
 // refunding, and what time does to coupons.
-type WalletService struct {
+type Service struct {
 	Coupons CouponStores
 	// Archiver, if set, moves the coupons of ended templates to history
 	// (Archive); nil moves none.
@@ -73,7 +73,7 @@ func (c *specCache) put(t *quan.Template) {
 	c.m[t.ID] = t
 }
 
-func (s *WalletService) logger() *slog.Logger {
+func (s *Service) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
@@ -87,8 +87,8 @@ func userOf(who quan.Identity) (int64, error) {
 	return who.UserID, nil
 }
 
-// WalletFilter selects a user's coupons.
-type WalletFilter struct {
+// Filter selects a user's coupons.
+type Filter struct {
 	Status quan.CouponStatus // "" matches any
 	Offset int
 	Limit  int // 1 … MaxPageSize; 0 means DefaultPageSize
@@ -98,7 +98,7 @@ type WalletFilter struct {
 // number of all that match, as they stand at now: a coupon whose window
 // has closed is expired, and a lock that ran out released, whether or not
 // the sweeper has written that down.
-func (s *WalletService) List(ctx context.Context, who quan.Identity, f WalletFilter) ([]*quan.Coupon, int, error) {
+func (s *Service) List(ctx context.Context, who quan.Identity, f Filter) ([]*quan.Coupon, int, error) {
 	user, err := userOf(who)
 	if err != nil {
 		return nil, 0, err
@@ -137,7 +137,7 @@ func (s *WalletService) List(ctx context.Context, who quan.Identity, f WalletFil
 }
 
 // Get returns coupon id of the user, as it stands at now.
-func (s *WalletService) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Coupon, error) {
+func (s *Service) Get(ctx context.Context, who quan.Identity, id int64) (*quan.Coupon, error) {
 	user, err := userOf(who)
 	if err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func (s *WalletService) Get(ctx context.Context, who quan.Identity, id int64) (*
 // is ErrInvalid, which says so. A well-formed code that is no coupon's
 // (made up, of a coupon archived, or of another shop's) is ErrNotFound.
 // Users get ErrForbidden: their coupons are in their wallet.
-func (s *WalletService) CouponByCode(ctx context.Context, who quan.Identity, code string) (*quan.Coupon, error) {
+func (s *Service) CouponByCode(ctx context.Context, who quan.Identity, code string) (*quan.Coupon, error) {
 	shop, err := who.ShopScope()
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (s *WalletService) CouponByCode(ctx context.Context, who quan.Identity, cod
 // offset on, at most limit of them (0 means DefaultPageSize), and how many
 // there are. It looks at the first MaxPageSize active templates only. A
 // bad offset or limit is EINVALID.
-func (s *WalletService) Claimable(ctx context.Context, who quan.Identity, offset, limit int) ([]*quan.Template, int, error) {
+func (s *Service) Claimable(ctx context.Context, who quan.Identity, offset, limit int) ([]*quan.Template, int, error) {
 	user, err := userOf(who)
 	if err != nil {
 		return nil, 0, err
@@ -233,7 +233,7 @@ func (s *WalletService) Claimable(ctx context.Context, who quan.Identity, offset
 }
 
 // templatesOf returns the templates of coupons.
-func (s *WalletService) templatesOf(ctx context.Context, all []*quan.Coupon) (map[int64]*quan.Template, error) {
+func (s *Service) templatesOf(ctx context.Context, all []*quan.Coupon) (map[int64]*quan.Template, error) {
 	templates := map[int64]*quan.Template{}
 	for _, c := range all {
 		if _, ok := templates[c.TemplateID]; ok {
@@ -259,7 +259,7 @@ func (s *WalletService) templatesOf(ctx context.Context, all []*quan.Coupon) (ma
 // applies rule reads it as order.channel), with every coupon the user
 // holds that could apply: available or locked ones, and expired ones
 // whose window closed lately are reported with their reason too.
-func (s *WalletService) Quote(ctx context.Context, who quan.Identity, items []quan.OrderItem, channel string) (quan.Quote, error) {
+func (s *Service) Quote(ctx context.Context, who quan.Identity, items []quan.OrderItem, channel string) (quan.Quote, error) {
 	user, err := userOf(who)
 	if err != nil {
 		return quan.Quote{}, err

@@ -10,7 +10,7 @@ import (
 // Sweep writes down what time did to coupons, in batches of up to batch:
 // available coupons whose window closed expire, locks that ran out are
 // released. It returns how many coupons it changed.
-func (s *WalletService) Sweep(ctx context.Context, batch int) (_ int, err error) {
+func (s *Service) Sweep(ctx context.Context, batch int) (_ int, err error) {
 	defer func() {
 		if err != nil && ctx.Err() == nil {
 			s.Counters.Count(quan.CouponAvailable, quan.CouponExpired, quan.TransitionError, 1)
@@ -60,7 +60,7 @@ func (s *WalletService) Sweep(ctx context.Context, batch int) (_ int, err error)
 // Archive moves the used, expired and revoked coupons of ended templates
 // last changed over after ago into the history table, in batches, and
 // returns how many; nothing when the store cannot archive.
-func (s *WalletService) Archive(ctx context.Context, after time.Duration, batch int) (int, error) {
+func (s *Service) Archive(ctx context.Context, after time.Duration, batch int) (int, error) {
 	a := s.Archiver
 	if a == nil || after <= 0 {
 		return 0, nil

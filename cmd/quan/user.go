@@ -184,7 +184,7 @@ func addError(err error, skip string) error {
 }
 
 // list prints every account of f, a page at a time.
-func (c *UserCommand) list(ctx context.Context, accounts *accounts.AccountService, f quan.AccountFilter) error {
+func (c *UserCommand) list(ctx context.Context, accounts *accounts.Service, f quan.AccountFilter) error {
 	w := tabwriter.NewWriter(c.Main.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tNAME\tROLE\tSHOP\tSTATUS\tCREATED\tBY")
 	f.Limit = quan.MaxPageSize

@@ -1,7 +1,7 @@
 // Package console is quan's operator console in the browser, served at
 // /console: merchants' operators and platform admins sign in with a
 // password and run their campaigns through the same services as the API
-// (quan.TemplateService, TaskService, StatsService, CodeService), with
+// (templates.Service, tasks.Service, stats.Service, codes.Service), with
 // their identity's rights. Pages are rendered on the server from embedded
 // html/template files; a little JavaScript (static/console.js) adds the
 // live parts: progress pushed as Server-Sent Events, the discount preview,
@@ -35,7 +35,7 @@ var assets embed.FS
 const Prefix = "/console"
 
 // Accounts signs operators in and out, and lets admins manage them;
-// quan.AccountService is one.
+// accounts.Service is one.
 type Accounts interface {
 	Login(ctx context.Context, name, password, addr string) (token string, s *quan.Session, a *quan.Account, err error)
 	Authenticate(ctx context.Context, token string) (*quan.Session, *quan.Account, error)
@@ -50,10 +50,10 @@ type Accounts interface {
 // once.
 type Console struct {
 	Accounts  Accounts
-	Templates *templates.TemplateService
-	Tasks     *tasks.TaskService  // nil: no distribution pages
-	Stats     *stats.StatsService // nil: no statistics pages
-	Codes     *codes.CodeService  // nil: no code pages
+	Templates *templates.Service
+	Tasks     *tasks.Service // nil: no distribution pages
+	Stats     *stats.Service // nil: no statistics pages
+	Codes     *codes.Service // nil: no code pages
 	// CodesExport writes a code batch as .xlsx; nil offers .csv only.
 	CodesExport quan.CodesExport
 	Now         quan.Clock   // nil: time.Now

@@ -29,8 +29,8 @@ var testNow = time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 type testConsole struct {
 	*httptest.Server
 	store    *sqlite.Store
-	accounts *accounts.AccountService
-	tpls     *templates.TemplateService
+	accounts *accounts.Service
+	tpls     *templates.Service
 
 	mu  sync.Mutex
 	now time.Time
@@ -75,12 +75,12 @@ func startConsole(t testing.TB, setup func(tc *testConsole, c *console.Console))
 	t.Cleanup(func() { db.Close() })
 	store := sqlite.NewStore(db)
 	tc := &testConsole{store: store, now: testNow}
-	tc.accounts = &accounts.AccountService{Store: store, Now: tc.clock, HashCost: 4}
+	tc.accounts = &accounts.Service{Store: store, Now: tc.clock, HashCost: 4}
 	engine, err := rules.New(rules.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.tpls = &templates.TemplateService{Store: store, Now: tc.clock, Rules: engine, Versions: store}
+	tc.tpls = &templates.Service{Store: store, Now: tc.clock, Rules: engine, Versions: store}
 	c := &console.Console{Accounts: tc.accounts, Templates: tc.tpls, Now: tc.clock}
 	setup(tc, c)
 	h, err := c.Handler()

@@ -27,7 +27,7 @@ type liveSnapshot struct {
 	Refused    int64               `json:"refused"` // claims refused so far, every code
 	// Refusals are the claims refused, by code: those refused before
 	// the store (sold_out, limit_reached, rate_limited …, counted within
-	// a few seconds: quan.RefusalCounter) and those the store failed.
+	// a few seconds: stats.RefusalCounter) and those the store failed.
 	Refusals map[string]int64 `json:"refusals"`
 	// ClaimsPerSec and RefusedPerSec are the claims issued and refused a
 	// second since the snapshot before.

@@ -29,21 +29,21 @@ import (
 // the console's SQLite store and clock.
 type statsEnv struct {
 	console  *console.Console
-	stats    *stats.StatsService
-	codes    *codes.CodeService
-	wallet   *wallet.WalletService
-	claims   *claims.ClaimService // with withClaims only
+	stats    *stats.Service
+	codes    *codes.Service
+	wallet   *wallet.Service
+	claims   *claims.Service // with withClaims only
 	refusals *stats.RefusalCounter
 }
 
-// withStats gives the console StatsService and CodeService (with the
+// withStats gives the console stats.Service and codes.Service (with the
 // .xlsx export) over tc.store.
 func withStats(env *statsEnv) func(t *testing.T, tc *testConsole, c *console.Console) {
 	return func(t *testing.T, tc *testConsole, c *console.Console) {
 		env.console = c
-		env.stats = &stats.StatsService{Store: tc.store, Now: tc.clock}
-		env.codes = &codes.CodeService{Codes: tc.store, Templates: tc.store, Now: tc.clock, Chunk: 10}
-		env.wallet = &wallet.WalletService{Coupons: tc.store, Templates: tc.store, Now: tc.clock}
+		env.stats = &stats.Service{Store: tc.store, Now: tc.clock}
+		env.codes = &codes.Service{Codes: tc.store, Templates: tc.store, Now: tc.clock, Chunk: 10}
+		env.wallet = &wallet.Service{Coupons: tc.store, Templates: tc.store, Now: tc.clock}
 		env.refusals = &stats.RefusalCounter{Store: tc.store}
 		c.Stats, c.Codes, c.CodesExport = env.stats, env.codes, report.Codes{}
 		t.Cleanup(env.codes.Wait)
@@ -65,7 +65,7 @@ func withClaims(env *statsEnv) func(t *testing.T, tc *testConsole, c *console.Co
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { bus.Close() })
-		env.claims = &claims.ClaimService{Templates: tc.store, Coupons: tc.store, Claims: tc.store, Cache: inmem.NewCache(),
+		env.claims = &claims.Service{Templates: tc.store, Coupons: tc.store, Claims: tc.store, Cache: inmem.NewCache(),
 			Bus: bus, Now: tc.clock, Refusals: env.refusals, MaxDeliver: 3, Backoff: []time.Duration{10 * time.Millisecond}}
 		quantest.ServeClaims(t, env.claims)
 	}

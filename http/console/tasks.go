@@ -19,7 +19,7 @@ import (
 // taskRoutes registers the distribution pages: the list of tasks, the
 // upload form, a task's page with its progress pushed live, and the
 // task's actions (cancel, distribute a dry run for real, retry its failed
-// rows, download its failure report). Without a TaskService there are
+// rows, download its failure report). Without a tasks.Service there are
 // none.
 func (c *Console) taskRoutes(page func(string, pageFunc)) {
 	if c.Tasks == nil {
@@ -39,7 +39,7 @@ func (c *Console) taskRoutes(page func(string, pageFunc)) {
 	page("GET "+Prefix+"/tasks/{id}/failures.csv", c.taskFailuresCSV)
 }
 
-// taskInputs are the names of the upload form's inputs, as TaskService
+// taskInputs are the names of the upload form's inputs, as tasks.Service
 // names their fields.
 var taskInputs = []string{"templateId", "name", "file", "segment", "sheet", "sendAt", "notify", "dryRun"}
 
@@ -124,7 +124,7 @@ func (c *Console) showTaskForm(w http.ResponseWriter, r *http.Request, v *view, 
 }
 
 // taskCreate reads the upload form part by part: the file streams into
-// TaskService.Upload as it arrives, never held in memory, and the other
+// tasks.Service.Upload as it arrives, never held in memory, and the other
 // fields are small. signedIn has read the CSRF token, the first part.
 func (c *Console) taskCreate(w http.ResponseWriter, r *http.Request, s *session) error {
 	v := c.newView(r, s)

@@ -35,11 +35,11 @@ import (
 // the data folder where uploads are kept.
 type distribution struct {
 	dir   string
-	tasks *tasks.TaskService
+	tasks *tasks.Service
 }
 
-// withTasks gives the console a TaskService over the test store and runs
-// a real Distributor with an in-process cache beside it, as quan serve
+// withTasks gives the console a tasks.Service over the test store and runs
+// a real tasks.Runner with an in-process cache beside it, as quan serve
 // does (the wiring of the API's tests, http/server_test.go).
 func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.Console) {
 	return func(t *testing.T, tc *testConsole, c *console.Console) {
@@ -47,7 +47,7 @@ func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.C
 		files := &disk.Files{Dir: d.dir}
 		cache := inmem.NewCache()
 		tc.tpls.Cache = cache
-		dist := &tasks.Distributor{
+		dist := &tasks.Runner{
 			Store: tc.store, Templates: tc.store, Coupons: tc.store, Cache: cache,
 			Open: func(ctx context.Context, t *quan.Task) (quan.RowReader, error) {
 				return sheet.OpenRows(t.FilePath, sheet.Options{Sheet: t.Sheet})
@@ -58,7 +58,7 @@ func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.C
 			PollInterval: 10 * time.Millisecond,
 			Now:          tc.clock,
 		}
-		d.tasks = &tasks.TaskService{
+		d.tasks = &tasks.Service{
 			Tasks: tc.store, Templates: tc.store, Files: files,
 			Check: func(ctx context.Context, path, name string) error {
 				return sheet.Check(ctx, path, sheet.Options{Sheet: name})

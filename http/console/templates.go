@@ -26,11 +26,11 @@ func (c *Console) templateRoutes(page func(string, pageFunc)) {
 	page("GET "+Prefix+"/templates/{id}/edit", c.templateEditForm)
 	page("POST "+Prefix+"/templates/{id}/edit", c.templateEdit)
 	page("POST "+Prefix+"/templates/{id}/stock", c.templateStock)
-	for action, fn := range map[string]func(*templates.TemplateService, context.Context, quan.Identity, int64) (*quan.Template, error){
-		"activate":  (*templates.TemplateService).Activate,
-		"pause":     (*templates.TemplateService).Pause,
-		"resume":    (*templates.TemplateService).Resume,
-		"terminate": (*templates.TemplateService).Terminate,
+	for action, fn := range map[string]func(*templates.Service, context.Context, quan.Identity, int64) (*quan.Template, error){
+		"activate":  (*templates.Service).Activate,
+		"pause":     (*templates.Service).Pause,
+		"resume":    (*templates.Service).Resume,
+		"terminate": (*templates.Service).Terminate,
 	} {
 		page("POST "+Prefix+"/templates/{id}/"+action, c.templateChange(fn))
 	}
@@ -358,8 +358,8 @@ func (c *Console) templatePreview(w http.ResponseWriter, r *http.Request, s *ses
 type templateShowData struct {
 	T       *quan.Template
 	History []*quan.AuditEntry
-	Actions []string                     // the status changes the template allows now
-	Rules   *templates.TemplateRulesInfo // every version of its rules
+	Actions []string             // the status changes the template allows now
+	Rules   *templates.RulesInfo // every version of its rules
 }
 
 func (c *Console) templateShow(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -419,7 +419,7 @@ func pathID(r *http.Request) (int64, error) {
 
 // templateChange makes a status change and shows the template again; a
 // change the status does not allow is shown on the template's page.
-func (c *Console) templateChange(fn func(*templates.TemplateService, context.Context, quan.Identity, int64) (*quan.Template, error)) pageFunc {
+func (c *Console) templateChange(fn func(*templates.Service, context.Context, quan.Identity, int64) (*quan.Template, error)) pageFunc {
 	return func(w http.ResponseWriter, r *http.Request, s *session) error {
 		id, err := pathID(r)
 		if err != nil {
@@ -526,7 +526,7 @@ func (c *Console) templateEdit(w http.ResponseWriter, r *http.Request, s *sessio
 		v.setError(invalid(bad), templateInputs...)
 		return c.showTemplateForm(w, v, http.StatusBadRequest, "tpl.edit", f)
 	}
-	_, err = c.Templates.Edit(r.Context(), s.Who, id, func(e *templates.TemplateEdit) error {
+	_, err = c.Templates.Edit(r.Context(), s.Who, id, func(e *templates.Edit) error {
 		// The form does not show the reminders: they stay as they are.
 		spec.RemindBefore, spec.RemindChannels, spec.RemindLead = e.RemindBefore, e.RemindChannels, e.RemindLead
 		e.TemplateSpec, e.Stock = spec, stock

@@ -181,7 +181,7 @@ func TestTemplateLifecycle(t *testing.T) {
 	// Reminders set through the API survive an edit in the console, whose
 	// form does not show them.
 	merchant := quan.Identity{Role: quan.RoleMerchant, ShopNo: 1001}
-	if _, err := tc.tpls.Edit(context.Background(), merchant, tpl.ID, func(e *templates.TemplateEdit) error {
+	if _, err := tc.tpls.Edit(context.Background(), merchant, tpl.ID, func(e *templates.Edit) error {
 		e.RemindBefore, e.RemindChannels = quan.Duration(24*time.Hour), []quan.NotifyType{quan.NotifyInbox}
 		return nil
 	}); err != nil {

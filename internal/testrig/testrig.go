@@ -88,7 +88,7 @@ var (
 // embedded NATS server, with an active template of the given stock, one
 // coupon per user. Its consumers run once Serve is called.
 type ClaimRig struct {
-	S     *claims.ClaimService
+	S     *claims.Service
 	Store *sqlite.Store
 	Cache quan.Cache
 	Bus   *nats.Bus // unwrapped, to publish batches as a peer process would
@@ -141,7 +141,7 @@ func NewClaimRigWith(t *testing.T, stock int64, change func(*quan.Template)) *Cl
 	}
 	cache := inmem.NewCache()
 	return &ClaimRig{
-		S: &claims.ClaimService{Templates: store, Coupons: store, Claims: store, Cache: cache, Bus: bus,
+		S: &claims.Service{Templates: store, Coupons: store, Claims: store, Cache: cache, Bus: bus,
 			Now: func() time.Time { return ClaimAt }, MaxDeliver: 2, Backoff: []time.Duration{10 * time.Millisecond}},
 		Store: store, Cache: cache, Bus: bus, Tpl: tpl,
 	}
@@ -253,7 +253,7 @@ func (r *ClaimRig) LoadCache(t *testing.T) {
 // activate says so, and returns it.
 func Template(t *testing.T, st *sqlite.Store, now quan.Clock, in templates.NewTemplate, activate bool) *quan.Template {
 	t.Helper()
-	s := &templates.TemplateService{Store: st, Now: now}
+	s := &templates.Service{Store: st, Now: now}
 	tpl, err := s.Create(t.Context(), Merchant1, in)
 	if err != nil {
 		t.Fatalf("create template: %v", err)

@@ -43,20 +43,20 @@ type App struct {
 	Logger   *slog.Logger
 	Backends *Backends
 
-	Templates   *templates.TemplateService
-	Tasks       *tasks.TaskService
-	Distributor *tasks.Distributor
-	Claims      *claims.ClaimService     // nil without a claim bus (Local, or a Worker on the embedded bus)
-	Wallet      *wallet.WalletService    // nil for Local
-	Codes       *codes.CodeService       // nil for Local
-	Reconciler  *reconcile.Reconciler    // nil for Local, without a cache, or with Config.ReconcileEvery 0
-	Notices     *notify.NoticeService    // nil for Local
-	Dispatcher  *notify.Dispatcher       // nil for Local and without --smtp-url or --sms-url
-	Stats       *stats.StatsService      // nil for Local
-	Reminders   *notify.ReminderService  // nil for Local
-	Accounts    *accounts.AccountService // the console's accounts and sessions
-	Attributes  *facts.AttributeService
-	Shops       *shops.ShopService // shops' settings; claims honour their daily cap
+	Templates   *templates.Service
+	Tasks       *tasks.Service
+	Distributor *tasks.Runner
+	Claims      *claims.Service       // nil without a claim bus (Local, or a Worker on the embedded bus)
+	Wallet      *wallet.Service       // nil for Local
+	Codes       *codes.Service        // nil for Local
+	Reconciler  *reconcile.Reconciler // nil for Local, without a cache, or with Config.ReconcileEvery 0
+	Notices     *notify.Service       // nil for Local
+	Dispatcher  *notify.Dispatcher    // nil for Local and without --smtp-url or --sms-url
+	Stats       *stats.Service        // nil for Local
+	Reminders   *notify.Reminders     // nil for Local
+	Accounts    *accounts.Service     // the console's accounts and sessions
+	Attributes  *facts.Service
+	Shops       *shops.Service // shops' settings; claims honour their daily cap
 	// Refusals counts the claims refused before the store for the
 	// statistics; nil without claims.
 	Refusals *stats.RefusalCounter
@@ -75,7 +75,7 @@ type App struct {
 }
 
 // ReapEvery is how often a process persisting claims looks for claims
-// abandoned by a process that died (quan.ClaimService.Reap).
+// abandoned by a process that died (claims.Service.Reap).
 const ReapEvery = 5 * time.Second
 
 // maxBusChunk is the largest chunk that fits a bus message: at most about
@@ -143,12 +143,12 @@ func (a *App) build(ctx context.Context) error {
 		return fmt.Errorf("rules: %w", err)
 	}
 	book := &templates.RuleBook{Engine: engine, Templates: st, Versions: st, Logger: logger}
-	a.Templates = &templates.TemplateService{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now,
+	a.Templates = &templates.Service{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now,
 		Rules: engine, Versions: st, Book: book}
-	a.Accounts = &accounts.AccountService{Store: st, Now: cfg.Now, Logger: logger}
-	a.Stats = &stats.StatsService{Store: st, Now: cfg.Now}
-	a.Shops = &shops.ShopService{Store: st, Now: cfg.Now, Logger: logger}
-	a.Attributes = &facts.AttributeService{Store: st, Now: cfg.Now, Logger: logger,
+	a.Accounts = &accounts.Service{Store: st, Now: cfg.Now, Logger: logger}
+	a.Stats = &stats.Service{Store: st, Now: cfg.Now}
+	a.Shops = &shops.Service{Store: st, Now: cfg.Now, Logger: logger}
+	a.Attributes = &facts.Service{Store: st, Now: cfg.Now, Logger: logger,
 		// An attributes import is kept and read like a distribution file,
 		// every column of it.
 		Files: files,
@@ -159,7 +159,7 @@ func (a *App) build(ctx context.Context) error {
 		},
 		MaxFileSize: cfg.Files.MaxUpload,
 	}
-	a.Distributor = &tasks.Distributor{
+	a.Distributor = &tasks.Runner{
 		Store:            taskStore,
 		Templates:        st,
 		Coupons:          st,
@@ -183,7 +183,7 @@ func (a *App) build(ctx context.Context) error {
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Distribution(&a.Distributor.Counters), prom.Monitor(st, cfg.Now))
 	}
-	a.Tasks = &tasks.TaskService{
+	a.Tasks = &tasks.Service{
 		Tasks:       taskStore,
 		Tracer:      tracer,
 		Templates:   st,
@@ -201,20 +201,20 @@ func (a *App) build(ctx context.Context) error {
 	if a.Role == Local {
 		return nil
 	}
-	a.Wallet = &wallet.WalletService{Coupons: st, Archiver: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
+	a.Wallet = &wallet.Service{Coupons: st, Archiver: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
 		Rules: book, Facts: a.Attributes}
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Wallet(&a.Wallet.Counters))
 	}
-	a.Codes = &codes.CodeService{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger,
+	a.Codes = &codes.Service{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger,
 		Rules: book, Facts: a.Attributes}
-	a.Reminders = &notify.ReminderService{Store: st, Templates: st, Now: cfg.Now, Logger: logger}
+	a.Reminders = &notify.Reminders{Store: st, Templates: st, Now: cfg.Now, Logger: logger}
 	if err := a.buildNotify(ctx); err != nil {
 		return err
 	}
 	if b.ClaimBus != nil {
 		a.Refusals = &stats.RefusalCounter{Store: st, Logger: logger}
-		a.Claims = &claims.ClaimService{Templates: st, Coupons: st, Claims: claimStore, Cache: b.ClaimCache, Bus: claimBus,
+		a.Claims = &claims.Service{Templates: st, Coupons: st, Claims: claimStore, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
 			Tracer: tracer, Refusals: a.Refusals, Shops: a.Shops, Rules: book, Facts: a.Attributes}
 		// A cache the processes share keeps the claims' ledger and takes

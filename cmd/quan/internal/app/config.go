@@ -70,7 +70,7 @@ type Config struct {
 	ArchiveAfter time.Duration
 
 	// ReconcileEvery is how often the cache is compared with the store
-	// and corrected from it (quan.Reconciler); 0 never. The zero Config
+	// and corrected from it (reconcile.Reconciler); 0 never. The zero Config
 	// never reconciles; the flag defaults to DefaultReconcileEvery.
 	ReconcileEvery time.Duration
 
@@ -111,14 +111,14 @@ type Runner struct {
 }
 
 // Claims configure the claim API's limits and the pace of its store
-// writes (quan.ClaimService).
+// writes (claims.Service).
 type Claims struct {
-	Limits      claims.ClaimLimits
+	Limits      claims.Limits
 	PersistRate float64
 }
 
 // DefaultClaimLimits are `quan serve`'s claim rate limits.
-var DefaultClaimLimits = claims.ClaimLimits{UserRate: 10, UserBurst: 20, TemplateRate: 50_000, TemplateBurst: 50_000}
+var DefaultClaimLimits = claims.Limits{UserRate: 10, UserBurst: 20, TemplateRate: 50_000, TemplateBurst: 50_000}
 
 // Flag help for the backends.
 const (

@@ -111,7 +111,7 @@ func (a *App) buildNotify(ctx context.Context) error {
 		return fmt.Errorf("unsubscribe links: %w", err)
 	}
 	key := notify.UnsubscribeKey(secret)
-	a.Notices = &notify.NoticeService{Store: st, Contacts: st, UnsubscribeKey: key, Now: a.Config.Now,
+	a.Notices = &notify.Service{Store: st, Contacts: st, UnsubscribeKey: key, Now: a.Config.Now,
 		// A contacts import is kept and read like a distribution file.
 		Files:       a.Tasks.Files,
 		OpenRows:    func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, a.SheetOptions("")) },

@@ -50,7 +50,7 @@ func (a *App) RunTask(ctx context.Context, file string, in tasks.NewTask, progre
 }
 
 // RetryTask creates a new task over the retryable failed rows of finished
-// task id (quan.TaskService.Retry) and runs it like RunTask. It returns
+// task id (tasks.Service.Retry) and runs it like RunTask. It returns
 // what the retry took, the finished task and the wall time from the
 // retry's start to the task's end.
 func (a *App) RetryTask(ctx context.Context, id int64, in tasks.RetryTask, progress func(*quan.Task, time.Duration)) (*tasks.Retry, *quan.Task, time.Duration, error) {

@@ -159,7 +159,7 @@ func (c *Command) claim(ctx context.Context, args []string) error {
 	cfg.Runner.Off = true
 	cfg.Claims = app.Claims{Limits: app.DefaultClaimLimits, PersistRate: b.PersistRate}
 	if !b.RateLimits {
-		cfg.Claims.Limits = claims.ClaimLimits{}
+		cfg.Claims.Limits = claims.Limits{}
 	}
 	if b.MetricsCompare {
 		return c.compareMetrics(ctx, &b, cfg, !cli.IsSet(fs, "data"))
@@ -421,13 +421,13 @@ func claimLoad(b claimBench, tokens *qhttp.Tokens) (*loadGen, error) {
 }
 
 // persisted is how many accepted claims the store has decided.
-func persisted(svc *claims.ClaimService) int64 {
+func persisted(svc *claims.Service) int64 {
 	return svc.Counters.Issued.Load() + svc.Counters.Failed.Load()
 }
 
 // waitDrained waits until the store has decided every claim the server
 // accepted. It gives up if none is decided for a minute.
-func waitDrained(ctx context.Context, svc *claims.ClaimService) error {
+func waitDrained(ctx context.Context, svc *claims.Service) error {
 	last, since := persisted(svc), time.Now()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()

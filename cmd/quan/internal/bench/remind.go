@@ -13,7 +13,7 @@ import (
 )
 
 // walletRemind measures the expiry reminders of n available coupons that
-// all end within the next day: ReminderService.Remind in batches, as the
+// all end within the next day: notify.Reminders.Remind in batches, as the
 // sweeper of `quan serve` runs it, recording a notification per coupon and
 // channel of --channels. It fails unless every coupon was reminded once on
 // every channel.
@@ -53,7 +53,7 @@ func (c *Command) walletRemind(ctx context.Context, args []string) error {
 		e.setup, cli.Thousands(int64(n)), e.tpl.ID, e.b.Channels, cli.Thousands(int64(e.b.Batch)), e.b.Sweepers,
 		seeded.Round(time.Millisecond), runtime.NumCPU(), runtime.GOMAXPROCS(0))
 
-	svc := &notify.ReminderService{Store: st, Templates: st, Now: func() time.Time { return now }, Logger: e.app.Logger}
+	svc := &notify.Reminders{Store: st, Templates: st, Now: func() time.Time { return now }, Logger: e.app.Logger}
 	stop, err := e.profile()
 	if err != nil {
 		return fail(err)

@@ -108,7 +108,7 @@ type walletEnv struct {
 	app    *app.App
 	b      walletBench
 	setup  string
-	wallet *wallet.WalletService
+	wallet *wallet.Service
 	tpl    *quan.Template
 	raw    walletBaseline
 	close  func()
@@ -166,7 +166,7 @@ func (c *Command) openWalletEnv(ctx context.Context, verb string, args []string)
 	closers = append(closers, a.Close)
 	e.app = a
 	st := a.Backends.Store
-	e.wallet = &wallet.WalletService{Coupons: st, Templates: st, Now: c.Now, Logger: a.Logger}
+	e.wallet = &wallet.Service{Coupons: st, Templates: st, Now: c.Now, Logger: a.Logger}
 	if e.tpl, err = a.CreateDemoTemplate(ctx, int64(b.N)); err != nil {
 		return fail(err)
 	}
@@ -209,7 +209,7 @@ func (e *walletEnv) profile() (func(), error) {
 }
 
 // walletLock measures orders that lock one coupon and pay with it,
-// WalletService.Lock then Redeem in this process on the store, against the
+// wallet.Service.Lock then Redeem in this process on the store, against the
 // raw loop: the same two UPDATEs the store makes, each in a bare
 // transaction. Neither writes anything else per order: the service runs
 // without a bus, so it publishes no events. It fails unless every order
@@ -292,7 +292,7 @@ func (c *Command) walletLock(ctx context.Context, args []string) error {
 	return reportAudits(out, "bench wallet lock", audits)
 }
 
-// walletSweep measures WalletService.Sweep over n available coupons whose
+// walletSweep measures wallet.Service.Sweep over n available coupons whose
 // window has closed, without a bus and then, with --with-bus, over n more
 // with an embedded NATS bus taking every coupon's event. With --sweepers,
 // that many sweep at once, as several `quan serve` would. It fails unless
@@ -307,7 +307,7 @@ func (c *Command) walletSweep(ctx context.Context, args []string) error {
 	fmt.Fprintf(out, "bench wallet sweep: store %s, %s available coupons of template %d whose window has closed, batch %s, %d sweeping at once; %d cores (GOMAXPROCS %d)\n",
 		e.setup, cli.Thousands(int64(n)), e.tpl.ID, cli.Thousands(int64(e.b.Batch)), e.b.Sweepers, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	var audits []walletAudit
-	sweep := func(what string, first int64, w *wallet.WalletService, profile bool) error {
+	sweep := func(what string, first int64, w *wallet.Service, profile bool) error {
 		now := e.now()
 		// Their windows closed an hour ago and before, one end per
 		// walletSeedRows coupons rising with the ids, as a distribution's
