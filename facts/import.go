@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/userfile"
 )
 
 // Limits of an attributes import.
@@ -94,7 +95,7 @@ func newFactColumns(names []string) (*factColumns, error) {
 // row whose user id is good is returned with its user even when a fact is
 // not, so that it claims the user against later rows.
 func (c *factColumns) parse(fr quan.FileRow) (quan.UserFacts, int64, *quan.ImportFailure) {
-	id, fail := quan.ImportUserID(fr)
+	id, fail := userfile.UserID(fr)
 	if fail != nil {
 		return quan.UserFacts{}, 0, fail
 	}

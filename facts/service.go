@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/userfile"
 )
 
 // Defaults of the facts cache (Service.Facts).
@@ -187,7 +188,7 @@ func (s *Service) Import(ctx context.Context, who quan.Identity, r io.Reader) (*
 	now := s.Now.UTC()
 	// Whatever is stored, and however it ends, the cache forgets it all.
 	defer s.facts().forgetAll()
-	return quan.FileImport[quan.UserFacts]{
+	return userfile.Import[quan.UserFacts]{
 		What: "attributes", Files: s.Files, MaxSize: s.MaxFileSize, MaxRows: maxRows,
 		Batch: ImportBatch, Reasons: attributeImportReasons, Open: open,
 		Store: func(ctx context.Context, rows []quan.UserFacts) (int, error) {

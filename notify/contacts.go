@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/userfile"
 )
 
 // Limits of a contacts import.
@@ -69,7 +70,7 @@ func (s *Service) ImportContacts(ctx context.Context, who quan.Identity, r io.Re
 	if maxRows <= 0 {
 		maxRows = DefaultMaxContactRows
 	}
-	return quan.FileImport[quan.ContactRow]{
+	return userfile.Import[quan.ContactRow]{
 		What: "contacts", Files: s.Files, MaxSize: s.MaxFileSize, MaxRows: maxRows,
 		Batch: ContactImportBatch, Reasons: contactImportReasons, Open: open,
 		Store: func(ctx context.Context, rows []quan.ContactRow) (int, error) {
@@ -87,7 +88,7 @@ func CanImportContacts(who quan.Identity) error { return quan.RequireAdmin(who, 
 // is good is returned with its user even when its contact is not, so that
 // it claims the user against later rows.
 func parseContactRow(fr quan.FileRow) (quan.ContactRow, *quan.ImportFailure) {
-	id, fail := quan.ImportUserID(fr)
+	id, fail := userfile.UserID(fr)
 	if fail != nil {
 		return quan.ContactRow{}, fail
 	}
