@@ -1,0 +1,5 @@
+// Package wallet is the users' coupons after they are issued (我的优惠券)
+// and their settlement with orders (核销): list, quote an order, lock,
+// redeem, release and refund, the expiry sweep and the archive, each
+// change published as an event.
+package wallet
