@@ -12,7 +12,7 @@ import (
 // runs before the reservation, so a refused claim takes no stock, no
 // place in the per-user limit and no rate-limit token. It reads the
 // template's rules from the RuleBook and the user's facts from
-// Attributes.Facts, both in memory once read: a template whose rules the
+// Facts.Facts, both in memory once read: a template whose rules the
 // book does not hold yet is looked up only if the cache holds it or its
 // id may exist (the guard of a cold cache), so unknown ids cost the store
 // nothing.

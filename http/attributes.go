@@ -15,7 +15,7 @@ func (s *Server) getAttributes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f, err := s.Attributes.Get(r.Context(), who, user)
+	f, err := s.Facts.Get(r.Context(), who, user)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (s *Server) putAttributes(w http.ResponseWriter, r *http.Request) error {
 			Fields: []quan.FieldError{{Field: "userId", Message: fmt.Sprintf("is %d, the user of the path: leave it out or make it %d", f.UserID, user)}}}
 	}
 	f.UserID = user
-	out, err := s.Attributes.Put(r.Context(), who, f)
+	out, err := s.Facts.Put(r.Context(), who, f)
 	if err != nil {
 		return err
 	}
@@ -55,5 +55,5 @@ func (s *Server) putAttributes(w http.ResponseWriter, r *http.Request) error {
 // file, as serveImport takes it (see facts.Service.Import for its
 // columns). 200 with the quan.ImportReport.
 func (s *Server) importAttributes(w http.ResponseWriter, r *http.Request) error {
-	return s.serveImport(w, r, "attributes", facts.CanImport, s.Attributes.Import)
+	return s.serveImport(w, r, "attributes", facts.CanImport, s.Facts.Import)
 }

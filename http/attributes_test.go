@@ -113,7 +113,7 @@ func TestAttributesImport(t *testing.T) {
 	admin := ts.token(t, quan.Identity{Role: quan.RoleAdmin, Subject: "ops"})
 	// User 1's facts are in the hot path's cache before the import.
 	ts.do(t, "PUT", attributesPath(1), admin, map[string]any{"level": 9, "tags": []string{"old"}}).want(t, http.StatusOK, "")
-	if f, err := ts.api.Attributes.Facts(t.Context(), 1); err != nil || f.Level != 9 {
+	if f, err := ts.api.Facts.Facts(t.Context(), 1); err != nil || f.Level != 9 {
 		t.Fatalf("Facts(1) = %+v, %v", f, err)
 	}
 	file := []byte("userId,Level,tags,registeredAt,region,orders,vip,城市\n" +
@@ -159,7 +159,7 @@ func TestAttributesImport(t *testing.T) {
 			t.Errorf("user %d of a failed row has %+v", u, f)
 		}
 	}
-	if f, err := ts.api.Attributes.Facts(t.Context(), 1); err != nil || f.Level != 2 {
+	if f, err := ts.api.Facts.Facts(t.Context(), 1); err != nil || f.Level != 2 {
 		t.Errorf("Facts(1) after the import = %+v, %v; want the imported level 2", f, err)
 	}
 

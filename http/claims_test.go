@@ -41,7 +41,7 @@ func newClaimServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		ts.claims = &claims.Service{
 			Templates: ts.store, Coupons: ts.store, Claims: ts.store, Cache: ts.cache, Bus: bus, Now: ts.clock,
 			Limiter: inmem.NewRateLimiter(), MaxDeliver: 3, Backoff: []time.Duration{10 * time.Millisecond},
-			Rules: ts.api.Templates.Book, Facts: ts.api.Attributes,
+			Rules: ts.api.Templates.Book, Facts: ts.api.Facts,
 		}
 		if setup != nil {
 			setup(ts)

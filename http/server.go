@@ -38,9 +38,9 @@ type Server struct {
 	Notices   *notify.Service   // nil serves no inbox, popup and contact routes
 	Stats     *stats.Service    // nil serves no statistics routes
 	Reminders *notify.Reminders // nil serves no reminder routes
-	// Attributes serves users' facts for rules; nil serves no attribute
-	// routes.
-	Attributes *facts.Service
+	// Facts serves users' facts for rules (the API calls them
+	// attributes); nil serves no attribute routes.
+	Facts *facts.Service
 	// Shops serves shops' settings; nil serves no shop routes.
 	Shops *shops.Service
 	// CodesExport writes the codes.xlsx export of a batch; nil serves
@@ -204,7 +204,7 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("GET /api/v1/unsubscribe", s.unsubscribeForm)
 		handle("POST /api/v1/unsubscribe", s.unsubscribe)
 	}
-	if s.Attributes != nil {
+	if s.Facts != nil {
 		handle("GET /api/v1/users/{id}/attributes", s.getAttributes)
 		handle("PUT /api/v1/users/{id}/attributes", s.putAttributes)
 		handle("POST /api/v1/attributes/import", s.importAttributes)

@@ -126,7 +126,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	ts.api.Notices.Files = files
 	ts.api.Notices.OpenRows = func(path string) (quan.RowReader, error) { return sheet.OpenRows(path, sheet.Options{}) }
 	// So are attributes files, every column of them.
-	ts.api.Attributes = &facts.Service{Store: store, Now: clock, Files: files,
+	ts.api.Facts = &facts.Service{Store: store, Now: clock, Files: files,
 		OpenRows: func(path string) (quan.OthersReader, error) { return sheet.OpenRows(path, sheet.Options{Others: true}) }}
 	// Tasks may target a segment of the users whose facts are on file,
 	// and templates have rules, as cmd/quan wires them.
@@ -138,8 +138,8 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	ts.api.Shops = &shops.Service{Store: store, Now: clock}
 	book := &templates.RuleBook{Engine: engine, Templates: store, Versions: store}
 	ts.api.Templates.Rules, ts.api.Templates.Versions, ts.api.Templates.Book = engine, store, book
-	ts.api.Wallet.Rules, ts.api.Wallet.Facts = book, ts.api.Attributes
-	ts.api.Codes.Rules, ts.api.Codes.Facts = book, ts.api.Attributes
+	ts.api.Wallet.Rules, ts.api.Wallet.Facts = book, ts.api.Facts
+	ts.api.Codes.Rules, ts.api.Codes.Facts = book, ts.api.Facts
 	dist.Rules, dist.Facts = book, store
 	if setup != nil {
 		setup(ts)

@@ -53,7 +53,7 @@ func (m *BackendMetrics) Store(s quan.Store) quan.Store {
 		statsOps:              newStatsOps(o),
 		remindOps:             newRemindOps(o),
 		accountOps:            newAccountOps(o),
-		attributeOps:          newAttributeOps(o),
+		factsOps:              newFactsOps(o),
 		shopOps:               newShopOps(o),
 		rulesOps:              newRulesOps(o),
 		taskStatuses:          o("TaskStatuses"),
@@ -83,7 +83,7 @@ type store struct {
 	statsOps
 	remindOps
 	accountOps
-	attributeOps
+	factsOps
 	shopOps
 	rulesOps
 }

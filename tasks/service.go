@@ -39,7 +39,7 @@ type Service struct {
 	// progress (NotificationProgress) and failed notifications; nil shows
 	// none.
 	Outbox quan.NotificationStore
-	// Rules compiles a task's segment and Attributes holds the facts it
+	// Rules compiles a task's segment and Facts holds the facts it
 	// is evaluated over (task_segment.go); without both, a task needs a
 	// file.
 	Rules quan.RuleEngine

@@ -18,7 +18,7 @@ func localFacts(t *testing.T, env map[string]string, csv string) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, err := a.Attributes.Import(context.Background(), app.CLI, strings.NewReader(csv)); err != nil {
+	if _, err := a.Facts.Import(context.Background(), app.CLI, strings.NewReader(csv)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -55,7 +55,7 @@ type App struct {
 	Stats       *stats.Service        // nil for Local
 	Reminders   *notify.Reminders     // nil for Local
 	Accounts    *accounts.Service     // the console's accounts and sessions
-	Attributes  *facts.Service
+	Facts       *facts.Service
 	Shops       *shops.Service // shops' settings; claims honour their daily cap
 	// Refusals counts the claims refused before the store for the
 	// statistics; nil without claims.
@@ -148,7 +148,7 @@ func (a *App) build(ctx context.Context) error {
 	a.Accounts = &accounts.Service{Store: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &stats.Service{Store: st, Now: cfg.Now}
 	a.Shops = &shops.Service{Store: st, Now: cfg.Now, Logger: logger}
-	a.Attributes = &facts.Service{Store: st, Now: cfg.Now, Logger: logger,
+	a.Facts = &facts.Service{Store: st, Now: cfg.Now, Logger: logger,
 		// An attributes import is kept and read like a distribution file,
 		// every column of it.
 		Files: files,
@@ -202,12 +202,12 @@ func (a *App) build(ctx context.Context) error {
 		return nil
 	}
 	a.Wallet = &wallet.Service{Coupons: st, Archiver: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
-		Rules: book, Facts: a.Attributes}
+		Rules: book, Facts: a.Facts}
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Wallet(&a.Wallet.Counters))
 	}
 	a.Codes = &codes.Service{Codes: st, Templates: st, Cache: b.ClaimCache, Now: cfg.Now, Logger: logger,
-		Rules: book, Facts: a.Attributes}
+		Rules: book, Facts: a.Facts}
 	a.Reminders = &notify.Reminders{Store: st, Templates: st, Now: cfg.Now, Logger: logger}
 	if err := a.buildNotify(ctx); err != nil {
 		return err
@@ -216,7 +216,7 @@ func (a *App) build(ctx context.Context) error {
 		a.Refusals = &stats.RefusalCounter{Store: st, Logger: logger}
 		a.Claims = &claims.Service{Templates: st, Coupons: st, Claims: claimStore, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
-			Tracer: tracer, Refusals: a.Refusals, Shops: a.Shops, Rules: book, Facts: a.Attributes}
+			Tracer: tracer, Refusals: a.Refusals, Shops: a.Shops, Rules: book, Facts: a.Facts}
 		// A cache the processes share keeps the claims' ledger and takes
 		// a claim's tokens with its reservation.
 		if b.SharedCache != nil {
@@ -411,7 +411,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 		Notices:     a.Notices,
 		Stats:       a.Stats,
 		Reminders:   a.Reminders,
-		Attributes:  a.Attributes,
+		Facts:       a.Facts,
 		Shops:       a.Shops,
 		CodesExport: report.Codes{},
 		Idempotency: a.Backends.Idempotency,

@@ -21,15 +21,15 @@ func TestAttributesWired(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if a.Attributes == nil {
+	if a.Facts == nil {
 		t.Fatal("no AttributeService")
 	}
 	admin := quan.Identity{Subject: "ops", Role: quan.RoleAdmin}
-	res, err := a.Attributes.Import(ctx, admin, strings.NewReader("userId,level,vip\n7,2,gold\n"))
+	res, err := a.Facts.Import(ctx, admin, strings.NewReader("userId,level,vip\n7,2,gold\n"))
 	if err != nil || res.Imported != 1 {
 		t.Fatalf("Import = %+v, %v", res, err)
 	}
-	f, err := a.Attributes.Facts(ctx, 7)
+	f, err := a.Facts.Facts(ctx, 7)
 	if err != nil || f.Level != 2 || f.Attrs["vip"] != "gold" {
 		t.Fatalf("Facts(7) = %+v, %v", f, err)
 	}

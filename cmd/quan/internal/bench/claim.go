@@ -933,7 +933,7 @@ func (c *Command) eligibleUsers(ctx context.Context, a *app.App, template int64,
 	}
 	if b.WarmFacts {
 		for u := 1; u <= users; u++ {
-			if _, err := a.Attributes.Facts(ctx, int64(u)); err != nil {
+			if _, err := a.Facts.Facts(ctx, int64(u)); err != nil {
 				return fmt.Errorf("warm the facts cache: %w", err)
 			}
 		}

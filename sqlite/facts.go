@@ -22,7 +22,7 @@ func putFactsSQL(n int) string {
 		attrs = excluded.attrs, updated_at = excluded.updated_at`
 }
 
-// PutUserFacts implements quan.AttributeStore: one write transaction,
+// PutUserFacts implements quan.FactsStore: one write transaction,
 // factsPutBatch users a statement.
 func (s *Store) PutUserFacts(ctx context.Context, now time.Time, facts []quan.UserFacts) error {
 	if len(facts) == 0 {
@@ -49,7 +49,7 @@ func (s *Store) PutUserFacts(ctx context.Context, now time.Time, facts []quan.Us
 	return nil
 }
 
-// UserFacts implements quan.AttributeStore.
+// UserFacts implements quan.FactsStore.
 func (s *Store) UserFacts(ctx context.Context, users []int64) (map[int64]*quan.UserFacts, error) {
 	return sqlrow.FactsOf(ctx, s.db.read, users)
 }
@@ -73,23 +73,23 @@ func hasTag(tag string) (string, []any, bool) {
 	return `EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)`, []any{tag}, true
 }
 
-// ScanUserFacts implements quan.AttributeStore: a range of the rowid,
+// ScanUserFacts implements quan.FactsStore: a range of the rowid,
 // filter.Where in SQL.
 func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int, filter quan.FactsFilter) ([]quan.UserFacts, error) {
 	return sqlrow.ScanFactsAfter(ctx, s.db.read, factsDialect, after, limit, filter)
 }
 
-// ExactFilter implements quan.AttributeStore.
+// ExactFilter implements quan.FactsStore.
 func (s *Store) ExactFilter(where []quan.FactsClause) bool {
 	return sqlrow.ExactWhere(where, factsDialect)
 }
 
-// CountUserFacts implements quan.AttributeStore.
+// CountUserFacts implements quan.FactsStore.
 func (s *Store) CountUserFacts(ctx context.Context) (int64, error) {
 	return sqlrow.CountFacts(ctx, s.db.read)
 }
 
-// SplitUserFacts implements quan.AttributeStore.
+// SplitUserFacts implements quan.FactsStore.
 func (s *Store) SplitUserFacts(ctx context.Context, parts int) ([]int64, error) {
 	return sqlrow.SplitFacts(ctx, s.db.read, parts)
 }

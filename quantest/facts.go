@@ -12,9 +12,9 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// TestAttributeStore runs the conformance suite of quan.AttributeStore.
+// TestFactsStore runs the conformance suite of quan.FactsStore.
 // newStore returns a fresh, empty store for each subtest.
-func TestAttributeStore(t *testing.T, newStore func(t *testing.T) quan.FactsStore) {
+func TestFactsStore(t *testing.T, newStore func(t *testing.T) quan.FactsStore) {
 	t.Helper()
 	run := func(name string, test func(*testing.T, quan.FactsStore)) {
 		t.Helper()

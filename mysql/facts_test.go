@@ -8,8 +8,8 @@ import (
 	"github.com/quanhq/quan/quantest"
 )
 
-func TestAttributeStore(t *testing.T) {
-	quantest.TestAttributeStore(t, func(t *testing.T) quan.FactsStore {
+func TestFactsStore(t *testing.T) {
+	quantest.TestFactsStore(t, func(t *testing.T) quan.FactsStore {
 		return mysql.NewStore(openDB(t))
 	})
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/quanhq/quan/sqlite"
 )
 
-func TestAttributeStore(t *testing.T) {
-	quantest.TestAttributeStore(t, func(t *testing.T) quan.FactsStore {
+func TestFactsStore(t *testing.T) {
+	quantest.TestFactsStore(t, func(t *testing.T) quan.FactsStore {
 		return sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
 	})
 }

@@ -267,7 +267,7 @@ func PlainTag(tag string) bool {
 	return true
 }
 
-// SplitFacts implements quan.AttributeStore.SplitUserFacts: a count,
+// SplitFacts implements quan.FactsStore.SplitUserFacts: a count,
 // then one walk of the primary key to each cut.
 func SplitFacts(ctx context.Context, q Queryer, parts int) ([]int64, error) {
 	if parts < 2 {

@@ -7,13 +7,13 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// attributeOps record the attribute store's calls.
-type attributeOps struct {
+// factsOps record the attribute store's calls.
+type factsOps struct {
 	putUserFacts, userFacts, scanUserFacts, countUserFacts, splitUserFacts *op
 }
 
-func newAttributeOps(o func(string) *op) attributeOps {
-	return attributeOps{
+func newFactsOps(o func(string) *op) factsOps {
+	return factsOps{
 		putUserFacts:   o("PutUserFacts"),
 		userFacts:      o("UserFacts"),
 		scanUserFacts:  o("ScanUserFacts"),

@@ -27,7 +27,7 @@ func putFactsSQL(n int) string {
 		attrs = VALUES(attrs), updated_at = VALUES(updated_at)`
 }
 
-// PutUserFacts implements quan.AttributeStore: one transaction,
+// PutUserFacts implements quan.FactsStore: one transaction,
 // factsPutBatch users a statement, in user id order so that concurrent
 // puts lock rows in the same order; a deadlock all the same (on the gap
 // before new users) is retried by inTx.
@@ -54,7 +54,7 @@ func (s *Store) PutUserFacts(ctx context.Context, now time.Time, facts []quan.Us
 	})
 }
 
-// UserFacts implements quan.AttributeStore.
+// UserFacts implements quan.FactsStore.
 func (s *Store) UserFacts(ctx context.Context, users []int64) (map[int64]*quan.UserFacts, error) {
 	return sqlrow.FactsOf(ctx, s.db.db, users)
 }
@@ -72,23 +72,23 @@ var factsDialect = sqlrow.FactsDialect{
 	},
 }
 
-// ScanUserFacts implements quan.AttributeStore: a range of the primary
+// ScanUserFacts implements quan.FactsStore: a range of the primary
 // key, filter.Where in SQL.
 func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int, filter quan.FactsFilter) ([]quan.UserFacts, error) {
 	return sqlrow.ScanFactsAfter(ctx, s.db.db, factsDialect, after, limit, filter)
 }
 
-// ExactFilter implements quan.AttributeStore.
+// ExactFilter implements quan.FactsStore.
 func (s *Store) ExactFilter(where []quan.FactsClause) bool {
 	return sqlrow.ExactWhere(where, factsDialect)
 }
 
-// CountUserFacts implements quan.AttributeStore.
+// CountUserFacts implements quan.FactsStore.
 func (s *Store) CountUserFacts(ctx context.Context) (int64, error) {
 	return sqlrow.CountFacts(ctx, s.db.db)
 }
 
-// SplitUserFacts implements quan.AttributeStore.
+// SplitUserFacts implements quan.FactsStore.
 func (s *Store) SplitUserFacts(ctx context.Context, parts int) ([]int64, error) {
 	return sqlrow.SplitFacts(ctx, s.db.db, parts)
 }
