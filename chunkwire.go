@@ -24,11 +24,16 @@ const (
 const MaxRawBytes = 64
 
 // ClipRaw cuts s to MaxRawBytes at a character boundary.
-func ClipRaw(s string) string {
-	if len(s) <= MaxRawBytes {
+func ClipRaw(s string) string { return ClipText(s, MaxRawBytes) }
+
+// ClipText returns s if it has at most n bytes, else its longest prefix
+// that ends at a character boundary and leaves room for "…", which it
+// ends with: n bytes at most either way (n ≥ 3).
+func ClipText(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := MaxRawBytes - len("…")
+	cut := n - len("…")
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
@@ -45,15 +50,7 @@ const MaxContactBytes = 254
 // ClipContact trims the white space around s and cuts it to
 // MaxContactBytes at a character boundary, ending it with "…".
 func ClipContact(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= MaxContactBytes {
-		return s
-	}
-	cut := MaxContactBytes - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return ClipText(strings.TrimSpace(s), MaxContactBytes)
 }
 
 // Chunk versions: the first three bytes of an encoded chunk. A chunk none

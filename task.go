@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // TaskStatus is where a distribution task is: pending (scheduled) →
@@ -79,6 +80,16 @@ const (
 	CauseWeeklyLimit Cause = EWEEKLYLIMIT   // the user received the weekly limit this week (from Monday, Asia/Shanghai)
 	CauseNotEligible Cause = "not_eligible" // the template's eligibility rule refuses the user
 )
+
+// MaxCauseLen is the most bytes of a Cause: the stores keep a failed
+// row's cause in a column this wide (task_failures.cause).
+const MaxCauseLen = 32
+
+// Causes returns every Cause, in the order the report explains them.
+func Causes() []Cause {
+	return []Cause{CauseInvalidID, CauseInexactNumber, CauseDuplicate, CauseLimitReached, CauseOutOfStock,
+		CauseTemplateInactive, CauseDailyLimit, CauseWeeklyLimit, CauseNotEligible}
+}
 
 // Describe says what a cause means and, where it can, how to fix it.
 func (c Cause) Describe() string {
@@ -263,6 +274,14 @@ const (
 	MaxChunkSize     = 100_000
 )
 
+// Bounds of a task's text, in characters (the stores keep them in columns
+// this wide), and of its Reason, in bytes: Fail cuts a longer reason.
+const (
+	MaxSheetLen      = 255 // Excel's own sheet names have at most 31
+	MaxFileNameLen   = 255 // a file system's names have at most 255 bytes
+	MaxTaskReasonLen = 1024
+)
+
 // Validate reports every problem of a new task at once.
 func (t *Task) Validate() error {
 	var v Validation
@@ -275,11 +294,18 @@ func (t *Task) Validate() error {
 	switch name := strings.TrimSpace(t.Name); {
 	case name == "":
 		v.Add("name", "is required")
+	case !utf8.ValidString(t.Name):
+		v.Add("name", "must be text (UTF-8)")
 	case len([]rune(t.Name)) > MaxNameLen:
 		v.Add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
 	}
 	if t.FileName == "" || t.FileSize <= 0 {
 		v.Add("file", "is required and must not be empty")
+	} else if !utf8.ValidString(t.FileName) || utf8.RuneCountInString(t.FileName) > MaxFileNameLen {
+		v.Add("file", fmt.Sprintf("its name must be text (UTF-8) of at most %d characters", MaxFileNameLen))
+	}
+	if !utf8.ValidString(t.Sheet) || utf8.RuneCountInString(t.Sheet) > MaxSheetLen {
+		v.Add("sheet", fmt.Sprintf("must be text (UTF-8) of at most %d characters", MaxSheetLen))
 	}
 	if t.ChunkSize < 1 || t.ChunkSize > MaxChunkSize {
 		v.Add("chunkSize", fmt.Sprintf("must be between 1 and %d", MaxChunkSize))
@@ -308,13 +334,14 @@ func (t *Task) Succeed(now time.Time) error {
 	return nil
 }
 
-// Fail ends a pending or running task with a reason a merchant can act on.
+// Fail ends a pending or running task with a reason a merchant can act on,
+// cut to MaxTaskReasonLen (ClipText).
 func (t *Task) Fail(reason string, now time.Time) error {
 	if t.Status.Done() {
 		return Errorf(ETRANSITION, "cannot fail task %d: it is %s", t.ID, t.Status)
 	}
 	t.Status = TaskFailed
-	t.Reason = reason
+	t.Reason = ClipText(reason, MaxTaskReasonLen)
 	t.FinishedAt, t.UpdatedAt = now, now
 	return nil
 }

@@ -260,6 +260,11 @@ func TestCreateTaskValidation(t *testing.T) {
 		{"BadSendAt", map[string]string{"name": "x", "templateId": fmt.Sprint(tpl.ID), "sendAt": "tomorrow"}, "u.csv", "sendAt"},
 		{"BadDryRun", map[string]string{"name": "x", "templateId": fmt.Sprint(tpl.ID), "dryRun": "perhaps"}, "u.csv", "dryRun"},
 		{"UnknownField", map[string]string{"name": "x", "templateId": fmt.Sprint(tpl.ID), "colour": "red"}, "u.csv", "colour"},
+		// What a store cannot keep is refused, not a 500 (MySQL) or kept
+		// on one store only (SQLite); a CSV has no sheet to look for.
+		{"SheetTooLong", map[string]string{"name": "x", "templateId": fmt.Sprint(tpl.ID), "sheet": strings.Repeat("页", quan.MaxSheetLen+1)}, "u.csv", "sheet"},
+		{"FileNameTooLong", map[string]string{"name": "x", "templateId": fmt.Sprint(tpl.ID)}, strings.Repeat("名", quan.MaxFileNameLen) + ".csv", "file"},
+		{"NameNotText", map[string]string{"name": "x\xff", "templateId": fmt.Sprint(tpl.ID)}, "u.csv", "name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
