@@ -31,7 +31,7 @@ type Claim struct {
 	UserID     int64       `json:"userId"`
 	Status     ClaimStatus `json:"status"`
 	CouponID   int64       `json:"couponId,omitempty"` // issued
-	Reason     string      `json:"reason,omitempty"`   // failed: a cause code, or why the hand-off failed
+	Reason     string      `json:"reason,omitempty"`   // failed: a code of ClaimReasons (DescribeClaimReason)
 	At         time.Time   `json:"at"`                 // when it was accepted
 	DecidedAt  time.Time   `json:"decidedAt,omitzero"`
 	// TraceParent is the trace of the request that made the claim
@@ -101,8 +101,10 @@ type ClaimStore interface {
 	// claims as recorded, in the order given. The stock never falls below
 	// zero and no user exceeds the limit, whatever the cache let through.
 	IssueClaims(ctx context.Context, claims []*Claim, now time.Time) ([]*Claim, error)
-	// FailClaim records c as failed with reason at now, unless a record of
-	// c.ID exists; it returns the record.
+	// FailClaim records c as failed with reason (a code of ClaimReasons)
+	// at now, unless a record of c.ID exists; it returns the record. A
+	// reason longer than MaxClaimReasonLen is an invalid error, and
+	// records nothing.
 	FailClaim(ctx context.Context, c *Claim, reason string, now time.Time) (*Claim, error)
 	// Claim returns the record of claim id, or ErrNotFound.
 	Claim(ctx context.Context, id string) (*Claim, error)

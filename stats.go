@@ -25,7 +25,8 @@ type StatsStore interface {
 	ShopStats(ctx context.Context, shop int64, r StatsRange) (*ShopStats, error)
 	// AddRefusals adds counts of claims refused before the store (by the
 	// cache or a rate limit), by template and code. Counts of a template
-	// that does not exist are dropped.
+	// that does not exist are dropped. A code longer than
+	// MaxClaimReasonLen is an invalid error, and adds nothing.
 	AddRefusals(ctx context.Context, counts []RefusalCount) error
 }
 
@@ -59,7 +60,7 @@ type IssuedCounts struct {
 // ClaimTallies count the claims that got no coupon. Refused are those
 // refused before the store, by the code of their answer (sold_out,
 // limit_reached, not_started, ended, paused, rate_limited); Failed those
-// the store decided without a coupon, by reason (a Cause).
+// the store decided without a coupon, by reason (ClaimReasons).
 type ClaimTallies struct {
 	Refused map[string]int64 `json:"refused"`
 	Failed  map[string]int64 `json:"failed"`

@@ -119,7 +119,7 @@ func (s *Service) settle(ctx context.Context, c *quan.Claim) error {
 }
 
 // handleDead fails every claim of a message whose hand-off ran out of
-// deliveries, and settles each: a claim the store decided before keeps
+// deliveries (quan.ReasonHandoffFailed), and settles each: a claim the store decided before keeps
 // its record. An error has the dead letter delivered again.
 func (s *Service) handleDead(ctx context.Context, m quan.Message) error {
 	cs, err := decodeClaims(m)
@@ -127,10 +127,13 @@ func (s *Service) handleDead(ctx context.Context, m quan.Message) error {
 		s.logger().Error("dead letter that is not a claim", "id", m.ID, "err", err)
 		return nil
 	}
-	s.logger().Warn("claims dead-lettered", "message", m.ID, "claims", len(cs), "reason", m.Reason)
+	// The claims record the code; the bus's error, of any length, is
+	// the log's.
+	s.logger().Warn("claims dead-lettered: they fail as "+quan.ReasonHandoffFailed, "message", m.ID, "claims", len(cs),
+		"first", cs[0].ID, "reason", m.Reason)
 	var errs []error
 	for _, c := range cs {
-		rec, err := s.Claims.FailClaim(ctx, c, "hand-off failed: "+m.Reason, s.Now.UTC())
+		rec, err := s.Claims.FailClaim(ctx, c, quan.ReasonHandoffFailed, s.Now.UTC())
 		if err != nil {
 			return errors.Join(append(errs, fmt.Errorf("fail dead-lettered claim %s: %w", c.ID, err))...)
 		}

@@ -9,11 +9,6 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// ReasonAbandoned is the reason of a claim whose process stopped before it
-// handed the claim to the bus: it never got its 202, nothing was issued,
-// and its reservation was given back.
-const ReasonAbandoned = "abandoned: the claim was not handed off before its process stopped"
-
 // HandoffTimeout bounds one hand-off of claims to the bus. With the time
 // a claim can wait for the hand-off before its own (one more), it bounds
 // how long a live process holds a reservation it has not handed off.
@@ -32,7 +27,7 @@ const maxReap = 1000
 // Reap gives back the reservations of claims that were reserved over
 // ReapAfter ago (DefaultReapAfter if 0) and never handed to the bus: their
 // process stopped between the reservation and the hand-off. For each it
-// first records the claim failed in the store (ReasonAbandoned), which
+// first records the claim failed in the store (quan.ReasonAbandoned), which
 // fences it: a hand-off that still reaches the bus later finds it decided
 // and issues nothing. Only a claim the store holds as failed has its
 // reservation given back; one the store issued (its hand-off reached the
@@ -75,7 +70,7 @@ func (s *Service) reapOne(ctx context.Context, ledger quan.ClaimLedger, e quan.L
 		return ledger.Reaped(ctx, e.Template, e.Key)
 	}
 	c := &quan.Claim{ID: e.Key, TemplateID: template, UserID: user, Status: quan.ClaimPending, At: e.At}
-	rec, err := s.Claims.FailClaim(ctx, c, ReasonAbandoned, s.Now.UTC())
+	rec, err := s.Claims.FailClaim(ctx, c, quan.ReasonAbandoned, s.Now.UTC())
 	if err != nil {
 		return fmt.Errorf("reap claim %s: %w", e.Key, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
-	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/internal/testrig"
 )
 
@@ -30,7 +29,7 @@ func TestReap(t *testing.T) {
 			t.Fatalf("reap: %d %v, want 1", n, err)
 		}
 		rec, err := r.Store.Claim(t.Context(), id)
-		if err != nil || rec.Status != quan.ClaimFailed || rec.Reason != claims.ReasonAbandoned {
+		if err != nil || rec.Status != quan.ClaimFailed || rec.Reason != quan.ReasonAbandoned {
 			t.Fatalf("the store's record: %+v %v", rec, err)
 		}
 		r.AssertStock(t, 5)

@@ -157,7 +157,7 @@ func TestClaimBatchDeadLettered(t *testing.T) {
 
 	for _, c := range cs {
 		rec, err := r.Store.Claim(t.Context(), c.ID)
-		if err != nil || rec.Status != quan.ClaimFailed || !strings.HasPrefix(rec.Reason, "hand-off failed: ") {
+		if err != nil || rec.Status != quan.ClaimFailed || rec.Reason != quan.ReasonHandoffFailed {
 			t.Errorf("claim of user %d: %+v, %v; want failed by the dead letter", c.UserID, rec, err)
 		}
 		if held, err := r.Cache.Held(t.Context(), r.Tpl.ID, c.UserID); err != nil || held != 0 {

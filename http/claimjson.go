@@ -8,13 +8,30 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// writeClaim writes c as writeJSON does, byte for byte, without
-// encoding/json when appendClaimJSON can: a 202 is the answer to most
-// requests of a flash sale.
+// claimJSON is a claim as the API writes it: a failed one with what its
+// reason means, in words (quan.DescribeClaimReason).
+type claimJSON struct {
+	*quan.Claim
+	Message string `json:"message,omitempty"`
+}
+
+// newClaimJSON returns c as the API writes it.
+func newClaimJSON(c *quan.Claim) claimJSON {
+	v := claimJSON{Claim: c}
+	if c.Reason != "" {
+		v.Message = quan.DescribeClaimReason(c.Reason)
+	}
+	return v
+}
+
+// writeClaim writes c as writeJSON writes newClaimJSON(c), byte for byte,
+// without encoding/json when appendClaimJSON can: a 202 is the answer to
+// most requests of a flash sale.
 func (s *Server) writeClaim(w http.ResponseWriter, status int, c *quan.Claim) {
-	b, ok := appendClaimJSON(make([]byte, 0, 256), c)
+	v := newClaimJSON(c)
+	b, ok := appendClaimJSON(make([]byte, 0, 256), v)
 	if !ok {
-		s.writeJSON(w, status, c)
+		s.writeJSON(w, status, v)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -24,11 +41,12 @@ func (s *Server) writeClaim(w http.ResponseWriter, status int, c *quan.Claim) {
 	}
 }
 
-// appendClaimJSON appends c as json.Encoder writes it, newline included,
+// appendClaimJSON appends v as json.Encoder writes it, newline included,
 // and reports true; false (b unchanged) for a claim with a string that
 // would need escaping or a time encoding/json refuses.
-func appendClaimJSON(b []byte, c *quan.Claim) ([]byte, bool) {
-	if !plainJSON(c.ID) || !plainJSON(string(c.Status)) || !plainJSON(c.Reason) ||
+func appendClaimJSON(b []byte, v claimJSON) ([]byte, bool) {
+	c := v.Claim
+	if !plainJSON(c.ID) || !plainJSON(string(c.Status)) || !plainJSON(c.Reason) || !plainJSON(v.Message) ||
 		!jsonTime(c.At) || (!c.DecidedAt.IsZero() && !jsonTime(c.DecidedAt)) {
 		return b, false
 	}
@@ -56,6 +74,11 @@ func appendClaimJSON(b []byte, c *quan.Claim) ([]byte, bool) {
 	if !c.DecidedAt.IsZero() {
 		b = append(b, `,"decidedAt":"`...)
 		b = c.DecidedAt.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	if v.Message != "" {
+		b = append(b, `,"message":"`...)
+		b = append(b, v.Message...)
 		b = append(b, '"')
 	}
 	return append(b, "}\n"...), true

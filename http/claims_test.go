@@ -254,8 +254,17 @@ func TestClaimPersistRetriesThenDeadLetters(t *testing.T) {
 	// dead-lettered, ends failed, and its reservation is given back.
 	flaky.forever.Store(true)
 	c = ts.claimed(t, ts.user(t, 2), tpl.ID)
-	if c.Status != quan.ClaimFailed || !strings.HasPrefix(c.Reason, "hand-off failed: ") {
+	if c.Status != quan.ClaimFailed || c.Reason != quan.ReasonHandoffFailed {
 		t.Fatalf("claim %+v, want failed by the dead letter", c)
+	}
+	// The poll says in words what the reason means.
+	var said struct{ Reason, Message string }
+	polled := ts.do(t, "GET", "/api/v1/claims/"+c.ID, ts.user(t, 2), nil)
+	polled.want(t, http.StatusOK, "")
+	polled.decode(t, &said)
+	if said.Reason != quan.ReasonHandoffFailed || said.Message != quan.DescribeClaimReason(quan.ReasonHandoffFailed) ||
+		!strings.Contains(said.Message, "claim again") {
+		t.Errorf("the failed claim reads %+v, want its reason and what it means", said)
 	}
 	// The claim is recorded failed before its reservation is given back
 	// (the record decides: a claim the store issued after all keeps it).

@@ -435,6 +435,9 @@ func scanClaims(ctx context.Context, tx *sql.Tx, found map[string]*quan.Claim, q
 // lock of the claim's template as IssueClaims takes it: a claim issued
 // meanwhile keeps its coupon.
 func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now time.Time) (*quan.Claim, error) {
+	if err := sqlrow.CheckClaimCode("reason", reason); err != nil {
+		return nil, fmt.Errorf("fail claim %s: %w", c.ID, err)
+	}
 	var rec *quan.Claim
 	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := queryTemplate(ctx, tx, quan.AnyShop, c.TemplateID, "FOR UPDATE"); err != nil && !errors.Is(err, quan.ErrNotFound) {

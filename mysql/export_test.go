@@ -3,6 +3,10 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
+
+	"github.com/quanhq/quan/internal/sqlrow"
 )
 
 // RefuseLoad makes db write coupons as a server with local_infile=OFF
@@ -22,3 +26,27 @@ func InTx(ctx context.Context, db *DB, fn func(*sql.Tx) error) error { return db
 // CountedSwaps reports how many swaps db wrote with their counters in one
 // statement.
 func CountedSwaps(db *DB) int64 { return db.countedSwaps.Load() }
+
+// Reapply applies the migration named name again, on one connection, as
+// migrate applies it: for a test of what it makes of older data.
+func Reapply(ctx context.Context, db *DB, name string) error {
+	ms, err := sqlrow.Migrations(migrationFiles, "migrations")
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(ms, func(m sqlrow.Migration) bool { return m.Name == name })
+	if i < 0 {
+		return fmt.Errorf("no migration %s", name)
+	}
+	conn, err := db.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for n, s := range splitStatements(ms[i].SQL) {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: statement %d: %w", name, n+1, err)
+		}
+	}
+	return nil
+}

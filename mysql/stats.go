@@ -194,6 +194,11 @@ func (s *Store) AddRefusals(ctx context.Context, counts []quan.RefusalCount) err
 	if len(counts) == 0 {
 		return nil
 	}
+	for _, c := range counts {
+		if err := sqlrow.CheckClaimCode("refusal code", c.Code); err != nil {
+			return fmt.Errorf("add claim refusals: %w", err)
+		}
+	}
 	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
 		for _, c := range counts {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO claim_refusals (template_id, decided_by, code, n)

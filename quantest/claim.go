@@ -3,6 +3,7 @@ package quantest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ func TestClaimStore(t *testing.T, newStores func(t *testing.T) ClaimStores) {
 	run("IssueClaims/CouponIDs", testIssueClaimsCouponIDs)
 	run("FailClaim/KeepsTheFirstRecord", testFailClaim)
 	run("FailClaim/RacesIssueClaims", testFailClaimRace)
+	run("FailClaim/ReasonTooLong", testFailClaimTooLong)
 	run("IssueClaims/Stampede", testIssueClaimsStampede)
 	run("IssueClaims/PeriodLimits", testIssueClaimsPeriods)
 	run("Holdings/Periods", testHoldingsPeriods)
@@ -180,15 +182,15 @@ func testFailClaim(t *testing.T, s ClaimStores) {
 	now := claimAt.Add(time.Minute)
 	c := newClaim(tpl.ID, 1)
 	for range 2 {
-		rec, err := s.Claims.FailClaim(t.Context(), c, "hand-off failed: store down", now)
+		rec, err := s.Claims.FailClaim(t.Context(), c, quan.ReasonHandoffFailed, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertClaim(t, rec, quan.ClaimFailed, "hand-off failed: store down")
+		assertClaim(t, rec, quan.ClaimFailed, quan.ReasonHandoffFailed)
 	}
 	// A failed claim stays failed when it is delivered again.
 	got := issueClaims(t, s, c)
-	assertClaim(t, got[0], quan.ClaimFailed, "hand-off failed: store down")
+	assertClaim(t, got[0], quan.ClaimFailed, quan.ReasonHandoffFailed)
 	// An issued claim stays issued.
 	d := newClaim(tpl.ID, 2)
 	issueClaims(t, s, d)
@@ -197,6 +199,31 @@ func testFailClaim(t *testing.T, s ClaimStores) {
 		t.Fatal(err)
 	}
 	assertClaim(t, rec, quan.ClaimIssued, "")
+}
+
+// testFailClaimTooLong: a reason longer than quan.MaxClaimReasonLen is
+// refused as invalid and records nothing, on every store alike; one of
+// that length is kept whole.
+func testFailClaimTooLong(t *testing.T, s ClaimStores) {
+	tpl := activeTemplate(t, s.TaskStores, "long", 10, 1)
+	c := newClaim(tpl.ID, 1)
+	long := strings.Repeat("x", quan.MaxClaimReasonLen+1)
+	if _, err := s.Claims.FailClaim(t.Context(), c, long, claimAt); quan.ErrorCode(err) != quan.EINVALID {
+		t.Fatalf("FailClaim with a reason of %d bytes: %v, want invalid", len(long), err)
+	}
+	if _, err := s.Claims.Claim(t.Context(), c.ID); !errors.Is(err, quan.ErrNotFound) {
+		t.Fatalf("the refused claim was recorded: %v", err)
+	}
+	rec, err := s.Claims.FailClaim(t.Context(), c, long[1:], claimAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertClaim(t, rec, quan.ClaimFailed, long[1:])
+	if rec, err := s.Claims.Claim(t.Context(), c.ID); err != nil {
+		t.Fatal(err)
+	} else {
+		assertClaim(t, rec, quan.ClaimFailed, long[1:])
+	}
 }
 
 // testFailClaimRace fails claims while they are issued, as a dead letter

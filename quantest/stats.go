@@ -204,14 +204,14 @@ func testStatsClaims(t *testing.T, s StatsStores) {
 	// Claims decided before are not counted again.
 	issueClaims(t, s.ClaimStores, first[0], first[2])
 	c := newClaim(tpl.ID, 4)
-	if _, err := s.Claims.FailClaim(t.Context(), c, "abandoned", claimAt); err != nil {
+	if _, err := s.Claims.FailClaim(t.Context(), c, quan.ReasonAbandoned, claimAt); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Claims.FailClaim(t.Context(), c, "abandoned", claimAt); err != nil {
+	if _, err := s.Claims.FailClaim(t.Context(), c, quan.ReasonAbandoned, claimAt); err != nil {
 		t.Fatal(err)
 	}
 	st = assertStats(t, s, "claims again and a failed one", tpl.ID, 1, 2, 3, 4)
-	want := map[string]int64{string(quan.CauseOutOfStock): 1, "abandoned": 1}
+	want := map[string]int64{string(quan.CauseOutOfStock): 1, quan.ReasonAbandoned: 1}
 	if !maps.Equal(st.Claims.Failed, want) || len(st.Claims.Refused) != 0 {
 		t.Errorf("claims failed %v refused %v, want %v and none", st.Claims.Failed, st.Claims.Refused, want)
 	}

@@ -311,6 +311,9 @@ func scanClaims(ctx context.Context, q sqlrow.Queryer, found map[string]*quan.Cl
 // FailClaim implements quan.ClaimStore, in one write transaction: a claim
 // that issued a coupon in between keeps it.
 func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now time.Time) (*quan.Claim, error) {
+	if err := sqlrow.CheckClaimCode("reason", reason); err != nil {
+		return nil, fmt.Errorf("fail claim %s: %w", c.ID, err)
+	}
 	f := *c
 	f.Status, f.Reason, f.CouponID, f.DecidedAt = quan.ClaimFailed, reason, 0, now
 	tx, err := s.db.write.BeginTx(ctx, nil)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/quanhq/quan"
@@ -119,5 +120,63 @@ func TestOpenRefusesMemory(t *testing.T) {
 			db.Close()
 			t.Errorf("Open(%q) succeeded; want an error: both pools must share one file", path)
 		}
+	}
+}
+
+// TestClaimReasonCodesMigration: the free-text reasons claims were failed
+// with before reasons were codes (the reaper's, a dead letter's) become
+// the codes, on the claims and in the counts, which add up under them.
+func TestClaimReasonCodesMigration(t *testing.T) {
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "quan.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const abandoned = "abandoned: the claim was not handed off before its process stopped"
+	for _, q := range []string{
+		`INSERT INTO claims (id, template_id, user_id, status, reason, at, decided_at) VALUES
+			('c1-1-a', 1, 1, 'failed', '` + abandoned + `', 0, 0),
+			('c1-2-a', 1, 2, 'failed', 'hand-off failed: nats: timeout', 0, 0),
+			('c1-3-a', 1, 3, 'failed', 'out_of_stock', 0, 0)`,
+		`INSERT INTO claim_refusals (template_id, decided_by, code, n) VALUES
+			(1, 'store', '` + abandoned + `', 3),
+			(1, 'store', 'hand-off failed: nats: timeout', 2),
+			(1, 'store', 'hand-off failed: no responders', 1),
+			(1, 'store', 'handoff_failed', 4),
+			(1, 'store', 'out_of_stock', 5),
+			(2, 'store', 'hand-off failed: nats: timeout', 6),
+			(1, 'cache', 'sold_out', 7)`,
+	} {
+		if _, err := db.write.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := sqlrow.Migrations(migrationFiles, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ms, func(m sqlrow.Migration) bool { return m.Name == "0031_claim_reason_codes.sql" })
+	if i < 0 {
+		t.Fatal("no migration 0031_claim_reason_codes.sql")
+	}
+	if _, err := db.write.ExecContext(t.Context(), ms[i].SQL); err != nil {
+		t.Fatalf("migration again, on the old reasons: %v", err)
+	}
+	text := func(r sqlrow.Scanner) (s string, err error) { return s, r.Scan(&s) }
+	reasons, err := sqlrow.Query(t.Context(), db.read, "claims", text, `SELECT id || ' ' || reason FROM claims ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"c1-1-a abandoned", "c1-2-a handoff_failed", "c1-3-a out_of_stock"}; !slices.Equal(reasons, want) {
+		t.Errorf("claims %q, want %q", reasons, want)
+	}
+	counts, err := sqlrow.Query(t.Context(), db.read, "claim refusals", text, `SELECT template_id || ' ' || decided_by || ' ' || code || ' ' || n
+		FROM claim_refusals ORDER BY template_id, decided_by, code`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1 cache sold_out 7", "1 store abandoned 3", "1 store handoff_failed 7", "1 store out_of_stock 5", "2 store handoff_failed 6"}
+	if !slices.Equal(counts, want) {
+		t.Errorf("claim_refusals %q, want %q", counts, want)
 	}
 }

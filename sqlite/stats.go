@@ -152,6 +152,11 @@ func (s *Store) AddRefusals(ctx context.Context, counts []quan.RefusalCount) err
 	if len(counts) == 0 {
 		return nil
 	}
+	for _, c := range counts {
+		if err := sqlrow.CheckClaimCode("refusal code", c.Code); err != nil {
+			return fmt.Errorf("add claim refusals: %w", err)
+		}
+	}
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("add claim refusals: %w", err)

@@ -59,3 +59,13 @@ func Tallies(ctx context.Context, q Queryer, c *quan.StatsCounts, query string, 
 	}
 	return nil
 }
+
+// CheckClaimCode refuses, as invalid, a claim's reason or a refusal's code
+// longer than quan.MaxClaimReasonLen, which the stores' columns do not
+// hold: what names it.
+func CheckClaimCode(what, code string) error {
+	if len(code) > quan.MaxClaimReasonLen {
+		return quan.Errorf(quan.EINVALID, "%s %.24q… has %d bytes: at most %d", what, code, len(code), quan.MaxClaimReasonLen)
+	}
+	return nil
+}
