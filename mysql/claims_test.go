@@ -60,3 +60,39 @@ func TestClaims(t *testing.T) {
 		})
 	}
 }
+
+// TestReap runs the claim reaper's suite on MySQL, with Redis (whose
+// claim ledger the reaper reads) from QUAN_TEST_REDIS and the NATS of
+// QUAN_TEST_NATS.
+func TestReap(t *testing.T) {
+	redisURL, natsURL := os.Getenv("QUAN_TEST_REDIS"), os.Getenv("QUAN_TEST_NATS")
+	if redisURL == "" || natsURL == "" {
+		t.Skip("set QUAN_TEST_REDIS and QUAN_TEST_NATS (with QUAN_TEST_MYSQL) to run the claim reaper on MySQL")
+	}
+	quantest.TestReap(t, func(t *testing.T) quantest.ClaimBackends {
+		s := mysql.NewStore(openDB(t))
+		id := rand.Uint32()
+		bus, err := nats.OpenConfig(t.Context(), natsURL, nats.Config{Stream: fmt.Sprintf("REAP%d", id), Namespace: fmt.Sprintf("reap%d", id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			bus.Drop(context.Background())
+			bus.Close()
+		})
+		c, err := redis.Open(t.Context(), redisURL, fmt.Sprintf("quantest:reap%d:", id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			c.Drop(context.Background())
+			c.Close()
+		})
+		return quantest.ClaimBackends{
+			ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+			Cache:       c,
+			Shared:      c,
+			Bus:         bus,
+		}
+	})
+}

@@ -60,3 +60,40 @@ func TestClaims(t *testing.T) {
 		})
 	}
 }
+
+// TestReap runs the claim reaper's suite on SQLite, with Redis (whose
+// claim ledger the reaper reads) from QUAN_TEST_REDIS and an embedded
+// NATS server.
+func TestReap(t *testing.T) {
+	url := os.Getenv("QUAN_TEST_REDIS")
+	if url == "" {
+		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to run the claim reaper on SQLite")
+	}
+	quantest.TestReap(t, func(t *testing.T) quantest.ClaimBackends {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		srv, err := nats.StartEmbedded(t.Context(), t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Close)
+		bus, err := srv.Bus(t.Context(), nats.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { bus.Close() })
+		c, err := redis.Open(t.Context(), url, fmt.Sprintf("quantest:reap%d:", rand.Uint32()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			c.Drop(context.Background())
+			c.Close()
+		})
+		return quantest.ClaimBackends{
+			ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+			Cache:       c,
+			Shared:      c,
+			Bus:         bus,
+		}
+	})
+}
