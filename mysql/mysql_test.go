@@ -272,6 +272,21 @@ func TestStatsStore(t *testing.T) {
 	})
 }
 
+// TestLongestValues: the longest valid text of the claims and the
+// distributions fits MySQL's columns, and is kept whole.
+func TestLongestValues(t *testing.T) {
+	quantest.TestLongestValues(t, func(t *testing.T) quantest.StatsStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.StatsStores{
+			WalletStores: quantest.WalletStores{
+				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+				Wallet:      s,
+			},
+			Codes: s, Archiver: s, Stats: s,
+		}
+	})
+}
+
 func BenchmarkImportContacts(b *testing.B) {
 	quantest.BenchmarkImportContacts(b, func(b *testing.B) quan.ContactStore { return mysql.NewStore(openDB(b)) })
 }

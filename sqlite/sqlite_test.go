@@ -142,6 +142,21 @@ func TestStatsStore(t *testing.T) {
 	})
 }
 
+// TestLongestValues: the longest valid text of the claims and the
+// distributions is kept whole.
+func TestLongestValues(t *testing.T) {
+	quantest.TestLongestValues(t, func(t *testing.T) quantest.StatsStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.StatsStores{
+			WalletStores: quantest.WalletStores{
+				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+				Wallet:      s,
+			},
+			Codes: s, Archiver: s, Stats: s,
+		}
+	})
+}
+
 func BenchmarkImportContacts(b *testing.B) {
 	quantest.BenchmarkImportContacts(b, func(b *testing.B) quan.ContactStore {
 		return sqlite.NewStore(openDB(b, filepath.Join(b.TempDir(), "quan.db")))
