@@ -17,8 +17,11 @@
 // Every subtest gets its own store, so the subtests run in parallel.
 //
 // TestTaskStore drives quan.TaskStore and quan.CouponStore together with
-// the TemplateStore of the same store (TaskStores). RunBulk measures a
-// bulk distribution for an adapter's benchmark.
+// the TemplateStore of the same store (TaskStores). Some suites drive a
+// use case on an adapter's engines: TestClaims and TestReap run the claims
+// on a store, a cache and a bus; TestLongestValues writes the longest
+// valid text of claims and distributions. RunBulk measures a bulk
+// distribution for an adapter's benchmark.
 package quantest
 
 import (

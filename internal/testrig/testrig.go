@@ -218,7 +218,7 @@ func NewLedgerRig(t *testing.T, stock int64) (r *ClaimRig, c *redis.Cache, later
 	t.Helper()
 	url := os.Getenv("QUAN_TEST_REDIS")
 	if url == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to test the claim reaper")
+		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to test on Redis and its claim ledger")
 	}
 	var b [6]byte
 	rand.Read(b[:])
