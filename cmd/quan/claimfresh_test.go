@@ -17,7 +17,9 @@ import (
 
 // TestClaimRightAfterCreate: a template created and activated is claimed
 // at once: 20 of 20 claims made right after each activation are
-// accepted, never a 404 of a template the claims have not heard of. On
+// accepted, never a 404 of a template the claims have not heard of, nor
+// the 404 a claim under the same Idempotency-Key got just before the
+// template was created (a refusal before the claim ran is not kept). On
 // the embedded default through one server; on MySQL, Redis and NATS with
 // the template created through one `quan serve` and claimed through
 // another, with Redis as the cache both share and with none (each
@@ -48,9 +50,18 @@ func TestClaimRightAfterCreate(t *testing.T) {
 func testClaimRightAfterCreate(t *testing.T, env map[string]string, create, claim string) {
 	merchant := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1"))
 	user := strings.TrimSpace(runQuan(t, env, "token --role user --user 7"))
+	claimURL := func(id int64) string { return fmt.Sprintf("%s/api/v1/templates/%d/claim", claim, id) }
 	now := time.Now()
-	accepted := 0
+	accepted, next := 0, int64(0)
 	for i := range 20 {
+		// The claim comes first, under its key, for the id the template
+		// is about to get: 404, not kept under the key.
+		key := fmt.Sprintf("fresh-%d", i)
+		if next > 0 {
+			if res, body := apiDo(t, "POST", claimURL(next), user, key, nil); res.StatusCode != http.StatusNotFound {
+				t.Fatalf("claim of template %d before it exists: %s %s", next, res.Status, body)
+			}
+		}
 		var tpl struct{ ID int64 }
 		res, body := apiDo(t, "POST", create+"/api/v1/templates", merchant, "", map[string]any{
 			"name": fmt.Sprintf("fresh %d", i), "kind": "direct", "rule": map[string]any{"amount": 100},
@@ -62,14 +73,21 @@ func testClaimRightAfterCreate(t *testing.T, env map[string]string, create, clai
 			t.Fatalf("create: %s %s", res.Status, body)
 		}
 		json.Unmarshal(body, &tpl)
+		if next > 0 && tpl.ID != next {
+			t.Fatalf("template %d created, not %d as the ids before it said", tpl.ID, next)
+		}
+		next = tpl.ID + 1
 		if res, body := apiDo(t, "POST", fmt.Sprintf("%s/api/v1/templates/%d/activate", create, tpl.ID), merchant, "", nil); res.StatusCode != http.StatusOK {
 			t.Fatalf("activate: %s %s", res.Status, body)
 		}
-		res, body = apiDo(t, "POST", fmt.Sprintf("%s/api/v1/templates/%d/claim", claim, tpl.ID), user, "", nil)
-		if res.StatusCode == http.StatusAccepted {
-			accepted++
-		} else {
+		res, body = apiDo(t, "POST", claimURL(tpl.ID), user, key, nil)
+		switch {
+		case res.StatusCode != http.StatusAccepted:
 			t.Errorf("claim of template %d right after its activation: %s %s", tpl.ID, res.Status, body)
+		case res.Header.Get("Idempotent-Replayed") != "":
+			t.Errorf("claim of template %d right after its activation replayed %s", tpl.ID, body)
+		default:
+			accepted++
 		}
 	}
 	if accepted != 20 {
