@@ -21,10 +21,10 @@ const DefaultLookupEvery = 20 * time.Millisecond
 // asked: an id above the highest it knows waits for a read of the store's
 // highest id that starts after it arrived. Reads start at least an
 // interval (Service.LookupEvery) apart and the callers waiting for one
-// share it, so a flood of made-up ids costs the store at most one read per
-// interval, and each of them a wait of at most that long; a real id created in this process is known
-// at once (created), and one created elsewhere is found by its first
-// claim.
+// share it, so a flood of made-up ids costs the store at most one read
+// per interval, and each of them a wait of at most that long; a real id
+// created in this process is known at once (created), and one created
+// elsewhere is found by its first claim.
 type knownIDs struct {
 	mu      sync.Mutex
 	highest int64
