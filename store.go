@@ -24,6 +24,12 @@ type TemplateStore interface {
 	// and the number of all matches. A Limit above MaxPageSize is cut to it.
 	Templates(ctx context.Context, f TemplateFilter) ([]*Template, int, error)
 
+	// HighestTemplateID returns the highest id of a template stored, 0
+	// if there is none. Ids are handed out in order and templates never
+	// deleted, so it is a cheap answer to "may template id exist?" (one
+	// index lookup, unlike a page of Templates with its count).
+	HighestTemplateID(ctx context.Context) (int64, error)
+
 	// UpdateTemplate loads template id of shop, locks it, and calls fn with
 	// it. If fn returns nil the changed template is saved, together with an
 	// audit entry by actor for action listing the changed fields; the saved

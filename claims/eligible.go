@@ -13,28 +13,21 @@ import (
 // place in the per-user limit and no rate-limit token. It reads the
 // template's rules from the RuleBook and the user's facts from
 // Facts.Facts, both in memory once read: a template whose rules the
-// book does not hold yet is looked up only if the cache holds it or its
-// id may exist (the guard of a cold cache), so unknown ids cost the store
-// nothing.
+// book does not hold yet is looked up only if it may exist (mayExist),
+// so unknown ids cost the store next to nothing.
 func (s *Service) eligible(ctx context.Context, template, user int64, now time.Time) error {
 	if s.Rules == nil {
 		return nil
 	}
 	tr, ok := s.Rules.Cached(template)
 	if !ok {
-		// A template the cache holds exists (one just activated is
-		// there before the highest id is read again); otherwise the
-		// guard of a cold cache decides.
-		if _, err := s.Cache.State(ctx, template); err != nil {
-			exists, err := s.known.exists(ctx, s.Templates, template)
-			if err != nil {
-				return err
-			}
-			if !exists {
-				return quan.Errorf(quan.ENOTFOUND, "template %d not found", template)
-			}
+		exists, err := s.mayExist(ctx, template)
+		if err != nil {
+			return err
 		}
-		var err error
+		if !exists {
+			return quan.Errorf(quan.ENOTFOUND, "template %d not found", template)
+		}
 		if tr, err = s.Rules.Rules(ctx, template); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package claims
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -100,6 +101,14 @@ type Service struct {
 	// (eligible).
 	Rules quan.RuleSource
 	Facts quan.FactsSource
+	// LookupEvery is how often at most the store is asked for the
+	// highest template id, when claims name ids above the highest known
+	// (a template created in another process, or made up): a claim of
+	// such an id waits up to this long for the next look, shared by every
+	// claim waiting, so that a flood of made-up ids costs the store one
+	// read per LookupEvery. 0 means DefaultLookupEvery. A template
+	// created in this process is known at once (TemplateCreated).
+	LookupEvery time.Duration
 
 	once    sync.Once
 	handoff *batch.Batcher[*quan.Claim, quan.Handoff]
@@ -195,8 +204,9 @@ func (s *Service) logger() *slog.Logger {
 // token or reservation, when the template's eligibility rule refuses the
 // user: eligible; shop_daily_cap when the template's shop has a
 // DailyClaimCap it reached today); a template that does not
-// exist (or is a draft) is ErrNotFound, answered without the store for ids
-// above the highest template id. Once the reservation is made, the client
+// exist (or is a draft) is ErrNotFound, never said of one that exists:
+// ids above the highest known are answered by one look in the store
+// every LookupEvery at most, shared by all who wait for it. Once the reservation is made, the client
 // going away does not abandon it or its hand-off.
 func (s *Service) Claim(ctx context.Context, who quan.Identity, template int64, key string) (*quan.Claim, error) {
 	if s.Latency == nil {
@@ -405,7 +415,7 @@ func (s *Service) reserve(ctx context.Context, template int64, key string, user 
 func (s *Service) loadCold(ctx context.Context, template int64) error {
 	ctx, cancel := context.WithTimeout(ctx, maxBacklogWait+batch.Timeout)
 	defer cancel()
-	exists, err := s.known.exists(ctx, s.Templates, template)
+	exists, err := s.known.exists(ctx, s.Templates, cmp.Or(s.LookupEvery, DefaultLookupEvery), template)
 	if err != nil {
 		return err
 	}

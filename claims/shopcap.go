@@ -175,7 +175,7 @@ func (t *templateShops) of(ctx context.Context, s *Service, template int64) (int
 		return shop, nil
 	}
 	err := t.read.Do(template, func() error {
-		exists, err := s.known.exists(ctx, s.Templates, template)
+		exists, err := s.mayExist(ctx, template)
 		if err != nil {
 			return err
 		}

@@ -3,9 +3,6 @@ package http
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"hash"
 	"io"
 	"net/http"
 	"strings"
@@ -29,11 +26,12 @@ const (
 )
 
 // idempotent runs a POST with an Idempotency-Key once: the same key (of
-// the same caller) with the same method, path and body within 24 h
-// replays the first response; with another body it is 422
+// the same caller) with the same method, path and body (fingerprint)
+// within 24 h replays the first response; with another body it is 422
 // idempotency_mismatch; while the first runs, a second waits for its
-// response (409 if that takes over 10 s). Responses of 500 and above are
-// not kept, so a retry runs again.
+// response (409 if that takes over 10 s). Only the answers of a request
+// that started executing are kept (kept): a refusal decided before, or an
+// error of the servers, frees the key, and a retry is decided afresh.
 func (s *Server) idempotent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
@@ -51,8 +49,6 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			return
 		}
 		scoped := who.String() + " " + key
-		fp := sha256.New()
-		io.WriteString(fp, r.Method+" "+r.URL.RequestURI()+"\n")
 
 		running := idempotencyRunning
 		if strings.HasSuffix(r.URL.Path, "/claim") {
@@ -68,14 +64,17 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			}
 			switch state {
 			case quan.KeyNew:
-				s.runOnce(w, r, next, ctx, scoped, fp)
+				s.runOnce(w, r, next, ctx, scoped)
 				return
 			case quan.KeyDone:
-				if _, err := io.Copy(fp, r.Body); err != nil {
+				fp := newFingerprint(r)
+				_, err := io.Copy(fp, r.Body)
+				sum := fp.Sum()
+				if err != nil {
 					s.writeError(w, r, quan.Errorf(quan.EINVALID, "read the request body: %v", err))
 					return
 				}
-				if hex.EncodeToString(fp.Sum(nil)) != replay.Fingerprint {
+				if sum != replay.Fingerprint {
 					s.writeError(w, r, quan.Errorf(quan.EIDEMMISMATCH,
 						"Idempotency-Key %q was used with another request; use a new key for a new request", key))
 					return
@@ -101,8 +100,11 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 	})
 }
 
-// runOnce runs the request that took the key and keeps its response.
-func (s *Server) runOnce(w http.ResponseWriter, r *http.Request, next http.Handler, ctx context.Context, key string, fp hash.Hash) {
+// runOnce runs the request that took the key and keeps its response, if
+// kept says so; else it frees the key.
+func (s *Server) runOnce(w http.ResponseWriter, r *http.Request, next http.Handler, ctx context.Context, key string) {
+	fp := newFingerprint(r)
+	defer fp.Close()
 	body := r.Body
 	r.Body = struct {
 		io.Reader
@@ -110,14 +112,14 @@ func (s *Server) runOnce(w http.ResponseWriter, r *http.Request, next http.Handl
 	}{io.TeeReader(body, fp), body}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	next.ServeHTTP(rec, r)
-	io.Copy(fp, body) // what the handler left unread counts too
-	if rec.status >= 500 {
+	if !kept(rec.status) {
 		if err := s.Idempotency.Abort(ctx, key); err != nil {
 			s.logger().Warn("free an idempotency key", "err", err)
 		}
 		return
 	}
-	replay := quan.Replay{Fingerprint: hex.EncodeToString(fp.Sum(nil)), Status: rec.status, Body: rec.body.Bytes(), Header: map[string]string{}}
+	io.Copy(fp, body) // what the handler left unread counts too
+	replay := quan.Replay{Fingerprint: fp.Sum(), Status: rec.status, Body: rec.body.Bytes(), Header: map[string]string{}}
 	for _, h := range []string{"Content-Type", "Location", "Retry-After"} {
 		if v := rec.Header().Get(h); v != "" {
 			replay.Header[h] = v
@@ -126,6 +128,26 @@ func (s *Server) runOnce(w http.ResponseWriter, r *http.Request, next http.Handl
 	if err := s.Idempotency.Complete(ctx, key, replay, quan.IdempotencyTTL); err != nil {
 		s.logger().Warn("keep an idempotent response", "err", err)
 	}
+}
+
+// kept reports whether the answer of status is kept for the retries of
+// its request. Stripe's rule: a result is kept once the operation started
+// executing, whatever it was (a 2xx, or a 409 the state decided); the
+// refusals decided before it say nothing was done, and are not, so that a
+// retry is decided afresh: the input refused (400 invalid, 413 too large,
+// 422 the key's own mismatch), the caller refused (401, 403), nothing to
+// act on (404: a template that does not exist, or not yet; 405), a rate
+// limit (429: a retry after its Retry-After runs), and the errors of the
+// servers (500 and above, 503 unavailable among them: nothing was done).
+// statusOf maps each code to one of these statuses, so the status tells.
+func kept(status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity,
+		http.StatusTooManyRequests:
+		return false
+	}
+	return status < http.StatusInternalServerError
 }
 
 // recorder passes a response through and keeps a copy.

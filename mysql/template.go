@@ -118,6 +118,16 @@ func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) ([]*quan.T
 	return sqlrow.Page(ctx, s.db.db, "templates", "templates", templateColumns, w, f.Offset, f.Limit, sqlrow.ScanTemplate)
 }
 
+// HighestTemplateID returns the highest template id, 0 if there is
+// none: MAX of the primary key, one index lookup.
+func (s *Store) HighestTemplateID(ctx context.Context) (int64, error) {
+	var id sql.NullInt64
+	if err := s.db.db.QueryRowContext(ctx, `SELECT MAX(id) FROM templates`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("highest template id: %w", err)
+	}
+	return id.Int64, nil
+}
+
 // UpdateTemplate locks template id of shop with SELECT ... FOR UPDATE and
 // calls fn with it. If fn returns nil, the template and an audit entry
 // listing the changed fields are saved in the same transaction; the

@@ -18,6 +18,7 @@ func (m *BackendMetrics) Store(s quan.Store) quan.Store {
 		createTemplate:        o("CreateTemplate"),
 		template:              o("Template"),
 		templates:             o("Templates"),
+		highestTemplateID:     o("HighestTemplateID"),
 		updateTemplate:        o("UpdateTemplate"),
 		adjustStock:           o("AdjustStock"),
 		templateHistory:       o("TemplateHistory"),
@@ -77,7 +78,7 @@ type store struct {
 	issueClaims, failClaim, claim                                                        *op
 	updateCoupons, orderCoupons, swapCoupons, lapseCoupons, budgetUsage                  *op
 	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, code, redeemCode *op
-	codeBatches                                                                          *op
+	codeBatches, highestTemplateID                                                       *op
 	taskStatuses, oldestRunningTask, oldestAvailableEnd, archiveCoupons                  *op
 	notifyOps
 	statsOps
@@ -108,6 +109,11 @@ func (s *store) Template(ctx context.Context, shop, id int64) (_ *quan.Template,
 func (s *store) Templates(ctx context.Context, f quan.TemplateFilter) (_ []*quan.Template, _ int, err error) {
 	defer s.templates.done(ctx, time.Now(), &err)
 	return s.s.Templates(ctx, f)
+}
+
+func (s *store) HighestTemplateID(ctx context.Context) (_ int64, err error) {
+	defer s.highestTemplateID.done(ctx, time.Now(), &err)
+	return s.s.HighestTemplateID(ctx)
 }
 
 func (s *store) UpdateTemplate(ctx context.Context, shop, id int64, actor, action string, fn func(*quan.Template) error) (_ *quan.Template, err error) {

@@ -42,6 +42,8 @@ func TestTemplateStore(t *testing.T, newStore func(t *testing.T) quan.TemplateSt
 	run("Templates/ZeroLimitMeansDefaultPageSize", testTemplatesDefaultLimit)
 	run("Templates/EmptyWithoutError", testTemplatesEmpty)
 
+	run("HighestTemplateID/ZeroWhenEmptyThenTheLastCreated", testHighestTemplateID)
+
 	run("UpdateTemplate/SavesAndReturnsChanges", testUpdateSaves)
 	run("UpdateTemplate/FnErrorWritesNothing", testUpdateFnError)
 	run("UpdateTemplate/ErrNotFoundForMissingID", testUpdateMissing)
@@ -359,6 +361,26 @@ func testTemplatesEmpty(t *testing.T, s quan.TemplateStore) {
 	}
 	create(t, s, newTemplate(t, 1, "present"))
 	assertList(t, s, quan.TemplateFilter{ShopNo: 1, NameContains: "absent"})
+}
+
+func testHighestTemplateID(t *testing.T, s quan.TemplateStore) {
+	highest := func() int64 {
+		t.Helper()
+		id, err := s.HighestTemplateID(t.Context())
+		if err != nil {
+			t.Fatalf("HighestTemplateID: %v", err)
+		}
+		return id
+	}
+	if id := highest(); id != 0 {
+		t.Fatalf("HighestTemplateID of an empty store = %d, want 0", id)
+	}
+	for shop := range int64(3) {
+		tpl := create(t, s, newTemplate(t, shop+1, "highest"))
+		if id := highest(); id != tpl.ID {
+			t.Fatalf("HighestTemplateID = %d after template %d of shop %d was created, want %d", id, tpl.ID, shop+1, tpl.ID)
+		}
+	}
 }
 
 // update calls UpdateTemplate and fails the test on error.

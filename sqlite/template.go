@@ -116,6 +116,16 @@ func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) ([]*quan.T
 	return sqlrow.Page(ctx, s.db.read, "templates", "templates", templateColumns, w, f.Offset, f.Limit, sqlrow.ScanTemplate)
 }
 
+// HighestTemplateID returns the highest template id, 0 if there is
+// none: MAX of the primary key, one index lookup.
+func (s *Store) HighestTemplateID(ctx context.Context) (int64, error) {
+	var id sql.NullInt64
+	if err := s.db.read.QueryRowContext(ctx, `SELECT MAX(id) FROM templates`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("highest template id: %w", err)
+	}
+	return id.Int64, nil
+}
+
 // UpdateTemplate loads template id of shop inside a write transaction,
 // which holds SQLite's write lock until COMMIT, and calls fn with it. If
 // fn returns nil, the template and an audit entry listing the changed

@@ -31,12 +31,24 @@ type Service struct {
 	Versions quan.RulesStore
 	Book     *RuleBook
 
+	// Created, if set, is told of every template Create stores, as soon
+	// as the store has it: the claims (claims.Service), which would
+	// otherwise take its id, above the highest they know, for one that
+	// may not exist and look it up.
+	Created CreatedListener
+
 	inflight atomic.Int64 // changes between the store and the cache
 }
 
 // InFlight returns how many template changes are between the store's
 // commit and the cache's update (see Reconciler).
 func (s *Service) InFlight() int64 { return s.inflight.Load() }
+
+// CreatedListener learns the id of each template created.
+type CreatedListener interface {
+	// TemplateCreated is called with the id of a template just stored.
+	TemplateCreated(id int64)
+}
 
 // NewTemplate is what a merchant sends to create a template. ShopNo is
 // taken from a merchant's identity; an admin must give it.
@@ -85,6 +97,9 @@ func (s *Service) Create(ctx context.Context, who quan.Identity, in NewTemplate)
 	}
 	if err := s.Store.CreateTemplate(ctx, t, who.String()); err != nil {
 		return nil, fmt.Errorf("create template: %w", err)
+	}
+	if s.Created != nil {
+		s.Created.TemplateCreated(t.ID)
 	}
 	return t, nil
 }

@@ -217,6 +217,9 @@ func (a *App) build(ctx context.Context) error {
 		a.Claims = &claims.Service{Templates: st, Coupons: st, Claims: claimStore, Cache: b.ClaimCache, Bus: claimBus,
 			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
 			Tracer: tracer, Refusals: a.Refusals, Shops: a.Shops, Rules: book, Facts: a.Facts}
+		// Claims know a template created here at once; one created by
+		// another process they look up.
+		a.Templates.Created = a.Claims
 		// A cache the processes share keeps the claims' ledger and takes
 		// a claim's tokens with its reservation.
 		if b.SharedCache != nil {
