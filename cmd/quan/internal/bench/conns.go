@@ -97,6 +97,7 @@ func (c *Command) conns(ctx context.Context, args []string) error {
 	case <-time.After(b.Hold):
 	case <-ctx.Done():
 	}
+	held := load.stillOpen()
 	during, err := srv.sample(ctx)
 	load.stop()
 	stats := normal()
@@ -106,7 +107,11 @@ func (c *Command) conns(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(out, "server with them: %s\n", during)
-	fmt.Fprintf(out, "per connection: %s\n", perConn(before, during, b.N))
+	if held > 0 {
+		fmt.Fprintf(out, "per connection held (%d): %s\n", held, perConn(before, during, held))
+	} else {
+		fmt.Fprintf(out, "per connection held: none held\n")
+	}
 	fmt.Fprintf(out, "open at the end: %d of %d; closed by the server: %d%s\n", open, b.N, b.N-open, times)
 	fmt.Fprintf(out, "normal client meanwhile: %s\n", stats)
 	return ctx.Err()

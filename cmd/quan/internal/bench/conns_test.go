@@ -18,11 +18,12 @@ func TestBenchConns(t *testing.T) {
 		{[]string{"--kind", "trickle", "--rate", "1100"}, []string{
 			`quan bench conns: 20 connections trickling 1100 bytes a second into POST /api/v1/templates, held 2s; quan serve with its defaults; \d+ cores`,
 			`server before: RSS \S+ MiB, Go heap in use \S+ MiB, stacks \S+ MiB, \d+ goroutines`,
-			`per connection: RSS -?[\d.]+ KiB, heap -?[\d.]+ KiB, stacks -?[\d.]+ KiB, heap\+stacks -?[\d.]+ KiB, -?[\d.]+ goroutines`,
+			`per connection held \(20\): RSS -?[\d.]+ KiB, heap -?[\d.]+ KiB, stacks -?[\d.]+ KiB, heap\+stacks -?[\d.]+ KiB, -?[\d.]+ goroutines`,
 			`open at the end: 20 of 20; closed by the server: 0\n`,
 			`normal client meanwhile: \d+ GET /healthz answered 200, 0 failed`,
 		}},
 		{[]string{"--kind", "stall", "--serve-args", "--body-window 200ms"}, []string{
+			`per connection held: none held`,
 			`open at the end: 0 of 20; closed by the server: 20, `,
 			`normal client meanwhile: \d+ GET /healthz answered 200, 0 failed`,
 		}},
