@@ -88,8 +88,9 @@ type AccountStore interface {
 	// and says how many.
 	DeleteExpiredSessions(ctx context.Context, t time.Time) (int64, error)
 
-	// LoginFailed counts one failed sign-in under key (an account's or an
-	// address's) and returns the failures under key since the first one
+	// LoginFailed counts one failed sign-in under key (an account's, an
+	// address's, or an account's from an address; at most 255 bytes) and
+	// returns the failures under key since the first one
 	// less than window before now (failures older than that are
 	// forgotten), atomically, so that concurrent guesses all count.
 	LoginFailed(ctx context.Context, key string, now time.Time, window time.Duration) (failures int, first time.Time, err error)
@@ -97,6 +98,11 @@ type AccountStore interface {
 	LoginFailures(ctx context.Context, key string, now time.Time, window time.Duration) (failures int, first time.Time, err error)
 	// ClearLoginFailures forgets the failures under key.
 	ClearLoginFailures(ctx context.Context, key string) error
+	// ForgiveLoginFailures takes n failures off the count under key, not
+	// below zero, and keeps the time of the first: a sign-in proved them
+	// the mistakes of the account's owner, not guesses. A key with no
+	// failures is left as it is (none).
+	ForgiveLoginFailures(ctx context.Context, key string, n int) error
 	// DeleteLoginFailures forgets every key whose first failure is at or
 	// before t (its window has passed) and says how many: the failures
 	// of guessed names and passing addresses would pile up otherwise.

@@ -28,6 +28,7 @@ const (
 	ERATELIMITED  = "rate_limited"         // too many requests; Retry-After says when to try again
 	ENOTUSABLE    = "coupon_not_usable"    // a coupon cannot be used for the order, or not with the others
 	EPRICECHANGED = "price_changed"        // the discount is not what the client expected: quote again
+	ETOOSLOW      = "too_slow"             // a request body came slower than the server's minimum rate
 )
 
 // Refusals of a claim, a code's redemption or a reminder: each a 409 that

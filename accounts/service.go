@@ -28,6 +28,8 @@ const (
 	DefaultMaxFailures     = 5
 	DefaultMaxAddrFailures = 20
 	DefaultLockWindow      = 15 * time.Minute
+	DefaultAddrDelay       = time.Second
+	DefaultMaxAddrDelay    = 10 * time.Second
 )
 
 // sessionTouchEvery is how stale a session's SeenAt may grow before a
@@ -36,8 +38,9 @@ const (
 const sessionTouchEvery = time.Minute
 
 // maxAddrLen bounds the client address kept with a session and in a
-// throttle key; an address is an IP, far shorter.
-const maxAddrLen = 200
+// throttle key (of at most 255 bytes, the name's key included); an
+// address is an IP, far shorter.
+const maxAddrLen = 100
 
 // ValidName returns nil if name may name an account: 1 to 64 of
 // the ASCII letters and digits and . _ @ -; else an EINVALID *Error whose
@@ -117,11 +120,23 @@ func (in NewAccount) Validate() error {
 // people in and out. Admins manage accounts; a sign-in gives a browser a
 // session, which Authenticate checks on every request.
 //
-// Failed sign-ins are throttled per account (its name, whether or not it
-// exists, so that a lockout tells nothing) and per client address: after
-// MaxFailures failures of a name, or MaxAddrFailures of an address, within
-// LockWindow of the first, sign-ins under it are refused, even with the
-// right password, until LockWindow has passed since that first failure.
+// Failed sign-ins are counted, in the store so that every process sees
+// them, under three keys, each for LockWindow from its first failure:
+//
+//   - the account (its name, whether or not it exists, so that a lockout
+//     tells nothing): MaxFailures failures lock it, and every sign-in to
+//     it is refused, even with the right password, until LockWindow has
+//     passed since its first failure;
+//   - the client address: past MaxAddrFailures failures, every sign-in
+//     from it waits before its password is checked (AddrDelay, doubled
+//     for each failure beyond, at most MaxAddrDelay), and a wrong one is
+//     answered ERATELIMITED (ErrSlowed) with the next wait as RetryAfter.
+//     A right password of an account that is not locked itself still
+//     signs in, so that one person guessing from behind the office's
+//     proxy (one address) does not lock the whole staff out;
+//   - the account from the address: a sign-in forgives these, its own
+//     owner's mistakes, from the address's count.
+//
 // Sign-ins that run concurrently are each checked before any of them
 // fails, so a burst of N concurrent guesses may try up to N beyond the
 // limit once; every failure still counts.
@@ -135,12 +150,21 @@ type Service struct {
 	// LockWindow lock it; 0: DefaultMaxFailures.
 	MaxFailures int
 	// MaxAddrFailures is how many failed sign-ins from one client address
-	// within LockWindow lock it; 0: DefaultMaxAddrFailures.
+	// within LockWindow slow its sign-ins down; 0:
+	// DefaultMaxAddrFailures.
 	MaxAddrFailures int
+	// AddrDelay is the wait of a sign-in from an address at
+	// MaxAddrFailures, doubled for each failure beyond, up to
+	// MaxAddrDelay; 0: DefaultAddrDelay and DefaultMaxAddrDelay.
+	AddrDelay    time.Duration
+	MaxAddrDelay time.Duration
 	// LockWindow is how long failures are remembered, from the first one;
 	// a lockout ends by itself when the window of its first failure
 	// passes. 0: DefaultLockWindow.
 	LockWindow time.Duration
+	// Sleep waits d, or until ctx ends (its error then); nil waits on a
+	// timer. Tests give one that returns at once.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// HashCost is the bcrypt cost of new password hashes; 0 is
 	// bcrypt.DefaultCost. Tests lower it (bcrypt.MinCost) to run fast.
 	HashCost int
@@ -183,6 +207,37 @@ func (s *Service) maxAddrFailures() int {
 		return s.MaxAddrFailures
 	}
 	return DefaultMaxAddrFailures
+}
+
+func (s *Service) addrDelay(failures int) time.Duration {
+	d, most := s.AddrDelay, s.MaxAddrDelay
+	if d <= 0 {
+		d = DefaultAddrDelay
+	}
+	if most <= 0 {
+		most = DefaultMaxAddrDelay
+	}
+	for range min(failures-s.maxAddrFailures(), 32) {
+		if d >= most {
+			break
+		}
+		d *= 2
+	}
+	return min(d, most)
+}
+
+func (s *Service) sleep(ctx context.Context, d time.Duration) error {
+	if s.Sleep != nil {
+		return s.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *Service) cost() int {
@@ -362,9 +417,23 @@ func (s *Service) updateError(id int64, err error) error {
 // disabled account, so that none tells which it was.
 func errSignIn() error { return quan.Errorf(quan.EUNAUTHORIZED, "wrong name or password") }
 
-// accountKey and addrKey are the throttle's keys of a name and an address.
-func accountKey(name string) string { return "account:" + strings.ToLower(name) }
-func addrKey(addr string) string    { return "addr:" + addr }
+// ErrSlowed is in the chain of the error of a wrong sign-in from an
+// address that failed too often (an ERATELIMITED *quan.Error whose
+// RetryAfter is how long its next sign-in will wait): errors.Is tells it
+// from a lockout of the account.
+var ErrSlowed = errors.New("sign-ins from this address are slowed down")
+
+// slowedError is a wrong sign-in from a slowed address: its *quan.Error
+// and ErrSlowed.
+type slowedError struct{ err *quan.Error }
+
+func (e *slowedError) Error() string   { return e.err.Error() }
+func (e *slowedError) Unwrap() []error { return []error{e.err, ErrSlowed} }
+
+// The throttle's keys of a name, an address, and a name from an address.
+func accountKey(name string) string    { return "account:" + strings.ToLower(name) }
+func addrKey(addr string) string       { return "addr:" + addr }
+func pairKey(addr, name string) string { return "pair:" + addr + " " + strings.ToLower(name) }
 
 // Login signs the account name in with password, from the client address
 // addr (its IP without the port; "" skips the address's throttle), and
@@ -374,10 +443,12 @@ func addrKey(addr string) string    { return "addr:" + addr }
 // A wrong name, a wrong password and a disabled account are each
 // EUNAUTHORIZED with the same message, and take as long (a name that is
 // no account is checked against a dummy hash). Each counts as a failure
-// of the name and of the address. When either is locked (see
-// Service) the sign-in is ERATELIMITED, whose RetryAfter is when
-// the lockout ends, whatever the password. A sign-in clears the failures
-// of the account, not those of the address.
+// of the name, of the address and of the name from the address. When
+// the name is locked (see Service) the sign-in is ERATELIMITED, whose
+// RetryAfter is when the lockout ends, whatever the password. From an
+// address past its failures the sign-in first waits, then a wrong one is
+// ERATELIMITED with ErrSlowed. A sign-in clears the failures of the
+// account and takes those of the account from addr off the address's.
 func (s *Service) Login(ctx context.Context, name, password, addr string) (string, *quan.Session, *quan.Account, error) {
 	now := s.Now.UTC()
 	if len(addr) > maxAddrLen {
@@ -388,26 +459,34 @@ func (s *Service) Login(ctx context.Context, name, password, addr string) (strin
 		logName = logName[:MaxNameLen] + "…"
 	}
 	log := s.logger().With("name", logName, "addr", addr)
-	validName := accountNameProblem(name) == ""
 	// A name that cannot be an account's is not throttled under its own
 	// key (the store would keep a key per string tried): its failures
 	// count under the address alone.
-	keys := make([]throttleKey, 0, 2)
+	validName := accountNameProblem(name) == ""
 	if validName {
-		keys = append(keys, throttleKey{accountKey(name), s.maxFailures(), "account"})
+		n, first, err := s.Store.LoginFailures(ctx, accountKey(name), now, s.window())
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("sign in: read the account's failed sign-ins: %w", err)
+		}
+		if n >= s.maxFailures() {
+			until := first.Add(s.window())
+			log.Warn("console sign-in refused: locked", "failures", n, "until", until)
+			return "", nil, nil, s.locked(until, now)
+		}
 	}
 	if addr != "" {
-		keys = append(keys, throttleKey{addrKey(addr), s.maxAddrFailures(), "address"})
-	}
-	for _, k := range keys {
-		n, first, err := s.Store.LoginFailures(ctx, k.key, now, s.window())
+		n, _, err := s.Store.LoginFailures(ctx, addrKey(addr), now, s.window())
 		if err != nil {
-			return "", nil, nil, fmt.Errorf("sign in: read failed sign-ins: %w", err)
+			return "", nil, nil, fmt.Errorf("sign in: read the address's failed sign-ins: %w", err)
 		}
-		if n >= k.max {
-			until := first.Add(s.window())
-			log.Warn("console sign-in refused: locked", "locked", k.what, "failures", n, "until", until)
-			return "", nil, nil, s.locked(until, now)
+		if n >= s.maxAddrFailures() {
+			// Before the password is checked, right or wrong: a wait for
+			// wrong ones only would tell them apart by the time taken.
+			wait := s.addrDelay(n)
+			log.Warn("console sign-in slowed down: its address failed too often", "address_failures", n, "wait", wait)
+			if err := s.sleep(ctx, wait); err != nil {
+				return "", nil, nil, fmt.Errorf("sign in: wait: %w", err)
+			}
 		}
 	}
 
@@ -439,11 +518,11 @@ func (s *Service) Login(ctx context.Context, name, password, addr string) (strin
 		why = "account disabled"
 	}
 	if why != "" {
-		return "", nil, nil, s.failed(ctx, log, keys, now, why)
+		return "", nil, nil, s.failed(ctx, log, name, validName, addr, now, why)
 	}
 
-	if err := s.Store.ClearLoginFailures(ctx, accountKey(a.Name)); err != nil {
-		return "", nil, nil, fmt.Errorf("sign in: clear failed sign-ins: %w", err)
+	if err := s.forgive(ctx, a.Name, addr); err != nil {
+		return "", nil, nil, err
 	}
 	tok, id, err := newSessionToken()
 	if err != nil {
@@ -462,26 +541,68 @@ func (s *Service) Login(ctx context.Context, name, password, addr string) (strin
 	return tok, sess, a, nil
 }
 
-// throttleKey is one key a sign-in is throttled under.
-type throttleKey struct {
-	key  string
-	max  int
-	what string // "account" or "address", for the log
-}
-
-// failed counts a failed sign-in under keys and returns errSignIn().
-func (s *Service) failed(ctx context.Context, log *slog.Logger, keys []throttleKey, now time.Time, why string) error {
+// failed counts a failed sign-in of name from addr and returns
+// errSignIn(), or the ErrSlowed refusal if addr is past its failures.
+func (s *Service) failed(ctx context.Context, log *slog.Logger, name string, validName bool, addr string, now time.Time, why string) error {
 	log.Warn("console sign-in failed", "reason", why)
-	for _, k := range keys {
-		n, first, err := s.Store.LoginFailed(ctx, k.key, now, s.window())
+	if validName {
+		n, first, err := s.Store.LoginFailed(ctx, accountKey(name), now, s.window())
 		if err != nil {
 			return fmt.Errorf("sign in: count the failure: %w", err)
 		}
-		if n == k.max {
-			log.Warn("console sign-in locked", "locked", k.what, "failures", n, "until", first.Add(s.window()))
+		if n == s.maxFailures() {
+			log.Warn("console sign-in locked", "failures", n, "until", first.Add(s.window()))
 		}
 	}
-	return errSignIn()
+	if addr == "" {
+		return errSignIn()
+	}
+	if validName {
+		if _, _, err := s.Store.LoginFailed(ctx, pairKey(addr, name), now, s.window()); err != nil {
+			return fmt.Errorf("sign in: count the failure: %w", err)
+		}
+	}
+	n, _, err := s.Store.LoginFailed(ctx, addrKey(addr), now, s.window())
+	if err != nil {
+		return fmt.Errorf("sign in: count the failure: %w", err)
+	}
+	if n < s.maxAddrFailures() {
+		return errSignIn()
+	}
+	if n == s.maxAddrFailures() {
+		log.Warn("console sign-ins from the address slowed down", "address_failures", n)
+	}
+	wait := s.addrDelay(n)
+	return &slowedError{&quan.Error{Code: quan.ERATELIMITED, RetryAfter: wait, Message: fmt.Sprintf(
+		"wrong name or password; too many failed sign-ins from this address: wait %s before the next try", wait.Round(time.Second))}}
+}
+
+// forgive clears the failures of the account name, which just signed in
+// from addr, and takes those it had from addr off the address's count:
+// they were its owner's mistakes, not guesses. At most MaxFailures are
+// taken off.
+func (s *Service) forgive(ctx context.Context, name, addr string) error {
+	if err := s.Store.ClearLoginFailures(ctx, accountKey(name)); err != nil {
+		return fmt.Errorf("sign in: clear failed sign-ins: %w", err)
+	}
+	if addr == "" {
+		return nil
+	}
+	pair := pairKey(addr, name)
+	n, _, err := s.Store.LoginFailures(ctx, pair, s.Now.UTC(), s.window())
+	if err != nil {
+		return fmt.Errorf("sign in: read failed sign-ins: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := s.Store.ForgiveLoginFailures(ctx, addrKey(addr), min(n, s.maxFailures())); err != nil {
+		return fmt.Errorf("sign in: %w", err)
+	}
+	if err := s.Store.ClearLoginFailures(ctx, pair); err != nil {
+		return fmt.Errorf("sign in: clear failed sign-ins: %w", err)
+	}
+	return nil
 }
 
 // locked is the ERATELIMITED answer of a lockout ending at until.

@@ -2,7 +2,9 @@ package accounts_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -25,12 +27,24 @@ var (
 )
 
 // acctFixture is a Service on a SQLite store and a test clock,
-// logging into logs.
+// logging into logs. Its waits move the clock and are noted in waits.
 type acctFixture struct {
 	st    *sqlite.Store
 	clock *testrig.Clock
 	svc   *accounts.Service
 	logs  *syncBuffer
+
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+// takeWaits returns the waits since the last call.
+func (f *acctFixture) takeWaits() []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := f.waits
+	f.waits = nil
+	return w
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes.
@@ -56,10 +70,18 @@ func newAcctFixture(t *testing.T) *acctFixture {
 	st := testrig.Store(t)
 	clock := testrig.NewClock(acctT0)
 	logs := &syncBuffer{}
-	return &acctFixture{st: st, clock: clock, logs: logs, svc: &accounts.Service{
+	f := &acctFixture{st: st, clock: clock, logs: logs, svc: &accounts.Service{
 		Store: st, Now: clock.At(), HashCost: bcrypt.MinCost,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}}
+	f.svc.Sleep = func(ctx context.Context, d time.Duration) error {
+		f.mu.Lock()
+		f.waits = append(f.waits, d)
+		f.mu.Unlock()
+		f.clock.Add(d)
+		return nil
+	}
+	return f
 }
 
 func (f *acctFixture) add(t *testing.T, name string, role quan.Role, shop int64) *quan.Account {
@@ -216,28 +238,170 @@ func TestAccountLockoutOfUnknownName(t *testing.T) {
 	wantCode(t, "unknown name, locked", err, quan.ERATELIMITED)
 }
 
-func TestAccountAddressThrottle(t *testing.T) {
+// TestAccountBruteForceFromOneAddress: one address guessing across many
+// accounts is slowed down past MaxAddrFailures (each sign-in waits
+// longer, each wrong one is 429 with the next wait), a right password of
+// an account not locked still signs in from it, and one account guessed
+// MaxFailures times locks.
+func TestAccountBruteForceFromOneAddress(t *testing.T) {
 	f := newAcctFixture(t)
-	f.svc.MaxAddrFailures = 8
-	f.add(t, "alice", quan.RoleMerchant, 1001)
-	f.add(t, "bob", quan.RoleMerchant, 1001)
-	// Eight failures from one address over many names, none of them
-	// locked itself.
-	for i := range 8 {
-		_, _, _, err := f.svc.Login(t.Context(), "name"+string(rune('a'+i)), otherPW, "203.0.113.5")
-		wantCode(t, "guess", err, quan.EUNAUTHORIZED)
+	const from = "203.0.113.5"
+	for _, name := range []string{"alice", "bob"} {
+		f.add(t, name, quan.RoleMerchant, 1001)
+	}
+	// Failures over many names, some of them accounts, none locked.
+	for i := range accounts.DefaultMaxAddrFailures - 1 {
+		name := fmt.Sprintf("user%02d", i)
+		if i%5 == 0 {
+			name = "bob"
+		}
+		_, _, _, err := f.svc.Login(t.Context(), name, otherPW, from)
+		wantCode(t, fmt.Sprintf("guess %d", i+1), err, quan.EUNAUTHORIZED)
+	}
+	if w := f.takeWaits(); len(w) != 0 {
+		t.Fatalf("sign-ins under the address's limit waited %v", w)
+	}
+	// The twentieth failure slows the address down, and says so.
+	_, _, _, err := f.svc.Login(t.Context(), "user99", otherPW, from)
+	wantCode(t, "the twentieth failure", err, quan.ERATELIMITED)
+	if !errors.Is(err, accounts.ErrSlowed) || quan.ErrorRetryAfter(err) != accounts.DefaultAddrDelay {
+		t.Fatalf("the twentieth failure: %v, RetryAfter %v; want ErrSlowed and %v", err, quan.ErrorRetryAfter(err), accounts.DefaultAddrDelay)
+	}
+	if !strings.Contains(quan.ErrorMessage(err), "wrong name or password") {
+		t.Errorf("message %q does not say the guess was wrong", quan.ErrorMessage(err))
+	}
+	// From now on every sign-in waits before its check, longer with
+	// each failure, up to MaxAddrDelay; each wrong one says how long the
+	// next will wait.
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	for i, wait := range want {
+		_, _, _, err := f.svc.Login(t.Context(), fmt.Sprintf("more%02d", i), otherPW, from)
+		wantCode(t, "a guess while slowed", err, quan.ERATELIMITED)
+		if w := f.takeWaits(); !slices.Equal(w, []time.Duration{wait}) {
+			t.Fatalf("guess %d while slowed waited %v, want %v", i+1, w, wait)
+		}
+		if next := quan.ErrorRetryAfter(err); next != min(2*wait, accounts.DefaultMaxAddrDelay) {
+			t.Errorf("guess %d while slowed: RetryAfter %v, want %v", i+1, next, min(2*wait, accounts.DefaultMaxAddrDelay))
+		}
+	}
+	// Bob's right password still signs in from there, after the wait.
+	f.login(t, "bob", goodPW, from)
+	if w := f.takeWaits(); !slices.Equal(w, []time.Duration{accounts.DefaultMaxAddrDelay}) {
+		t.Errorf("the right password from the slowed address waited %v, want %v", w, accounts.DefaultMaxAddrDelay)
+	}
+	// Alice guessed five times is locked: even her right password is
+	// refused, from anywhere, as a lockout (not a slow-down).
+	for range accounts.DefaultMaxFailures {
+		_, _, _, err := f.svc.Login(t.Context(), "alice", otherPW, from)
+		wantCode(t, "a guess of alice", err, quan.ERATELIMITED)
+	}
+	for _, addr := range []string{from, "198.51.100.9"} {
+		_, _, _, err = f.svc.Login(t.Context(), "alice", goodPW, addr)
+		wantCode(t, "alice locked", err, quan.ERATELIMITED)
+		if errors.Is(err, accounts.ErrSlowed) || !strings.Contains(quan.ErrorMessage(err), "locked") {
+			t.Errorf("alice's right password from %s: %v, want the lockout", addr, err)
+		}
+	}
+	// The slow-down ends with the window of the address's first failure.
+	f.clock.Add(accounts.DefaultLockWindow)
+	f.takeWaits()
+	_, _, _, err = f.svc.Login(t.Context(), "user00", otherPW, from)
+	wantCode(t, "a guess after the window", err, quan.EUNAUTHORIZED)
+	if w := f.takeWaits(); len(w) != 0 {
+		t.Errorf("a sign-in after the window waited %v", w)
+	}
+}
+
+// TestAccountOfficeBehindOneAddress: the staff sign in from one address
+// (an office's proxy). One of them guesses wrong thirty times, and tries
+// names that are no account: the guessed account locks, the address is
+// slowed down, and everyone else signs in with the right password.
+func TestAccountOfficeBehindOneAddress(t *testing.T) {
+	f := newAcctFixture(t)
+	const office = "203.0.113.80"
+	staff := []string{"carol", "dan", "erin", "frank", "grace", "heidi"}
+	for _, name := range staff {
+		f.add(t, name, quan.RoleMerchant, 1001)
+	}
+	for i := range 30 {
+		_, _, _, err := f.svc.Login(t.Context(), "carol", otherPW, office)
+		if code := quan.ErrorCode(err); code != quan.EUNAUTHORIZED && code != quan.ERATELIMITED {
+			t.Fatalf("guess %d of carol: %v", i+1, err)
+		}
 		f.clock.Add(time.Second)
 	}
-	_, _, _, err := f.svc.Login(t.Context(), "alice", goodPW, "203.0.113.5")
-	wantCode(t, "from the locked address", err, quan.ERATELIMITED)
-	if got, want := quan.ErrorRetryAfter(err), accounts.DefaultLockWindow-8*time.Second; got != want {
-		t.Errorf("RetryAfter %v, want %v", got, want)
+	for i := range accounts.DefaultMaxAddrFailures {
+		_, _, _, err := f.svc.Login(t.Context(), fmt.Sprintf("caro1%d", i), otherPW, office)
+		if code := quan.ErrorCode(err); code != quan.EUNAUTHORIZED && code != quan.ERATELIMITED {
+			t.Fatalf("guess %d of a name: %v", i+1, err)
+		}
 	}
-	// Another address signs in.
-	f.login(t, "bob", goodPW, "203.0.113.6")
-	// A sign-in does not clear the address, whose lockout ends by itself.
-	f.clock.Add(accounts.DefaultLockWindow)
-	f.login(t, "alice", goodPW, "203.0.113.5")
+	if n, _, _ := f.st.LoginFailures(t.Context(), "addr:"+office, f.clock.Now(), accounts.DefaultLockWindow); n < accounts.DefaultMaxAddrFailures {
+		t.Fatalf("the office's address has %d failures, want it slowed (%d or more)", n, accounts.DefaultMaxAddrFailures)
+	}
+	for _, name := range staff[1:] {
+		f.login(t, name, goodPW, office)
+	}
+	_, _, _, err := f.svc.Login(t.Context(), "carol", goodPW, office)
+	wantCode(t, "carol's right password", err, quan.ERATELIMITED)
+	if errors.Is(err, accounts.ErrSlowed) {
+		t.Errorf("carol's right password: %v, want her account's lockout", err)
+	}
+}
+
+// TestAccountSignInForgivesOwnMistakes: an operator who mistypes and
+// then signs in takes her mistakes off her address's count, not those of
+// others from the same address.
+func TestAccountSignInForgivesOwnMistakes(t *testing.T) {
+	f := newAcctFixture(t)
+	const office = "203.0.113.80"
+	f.add(t, "alice", quan.RoleMerchant, 1001)
+	addrFailures := func() int {
+		n, _, err := f.st.LoginFailures(t.Context(), "addr:"+office, f.clock.Now(), accounts.DefaultLockWindow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, name := range []string{"bob", "carol"} {
+		_, _, _, err := f.svc.Login(t.Context(), name, otherPW, office)
+		wantCode(t, "another's guess", err, quan.EUNAUTHORIZED)
+	}
+	for range 3 {
+		_, _, _, err := f.svc.Login(t.Context(), "alice", otherPW, office)
+		wantCode(t, "alice mistypes", err, quan.EUNAUTHORIZED)
+	}
+	if n := addrFailures(); n != 5 {
+		t.Fatalf("address failures %d, want 5", n)
+	}
+	f.login(t, "alice", goodPW, office)
+	if n := addrFailures(); n != 2 {
+		t.Errorf("after alice signed in, address failures %d, want 2 (the others')", n)
+	}
+	// Her count from the address starts again: one more mistake and a
+	// sign-in take one off, not four.
+	_, _, _, err := f.svc.Login(t.Context(), "alice", otherPW, office)
+	wantCode(t, "alice mistypes again", err, quan.EUNAUTHORIZED)
+	f.login(t, "alice", goodPW, office)
+	if n := addrFailures(); n != 2 {
+		t.Errorf("after a second sign-in, address failures %d, want 2", n)
+	}
+}
+
+// TestAccountSlowedWaitEndsWithContext: the real wait of a slowed
+// address ends when the sign-in's context does, and signs nobody in.
+func TestAccountSlowedWaitEndsWithContext(t *testing.T) {
+	f := newAcctFixture(t)
+	f.add(t, "alice", quan.RoleMerchant, 1001)
+	f.svc.MaxAddrFailures, f.svc.AddrDelay = 1, time.Hour
+	_, _, _, err := f.svc.Login(t.Context(), "nobody", otherPW, "203.0.113.5")
+	wantCode(t, "a guess", err, quan.ERATELIMITED)
+	f.svc.Sleep = nil // the timer, which the context must end
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, _, _, err := f.svc.Login(ctx, "alice", goodPW, "203.0.113.5"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("sign-in with its context ended while it waits: %v, want context.Canceled", err)
+	}
 }
 
 func TestAccountDisabled(t *testing.T) {

@@ -30,10 +30,15 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	// Any Content-Type is read as JSON: curl -d sends form-urlencoded.
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	var tooLarge *http.MaxBytesError
+	var (
+		tooLarge *http.MaxBytesError
+		qe       *quan.Error
+	)
 	switch {
 	case errors.As(err, &tooLarge):
 		return nil, quan.Errorf(codeTooLarge, "the request body is larger than %d bytes", maxBody)
+	case errors.As(err, &qe): // too slow (pacedBody)
+		return nil, err
 	case err != nil:
 		return nil, quan.Errorf(quan.EINVALID, "read request body: %v", err)
 	}

@@ -42,6 +42,8 @@ func statusOf(code string) int {
 		return http.StatusMethodNotAllowed
 	case codeTooLarge, quan.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
+	case quan.ETOOSLOW:
+		return http.StatusRequestTimeout
 	}
 	return http.StatusInternalServerError
 }

@@ -77,6 +77,11 @@ type Server struct {
 	// OpenTelemetry); nil traces nothing.
 	Tracer Tracer
 
+	// Limits bound what slow, idle and too many clients may hold; the
+	// zero value takes every default. Handler paces request bodies by
+	// them; Open applies the rest to the connections.
+	Limits Limits
+
 	ln     net.Listener
 	srv    *http.Server
 	routes []string
@@ -101,7 +106,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Tracer != nil {
 		h = s.Tracer.Handler(h)
 	}
-	return h
+	return s.pacedBodies(h)
 }
 
 // muxes returns two muxes of the API's routes: routes has only them, and
@@ -231,7 +236,7 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 func (s *Server) Routes() []string { return s.routes }
 
 // Open listens on addr (":0" picks a free port) and serves in the
-// background.
+// background, within s.Limits.
 func (s *Server) Open(addr string) error {
 	if s.Templates == nil || s.Tokens == nil {
 		return errors.New("http server: Templates and Tokens are required")
@@ -240,10 +245,16 @@ func (s *Server) Open(addr string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	s.ln = ln
+	l := s.Limits.WithDefaults()
+	s.ln = newCappedListener(ln, l.MaxConns, s.logger())
+	// No ReadTimeout or WriteTimeout: either would bound a whole request,
+	// and so cut off a large upload or a long download, a live stream,
+	// on a slow but steady link. Bodies keep a pace instead (Limits).
 	srv := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: l.HeaderTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.logger().Handler(), slog.LevelWarn),
 	}
 	if s.OnShutdown != nil {
@@ -251,7 +262,7 @@ func (s *Server) Open(addr string) error {
 	}
 	s.srv = srv
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger().Error("http serve", "err", err)
 		}
 	}()

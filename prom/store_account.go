@@ -11,7 +11,7 @@ import (
 type accountOps struct {
 	createAccount, account, accountByName, accounts, updateAccount                             *op
 	createSession, session, touchSession, deleteSession, deleteSessions, deleteExpiredSessions *op
-	loginFailed, loginFailures, clearLoginFailures, deleteLoginFailures                        *op
+	loginFailed, loginFailures, clearLoginFailures, deleteLoginFailures, forgiveLoginFailures  *op
 }
 
 func newAccountOps(o func(string) *op) accountOps {
@@ -31,6 +31,7 @@ func newAccountOps(o func(string) *op) accountOps {
 		loginFailures:         o("LoginFailures"),
 		clearLoginFailures:    o("ClearLoginFailures"),
 		deleteLoginFailures:   o("DeleteLoginFailures"),
+		forgiveLoginFailures:  o("ForgiveLoginFailures"),
 	}
 }
 
@@ -107,4 +108,9 @@ func (s *store) DeleteLoginFailures(ctx context.Context, t time.Time) (_ int64, 
 func (s *store) ClearLoginFailures(ctx context.Context, key string) (err error) {
 	defer s.clearLoginFailures.done(ctx, time.Now(), &err)
 	return s.s.ClearLoginFailures(ctx, key)
+}
+
+func (s *store) ForgiveLoginFailures(ctx context.Context, key string, n int) (err error) {
+	defer s.forgiveLoginFailures.done(ctx, time.Now(), &err)
+	return s.s.ForgiveLoginFailures(ctx, key, n)
 }

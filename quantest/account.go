@@ -35,6 +35,7 @@ func TestAccountStore(t *testing.T, newStore func(t *testing.T) quan.AccountStor
 	run("Sessions/DeleteExpired", testSessionsExpired)
 	run("LoginFailures/CountWithinWindow", testLoginFailures)
 	run("LoginFailures/Concurrent", testLoginFailedConcurrent)
+	run("LoginFailures/Forgive", testLoginFailuresForgive)
 }
 
 // newAccount returns an account of shop (an admin's for shop 0) named
@@ -430,5 +431,53 @@ func testLoginFailedConcurrent(t *testing.T, s quan.AccountStore) {
 	}
 	if !slices.Equal(seen, want) {
 		t.Errorf("the failures saw counts %v, want 1 to %d once each", seen, n)
+	}
+}
+
+// testLoginFailuresForgive takes failures off a count: never below zero,
+// the first failure's time kept, other keys untouched, a missing key
+// left missing.
+func testLoginFailuresForgive(t *testing.T, s quan.AccountStore) {
+	ctx := t.Context()
+	const window = 15 * time.Minute
+	for i := range 5 {
+		if _, _, err := s.LoginFailed(ctx, "addr:192.0.2.7", base.Add(time.Duration(i)*time.Second), window); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.LoginFailed(ctx, "addr:192.0.2.8", base, window); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ForgiveLoginFailures(ctx, "addr:192.0.2.7", 2); err != nil {
+		t.Fatal(err)
+	}
+	now := base.Add(time.Minute)
+	if n, first, err := s.LoginFailures(ctx, "addr:192.0.2.7", now, window); err != nil || n != 3 || !first.Equal(base) {
+		t.Errorf("5 failures, 2 forgiven: %d since %v, %v; want 3 since %v", n, first, err, base)
+	}
+	if n, _, err := s.LoginFailures(ctx, "addr:192.0.2.8", now, window); err != nil || n != 1 {
+		t.Errorf("another key: %d, %v; want 1", n, err)
+	}
+	// A failure after forgiving counts on from what is left.
+	if n, first, err := s.LoginFailed(ctx, "addr:192.0.2.7", now, window); err != nil || n != 4 || !first.Equal(base) {
+		t.Errorf("a failure after forgiving: %d since %v, %v; want 4 since %v", n, first, err, base)
+	}
+	if err := s.ForgiveLoginFailures(ctx, "addr:192.0.2.7", 10); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := s.LoginFailures(ctx, "addr:192.0.2.7", now, window); err != nil || n != 0 {
+		t.Errorf("more forgiven than counted: %d, %v; want 0", n, err)
+	}
+	if n, _, err := s.LoginFailed(ctx, "addr:192.0.2.7", now, window); err != nil || n != 1 {
+		t.Errorf("a failure after all were forgiven: %d, %v; want 1", n, err)
+	}
+	if err := s.ForgiveLoginFailures(ctx, "addr:198.51.100.1", 3); err != nil {
+		t.Errorf("forgiving a key with no failures: %v", err)
+	}
+	if n, _, err := s.LoginFailures(ctx, "addr:198.51.100.1", now, window); err != nil || n != 0 {
+		t.Errorf("a key with none forgiven: %d, %v; want 0", n, err)
+	}
+	if n, _, err := s.LoginFailed(ctx, "addr:198.51.100.1", now, window); err != nil || n != 1 {
+		t.Errorf("the first failure of a key forgiven before it had any: %d, %v; want 1", n, err)
 	}
 }

@@ -62,6 +62,7 @@ Usage:
   quan bench wallet lock|sweep|remind  lock+redeem orders against the raw loop; the expiry sweep; expiry reminders
   quan bench stats [flags]         p99 of GET /templates/{id}/stats with 10 million coupons
   quan bench notify [flags]        SMS/s and emails/s of the dispatcher to a local gateway and SMTP server
+  quan bench conns [flags]         what 1,000 slow or idle connections cost quan serve, and which it keeps
 
 Run 'quan COMMAND -h' for a command's flags. Every flag can also be set
 with an environment variable: --data is QUAN_DATA, --jwt-secret is

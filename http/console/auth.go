@@ -9,13 +9,13 @@ import (
 	"math"
 	"mime"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/accounts"
 	qhttp "github.com/quanhq/quan/http"
 )
 
@@ -177,13 +177,11 @@ func randomToken() string {
 }
 
 // clientAddr is the address sign-in failures are counted under: the
-// connection's, as a proxy's forwarded header could be forged.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+// connection's, or the one a trusted proxy forwarded (see
+// qhttp.Proxies.ClientAddr); a forwarded header from anyone else could
+// be forged.
+func (c *Console) clientAddr(r *http.Request) string {
+	return c.Proxies.ClientAddr(r)
 }
 
 // nextPage is where to go after signing in: a console page, never
@@ -223,7 +221,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.showLogin(w, r, http.StatusForbidden, d)
 		return
 	}
-	token, _, acct, err := c.Accounts.Login(r.Context(), name, r.PostFormValue("password"), clientAddr(r))
+	token, _, acct, err := c.Accounts.Login(r.Context(), name, r.PostFormValue("password"), c.clientAddr(r))
 	if err != nil {
 		status := http.StatusUnauthorized
 		switch quan.ErrorCode(err) {
@@ -231,9 +229,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			d.Error = v.T("login.wrong")
 		case quan.ERATELIMITED:
 			status = http.StatusTooManyRequests
-			mins := int64(math.Ceil(quan.ErrorRetryAfter(err).Minutes()))
-			w.Header().Set("Retry-After", fmt.Sprint(int64(math.Ceil(quan.ErrorRetryAfter(err).Seconds()))))
-			d.Error = v.T("login.locked", max(mins, 1))
+			secs := max(int64(math.Ceil(quan.ErrorRetryAfter(err).Seconds())), 1)
+			w.Header().Set("Retry-After", fmt.Sprint(secs))
+			if errors.Is(err, accounts.ErrSlowed) {
+				d.Error = v.T("login.slowed", secs)
+			} else {
+				d.Error = v.T("login.locked", max((secs+59)/60, 1))
+			}
 		default:
 			c.fail(w, r, nil, err)
 			return
@@ -243,7 +245,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	clearCookie(w, r, loginCookie)
 	setCookie(w, r, sessionCookie, token, 0, true) // a browser session; the server ends it sooner when idle
-	c.logger().Info("console sign-in", "account", acct.Name, "addr", clientAddr(r))
+	c.logger().Info("console sign-in", "account", acct.Name, "addr", c.clientAddr(r))
 	http.Redirect(w, r, d.Next, http.StatusSeeOther)
 }
 

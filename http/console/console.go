@@ -23,6 +23,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/codes"
+	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/stats"
 	"github.com/quanhq/quan/tasks"
 	"github.com/quanhq/quan/templates"
@@ -56,8 +57,12 @@ type Console struct {
 	Codes     *codes.Service // nil: no code pages
 	// CodesExport writes a code batch as .xlsx; nil offers .csv only.
 	CodesExport quan.CodesExport
-	Now         quan.Clock   // nil: time.Now
-	Logger      *slog.Logger // nil discards
+	// Proxies are the reverse proxies whose X-Forwarded-For and
+	// X-Real-IP say which address a sign-in comes from; nil trusts none:
+	// the connection's address.
+	Proxies qhttp.Proxies
+	Now     quan.Clock   // nil: time.Now
+	Logger  *slog.Logger // nil discards
 
 	pages map[string]*template.Template
 	zones sync.Map // of *time.Location by name: see zone

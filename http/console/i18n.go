@@ -63,6 +63,7 @@ var coreMessages = map[string]message{
 	"login.submit":   {"登录", "Sign in"},
 	"login.wrong":    {"账号或密码错误。", "Wrong account or password."},
 	"login.locked":   {"登录失败次数过多，已暂时锁定，请约 %d 分钟后再试。", "Too many failed sign-ins: locked for now, try again in about %d minutes."},
+	"login.slowed":   {"账号或密码错误。此地址登录失败次数过多，请 %d 秒后再试。", "Wrong account or password. Too many failed sign-ins from this address: try again in %d seconds."},
 	"login.expired":  {"登录表单已过期，请重试。", "The sign-in form expired; please try again."},
 	"error.title":    {"出错了", "Something went wrong"},
 	"error.back":     {"返回", "Back"},

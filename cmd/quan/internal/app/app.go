@@ -423,6 +423,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 		Checks:      a.Backends.Checks(),
 		Now:         a.Config.Now,
 		Observe:     a.observeHTTP(),
+		Limits:      a.Config.HTTP.Limits,
 	}
 	srv.NotificationFailuresExport = report.NotificationFailures{}
 	if a.Tracer != nil {
@@ -435,6 +436,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 		Stats:       a.Stats,
 		Codes:       a.Codes,
 		CodesExport: report.Codes{},
+		Proxies:     a.Config.HTTP.TrustedProxies,
 		Now:         a.Config.Now,
 		Logger:      a.Logger.With("part", "console"),
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
+	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/sheet"
 )
 
@@ -86,6 +87,11 @@ type Config struct {
 	// OpenTelemetry; the zero value traces nothing.
 	Tracing Tracing
 
+	// HTTP bounds the API's clients and names the proxies whose
+	// forwarding headers are believed (quan serve); the zero value takes
+	// the defaults and believes no proxy.
+	HTTP HTTP
+
 	// Now is the clock of every use case; nil means time.Now.
 	Now func() time.Time
 }
@@ -108,6 +114,58 @@ type Runner struct {
 	Stall     time.Duration
 	AckWait   time.Duration
 	ChunkConc int
+}
+
+// HTTP configures quan serve's listener.
+type HTTP struct {
+	// Limits bound slow, idle and too many clients; each zero field
+	// takes the default of qhttp.Limits (10s header timeout, 64 KiB of
+	// headers, 2m idle, bodies at 1 KiB/s over 20s windows, 4096
+	// connections).
+	Limits qhttp.Limits
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Real-IP name the client the console's sign-ins are counted
+	// under; nil trusts none.
+	TrustedProxies qhttp.Proxies
+}
+
+func (h *HTTP) register(fs *flag.FlagSet) {
+	l := &h.Limits
+	fs.DurationVar(&l.HeaderTimeout, "header-timeout", qhttp.DefaultHeaderTimeout, "how long a client has to send a request's line and headers (0: the default)")
+	fs.IntVar(&l.MaxHeaderBytes, "max-header-bytes", qhttp.DefaultMaxHeaderBytes, "largest request line and headers, in bytes; larger ones are answered 431 (0: the default)")
+	fs.DurationVar(&l.IdleTimeout, "idle-timeout", qhttp.DefaultIdleTimeout, "how long a keep-alive connection may wait for its next request; keep it above the idle timeout of the proxy or load balancer in front (0: the default)")
+	fs.IntVar(&l.BodyMinRate, "body-min-rate", qhttp.DefaultBodyMinRate, "bytes a second a request body must keep up, on average over each --body-window spent waiting for it; a slower one is cut off with 408 (0: the default)")
+	fs.DurationVar(&l.BodyWindow, "body-window", qhttp.DefaultBodyWindow, "the time over which --body-min-rate is measured: each window must bring rate × window bytes (0: the default)")
+	fs.IntVar(&l.MaxConns, "max-conns", qhttp.DefaultMaxConns, "most client connections open at once; past it a new connection is answered 503 with Retry-After: 1 and closed (0: the default)")
+	fs.Func("trusted-proxies", "comma-separated CIDRs or IPs of the reverse proxies whose X-Forwarded-For (the rightmost address not theirs) or X-Real-IP names the client; failed console sign-ins are counted per client address (default: none, the connection's address)", func(v string) error {
+		ps, err := qhttp.ParseProxies(v)
+		if err != nil {
+			return err
+		}
+		h.TrustedProxies = ps
+		return nil
+	})
+}
+
+func (h HTTP) validate() error {
+	l := h.Limits
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"header-timeout", l.HeaderTimeout}, {"idle-timeout", l.IdleTimeout}, {"body-window", l.BodyWindow}} {
+		if d.v < 0 {
+			return cli.Usagef("--%s %v: want 0 (the default) or more", d.flag, d.v)
+		}
+	}
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"max-header-bytes", l.MaxHeaderBytes}, {"body-min-rate", l.BodyMinRate}, {"max-conns", l.MaxConns}} {
+		if n.v < 0 {
+			return cli.Usagef("--%s %d: want 0 (the default) or more", n.flag, n.v)
+		}
+	}
+	return nil
 }
 
 // Claims configure the claim API's limits and the pace of its store
@@ -186,6 +244,7 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 	if role != Server {
 		return
 	}
+	c.HTTP.register(fs)
 	l := &c.Claims.Limits
 	fs.Float64Var(&l.UserRate, "claim-rate-user", DefaultClaimLimits.UserRate, "claims a second one user may make (token bucket; 0: no limit)")
 	fs.IntVar(&l.UserBurst, "claim-burst-user", DefaultClaimLimits.UserBurst, "claims one user may make at once")
@@ -252,6 +311,9 @@ func (c Config) Validate() error {
 		return cli.Usagef("--reconcile-every %v: want 0 (never) or more", c.ReconcileEvery)
 	}
 	if err := c.Notify.validate(); err != nil {
+		return err
+	}
+	if err := c.HTTP.validate(); err != nil {
 		return err
 	}
 	if c.Runner.ChunkSize < 0 {

@@ -30,11 +30,11 @@ type Command struct {
 	Now            func() time.Time    // nil: time.Now
 }
 
-// Run dispatches "distribute", "read", "claim", "wallet", "stats" and
-// "notify".
+// Run dispatches "distribute", "read", "claim", "wallet", "stats",
+// "notify" and "conns".
 func (c *Command) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cli.Usagef("bench: say what to measure: distribute, read, claim, wallet, stats or notify")
+		return cli.Usagef("bench: say what to measure: distribute, read, claim, wallet, stats, notify or conns")
 	}
 	switch args[0] {
 	case "distribute":
@@ -49,10 +49,12 @@ func (c *Command) Run(ctx context.Context, args []string) error {
 		return c.stats(ctx, args[1:])
 	case "notify":
 		return c.notify(ctx, args[1:])
+	case "conns":
+		return c.conns(ctx, args[1:])
 	case "read-child": // one measurement of "bench read", in a process of its own
 		return readChild(ctx, c.Stdout, args[1:])
 	}
-	return cli.Usagef("bench: unknown benchmark %q: use distribute, read, claim, wallet, stats or notify", args[0])
+	return cli.Usagef("bench: unknown benchmark %q: use distribute, read, claim, wallet, stats, notify or conns", args[0])
 }
 
 // parse parses a benchmark's flags, with QUAN_* variables as fallback.
