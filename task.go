@@ -277,10 +277,17 @@ func (t *Task) Validate() error {
 		v.Add("name", "is required")
 	case len([]rune(t.Name)) > MaxNameLen:
 		v.Add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
+	default:
+		v.Line("name", t.Name)
 	}
 	if t.FileName == "" || t.FileSize <= 0 {
 		v.Add("file", "is required and must not be empty")
+	} else if p := TextProblem(t.FileName, ""); p != "" {
+		v.Add("file", "its name "+p)
 	}
+	v.Line("sheet", t.Sheet)
+	v.Text("segment", t.Segment, ruleControls)
+	v.Time("sendAt", t.SendAt)
 	if t.ChunkSize < 1 || t.ChunkSize > MaxChunkSize {
 		v.Add("chunkSize", fmt.Sprintf("must be between 1 and %d", MaxChunkSize))
 	}
