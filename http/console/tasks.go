@@ -54,9 +54,10 @@ type taskListData struct {
 }
 
 func (c *Console) taskList(w http.ResponseWriter, r *http.Request, s *session) error {
-	d := taskListData{Page: 1}
-	if n, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && n > 1 {
-		d.Page = n
+	var d taskListData
+	var err error
+	if d.Page, err = pageNumber(r.URL.Query()); err != nil {
+		return err
 	}
 	items, total, err := c.Tasks.List(r.Context(), s.Who, quan.TaskFilter{Offset: (d.Page - 1) * listPageSize, Limit: listPageSize})
 	if err != nil {
