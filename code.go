@@ -110,15 +110,21 @@ func ParseCode(s string) (string, error) {
 	}
 	code := b.String()
 	if len(code) < CodeLength || len(code) > CodeLength+MaxCodePrefix {
-		return "", Errorf(EINVALID, "code %q: want %d to %d symbols, got %d", s, CodeLength, CodeLength+MaxCodePrefix, len(code))
+		return "", codeErr(s, fmt.Sprintf("want %d to %d symbols, got %d", CodeLength, CodeLength+MaxCodePrefix, len(code)))
 	}
 	for i := range len(code) {
 		if codeIndex[code[i]] < 0 {
-			return "", Errorf(EINVALID, "code %q: %q is not a code symbol", s, code[i])
+			return "", codeErr(s, fmt.Sprintf("%q is not a code symbol", code[i]))
 		}
 	}
 	if CodeAlphabet[checkSymbol([]byte(code[:len(code)-1]))] != code[len(code)-1] {
-		return "", Errorf(EINVALID, "code %q: the check symbol does not match: a symbol is mistyped", s)
+		return "", codeErr(s, "the check symbol does not match: a symbol is mistyped")
 	}
 	return code, nil
+}
+
+// codeErr is ParseCode's refusal of s: EINVALID naming the field "code".
+func codeErr(s, why string) error {
+	msg := fmt.Sprintf("code %q: %s", s, why)
+	return &Error{Code: EINVALID, Message: msg, Fields: []FieldError{{Field: "code", Message: msg}}}
 }

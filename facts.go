@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"time"
-	"unicode/utf8"
 )
 
 // Limits of a user's facts. They are the sizes rules are priced for when
@@ -35,8 +34,8 @@ func (f *UserFacts) Validate() error {
 			add(field, "is empty")
 		case len(s) > MaxFactBytes:
 			add(field, "is %d bytes long: at most %d", len(s), MaxFactBytes)
-		case !utf8.ValidString(s):
-			add(field, "is not valid UTF-8")
+		case TextProblem(s, "") != "":
+			add(field, "%s", TextProblem(s, ""))
 		}
 	}
 	if f.UserID <= 0 {
@@ -48,7 +47,7 @@ func (f *UserFacts) Validate() error {
 	if f.Orders < 0 {
 		add("orders", "must be 0 or more")
 	}
-	if t := f.RegisteredAt; !t.IsZero() && (t.Year() < 1970 || t.Year() > 9999) {
+	if t := f.RegisteredAt; !t.IsZero() && (t.UTC().Year() < 1970 || TimeProblem(t) != "") {
 		add("registeredAt", "must be a time from 1970 to 9999, or absent if unknown")
 	}
 	if len(f.Tags) > MaxUserTags {
@@ -68,8 +67,8 @@ func (f *UserFacts) Validate() error {
 				add("attrs", "has an entry with an empty name")
 			case len(k) > MaxFactBytes:
 				add("attrs", "the name %q is %d bytes long: at most %d", ClipRaw(k), len(k), MaxFactBytes)
-			case !utf8.ValidString(k):
-				add("attrs", "the name %q is not valid UTF-8", k)
+			case TextProblem(k, "") != "":
+				add("attrs", "the name %q %s", k, TextProblem(k, ""))
 			default:
 				text("attrs."+k, f.Attrs[k], true)
 			}

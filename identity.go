@@ -23,8 +23,13 @@ type Identity struct {
 	UserID  int64  `json:"userId,omitempty"` // users only
 }
 
-// Validate reports whether the identity is well formed for its role.
+// Validate reports whether the identity is well formed for its role,
+// with a subject that is one line of text (TextProblem): it is written
+// into audit records as who did what.
 func (id Identity) Validate() error {
+	if p := TextProblem(id.Subject, ""); p != "" {
+		return Errorf(EUNAUTHORIZED, "the identity's subject %s", p)
+	}
 	switch id.Role {
 	case RoleMerchant:
 		if id.ShopNo <= 0 {

@@ -143,6 +143,13 @@ type InboxFilter struct {
 	Limit  int // 1 … MaxPageSize; 0 means DefaultPageSize
 }
 
+// Validate refuses an offset or a limit out of range (Validation.Page).
+func (f InboxFilter) Validate() error {
+	var v Validation
+	v.Page(f.Offset, f.Limit)
+	return v.Err("invalid inbox query")
+}
+
 // NotificationStore keeps the notifications owed and the users' inboxes.
 //
 // A source records what it owes in the same transaction as what causes

@@ -232,6 +232,18 @@ type RulesVersion struct {
 	CreatedAt     time.Time `json:"createdAt"`
 }
 
+// Validate reports every problem of v as a new version at once: rules
+// that are not text (TextProblem, lines allowed) and an effective time
+// out of range (TimeProblem). Whether the rules compile is for the engine
+// to say.
+func (v *RulesVersion) Validate() error {
+	var val Validation
+	val.Text("eligibility", v.Eligibility, ruleControls)
+	val.Text("applies", v.Applies, ruleControls)
+	val.Time("effectiveAt", v.EffectiveAt)
+	return val.Err("invalid rules change")
+}
+
 // RulesStore keeps the versions of templates' rules after version 0.
 type RulesStore interface {
 	// AddRulesVersion loads template id of shop (AnyShop: any) under its

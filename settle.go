@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 )
 
 // OrderItem is one line of an order being priced. Prices are in fen.
@@ -25,16 +24,16 @@ const (
 
 // ValidateOrder reports every problem of an order at once: its items,
 // and the channel it is placed on ("app", "mini", "web"; "" if the client
-// does not say), which an applies rule reads as order.channel: valid
-// UTF-8 of at most MaxFactBytes bytes, like any fact a rule is priced
-// for.
+// does not say), which an applies rule reads as order.channel: one line
+// of text (TextProblem) of at most MaxFactBytes bytes, like any fact a
+// rule is priced for. An item's sku and category are lines of text too.
 func ValidateOrder(items []OrderItem, channel string) error {
 	var v Validation
 	switch {
 	case len(channel) > MaxFactBytes:
 		v.Add("channel", fmt.Sprintf("is %d bytes long: at most %d", len(channel), MaxFactBytes))
-	case !utf8.ValidString(channel):
-		v.Add("channel", "is not valid UTF-8")
+	default:
+		v.Line("channel", channel)
 	}
 	switch {
 	case len(items) == 0:
@@ -47,6 +46,8 @@ func ValidateOrder(items []OrderItem, channel string) error {
 		if it.SKU == "" {
 			v.Add(f("sku"), "is required")
 		}
+		v.Line(f("sku"), it.SKU)
+		v.Line(f("category"), it.Category)
 		if it.ShopNo <= 0 {
 			v.Add(f("shopNo"), "must be a positive shop number")
 		}
@@ -58,6 +59,23 @@ func ValidateOrder(items []OrderItem, channel string) error {
 		}
 	}
 	return v.Err("invalid order")
+}
+
+// MaxOrderID bounds an order id, in bytes.
+const MaxOrderID = 64
+
+// ValidateOrderID refuses an order id (the {order} of the order routes)
+// that is empty, longer than MaxOrderID bytes or not one line of text
+// (TextProblem), naming the field "order".
+func ValidateOrderID(order string) error {
+	var v Validation
+	switch {
+	case order == "" || len(order) > MaxOrderID:
+		v.Add("order", fmt.Sprintf("order id %q: 1 to %d bytes", order, MaxOrderID))
+	default:
+		v.Line("order", order)
+	}
+	return v.Err("invalid order id")
 }
 
 // Reasons a coupon does not apply to an order.

@@ -117,9 +117,16 @@ func DefaultStatsRange(now time.Time) StatsRange {
 	return StatsRange{From: to.Add(-24 * time.Hour), To: to}
 }
 
-// Validate refuses a range whose From is after its To, or longer than
-// MaxStatsRange, naming the parameter (from, to) at fault.
+// Validate refuses a range with an end out of range (TimeProblem), whose
+// From is after its To, or longer than MaxStatsRange, naming the
+// parameter (from, to) at fault.
 func (r StatsRange) Validate() error {
+	var v Validation
+	v.Time("from", r.From)
+	v.Time("to", r.To)
+	if err := v.Err("the statistics' range is invalid"); err != nil {
+		return err
+	}
 	if r.From.After(r.To) {
 		return &Error{Code: EINVALID, Message: "the statistics' range is invalid", Fields: []FieldError{{
 			Field: "from", Message: fmt.Sprintf("%s is after to (%s)", r.From.Format(time.RFC3339), r.To.Format(time.RFC3339))}}}

@@ -260,6 +260,7 @@ func (f TemplateFilter) Validate() error {
 	default:
 		v.Add("kind", fmt.Sprintf("%q is not a kind: use %s", f.Kind, KindNames))
 	}
+	v.Line("name", f.NameContains)
 	v.Page(f.Offset, f.Limit)
 	return v.Err("invalid list parameters")
 }

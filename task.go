@@ -298,15 +298,23 @@ func (t *Task) Validate() error {
 		v.Add("name", "must be text (UTF-8)")
 	case len([]rune(t.Name)) > MaxNameLen:
 		v.Add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
+	default:
+		v.Line("name", t.Name)
 	}
 	if t.FileName == "" || t.FileSize <= 0 {
 		v.Add("file", "is required and must not be empty")
 	} else if !utf8.ValidString(t.FileName) || utf8.RuneCountInString(t.FileName) > MaxFileNameLen {
 		v.Add("file", fmt.Sprintf("its name must be text (UTF-8) of at most %d characters", MaxFileNameLen))
+	} else if p := TextProblem(t.FileName, ""); p != "" {
+		v.Add("file", "its name "+p)
 	}
 	if !utf8.ValidString(t.Sheet) || utf8.RuneCountInString(t.Sheet) > MaxSheetLen {
 		v.Add("sheet", fmt.Sprintf("must be text (UTF-8) of at most %d characters", MaxSheetLen))
+	} else {
+		v.Line("sheet", t.Sheet)
 	}
+	v.Text("segment", t.Segment, ruleControls)
+	v.Time("sendAt", t.SendAt)
 	if t.ChunkSize < 1 || t.ChunkSize > MaxChunkSize {
 		v.Add("chunkSize", fmt.Sprintf("must be between 1 and %d", MaxChunkSize))
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -248,9 +247,7 @@ func (s *TemplateSpec) validate(v *Validation) {
 	case utf8.RuneCountInString(s.Name) > MaxNameLen:
 		v.Add("name", fmt.Sprintf("must be at most %d characters", MaxNameLen))
 	default:
-		if r, bad := unsafeRune(s.Name, ""); bad {
-			v.Add("name", fmt.Sprintf("must not contain %U: no control or bidirectional formatting characters", r))
-		}
+		v.Line("name", s.Name)
 	}
 	switch {
 	case utf8.RuneCountInString(s.Description) > MaxDescLen:
@@ -258,9 +255,7 @@ func (s *TemplateSpec) validate(v *Validation) {
 	default:
 		// A description may run over several lines, and may use tabs to
 		// line things up; a name is one line.
-		if r, bad := unsafeRune(s.Description, "\n\t"); bad {
-			v.Add("description", fmt.Sprintf("must not contain %U: no control or bidirectional formatting characters other than line feed and tab", r))
-		}
+		v.Text("description", s.Description, "\n\t")
 	}
 	s.validateRule(v)
 	switch s.Source {
@@ -282,13 +277,18 @@ func (s *TemplateSpec) validate(v *Validation) {
 		}
 	}
 	issueOK := true
-	if s.IssueStart.IsZero() {
-		v.Add("issueStart", "is required")
-		issueOK = false
-	}
-	if s.IssueEnd.IsZero() {
-		v.Add("issueEnd", "is required")
-		issueOK = false
+	for _, t := range []struct {
+		field string
+		at    time.Time
+	}{{"issueStart", s.IssueStart}, {"issueEnd", s.IssueEnd}} {
+		switch {
+		case t.at.IsZero():
+			v.Add(t.field, "is required")
+			issueOK = false
+		case TimeProblem(t.at) != "":
+			v.Time(t.field, t.at)
+			issueOK = false
+		}
 	}
 	if issueOK && !s.IssueEnd.After(s.IssueStart) {
 		v.Add("issueEnd", "must be after issueStart")
@@ -300,7 +300,14 @@ func (s *TemplateSpec) validate(v *Validation) {
 	}
 	s.validateReminders(v)
 	s.validateBudget(v)
+	// A rule may run over several lines; templates.Service compiles it.
+	v.Text("eligibility", s.Eligibility, ruleControls)
+	v.Text("applies", s.Applies, ruleControls)
 }
+
+// ruleControls are the control characters a rule's text may hold: its
+// lines and their indentation.
+const ruleControls = "\n\r\t"
 
 func (s *TemplateSpec) validateRule(v *Validation) {
 	r := s.Rule
@@ -427,6 +434,8 @@ func (s *TemplateSpec) validateScope(v *Validation) {
 			v.Add(field, "must not be empty")
 		case len(id) > 64:
 			v.Add(field, "must be at most 64 characters")
+		case TextProblem(id, "") != "":
+			v.Line(field, id)
 		case seen[id]:
 			v.Add(field, fmt.Sprintf("%q is listed twice", id))
 		}
@@ -442,13 +451,18 @@ func (s *TemplateSpec) validateValidity(v *Validation, issueOK bool) {
 			v.Add("validity.hours", "does not apply to a fixed validity")
 		}
 		ok := true
-		if d.Start.IsZero() {
-			v.Add("validity.start", "is required for a fixed validity")
-			ok = false
-		}
-		if d.End.IsZero() {
-			v.Add("validity.end", "is required for a fixed validity")
-			ok = false
+		for _, t := range []struct {
+			field string
+			at    time.Time
+		}{{"validity.start", d.Start}, {"validity.end", d.End}} {
+			switch {
+			case t.at.IsZero():
+				v.Add(t.field, "is required for a fixed validity")
+				ok = false
+			case TimeProblem(t.at) != "":
+				v.Time(t.field, t.at)
+				ok = false
+			}
 		}
 		if ok && !d.End.After(d.Start) {
 			v.Add("validity.end", "must be after validity.start")
@@ -560,23 +574,6 @@ func (t *Template) Edit(spec TemplateSpec, stock int64) error {
 
 func (t *Template) transitionErr(verb, why string) error {
 	return Errorf(ETRANSITION, "cannot %s template %d in status %s: %s", verb, t.ID, t.Status, why)
-}
-
-// unsafeRune returns the first rune of s, other than those in allowed,
-// that would let a name or description mislead whoever reads it where it is
-// shown (a console, a wallet, a spreadsheet of a report): a control
-// character (C0, DEL, C1), which can break or rewrite a line, or a
-// bidirectional override or isolate (U+202A–U+202E, U+2066–U+2069), which
-// can show text in an order other than the stored one.
-func unsafeRune(s, allowed string) (rune, bool) {
-	for _, r := range s {
-		switch {
-		case strings.ContainsRune(allowed, r):
-		case unicode.IsControl(r), r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
-			return r, true
-		}
-	}
-	return 0, false
 }
 
 // Validation collects field errors so a caller learns every problem at once.

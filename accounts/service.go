@@ -284,6 +284,7 @@ func (s *Service) List(ctx context.Context, who quan.Identity, f quan.AccountFil
 	if f.ShopNo < 0 {
 		v.Add("shopNo", "must not be negative (0: every shop)")
 	}
+	v.Line("name", f.NameContains)
 	v.Page(f.Offset, f.Limit)
 	if err := v.Err("invalid account filter"); err != nil {
 		return nil, 0, err

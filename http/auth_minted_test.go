@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +177,51 @@ func TestVerifyAllocs(t *testing.T) {
 		}
 	}); n > 1 {
 		t.Fatalf("Verify allocates %.0f times; want 1, the subject", n)
+	}
+}
+
+// TestVerifyRefusesBadText: a token signed with the secret whose claims
+// hold text no request body may (bytes that are not UTF-8, half a
+// surrogate pair, a control character) is refused, whether it is of
+// Mint's shape (where parseMinted passes it to encoding/json, which
+// would read the first two as U+FFFD) or not (the library's way); and
+// Mint refuses a subject with a control character. The same claims with
+// a whole surrogate pair pass.
+func TestVerifyRefusesBadText(t *testing.T) {
+	clock := newTestClock()
+	tk := newCachingTokens(t, clock, 1)
+	tk.cache = nil
+	exp := clock.now().Add(time.Hour).Unix()
+	const (
+		minted = `{"alg":"HS256","typ":"JWT"}`
+		other  = `{"typ":"JWT","alg":"HS256"}`
+	)
+	for _, header := range []string{minted, other} {
+		for _, tc := range []struct {
+			name, sub string
+			ok        bool
+		}{
+			{"LoneSurrogate", `a\ud800b`, false},
+			{"LoneLowSurrogate", `a\udc00b`, false},
+			{"InvalidUTF8", "a\xffb", false},
+			{"NUL", `a\u0000b`, false},
+			{"Escape", `a\u001bb`, false},
+			{"Tab", `a\tb`, false}, // Identity.Validate: a subject is one line
+			{"SurrogatePair", `a\ud83c\udf9fb`, true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				claims := fmt.Sprintf(`{"role":"admin","iss":"quan","sub":"%s","exp":%d}`, tc.sub, exp)
+				id, err := tk.Verify(sign(tk.secret, header, claims))
+				switch {
+				case tc.ok && (err != nil || id.Subject != "a🎟b"):
+					t.Fatalf("Verify(%s) = %+v, %v; want admin a🎟b", claims, id, err)
+				case !tc.ok && quan.ErrorCode(err) != quan.EUNAUTHORIZED:
+					t.Fatalf("Verify(%s) = %+v, %v; want it refused", claims, id, err)
+				}
+			})
+		}
+	}
+	if _, err := tk.Mint(quan.Identity{Role: quan.RoleAdmin, Subject: "tab\there"}, time.Hour); quan.ErrorCode(err) != quan.EUNAUTHORIZED {
+		t.Fatalf("Mint of a subject with a tab: %v; want it refused", err)
 	}
 }

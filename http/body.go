@@ -46,10 +46,10 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 }
 
 // unmarshalStrict decodes the one JSON value of body into v, refusing
-// unknown fields. Every JSON request body of the API goes through it, so
-// its errors are the API's: they name fields by their JSON path
-// ("rule.amount", "items[2].quantity", "body" for the whole body) and
-// never show a Go type or time layout.
+// unknown fields and text no field takes (checkText). Every JSON request
+// body of the API goes through it, so its errors are the API's: they
+// name fields by their JSON path ("rule.amount", "items[2].quantity",
+// "body" for the whole body) and never show a Go type or time layout.
 func unmarshalStrict(body []byte, v any) error {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return quan.Errorf(quan.EINVALID, "the request body is empty; send a JSON object")
@@ -61,6 +61,9 @@ func unmarshalStrict(body []byte, v any) error {
 	}
 	if dec.More() {
 		return quan.Errorf(quan.EINVALID, "the request body holds more than one JSON value")
+	}
+	if bad := checkText(body); len(bad) > 0 {
+		return &quan.Error{Code: quan.EINVALID, Message: "the request body has invalid text", Fields: bad}
 	}
 	return nil
 }

@@ -42,11 +42,15 @@ func (s *Server) getClaim(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var wait time.Duration
-	if v := r.URL.Query().Get("wait"); v != "" {
+	q := newQuery(r)
+	if v := q.str("wait"); v != "" {
 		wait, err = time.ParseDuration(v)
 		if err != nil || wait < 0 || wait > maxClaimWait {
-			return quan.Errorf(quan.EINVALID, "wait %q: give a duration such as 2s, at most %s", v, maxClaimWait)
+			q.add("wait", "%q: give a duration such as 2s, at most %s", v, maxClaimWait)
 		}
+	}
+	if err := q.err("invalid claim query"); err != nil {
+		return err
 	}
 	c, err := s.Claims.Get(r.Context(), who, r.PathValue("id"), wait)
 	if err != nil {

@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,21 @@ import (
 
 // maxIdempotencyKey bounds the length of an Idempotency-Key.
 const maxIdempotencyKey = 255
+
+// idempotencyKeyProblem says what is wrong with an Idempotency-Key, ""
+// if nothing: it is at most maxIdempotencyKey characters of printable
+// ASCII (a UUID, say), as the header's draft standard has it.
+func idempotencyKeyProblem(key string) string {
+	if len(key) > maxIdempotencyKey {
+		return fmt.Sprintf("at most %d characters", maxIdempotencyKey)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < ' ' || c > '~' {
+			return fmt.Sprintf("holds the byte %#x at %d: printable ASCII only, such as a UUID", c, i)
+		}
+	}
+	return ""
+}
 
 // idempotencyRunning is how long a key stays taken by a request that
 // neither completes nor aborts (its process died): then a retry runs.
@@ -35,7 +51,7 @@ const (
 func (s *Server) idempotent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
-		if r.Method != http.MethodPost || key == "" || s.Idempotency == nil {
+		if r.Method != http.MethodPost || key == "" {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -44,8 +60,15 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // the handler answers 401
 			return
 		}
-		if len(key) > maxIdempotencyKey {
-			s.writeError(w, r, quan.Errorf(quan.EINVALID, "Idempotency-Key: at most %d characters", maxIdempotencyKey))
+		if p := idempotencyKeyProblem(key); p != "" {
+			// Refused even without an Idempotency store: a claim keys
+			// its id with it (quan.KeyedClaimID).
+			s.writeError(w, r, &quan.Error{Code: quan.EINVALID, Message: "the Idempotency-Key is invalid",
+				Fields: []quan.FieldError{{Field: "Idempotency-Key", Message: p}}})
+			return
+		}
+		if s.Idempotency == nil {
+			next.ServeHTTP(w, r)
 			return
 		}
 		scoped := who.String() + " " + key

@@ -65,7 +65,6 @@ func TestParseMintedReadsMint(t *testing.T) {
 		{quan.Identity{Role: quan.RoleAdmin, Subject: `a "quoted" \ one`}, false},
 		{quan.Identity{Role: quan.RoleAdmin, Subject: "<script>&"}, false}, // json.Marshal writes \u003c
 		{quan.Identity{Role: quan.RoleAdmin, Subject: "line\u2028sep"}, false},
-		{quan.Identity{Role: quan.RoleAdmin, Subject: "tab\there"}, false},
 	} {
 		tok := mint(t, tk, tc.id, time.Hour)
 		payload := strings.Split(tok, ".")[1]

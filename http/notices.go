@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/quanhq/quan"
 )
@@ -69,28 +68,22 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := newQuery(r)
 	var f quan.InboxFilter
-	bad := pageParams(q, &f.Offset, &f.Limit)
-	if v := q.Get("unread"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			bad = append(bad, quan.FieldError{Field: "unread", Message: "true or false"})
-		}
-		f.Unread = b
-	}
-	if len(bad) > 0 {
-		return &quan.Error{Code: quan.EINVALID, Message: "invalid inbox query", Fields: bad}
+	f.Offset, f.Limit = q.page()
+	f.Unread = q.bool("unread")
+	if err := q.err("invalid inbox query"); err != nil {
+		return err
 	}
 	ms, total, err := s.Notices.Inbox(r.Context(), who, f)
 	if err != nil {
 		return err
 	}
 	limit := f.Limit
-	if limit <= 0 {
+	if limit == 0 {
 		limit = quan.DefaultPageSize
 	}
-	s.writeJSON(w, http.StatusOK, noticePage{Items: ms, Total: total, Offset: f.Offset, Limit: min(limit, quan.MaxPageSize)})
+	s.writeJSON(w, http.StatusOK, noticePage{Items: ms, Total: total, Offset: f.Offset, Limit: limit})
 	return nil
 }
 

@@ -272,11 +272,11 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	f := quan.TaskFilter{Status: quan.TaskStatus(q.Get("status"))}
-	bad := pageParams(q, &f.Offset, &f.Limit)
-	if len(bad) > 0 {
-		return &quan.Error{Code: quan.EINVALID, Message: "invalid list parameters", Fields: bad}
+	q := newQuery(r)
+	f := quan.TaskFilter{Status: quan.TaskStatus(q.str("status"))}
+	f.Offset, f.Limit = q.page()
+	if err := q.err("invalid list parameters"); err != nil {
+		return err
 	}
 	tasks, total, err := s.Tasks.List(r.Context(), who, f)
 	if err != nil {

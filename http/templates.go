@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/templates"
@@ -55,23 +53,18 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q := newQuery(r)
 	f := quan.TemplateFilter{
-		Status:       quan.TemplateStatus(q.Get("status")),
-		Kind:         quan.Kind(q.Get("kind")),
-		NameContains: q.Get("name"),
+		Status:       quan.TemplateStatus(q.str("status")),
+		Kind:         quan.Kind(q.str("kind")),
+		NameContains: q.str("name"),
 	}
-	bad := pageParams(q, &f.Offset, &f.Limit)
-	if v := q.Get("shopNo"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			bad = append(bad, quan.FieldError{Field: "shopNo", Message: fmt.Sprintf("%q is not a shop number", v)})
-		} else if who.Role == quan.RoleAdmin {
-			f.ShopNo = n
-		}
+	f.Offset, f.Limit = q.page()
+	if n := q.positive("shopNo", "a shop number"); who.Role == quan.RoleAdmin {
+		f.ShopNo = n
 	}
-	if len(bad) > 0 {
-		return &quan.Error{Code: quan.EINVALID, Message: "invalid list parameters", Fields: bad}
+	if err := q.errWith("invalid list parameters", f.Validate); err != nil {
+		return err
 	}
 	items, total, err := s.Templates.List(r.Context(), who, f)
 	if err != nil {
@@ -158,25 +151,4 @@ func (s *Server) templateHistory(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"items": entries})
 	return nil
-}
-
-// pageParams reads the offset and limit of a listing, and returns a field
-// error for each that is not a whole number. The use case checks their
-// ranges.
-func pageParams(q url.Values, offset, limit *int) []quan.FieldError {
-	var bad []quan.FieldError
-	for _, p := range []struct {
-		name string
-		dst  *int
-	}{{"offset", offset}, {"limit", limit}} {
-		if v := q.Get(p.name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				bad = append(bad, quan.FieldError{Field: p.name, Message: fmt.Sprintf("%q is not a whole number", v)})
-				continue
-			}
-			*p.dst = n
-		}
-	}
-	return bad
 }

@@ -22,11 +22,11 @@ func (s *Server) listCoupons(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	f := wallet.Filter{Status: quan.CouponStatus(q.Get("status"))}
-	bad := pageParams(q, &f.Offset, &f.Limit)
-	if len(bad) > 0 {
-		return &quan.Error{Code: quan.EINVALID, Message: "invalid wallet query", Fields: bad}
+	q := newQuery(r)
+	f := wallet.Filter{Status: quan.CouponStatus(q.str("status"))}
+	f.Offset, f.Limit = q.page()
+	if err := q.err("invalid wallet query"); err != nil {
+		return err
 	}
 	cs, total, err := s.Wallet.List(r.Context(), who, f)
 	if err != nil {
@@ -72,9 +72,10 @@ func (s *Server) claimable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var offset, limit int
-	if bad := pageParams(r.URL.Query(), &offset, &limit); len(bad) > 0 {
-		return &quan.Error{Code: quan.EINVALID, Message: "invalid list parameters", Fields: bad}
+	q := newQuery(r)
+	offset, limit := q.page()
+	if err := q.err("invalid list parameters"); err != nil {
+		return err
 	}
 	ts, total, err := s.Wallet.Claimable(r.Context(), who, offset, limit)
 	if err != nil {

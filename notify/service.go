@@ -87,13 +87,16 @@ func (s *Service) SetContact(ctx context.Context, who quan.Identity, user int64,
 }
 
 // Inbox returns a page of who's inbox, newest first, and the number of
-// all that match.
+// all that match; EINVALID for an offset or a limit out of range.
 func (s *Service) Inbox(ctx context.Context, who quan.Identity, f quan.InboxFilter) ([]*quan.Notice, int, error) {
 	u, err := inboxUser(who)
 	if err != nil {
 		return nil, 0, err
 	}
 	f.UserID = u
+	if err := f.Validate(); err != nil {
+		return nil, 0, err
+	}
 	es, total, err := s.Store.Inbox(ctx, f)
 	if err != nil {
 		return nil, 0, err

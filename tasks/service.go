@@ -113,6 +113,9 @@ func (s *Service) create(ctx context.Context, who quan.Identity, in NewTask, ret
 	if strings.TrimSpace(in.Name) == "" {
 		v.Add("name", "is required")
 	}
+	// A time before now means now (below): one out of range is refused
+	// first.
+	v.Time("sendAt", in.SendAt)
 	var tpl *quan.Template
 	if in.TemplateID > 0 {
 		tpl, err = s.Templates.Template(ctx, shop, in.TemplateID)

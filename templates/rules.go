@@ -87,6 +87,16 @@ func (s *Service) ChangeRules(ctx context.Context, who quan.Identity, id int64, 
 	if err != nil {
 		return nil, err
 	}
+	given := quan.RulesVersion{EffectiveAt: in.EffectiveAt}
+	if in.Eligibility != nil {
+		given.Eligibility = *in.Eligibility
+	}
+	if in.Applies != nil {
+		given.Applies = *in.Applies
+	}
+	if err := given.Validate(); err != nil {
+		return nil, err
+	}
 	now := s.Now.UTC()
 	eff := in.EffectiveAt.UTC().Truncate(time.Microsecond)
 	if in.EffectiveAt.IsZero() {
@@ -215,6 +225,11 @@ type RulesEvaluation struct {
 func (s *Service) EvaluateRules(ctx context.Context, who quan.Identity, id int64, sample RulesSample) (*RulesEvaluation, error) {
 	t, err := s.Get(ctx, who, id)
 	if err != nil {
+		return nil, err
+	}
+	var v quan.Validation
+	v.Time("now", sample.Now)
+	if err := v.Err("invalid sample"); err != nil {
 		return nil, err
 	}
 	now := sample.Now

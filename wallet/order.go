@@ -87,7 +87,7 @@ func (s *Service) Lock(ctx context.Context, who quan.Identity, order string, req
 	if err != nil {
 		return nil, err
 	}
-	if err := validOrderID(order); err != nil {
+	if err := quan.ValidateOrderID(order); err != nil {
 		return nil, err
 	}
 	if err := quan.ValidateOrder(req.Items, req.Channel); err != nil {
@@ -209,14 +209,6 @@ func cmp0(d, def time.Duration) time.Duration {
 	return d
 }
 
-// validOrderID refuses order ids that are empty or too long.
-func validOrderID(order string) error {
-	if order == "" || len(order) > 64 {
-		return quan.Errorf(quan.EINVALID, "order id %q: 1 to 64 characters", order)
-	}
-	return nil
-}
-
 // Redeem spends the coupons order holds: it was paid. Redeeming a paid
 // order again returns its coupons; an order that holds none (never
 // locked, released, or its lock ran out) is an illegal transition.
@@ -283,7 +275,7 @@ func (s *Service) orderChange(ctx context.Context, who quan.Identity, order, ver
 	if err != nil {
 		return nil, err
 	}
-	if err := validOrderID(order); err != nil {
+	if err := quan.ValidateOrderID(order); err != nil {
 		return nil, err
 	}
 	all, err := s.Coupons.OrderCoupons(ctx, user, order, nil)

@@ -48,9 +48,10 @@ func (c *Console) accountList(w http.ResponseWriter, r *http.Request, s *session
 
 func (c *Console) showAccounts(w http.ResponseWriter, r *http.Request, s *session, v *view, status int, f accountForm) error {
 	q := r.URL.Query()
-	d := accountListData{Query: strings.TrimSpace(q.Get("q")), Page: 1, New: f}
-	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 {
-		d.Page = n
+	d := accountListData{Query: strings.TrimSpace(q.Get("q")), New: f}
+	var err error
+	if d.Page, err = pageNumber(q); err != nil {
+		return err
 	}
 	items, total, err := c.Accounts.List(r.Context(), s.Who, quan.AccountFilter{
 		NameContains: d.Query, Offset: (d.Page - 1) * listPageSize, Limit: listPageSize})

@@ -277,6 +277,13 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	var qe *quan.Error
 	if errors.As(err, &qe) {
 		msg = qe.Message
+		for i, f := range qe.Fields { // the page has no inputs to show them by
+			sep := "; "
+			if i == 0 {
+				sep = ": "
+			}
+			msg += sep + f.Field + " " + f.Message
+		}
 	}
 	if status == http.StatusInternalServerError {
 		c.logger().Error("console request failed", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -54,9 +54,10 @@ type taskListData struct {
 }
 
 func (c *Console) taskList(w http.ResponseWriter, r *http.Request, s *session) error {
-	d := taskListData{Page: 1}
-	if n, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && n > 1 {
-		d.Page = n
+	var d taskListData
+	var err error
+	if d.Page, err = pageNumber(r.URL.Query()); err != nil {
+		return err
 	}
 	items, total, err := c.Tasks.List(r.Context(), s.Who, quan.TaskFilter{Offset: (d.Page - 1) * listPageSize, Limit: listPageSize})
 	if err != nil {
@@ -108,9 +109,13 @@ func (c *Console) taskNew(w http.ResponseWriter, r *http.Request, s *session) er
 
 func (c *Console) showTaskForm(w http.ResponseWriter, r *http.Request, v *view, s *session, status int, f taskForm) error {
 	f.Channels = notifyTypes
+	// The form is shown again when an upload was cut short, the browser
+	// maybe gone and the request's context ended with it: its answer is
+	// still a 400 page, not the error of a list read too late.
+	ctx := context.WithoutCancel(r.Context())
 	if !v.Admin() {
 		for _, st := range []quan.TemplateStatus{quan.TemplateActive, quan.TemplatePaused, quan.TemplateDraft} {
-			items, _, err := c.Templates.List(r.Context(), s.Who, quan.TemplateFilter{Status: st, Limit: quan.MaxPageSize})
+			items, _, err := c.Templates.List(ctx, s.Who, quan.TemplateFilter{Status: st, Limit: quan.MaxPageSize})
 			if err != nil {
 				return err
 			}

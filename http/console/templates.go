@@ -57,18 +57,37 @@ type templateListData struct {
 // listPageSize is how many templates a page of the list shows.
 const listPageSize = 50
 
+// maxPage bounds the page a list is asked for: its offset stays far from
+// overflowing, and no list has as many pages.
+const maxPage = 1 << 24
+
+// pageNumber reads a list's ?page= (1 when absent): a whole number from 1
+// to maxPage, else EINVALID naming the parameter.
+func pageNumber(q url.Values) (int, error) {
+	v := q.Get("page")
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxPage {
+		return 0, &quan.Error{Code: quan.EINVALID, Message: "invalid list parameters", Fields: []quan.FieldError{{
+			Field: "page", Message: fmt.Sprintf("%q: must be a whole number from 1 to %d", v, maxPage)}}}
+	}
+	return n, nil
+}
+
 func (c *Console) templateList(w http.ResponseWriter, r *http.Request, s *session) error {
 	q := r.URL.Query()
 	d := templateListData{
 		Status:   q.Get("status"),
 		Kind:     q.Get("kind"),
 		Query:    strings.TrimSpace(q.Get("q")),
-		Page:     1,
 		Statuses: []quan.TemplateStatus{quan.TemplateDraft, quan.TemplateActive, quan.TemplatePaused, quan.TemplateEnded},
 		Kinds:    []quan.Kind{quan.KindDirect, quan.KindThreshold, quan.KindDiscount, quan.KindStep, quan.KindComposite},
 	}
-	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 {
-		d.Page = n
+	var err error
+	if d.Page, err = pageNumber(q); err != nil {
+		return err
 	}
 	items, total, err := c.Templates.List(r.Context(), s.Who, quan.TemplateFilter{
 		Status:       quan.TemplateStatus(d.Status),
