@@ -40,6 +40,9 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request, what string
 		return fileField("missing: send the .xlsx or .csv file in a part named \"file\"")
 	}
 	if err != nil {
+		if qe := bodyError(err); qe != nil {
+			return qe
+		}
 		return importInvalid(formProblem("file", err))
 	}
 	defer part.Close()

@@ -42,6 +42,9 @@ func ReadUploadForm(ctx context.Context, mr *multipart.Reader, noNameNoFile bool
 			return f, nil
 		}
 		if err != nil {
+			if qe := bodyError(err); qe != nil {
+				return f, qe
+			}
 			f.Bad = append(f.Bad, formProblem("file", err))
 			return f, nil
 		}
@@ -75,6 +78,8 @@ func ReadUploadForm(ctx context.Context, mr *multipart.Reader, noNameNoFile bool
 		b, err := io.ReadAll(io.LimitReader(part, MaxFormField+1))
 		part.Close()
 		switch {
+		case bodyError(err) != nil:
+			return f, bodyError(err)
 		case err != nil:
 			f.Bad = append(f.Bad, formProblem(name, err))
 			return f, nil
@@ -107,7 +112,8 @@ func (p *formPart) Read(b []byte) (int, error) {
 // FieldError of field that says so.
 func (p *formPart) cutShort(ctx context.Context, field string, err error) (quan.FieldError, bool) {
 	switch {
-	case err == nil:
+	case err == nil, bodyError(p.err) != nil:
+		// The server cut the body off (too slow): not the client's form.
 		return quan.FieldError{}, false
 	case p.err != nil:
 		return formProblem(field, p.err), true
@@ -128,4 +134,15 @@ func formProblem(field string, err error) quan.FieldError {
 		return quan.FieldError{Field: field, Message: fmt.Sprintf("the upload ended before its end (%v): nothing was kept, send the form again", err)}
 	}
 	return quan.FieldError{Field: field, Message: fmt.Sprintf("the form is malformed: %v", err)}
+}
+
+// bodyError returns the *quan.Error the request's body reader ended with
+// (ETOOSLOW: the server cut a body that came too slowly), nil for any
+// other error, which is the form's or the client's.
+func bodyError(err error) *quan.Error {
+	var qe *quan.Error
+	if errors.As(err, &qe) {
+		return qe
+	}
+	return nil
 }
