@@ -44,6 +44,7 @@ type testServer struct {
 	api    *qhttp.Server
 	tokens *qhttp.Tokens
 	store  *sqlite.Store
+	db     *sqlite.DB // the store's, which a test may close to take it down
 	dir    string
 
 	mu  sync.Mutex // guards now, which the server's goroutines read
@@ -74,7 +75,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	}
 	t.Cleanup(func() { db.Close() })
 	store := sqlite.NewStore(db)
-	ts := &testServer{now: testNow, store: store, dir: dir, open: openSheet}
+	ts := &testServer{now: testNow, store: store, db: db, dir: dir, open: openSheet}
 	tokens, err := qhttp.NewTokens(testSecret, ts.clock)
 	if err != nil {
 		t.Fatal(err)

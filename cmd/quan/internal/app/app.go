@@ -420,6 +420,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 		Checks:      a.Backends.Checks(),
 		Now:         a.Config.Now,
 		Observe:     a.observeHTTP(),
+		Unavailable: a.unavailableHTTP(),
 	}
 	srv.NotificationFailuresExport = report.NotificationFailures{}
 	if a.Tracer != nil {

@@ -61,3 +61,12 @@ func (a *App) observeHTTP() func(string, int, time.Duration) {
 	}
 	return a.httpMetrics.Observe
 }
+
+// unavailableHTTP is the API's hook into the count of requests answered
+// 503 for a backend down, nil with metrics off.
+func (a *App) unavailableHTTP() func(string) {
+	if a.httpMetrics == nil {
+		return nil
+	}
+	return a.httpMetrics.Unavailable
+}

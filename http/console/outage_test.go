@@ -1,0 +1,70 @@
+package console_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestStoreDownPages: with the store down (closed), the console answers
+// its pages, its sign-in and its forms 503 with Retry-After and a page
+// that says the store is unavailable, never 500.
+func TestStoreDownPages(t *testing.T) {
+	var d distribution
+	tc := newConsole(t, withTasks(&d))
+	tpl := activeTemplate(t, tc, 1001, 10)
+	b := tc.signedIn(t, "m1001")
+	b.get("/console/templates")
+	csrf := b.csrf
+	tc.db.Close()
+
+	for _, tt := range []struct {
+		method, path string
+		form         url.Values
+	}{
+		{"GET", "/console/templates", nil},
+		{"GET", "/console/templates/" + itoa(tpl.ID), nil},
+		{"GET", "/console/tasks", nil},
+		{"GET", "/console/tasks/new", nil},
+		{"GET", "/console/stats", nil},
+		{"POST", "/console/templates/" + itoa(tpl.ID) + "/pause", url.Values{"csrf": {csrf}}},
+	} {
+		var body io.Reader
+		if tt.form != nil {
+			body = strings.NewReader(tt.form.Encode())
+		}
+		req, _ := http.NewRequest(tt.method, tc.URL+tt.path, body)
+		if tt.form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", tc.URL)
+		}
+		res, err := b.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s %s: %d, want 503:\n%s", tt.method, tt.path, res.StatusCode, page)
+			continue
+		}
+		if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || ra < 1 {
+			t.Errorf("%s %s: Retry-After %q", tt.method, tt.path, res.Header.Get("Retry-After"))
+		}
+		if !strings.Contains(string(page), "the store is unavailable") {
+			t.Errorf("%s %s: the page does not say the store is down:\n%s", tt.method, tt.path, page)
+		}
+	}
+
+	// Signing in reads the account from the store.
+	fresh := tc.browser(t)
+	if status, _, _ := fresh.get("/console/login"); status != http.StatusOK {
+		t.Fatalf("the sign-in form needs no store: %d", status)
+	}
+	if status, _, page := fresh.post("/console/login", url.Values{"name": {"m1001"}, "password": {"password-m1001"}, "next": {"/console/templates"}}); status != http.StatusServiceUnavailable || !strings.Contains(page, "the store is unavailable") {
+		t.Errorf("sign in: %d, want 503 saying the store is down:\n%s", status, page)
+	}
+}
