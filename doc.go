@@ -34,7 +34,7 @@
 //
 //	quan                      this package: vocabulary, ports, pure rules
 //	internal/                 helpers without business meaning: batch,
-//	                          flight, sqlrow, userfile, userset
+//	                          diskfree, flight, sqlrow, userfile, userset
 //
 //	use cases → quan, internal/
 //	  accounts                the console's accounts and sign-in

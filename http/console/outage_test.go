@@ -1,12 +1,18 @@
 package console_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/http/console"
 )
 
 // TestStoreDownPages: with the store down (closed), the console answers
@@ -66,5 +72,31 @@ func TestStoreDownPages(t *testing.T) {
 	}
 	if status, _, page := fresh.post("/console/login", url.Values{"name": {"m1001"}, "password": {"password-m1001"}, "next": {"/console/templates"}}); status != http.StatusServiceUnavailable || !strings.Contains(page, "the store is unavailable") {
 		t.Errorf("sign in: %d, want 503 saying the store is down:\n%s", status, page)
+	}
+}
+
+// fullDisk is a FileStore on a disk with no room left, as disk.Files
+// answers then.
+type fullDisk struct{}
+
+func (fullDisk) Save(ctx context.Context, r io.Reader, max int64) (quan.StoredFile, error) {
+	n, _ := io.Copy(io.Discard, r)
+	return quan.StoredFile{}, quan.NoSpace("the upload", n, 2048, fmt.Errorf("save upload: %w", syscall.ENOSPC))
+}
+func (fullDisk) Open(string) (io.ReadCloser, error) { return nil, quan.ErrNotFound }
+func (fullDisk) Remove(string) error                { return nil }
+
+// TestUploadOnAFullDiskPage: a distribution file the data folder has no
+// room for answers a 507 page saying how much room it needs.
+func TestUploadOnAFullDiskPage(t *testing.T) {
+	var d distribution
+	tc := newConsole(t, withTasks(&d), func(t *testing.T, tc *testConsole, c *console.Console) { d.tasks.Files = fullDisk{} })
+	tpl := activeTemplate(t, tc, 1001, 10)
+	b := tc.signedIn(t, "m1001")
+	b.get("/console/tasks/new?template=" + itoa(tpl.ID))
+	file := usersFile()
+	status, _, body := b.upload(uploadForm(tpl.ID, false, ""), file, true)
+	if status != http.StatusInsufficientStorage || !strings.Contains(body, fmt.Sprintf("it needs %d bytes and 2048 are free", len(file))) {
+		t.Fatalf("upload on a full disk: %d\n%s", status, body)
 	}
 }
