@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/http/console"
+	"github.com/quanhq/quan/report"
 )
 
 // TestStoreDownPages: with the store down (closed), the console answers
@@ -99,4 +103,61 @@ func TestUploadOnAFullDiskPage(t *testing.T) {
 	if status != http.StatusInsufficientStorage || !strings.Contains(body, fmt.Sprintf("it needs %d bytes and 2048 are free", len(file))) {
 		t.Fatalf("upload on a full disk: %d\n%s", status, body)
 	}
+}
+
+// fullReport is a FailureReport on a disk that is full until free is
+// called.
+type fullReport struct {
+	mu   sync.Mutex
+	full bool
+}
+
+func (f *fullReport) Write(ctx context.Context, path string, t *quan.Task, rows iter.Seq2[quan.Failure, error]) error {
+	f.mu.Lock()
+	full := f.full
+	f.mu.Unlock()
+	if full {
+		return quan.NoSpace("the failure report", 0, 512, syscall.ENOSPC)
+	}
+	return report.Failures{}.Write(ctx, path, t, rows)
+}
+
+func (f *fullReport) free() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.full = false
+}
+
+// TestTaskStalledPage: a task page says the task is stalled, since when
+// and why, while its runner tries again, and no more once it moves on.
+func TestTaskStalledPage(t *testing.T) {
+	rep := &fullReport{full: true}
+	d := distribution{report: rep}
+	tc := newConsole(t, withTasks(&d))
+	tpl := activeTemplate(t, tc, 1001, 5000)
+	b := tc.signedIn(t, "m1001")
+	b.get("/console/tasks/new?template=" + itoa(tpl.ID))
+	status, page, body := b.upload(uploadForm(tpl.ID, false, ""), usersFile(), true)
+	if status != http.StatusOK || !strings.HasPrefix(page, "/console/tasks/") {
+		t.Fatalf("upload: %d at %s\n%s", status, page, body)
+	}
+	page, _, _ = strings.Cut(page, "?")
+	wait := func(what string, ok func(string) bool) string {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			_, _, body := b.get(page)
+			if ok(body) {
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 20 s:\n%s", what, body)
+			}
+		}
+	}
+	body = wait("the stall shown", func(body string) bool { return strings.Contains(body, `id="stalled"`) })
+	contains(t, body, "起停滞，正在重试", "no room in the data folder for the failure report")
+	rep.free()
+	wait("the task done, the stall gone", func(body string) bool {
+		return !strings.Contains(body, `id="stalled"`) && strings.Contains(body, "failures.xlsx")
+	})
 }

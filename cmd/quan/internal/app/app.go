@@ -192,6 +192,7 @@ func (a *App) build(ctx context.Context) error {
 		Check:       limits.checkFile,
 		Count:       limits.countRows,
 		Wake:        a.Distributor.Wake,
+		Stalls:      a.Distributor,
 		Now:         cfg.Now,
 		MaxFileSize: cfg.Files.MaxUpload,
 		ChunkSize:   chunk,
