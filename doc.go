@@ -34,7 +34,7 @@
 //
 //	quan                      this package: vocabulary, ports, pure rules
 //	internal/                 helpers without business meaning: batch,
-//	                          flight, sqlrow, userfile, userset
+//	                          diskfree, flight, sqlrow, userfile, userset
 //
 //	use cases → quan, internal/
 //	  accounts                the console's accounts and sign-in
@@ -64,7 +64,8 @@
 //
 //	kits (tests only)
 //	  quantest                the conformance suites every adapter runs
-//	  internal/testrig        what the use cases' tests share
+//	  internal/testrig        what the use cases' tests share; its fault,
+//	                          backends a test takes down and brings back
 //
 //	cmd/quan                  the one binary; internal/app wires
 //	                          everything, internal/bench measures it

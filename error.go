@@ -23,13 +23,27 @@ const (
 	ETOOLARGE     = "file_too_large"       // an upload is over its size limit
 	ECACHECOLD    = "cache_cold"           // the cache lacks a template and must be primed
 	ECHUNKAPPLIED = "chunk_applied"        // a distribution chunk was applied before
-	EUNAVAILABLE  = "unavailable"          // a dependency is down for now; nothing was done, try again
+	EUNAVAILABLE  = "unavailable"          // a backend is down for now (Error.Backend names it); try again
 	EIDEMMISMATCH = "idempotency_mismatch" // an Idempotency-Key reused for another request
 	ERATELIMITED  = "rate_limited"         // too many requests; Retry-After says when to try again
 	ENOTUSABLE    = "coupon_not_usable"    // a coupon cannot be used for the order, or not with the others
 	EPRICECHANGED = "price_changed"        // the discount is not what the client expected: quote again
 	ETOOSLOW      = "too_slow"             // a request body came slower than the server's minimum rate
+	ENOSPACE      = "insufficient_storage" // the data folder has no room for what was to be written
 )
+
+// The backends an EUNAVAILABLE error names (Error.Backend): what quan runs
+// on, each one port's adapter.
+const (
+	BackendStore = "store" // the database: SQLite or MySQL
+	BackendCache = "cache" // the shared cache: Redis
+	BackendBus   = "bus"   // the message bus: NATS
+)
+
+// UnavailableRetryAfter is the Retry-After of a backend that failed: long
+// enough that clients retrying do not hammer a backend coming back, short
+// enough that a failover is ridden out in a few tries.
+const UnavailableRetryAfter = 2 * time.Second
 
 // Refusals of a claim, a code's redemption or a reminder: each a 409 that
 // says why the user cannot have the coupon now. The cache's refusals
@@ -49,8 +63,9 @@ const (
 )
 
 // Error is quan's one error type: a machine code, a message a person
-// understands, for EINVALID the problem of each field and for
-// ERATELIMITED how long to wait.
+// understands, for EINVALID the problem of each field, for ERATELIMITED
+// and EUNAVAILABLE how long to wait, and for EUNAVAILABLE the backend
+// that failed.
 type Error struct {
 	Code    string
 	Message string
@@ -58,6 +73,9 @@ type Error struct {
 	// RetryAfter is the earliest the same request could succeed (0 if
 	// unknown): http answers it as Retry-After.
 	RetryAfter time.Duration
+	// Backend is the backend an EUNAVAILABLE error found down
+	// (BackendStore, BackendCache, BackendBus); "" for other codes.
+	Backend string
 }
 
 // FieldError names one invalid field and what is wrong with it.
@@ -145,6 +163,52 @@ func ErrorRetryAfter(err error) time.Duration {
 		return e.RetryAfter
 	}
 	return 0
+}
+
+// ErrorBackend returns the backend an EUNAVAILABLE error in err's chain
+// names, "" for none.
+func ErrorBackend(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Backend
+	}
+	return ""
+}
+
+// Unavailable returns the EUNAVAILABLE error of backend (BackendStore,
+// BackendCache, BackendBus) failing with cause: a connection refused or
+// lost, a time-out, a failover, a server out of connections or of disk, a
+// closed client. Adapters return it for their driver's transport errors,
+// so that every caller answers 503 with Retry-After instead of 500. cause
+// stays in the chain, for logs and errors.Is, and out of the message,
+// which clients see.
+func Unavailable(backend string, cause error) error {
+	e := &Error{Code: EUNAVAILABLE, Backend: backend, RetryAfter: UnavailableRetryAfter,
+		Message: fmt.Sprintf("the %s is unavailable for now; try again shortly", backend)}
+	if cause == nil {
+		return e
+	}
+	return fmt.Errorf("%w: %w", e, cause)
+}
+
+// NoSpace returns the ENOSPACE error of a write of what that needed
+// bytes (0 if unknown) on a disk with free bytes left (-1 if unknown):
+// the data folder's disk is full. cause (ENOSPC) stays in the chain.
+func NoSpace(what string, needed, free int64, cause error) error {
+	msg := "no room in the data folder for " + what
+	switch {
+	case needed > 0 && free >= 0:
+		msg += fmt.Sprintf(": it needs %d bytes and %d are free", needed, free)
+	case needed > 0:
+		msg += fmt.Sprintf(": it needs %d bytes", needed)
+	case free >= 0:
+		msg += fmt.Sprintf(": %d bytes are free", free)
+	}
+	e := &Error{Code: ENOSPACE, Message: msg}
+	if cause == nil {
+		return e
+	}
+	return fmt.Errorf("%w: %w", e, cause)
 }
 
 // ErrorFields returns the field errors of the *Error in err's chain.

@@ -266,6 +266,49 @@ type Task struct {
 	// the task was created, are the task's file (SegmentFileName); "" for
 	// a task of an uploaded file.
 	Segment string `json:"segment,omitempty"`
+
+	// Stalled, on a running task, says why it makes no progress while its
+	// runner tries again (a backend down, a full disk); nil when it is not
+	// stalled. It clears once the task moves on, and when it ends.
+	Stalled *TaskStall `json:"stalled,omitempty"`
+}
+
+// TaskStall is why a running task is stuck, since when, while its runner
+// tries again.
+type TaskStall struct {
+	// Code is the error's code: EUNAVAILABLE for a backend down, ENOSPACE
+	// for a full disk, EINTERNAL for anything else (the runner's log says
+	// what).
+	Code string `json:"code"`
+	// Backend is the backend down, for EUNAVAILABLE: store, cache or bus.
+	Backend string `json:"backend,omitempty"`
+	// Reason says what went wrong, in words (the error's message).
+	Reason string `json:"reason"`
+	// Since is when the task got stuck: its first failure in a row.
+	Since time.Time `json:"since"`
+}
+
+// StallOf returns the stall err causes at now: its code, backend and
+// message.
+func StallOf(err error, now time.Time) TaskStall {
+	return TaskStall{Code: ErrorCode(err), Backend: ErrorBackend(err), Reason: ErrorMessage(err), Since: now}
+}
+
+// Stall records that the task is stuck on s while its runner tries again.
+// A task stuck already keeps its Since, whatever the cause now. It reports
+// whether anything changed, which only a running task allows.
+func (t *Task) Stall(s TaskStall) bool {
+	if t.Status != TaskRunning {
+		return false
+	}
+	if cur := t.Stalled; cur != nil && cur.Code == s.Code && cur.Backend == s.Backend && cur.Reason == s.Reason {
+		return false
+	}
+	if cur := t.Stalled; cur != nil {
+		s.Since = cur.Since // stuck since the first failure, whatever the cause now
+	}
+	t.Stalled = &s
+	return true
 }
 
 // Chunk sizes of a distribution.
@@ -338,6 +381,7 @@ func (t *Task) Succeed(now time.Time) error {
 		return Errorf(ETRANSITION, "cannot finish task %d: it is %s", t.ID, t.Status)
 	}
 	t.Status = TaskSucceeded
+	t.Stalled = nil
 	t.FinishedAt, t.UpdatedAt = now, now
 	return nil
 }
@@ -350,6 +394,7 @@ func (t *Task) Fail(reason string, now time.Time) error {
 	}
 	t.Status = TaskFailed
 	t.Reason = ClipText(reason, MaxTaskReasonLen)
+	t.Stalled = nil
 	t.FinishedAt, t.UpdatedAt = now, now
 	return nil
 }
@@ -361,6 +406,7 @@ func (t *Task) Cancel(now time.Time) error {
 		return Errorf(ETRANSITION, "cannot cancel task %d: it is %s already", t.ID, t.Status)
 	}
 	t.Status = TaskCanceled
+	t.Stalled = nil
 	t.FinishedAt, t.UpdatedAt = now, now
 	return nil
 }

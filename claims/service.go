@@ -304,7 +304,7 @@ func (s *Service) claim(ctx context.Context, who quan.Identity, template int64, 
 		// The bus's error stays in the log: a client is told what to do,
 		// not how the servers failed.
 		s.logger().Error("hand a claim to the bus", "claim", c.ID, "template", template, "err", err)
-		return nil, quan.Errorf(quan.EUNAVAILABLE, "the claim could not be stored; try again with the same Idempotency-Key")
+		return nil, notStored(cmp.Or(quan.ErrorBackend(err), quan.BackendBus), "the claim could not be stored")
 	}
 	switch h {
 	case quan.HandedReaping:
@@ -312,7 +312,7 @@ func (s *Service) claim(ctx context.Context, who quan.Identity, template int64, 
 		// reservation back and fails the claim. It is not confirmed.
 		take.keep()
 		s.Counters.HandoffFailed.Add(1)
-		return nil, quan.Errorf(quan.EUNAVAILABLE, "the claim could not be stored in time; try again with the same Idempotency-Key")
+		return nil, notStored(quan.BackendBus, "the claim could not be stored in time")
 	case quan.HandedBefore:
 		// A retry of a claim handed off before: as the store decided it,
 		// or pending on the bus.
@@ -331,6 +331,14 @@ func (s *Service) claim(ctx context.Context, who quan.Identity, template int64, 
 	s.Counters.Accepted.Add(1)
 	s.pace.accepted()
 	return c, nil
+}
+
+// notStored is the EUNAVAILABLE answer to a claim the bus did not take
+// (or the ledger, on backend, did not record): the bus's error stays in
+// the log, the client is told which backend failed and to retry.
+func notStored(backend, what string) error {
+	return &quan.Error{Code: quan.EUNAVAILABLE, Backend: backend, RetryAfter: quan.UnavailableRetryAfter,
+		Message: fmt.Sprintf("%s (the %s is unavailable); try again with the same Idempotency-Key", what, backend)}
 }
 
 // shopCapRefusal counts and returns err, the refusal of a claim of

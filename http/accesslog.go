@@ -13,11 +13,13 @@ import (
 const maxRequestID = 128
 
 // logEntry is what the access log line of one request gathers on its way:
-// the route pattern matched, the status and bytes written.
+// the route pattern matched, the status and bytes written, and the
+// backend that was down when it was answered 503 (PrepareError).
 type logEntry struct {
-	route  string
-	status int
-	bytes  int64
+	route   string
+	status  int
+	bytes   int64
+	backend string
 }
 
 type logEntryKey struct{}
@@ -31,7 +33,8 @@ func logEntryOf(ctx context.Context) *logEntry {
 // printable and at most maxRequestID bytes, else a new one), returns it in
 // X-Request-ID, and logs one line when the request ends: method, route
 // pattern (not the path, which carries ids), status, duration, bytes and
-// the id; and hands route, status and duration to Observe, if set.
+// the id, and the backend that was down for a 503; and hands route,
+// status and duration to Observe, and the backend to Unavailable, if set.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-ID")
@@ -44,6 +47,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		e := &logEntry{status: http.StatusOK}
 		start := time.Now()
 		next.ServeHTTP(&countingWriter{ResponseWriter: w, e: e}, r.WithContext(context.WithValue(r.Context(), logEntryKey{}, e)))
+		if e.backend != "" && s.Unavailable != nil {
+			s.Unavailable(e.backend)
+		}
 		logger := s.logger()
 		logged := logger.Enabled(r.Context(), slog.LevelInfo)
 		if !logged && s.Observe == nil {
@@ -60,9 +66,12 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if !logged {
 			return
 		}
-		logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("method", r.Method), slog.String("route", route), slog.Int("status", e.status),
-			slog.Duration("took", took), slog.Int64("bytes", e.bytes), slog.String("request_id", id))
+		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("route", route), slog.Int("status", e.status),
+			slog.Duration("took", took), slog.Int64("bytes", e.bytes), slog.String("request_id", id)}
+		if e.backend != "" {
+			attrs = append(attrs, slog.String("backend", e.backend))
+		}
+		logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 	})
 }
 

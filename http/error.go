@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"encoding/json"
 	"log/slog"
 	"math"
@@ -34,6 +35,8 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case quan.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
+	case quan.ENOSPACE:
+		return http.StatusInsufficientStorage
 	case quan.EIDEMMISMATCH:
 		return http.StatusUnprocessableEntity
 	case quan.ERATELIMITED:
@@ -61,22 +64,16 @@ type Problem struct {
 }
 
 // writeError answers with err as application/problem+json, with
-// Retry-After on a 429. Internal errors are logged and their detail is not
-// shown to the client.
+// Retry-After on a 429 or a 503. Internal errors are logged and their
+// detail is not shown to the client; so are a backend's.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := quan.ErrorCode(err)
-	status := statusOf(code)
-	if status == http.StatusInternalServerError {
+	status := PrepareError(w, r, err)
+	switch status {
+	case http.StatusInternalServerError:
 		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="quan"`)
-	}
-	if status == http.StatusTooManyRequests {
-		// Whole seconds, rounded up: a client retrying on the dot is not
-		// refused again. At least 1, as 0 would invite a retry at once.
-		secs := int64(math.Ceil(quan.ErrorRetryAfter(err).Seconds()))
-		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+	case http.StatusServiceUnavailable, http.StatusInsufficientStorage:
+		s.logger().Warn("request failed", "method", r.Method, "path", r.URL.Path, "backend", quan.ErrorBackend(err), "err", err)
 	}
 	p := Problem{
 		Type:     "urn:quan:problem:" + code,
@@ -116,6 +113,27 @@ func (s *Server) logger() *slog.Logger {
 	return s.Logger
 }
 
-// StatusOf is the HTTP status of an error code, for the console, which
-// answers the same errors as pages.
-func StatusOf(code string) int { return statusOf(code) }
+// PrepareError returns the status err is answered with and sets the
+// headers that status calls for: WWW-Authenticate on a 401, Retry-After
+// (whole seconds, at least 1) on a 429 or a 503. An EUNAVAILABLE error's
+// backend goes to the request's access log line and to
+// Server.Unavailable. The API's problems and the console's pages both
+// answer errors through it, before they write the body.
+func PrepareError(w http.ResponseWriter, r *http.Request, err error) int {
+	status := statusOf(quan.ErrorCode(err))
+	switch status {
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="quan"`)
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		// Whole seconds, rounded up: a client retrying on the dot is not
+		// refused again. At least 1, as 0 would invite a retry at once.
+		secs := int64(math.Ceil(quan.ErrorRetryAfter(err).Seconds()))
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+	}
+	if status == http.StatusServiceUnavailable {
+		if e := logEntryOf(r.Context()); e != nil {
+			e.backend = cmp.Or(quan.ErrorBackend(err), "unknown")
+		}
+	}
+	return status
+}

@@ -72,6 +72,10 @@ type Server struct {
 	// pattern ("unmatched" if no route took it), its status and how long
 	// it took: the hook of the request metrics (prom.HTTP.Observe).
 	Observe func(route string, status int, took time.Duration)
+	// Unavailable, if set, is called as a request answered 503 because a
+	// backend was down ends, with the backend ("store", "cache", "bus"):
+	// the hook of prom.HTTP.Unavailable.
+	Unavailable func(backend string)
 
 	// Tracer, if set, traces every request (the tracing package's, on
 	// OpenTelemetry); nil traces nothing.

@@ -44,6 +44,8 @@ type testServer struct {
 	api    *qhttp.Server
 	tokens *qhttp.Tokens
 	store  *sqlite.Store
+	db     *sqlite.DB    // the store's, which a test may close to take it down
+	runner *tasks.Runner // the distributor, which setup may change
 	dir    string
 
 	mu  sync.Mutex // guards now, which the server's goroutines read
@@ -74,7 +76,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	}
 	t.Cleanup(func() { db.Close() })
 	store := sqlite.NewStore(db)
-	ts := &testServer{now: testNow, store: store, dir: dir, open: openSheet}
+	ts := &testServer{now: testNow, store: store, db: db, dir: dir, open: openSheet}
 	tokens, err := qhttp.NewTokens(testSecret, ts.clock)
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +97,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		PollInterval: 10 * time.Millisecond,
 		Now:          clock,
 	}
+	ts.runner = dist
 	ts.api = &qhttp.Server{
 		Templates: &templates.Service{Store: store, Cache: ts.cache, Now: clock},
 		Tasks: &tasks.Service{
@@ -106,6 +109,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 				return sheet.Count(ctx, path, sheet.Options{Sheet: name, MaxRows: testMaxRows})
 			},
 			Wake:      dist.Wake,
+			Stalls:    dist,
 			Now:       clock,
 			ChunkSize: 4, // several chunks even in small files
 			Outbox:    store,

@@ -21,7 +21,8 @@ const sessionColumns = `id, account_id, csrf, addr, created_at, seen_at, expires
 
 // CreateAccount implements quan.AccountStore; a name taken in any ASCII
 // case is quan.ErrConflict (the unique name_key, 1062).
-func (s *Store) CreateAccount(ctx context.Context, a *quan.Account) error {
+func (s *Store) CreateAccount(ctx context.Context, a *quan.Account) (err error) {
+	defer s.db.unavailable(&err)
 	res, err := s.db.db.ExecContext(ctx, `INSERT INTO accounts
 		(name, name_key, role, shop_no, disabled, password_hash, created_by, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -39,7 +40,8 @@ func (s *Store) CreateAccount(ctx context.Context, a *quan.Account) error {
 }
 
 // Account implements quan.AccountStore.
-func (s *Store) Account(ctx context.Context, id int64) (*quan.Account, error) {
+func (s *Store) Account(ctx context.Context, id int64) (_ *quan.Account, err error) {
+	defer s.db.unavailable(&err)
 	return queryAccount(ctx, s.db.db, id, "")
 }
 
@@ -51,7 +53,8 @@ func queryAccount(ctx context.Context, q rowQueryer, id int64, lock string) (*qu
 }
 
 // AccountByName implements quan.AccountStore, regardless of ASCII case.
-func (s *Store) AccountByName(ctx context.Context, name string) (*quan.Account, error) {
+func (s *Store) AccountByName(ctx context.Context, name string) (_ *quan.Account, err error) {
+	defer s.db.unavailable(&err)
 	a, err := sqlrow.ScanAccount(s.db.db.QueryRowContext(ctx,
 		`SELECT `+accountColumns+` FROM accounts WHERE name_key = ?`, sqlrow.AccountKey(name)))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -65,7 +68,8 @@ func (s *Store) AccountByName(ctx context.Context, name string) (*quan.Account, 
 
 // Accounts implements quan.AccountStore: by name regardless of ASCII case,
 // NameContains too.
-func (s *Store) Accounts(ctx context.Context, f quan.AccountFilter) ([]*quan.Account, int, error) {
+func (s *Store) Accounts(ctx context.Context, f quan.AccountFilter) (_ []*quan.Account, _ int, err error) {
+	defer s.db.unavailable(&err)
 	var w sqlrow.Where
 	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
 	w.If(f.NameContains != "", `name_key LIKE ? ESCAPE '!'`, "%"+escapeLike(sqlrow.AccountKey(f.NameContains))+"%")
@@ -76,9 +80,10 @@ func (s *Store) Accounts(ctx context.Context, f quan.AccountFilter) ([]*quan.Acc
 // with SELECT … FOR UPDATE and calls fn with it. fn may run again if
 // InnoDB picks the transaction as a deadlock victim, each time with the
 // account read afresh; its error is returned as it is.
-func (s *Store) UpdateAccount(ctx context.Context, id int64, fn func(*quan.Account) error) (*quan.Account, error) {
+func (s *Store) UpdateAccount(ctx context.Context, id int64, fn func(*quan.Account) error) (_ *quan.Account, err error) {
+	defer s.db.unavailable(&err)
 	var saved *quan.Account
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		a, err := queryAccount(ctx, tx, id, "FOR UPDATE")
 		if err != nil {
 			return err
@@ -111,7 +116,8 @@ func (s *Store) UpdateAccount(ctx context.Context, id int64, fn func(*quan.Accou
 }
 
 // CreateSession implements quan.AccountStore.
-func (s *Store) CreateSession(ctx context.Context, sess *quan.Session) error {
+func (s *Store) CreateSession(ctx context.Context, sess *quan.Session) (err error) {
+	defer s.db.unavailable(&err)
 	if _, err := s.db.db.ExecContext(ctx, `INSERT INTO console_sessions (`+sessionColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		sess.ID, sess.AccountID, sess.CSRF, sess.Addr, utc(sess.CreatedAt), utc(sess.SeenAt), utc(sess.ExpiresAt)); err != nil {
@@ -121,7 +127,8 @@ func (s *Store) CreateSession(ctx context.Context, sess *quan.Session) error {
 }
 
 // Session implements quan.AccountStore.
-func (s *Store) Session(ctx context.Context, id []byte) (*quan.Session, error) {
+func (s *Store) Session(ctx context.Context, id []byte) (_ *quan.Session, err error) {
+	defer s.db.unavailable(&err)
 	sess, err := sqlrow.ScanSession(s.db.db.QueryRowContext(ctx,
 		`SELECT `+sessionColumns+` FROM console_sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -135,7 +142,8 @@ func (s *Store) Session(ctx context.Context, id []byte) (*quan.Session, error) {
 
 // TouchSession implements quan.AccountStore; touching no session is no
 // error (it was signed out meanwhile).
-func (s *Store) TouchSession(ctx context.Context, id []byte, seen, expires time.Time) error {
+func (s *Store) TouchSession(ctx context.Context, id []byte, seen, expires time.Time) (err error) {
+	defer s.db.unavailable(&err)
 	if _, err := s.db.db.ExecContext(ctx, `UPDATE console_sessions SET seen_at = ?, expires_at = ? WHERE id = ?`,
 		utc(seen), utc(expires), id); err != nil {
 		return fmt.Errorf("touch session: %w", err)
@@ -144,7 +152,8 @@ func (s *Store) TouchSession(ctx context.Context, id []byte, seen, expires time.
 }
 
 // DeleteSession implements quan.AccountStore.
-func (s *Store) DeleteSession(ctx context.Context, id []byte) error {
+func (s *Store) DeleteSession(ctx context.Context, id []byte) (err error) {
+	defer s.db.unavailable(&err)
 	if _, err := s.db.db.ExecContext(ctx, `DELETE FROM console_sessions WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}
@@ -152,14 +161,16 @@ func (s *Store) DeleteSession(ctx context.Context, id []byte) error {
 }
 
 // DeleteSessions implements quan.AccountStore.
-func (s *Store) DeleteSessions(ctx context.Context, account int64) (int64, error) {
+func (s *Store) DeleteSessions(ctx context.Context, account int64) (_ int64, err error) {
+	defer s.db.unavailable(&err)
 	return s.deleteSessions(ctx, "delete the sessions of account "+fmt.Sprint(account),
 		`DELETE FROM console_sessions WHERE account_id = ?`, account)
 }
 
 // DeleteExpiredSessions implements quan.AccountStore along
 // console_sessions_expires.
-func (s *Store) DeleteExpiredSessions(ctx context.Context, t time.Time) (int64, error) {
+func (s *Store) DeleteExpiredSessions(ctx context.Context, t time.Time) (_ int64, err error) {
+	defer s.db.unavailable(&err)
 	return s.deleteSessions(ctx, "delete expired sessions", `DELETE FROM console_sessions WHERE expires_at < ?`, utc(t))
 }
 
@@ -183,12 +194,13 @@ func (s *Store) deleteSessions(ctx context.Context, what, query string, arg any)
 // left to right, each seeing those before it: failures is set first, and
 // first_at then starts again exactly when failures did (back at 1; a
 // failure within the window makes it at least 2).
-func (s *Store) LoginFailed(ctx context.Context, key string, now time.Time, window time.Duration) (int, time.Time, error) {
+func (s *Store) LoginFailed(ctx context.Context, key string, now time.Time, window time.Duration) (_ int, _ time.Time, err error) {
+	defer s.db.unavailable(&err)
 	var (
 		n     int
 		first time.Time
 	)
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO login_failures (throttle_key, failures, first_at) VALUES (?, 1, ?)
 			ON DUPLICATE KEY UPDATE
 				failures = IF(first_at > ?, failures + 1, 1),
@@ -206,12 +218,13 @@ func (s *Store) LoginFailed(ctx context.Context, key string, now time.Time, wind
 }
 
 // LoginFailures implements quan.AccountStore.
-func (s *Store) LoginFailures(ctx context.Context, key string, now time.Time, window time.Duration) (int, time.Time, error) {
+func (s *Store) LoginFailures(ctx context.Context, key string, now time.Time, window time.Duration) (_ int, _ time.Time, err error) {
+	defer s.db.unavailable(&err)
 	var (
 		n     int
 		first time.Time
 	)
-	err := s.db.db.QueryRowContext(ctx, `SELECT failures, first_at FROM login_failures WHERE throttle_key = ? AND first_at > ?`,
+	err = s.db.db.QueryRowContext(ctx, `SELECT failures, first_at FROM login_failures WHERE throttle_key = ? AND first_at > ?`,
 		key, utc(now.Add(-window))).Scan(&n, sqlrow.Time(&first))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, nil
@@ -223,7 +236,8 @@ func (s *Store) LoginFailures(ctx context.Context, key string, now time.Time, wi
 }
 
 // DeleteLoginFailures implements quan.AccountStore.
-func (s *Store) DeleteLoginFailures(ctx context.Context, t time.Time) (int64, error) {
+func (s *Store) DeleteLoginFailures(ctx context.Context, t time.Time) (_ int64, err error) {
+	defer s.db.unavailable(&err)
 	res, err := s.db.db.ExecContext(ctx, `DELETE FROM login_failures WHERE first_at <= ?`, utc(t))
 	if err != nil {
 		return 0, fmt.Errorf("delete past failed sign-ins: %w", err)
@@ -232,7 +246,8 @@ func (s *Store) DeleteLoginFailures(ctx context.Context, t time.Time) (int64, er
 }
 
 // ClearLoginFailures implements quan.AccountStore.
-func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
+func (s *Store) ClearLoginFailures(ctx context.Context, key string) (err error) {
+	defer s.db.unavailable(&err)
 	if _, err := s.db.db.ExecContext(ctx, `DELETE FROM login_failures WHERE throttle_key = ?`, key); err != nil {
 		return fmt.Errorf("clear failed sign-ins: %w", err)
 	}

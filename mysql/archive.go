@@ -13,9 +13,10 @@ import (
 var _ quan.Archiver = (*Store)(nil)
 
 // ArchiveCoupons implements quan.Archiver in one transaction.
-func (s *Store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (int, error) {
+func (s *Store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	n := 0
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		n = 0
 		rows, err := tx.QueryContext(ctx, `SELECT c.id FROM coupons c JOIN templates t ON t.id = c.template_id
 			WHERE t.status = 'ended' AND c.status IN ('used', 'expired', 'revoked') AND c.updated_at < ?

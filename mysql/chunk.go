@@ -62,7 +62,8 @@ const heldBatch = 900
 // turns. Most of a chunk's work, looking up the holdings and writing the
 // coupons and failed rows, comes before those locks, so that the chunks
 // that workers apply side by side overlap there: see applyChunk.
-func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts, error) {
+func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (_ quan.TaskCounts, err error) {
+	defer s.db.unavailable(&err)
 	op := fmt.Sprintf("apply chunk %d of task %d", c.Seq, c.TaskID)
 	if err := c.Check(); err != nil {
 		return quan.TaskCounts{}, fmt.Errorf("%s: %w", op, err)
@@ -279,7 +280,8 @@ func isDuplicate(err error) bool {
 
 // AppliedChunks returns the seqs of the chunks of task id applied so far,
 // in ascending order: a range of the ledger's primary key.
-func (s *Store) AppliedChunks(ctx context.Context, id int64) ([]int64, error) {
+func (s *Store) AppliedChunks(ctx context.Context, id int64) (_ []int64, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.db, fmt.Sprintf("applied chunks of task %d", id), sqlrow.Int64,
 		`SELECT seq FROM task_chunks WHERE task_id = ? ORDER BY seq`, id)
 }

@@ -29,9 +29,10 @@ const claimBatch = 500
 // issued them), the stock taken and the records of the claims that failed
 // written together. FailClaim takes the same lock, so a claim is decided
 // once.
-func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.Time) ([]*quan.Claim, error) {
+func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.Time) (_ []*quan.Claim, err error) {
+	defer s.db.unavailable(&err)
 	var out []*quan.Claim
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		out = make([]*quan.Claim, len(claims))
 		byTemplate := map[int64][]int{} // indexes into claims
 		for i, c := range claims {
@@ -434,12 +435,13 @@ func scanClaims(ctx context.Context, tx *sql.Tx, found map[string]*quan.Claim, q
 // FailClaim implements quan.ClaimStore in one transaction, under the row
 // lock of the claim's template as IssueClaims takes it: a claim issued
 // meanwhile keeps its coupon.
-func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now time.Time) (*quan.Claim, error) {
+func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now time.Time) (_ *quan.Claim, err error) {
+	defer s.db.unavailable(&err)
 	if err := sqlrow.CheckClaimCode("reason", reason); err != nil {
 		return nil, fmt.Errorf("fail claim %s: %w", c.ID, err)
 	}
 	var rec *quan.Claim
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := queryTemplate(ctx, tx, quan.AnyShop, c.TemplateID, "FOR UPDATE"); err != nil && !errors.Is(err, quan.ErrNotFound) {
 			return err
 		}
@@ -469,7 +471,8 @@ func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now
 // Claim implements quan.ClaimStore: the coupon the claim issued, found by
 // the template and user its id names, or else its record in claims (a
 // failed claim, or one whose coupon was archived).
-func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
+func (s *Store) Claim(ctx context.Context, id string) (_ *quan.Claim, err error) {
+	defer s.db.unavailable(&err)
 	template, user, err := quan.ParseClaimID(id)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,8 @@ var _ quan.CodeStore = (*Store)(nil)
 const codeBatchColumns = `id, template_id, shop_no, count, generated, status, created_by, created_at, updated_at`
 
 // CreateCodeBatch implements quan.CodeStore.
-func (s *Store) CreateCodeBatch(ctx context.Context, b *quan.CodeBatch) error {
+func (s *Store) CreateCodeBatch(ctx context.Context, b *quan.CodeBatch) (err error) {
+	defer s.db.unavailable(&err)
 	res, err := s.db.db.ExecContext(ctx, `INSERT INTO code_batches (template_id, shop_no, count, generated, status,
 		created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		b.TemplateID, b.ShopNo, b.Count, b.Generated, string(b.Status), b.CreatedBy, utc(b.CreatedAt), utc(b.UpdatedAt))
@@ -33,7 +34,8 @@ func (s *Store) CreateCodeBatch(ctx context.Context, b *quan.CodeBatch) error {
 }
 
 // CodeBatch implements quan.CodeStore.
-func (s *Store) CodeBatch(ctx context.Context, shop, id int64) (*quan.CodeBatch, error) {
+func (s *Store) CodeBatch(ctx context.Context, shop, id int64) (_ *quan.CodeBatch, err error) {
+	defer s.db.unavailable(&err)
 	return codeBatch(ctx, s.db.db, shop, id, "")
 }
 
@@ -51,9 +53,10 @@ func codeBatch(ctx context.Context, q rowQueryer, shop, id int64, lock string) (
 
 // AddCodes implements quan.CodeStore in one transaction, under the batch's
 // row lock.
-func (s *Store) AddCodes(ctx context.Context, id int64, codes []string, now time.Time) (*quan.CodeBatch, error) {
+func (s *Store) AddCodes(ctx context.Context, id int64, codes []string, now time.Time) (_ *quan.CodeBatch, err error) {
+	defer s.db.unavailable(&err)
 	var out *quan.CodeBatch
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		b, err := codeBatch(ctx, tx, quan.AnyShop, id, "FOR UPDATE")
 		if err != nil {
 			return err
@@ -95,14 +98,16 @@ func (s *Store) AddCodes(ctx context.Context, id int64, codes []string, now time
 }
 
 // GeneratingCodeBatches implements quan.CodeStore.
-func (s *Store) GeneratingCodeBatches(ctx context.Context) ([]*quan.CodeBatch, error) {
+func (s *Store) GeneratingCodeBatches(ctx context.Context) (_ []*quan.CodeBatch, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.db, "code batches generating", sqlrow.ScanCodeBatch,
 		`SELECT `+codeBatchColumns+` FROM code_batches WHERE status = ? ORDER BY id`, string(quan.CodeBatchGenerating))
 }
 
 // CodeBatches implements quan.CodeStore. code_batches has a row a batch,
 // not a code, and few of them: it is read without an index on template_id.
-func (s *Store) CodeBatches(ctx context.Context, shop, template int64) ([]*quan.CodeBatch, error) {
+func (s *Store) CodeBatches(ctx context.Context, shop, template int64) (_ []*quan.CodeBatch, err error) {
+	defer s.db.unavailable(&err)
 	query, args := sqlrow.OfShop(`SELECT `+codeBatchColumns+` FROM code_batches WHERE template_id = ?`, template, shop)
 	return sqlrow.Query(ctx, s.db.db, fmt.Sprintf("code batches of template %d", template), sqlrow.ScanCodeBatch,
 		query+` ORDER BY id DESC`, args...)
@@ -113,13 +118,14 @@ func (s *Store) CodeBatches(ctx context.Context, shop, template int64) ([]*quan.
 func (s *Store) Codes(ctx context.Context, id int64) iter.Seq2[quan.RedeemCode, error] {
 	scan := func(row sqlrow.Scanner) (quan.RedeemCode, error) { return sqlrow.ScanRedeemCode(row, id) }
 	code := func(c quan.RedeemCode) string { return c.Code }
-	return sqlrow.Keyset(ctx, s.db.db, fmt.Sprintf("codes of batch %d", id), scan, code, "", codesPage,
+	return unavailableSeq(s.db, sqlrow.Keyset(ctx, s.db.db, fmt.Sprintf("codes of batch %d", id), scan, code, "", codesPage,
 		`SELECT code, template_id, user_id, coupon_id, redeemed_at FROM redeem_codes
-		WHERE batch_id = ? AND code > ? ORDER BY code LIMIT 10000`, id)
+		WHERE batch_id = ? AND code > ? ORDER BY code LIMIT 10000`, id))
 }
 
 // Code implements quan.CodeStore.
-func (s *Store) Code(ctx context.Context, code string) (quan.RedeemCode, error) {
+func (s *Store) Code(ctx context.Context, code string) (_ quan.RedeemCode, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.RedeemCodeOf(ctx, s.db.db, code)
 }
 
@@ -129,9 +135,10 @@ const codesPage = 10000
 // RedeemCode implements quan.CodeStore in one transaction: the code's row
 // lock makes two redeems of one code take turns, and the template's row
 // lock keeps the stock and the holdings true until the commit.
-func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now time.Time) (*quan.Coupon, error) {
+func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now time.Time) (_ *quan.Coupon, err error) {
+	defer s.db.unavailable(&err)
 	var out *quan.Coupon
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		var template, by, couponID int64
 		err := tx.QueryRowContext(ctx, `SELECT template_id, user_id, coupon_id FROM redeem_codes WHERE code = ? FOR UPDATE`, code).
 			Scan(&template, &by, &couponID)

@@ -19,7 +19,8 @@ var _ quan.ContactStore = (*Store)(nil)
 const contactColumns = sqlrow.ContactColumns
 
 // Contact implements quan.ContactStore.
-func (s *Store) Contact(ctx context.Context, user int64) (*quan.Contact, error) {
+func (s *Store) Contact(ctx context.Context, user int64) (_ *quan.Contact, err error) {
+	defer s.db.unavailable(&err)
 	return queryContact(ctx, s.db.db, user, "")
 }
 
@@ -35,16 +36,18 @@ func queryContact(ctx context.Context, q rowQueryer, user int64, lock string) (*
 }
 
 // Contacts implements quan.ContactStore.
-func (s *Store) Contacts(ctx context.Context, users []int64) (map[int64]*quan.Contact, error) {
+func (s *Store) Contacts(ctx context.Context, users []int64) (_ map[int64]*quan.Contact, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.ContactsOf(ctx, s.db.db, users)
 }
 
 // UpdateContact implements quan.ContactStore: the row is read FOR
 // UPDATE; two first writes of one user that deadlock on the gap are
 // retried by inTx.
-func (s *Store) UpdateContact(ctx context.Context, user int64, now time.Time, fn func(*quan.Contact) error) (*quan.Contact, error) {
+func (s *Store) UpdateContact(ctx context.Context, user int64, now time.Time, fn func(*quan.Contact) error) (_ *quan.Contact, err error) {
+	defer s.db.unavailable(&err)
 	var out *quan.Contact
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		c, err := queryContact(ctx, tx, user, ` FOR UPDATE`)
 		if err != nil {
 			return err
@@ -97,14 +100,15 @@ func importContactsSQL(n int, withLang bool) string {
 // The rows are written in user order, so that two imports at once lock
 // their users in the same order; a deadlock with a single update is
 // retried by inTx.
-func (s *Store) ImportContacts(ctx context.Context, now time.Time, rows []quan.ContactRow) (int, error) {
+func (s *Store) ImportContacts(ctx context.Context, now time.Time, rows []quan.ContactRow) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	if len(rows) == 0 {
 		return 0, nil
 	}
 	sorted := slices.Clone(rows)
 	slices.SortFunc(sorted, func(a, b quan.ContactRow) int { return cmp.Compare(a.UserID, b.UserID) })
 	withLang, noLang := sqlrow.SplitByLang(sorted)
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		for _, group := range []struct {
 			rows     []quan.ContactRow
 			withLang bool

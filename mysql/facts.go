@@ -31,7 +31,8 @@ func putFactsSQL(n int) string {
 // factsPutBatch users a statement, in user id order so that concurrent
 // puts lock rows in the same order; a deadlock all the same (on the gap
 // before new users) is retried by inTx.
-func (s *Store) PutUserFacts(ctx context.Context, now time.Time, facts []quan.UserFacts) error {
+func (s *Store) PutUserFacts(ctx context.Context, now time.Time, facts []quan.UserFacts) (err error) {
+	defer s.db.unavailable(&err)
 	if len(facts) == 0 {
 		return nil
 	}
@@ -55,7 +56,8 @@ func (s *Store) PutUserFacts(ctx context.Context, now time.Time, facts []quan.Us
 }
 
 // UserFacts implements quan.FactsStore.
-func (s *Store) UserFacts(ctx context.Context, users []int64) (map[int64]*quan.UserFacts, error) {
+func (s *Store) UserFacts(ctx context.Context, users []int64) (_ map[int64]*quan.UserFacts, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.FactsOf(ctx, s.db.db, users)
 }
 
@@ -74,7 +76,8 @@ var factsDialect = sqlrow.FactsDialect{
 
 // ScanUserFacts implements quan.FactsStore: a range of the primary
 // key, filter.Where in SQL.
-func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int, filter quan.FactsFilter) ([]quan.UserFacts, error) {
+func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int, filter quan.FactsFilter) (_ []quan.UserFacts, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.ScanFactsAfter(ctx, s.db.db, factsDialect, after, limit, filter)
 }
 
@@ -84,11 +87,13 @@ func (s *Store) ExactFilter(where []quan.FactsClause) bool {
 }
 
 // CountUserFacts implements quan.FactsStore.
-func (s *Store) CountUserFacts(ctx context.Context) (int64, error) {
+func (s *Store) CountUserFacts(ctx context.Context) (_ int64, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.CountFacts(ctx, s.db.db)
 }
 
 // SplitUserFacts implements quan.FactsStore.
-func (s *Store) SplitUserFacts(ctx context.Context, parts int) ([]int64, error) {
+func (s *Store) SplitUserFacts(ctx context.Context, parts int) (_ []int64, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.SplitFacts(ctx, s.db.db, parts)
 }

@@ -25,17 +25,20 @@ func (s *Store) monitor() sqlrow.Monitor {
 }
 
 // TaskStatuses implements quan.MonitorStore.
-func (s *Store) TaskStatuses(ctx context.Context) (map[quan.TaskStatus]int64, error) {
+func (s *Store) TaskStatuses(ctx context.Context) (_ map[quan.TaskStatus]int64, err error) {
+	defer s.db.unavailable(&err)
 	return s.monitor().TaskStatuses(ctx)
 }
 
 // OldestRunningTask implements quan.MonitorStore.
-func (s *Store) OldestRunningTask(ctx context.Context) (time.Time, error) {
+func (s *Store) OldestRunningTask(ctx context.Context) (_ time.Time, err error) {
+	defer s.db.unavailable(&err)
 	return s.monitor().OldestRunningTask(ctx)
 }
 
 // OldestAvailableEnd implements quan.MonitorStore.
-func (s *Store) OldestAvailableEnd(ctx context.Context) (time.Time, error) {
+func (s *Store) OldestAvailableEnd(ctx context.Context) (_ time.Time, err error) {
+	defer s.db.unavailable(&err)
 	return s.monitor().OldestAvailableEnd(ctx)
 }
 

@@ -83,6 +83,7 @@ type DB struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    atomic.Bool // Close began: every call fails unavailable (outage)
 }
 
 // Open connects to the database named by dsn, applies the migrations it
@@ -222,6 +223,7 @@ func parseURL(dsn string) (*mysql.Config, error) {
 // calls return the first call's result.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		db.closed.Store(true)
 		if err := db.db.Close(); err != nil {
 			db.closeErr = fmt.Errorf("close mysql: %w", err)
 		}
@@ -230,7 +232,8 @@ func (db *DB) Close() error {
 }
 
 // Ping reports whether the server is reachable.
-func (db *DB) Ping(ctx context.Context) error {
+func (db *DB) Ping(ctx context.Context) (err error) {
+	defer db.unavailable(&err)
 	if err := db.db.PingContext(ctx); err != nil {
 		return fmt.Errorf("ping mysql: %w", err)
 	}

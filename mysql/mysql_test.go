@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/testrig/fault"
 	"github.com/quanhq/quan/mysql"
 	"github.com/quanhq/quan/mysql/mysqltest"
 	"github.com/quanhq/quan/quantest"
@@ -295,5 +296,33 @@ func TestShopStore(t *testing.T) {
 	quantest.TestShopStore(t, func(t *testing.T) quantest.ShopStores {
 		s := mysql.NewStore(openDB(t))
 		return quantest.ShopStores{ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}, Shops: s}
+	})
+}
+
+// TestStoreUnavailable: every call fails unavailable on a store whose
+// server went away (its connections cut, new ones refused: the server
+// reached through a proxy the test cuts) and on a closed store.
+func TestStoreUnavailable(t *testing.T) {
+	t.Run("ServerGone", func(t *testing.T) {
+		quantest.TestStoreUnavailable(t, func(t *testing.T) (quan.Store, func()) {
+			cfg, err := mysql.ParseDSN(newDatabase(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := fault.NewProxy(t, cfg.Addr)
+			cfg.Addr = proxy.Addr()
+			db, err := mysql.Open(t.Context(), cfg.FormatDSN(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return mysql.NewStore(db), proxy.Cut
+		})
+	})
+	t.Run("Closed", func(t *testing.T) {
+		quantest.TestStoreUnavailable(t, func(t *testing.T) (quan.Store, func()) {
+			db := openDB(t)
+			return mysql.NewStore(db), func() { db.Close() }
+		})
 	})
 }

@@ -19,9 +19,10 @@ const notifyBatch = 1000
 
 // RecordNotifications implements quan.NotificationStore, in a
 // transaction of its own.
-func (s *Store) RecordNotifications(ctx context.Context, now time.Time, ns []*quan.Notification) (int, error) {
+func (s *Store) RecordNotifications(ctx context.Context, now time.Time, ns []*quan.Notification) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	var n int
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		n, err = recordNotifications(ctx, tx, now, ns)
 		return err
@@ -63,7 +64,8 @@ func recordNotifications(ctx context.Context, tx *sql.Tx, now time.Time, ns []*q
 }
 
 // Notification implements quan.NotificationStore.
-func (s *Store) Notification(ctx context.Context, source string, user int64, ch quan.NotifyType) (*quan.Notification, error) {
+func (s *Store) Notification(ctx context.Context, source string, user int64, ch quan.NotifyType) (_ *quan.Notification, err error) {
+	defer s.db.unavailable(&err)
 	n, _, err := sqlrow.ScanNotification(s.db.db.QueryRowContext(ctx, `SELECT `+sqlrow.NotificationColumns+
 		` FROM notifications WHERE source = ? AND user_id = ? AND channel = ?`, source, user, ch))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -77,7 +79,8 @@ func (s *Store) Notification(ctx context.Context, source string, user int64, ch 
 
 // FailedNotifications implements quan.NotificationStore along
 // notifications_failed.
-func (s *Store) FailedNotifications(ctx context.Context, source string, ch quan.NotifyType, afterID int64, limit int) ([]*quan.Notification, error) {
+func (s *Store) FailedNotifications(ctx context.Context, source string, ch quan.NotifyType, afterID int64, limit int) (_ []*quan.Notification, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.db, "failed notifications", func(r sqlrow.Scanner) (*quan.Notification, error) {
 		n, _, err := sqlrow.ScanNotification(r)
 		return n, err
@@ -88,7 +91,8 @@ func (s *Store) FailedNotifications(ctx context.Context, source string, ch quan.
 
 // NotificationCounts implements quan.NotificationStore along
 // notifications_failed, which holds the columns it reads.
-func (s *Store) NotificationCounts(ctx context.Context, source string) ([]quan.NotificationCount, error) {
+func (s *Store) NotificationCounts(ctx context.Context, source string) (_ []quan.NotificationCount, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.db, "count notifications", func(r sqlrow.Scanner) (quan.NotificationCount, error) {
 		var c quan.NotificationCount
 		return c, r.Scan(&c.Channel, &c.Status, &c.Count)
@@ -100,7 +104,8 @@ func (s *Store) NotificationCounts(ctx context.Context, source string) ([]quan.N
 // are read along notifications_due FOR UPDATE SKIP LOCKED: dispatchers
 // taking at once lock different rows instead of waiting for each other,
 // and none gets a row another is taking.
-func (s *Store) TakeNotifications(ctx context.Context, ch quan.NotifyType, owner string, now, lease time.Time, limit int) ([]*quan.Notification, error) {
+func (s *Store) TakeNotifications(ctx context.Context, ch quan.NotifyType, owner string, now, lease time.Time, limit int) (_ []*quan.Notification, err error) {
+	defer s.db.unavailable(&err)
 	if owner == "" {
 		return nil, fmt.Errorf("take notifications: %w", quan.Errorf(quan.EINVALID, "a dispatcher needs a name to hold messages"))
 	}
@@ -108,7 +113,7 @@ func (s *Store) TakeNotifications(ctx context.Context, ch quan.NotifyType, owner
 		return nil, nil
 	}
 	var out []*quan.Notification
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+sqlrow.NotificationColumns+` FROM notifications
 			WHERE channel = ? AND next_at <= ? ORDER BY next_at LIMIT ? FOR UPDATE SKIP LOCKED`, ch, utc(now), limit)
 		if err != nil {
@@ -147,12 +152,13 @@ func (s *Store) TakeNotifications(ctx context.Context, ch quan.NotifyType, owner
 
 // FinishNotifications implements quan.NotificationStore: one UPDATE per
 // kind of result, of the messages owner still holds.
-func (s *Store) FinishNotifications(ctx context.Context, owner string, now time.Time, rs []quan.NotificationResult) (int, error) {
+func (s *Store) FinishNotifications(ctx context.Context, owner string, now time.Time, rs []quan.NotificationResult) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	if err := sqlrow.CheckResults(rs); err != nil {
 		return 0, fmt.Errorf("finish notifications: %w", err)
 	}
 	var total int
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		total = 0
 		for _, g := range sqlrow.GroupResults(rs) {
 			for start := 0; start < len(g.IDs); start += notifyBatch {
@@ -220,7 +226,8 @@ func scanEntry(r sqlrow.Scanner) (*quan.InboxEntry, error) {
 }
 
 // Inbox implements quan.NotificationStore.
-func (s *Store) Inbox(ctx context.Context, f quan.InboxFilter) ([]*quan.InboxEntry, int, error) {
+func (s *Store) Inbox(ctx context.Context, f quan.InboxFilter) (_ []*quan.InboxEntry, _ int, err error) {
+	defer s.db.unavailable(&err)
 	limit := f.Limit
 	if limit <= 0 {
 		limit = quan.DefaultPageSize
@@ -245,7 +252,8 @@ func (s *Store) Inbox(ctx context.Context, f quan.InboxFilter) ([]*quan.InboxEnt
 }
 
 // UnreadCount implements quan.NotificationStore.
-func (s *Store) UnreadCount(ctx context.Context, user int64) (int, error) {
+func (s *Store) UnreadCount(ctx context.Context, user int64) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	var n int
 	if err := s.db.db.QueryRowContext(ctx, `SELECT count(*) FROM (`+entriesSQL("inbox", true)+`) AS e`,
 		mineArgs(user, user)...).Scan(&n); err != nil {
@@ -257,7 +265,8 @@ func (s *Store) UnreadCount(ctx context.Context, user int64) (int, error) {
 // MarkRead implements quan.NotificationStore: the marks are inserted from
 // the user's own entries, so ids of others' messages mark nothing, and
 // INSERT IGNORE passes over the marks there are.
-func (s *Store) MarkRead(ctx context.Context, user int64, ids []int64, now time.Time) (int, error) {
+func (s *Store) MarkRead(ctx context.Context, user int64, ids []int64, now time.Time) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	q := `INSERT IGNORE INTO notification_marks (notification_id, user_id, marked_at, created_at)
 		SELECT n.id, ?, ?, n.created_at FROM ` + mineSQL("inbox") + ` JOIN notifications n ON n.id = mine.id`
 	args := append([]any{user, utc(now)}, mineArgs(user)...)
@@ -269,7 +278,7 @@ func (s *Store) MarkRead(ctx context.Context, user int64, ids []int64, now time.
 		args = append(args, sqlrow.Args(nil, ids)[1:]...)
 	}
 	var n int64
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err
@@ -284,15 +293,17 @@ func (s *Store) MarkRead(ctx context.Context, user int64, ids []int64, now time.
 }
 
 // Popups implements quan.NotificationStore.
-func (s *Store) Popups(ctx context.Context, user int64, now time.Time) ([]*quan.InboxEntry, error) {
+func (s *Store) Popups(ctx context.Context, user int64, now time.Time) (_ []*quan.InboxEntry, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.db, "popups", scanEntry, entriesSQL("popup", true)+`
 		AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.id DESC LIMIT ?`, mineArgs(user, user, utc(now), quan.MaxPageSize)...)
 }
 
 // AckPopup implements quan.NotificationStore.
-func (s *Store) AckPopup(ctx context.Context, user, id int64, now time.Time) error {
+func (s *Store) AckPopup(ctx context.Context, user, id int64, now time.Time) (err error) {
+	defer s.db.unavailable(&err)
 	var created time.Time
-	err := s.db.db.QueryRowContext(ctx, `SELECT n.created_at FROM `+mineSQL("popup")+
+	err = s.db.db.QueryRowContext(ctx, `SELECT n.created_at FROM `+mineSQL("popup")+
 		` JOIN notifications n ON n.id = mine.id WHERE n.id = ?`, mineArgs(user, id)...).Scan(sqlrow.Time(&created))
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("popup %d of user %d: %w", id, user, quan.ErrNotFound)
@@ -309,7 +320,8 @@ func (s *Store) AckPopup(ctx context.Context, user, id int64, now time.Time) err
 
 // DeleteInApp implements quan.NotificationStore along
 // notification_marks_created and notifications_created.
-func (s *Store) DeleteInApp(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *Store) DeleteInApp(ctx context.Context, before time.Time, limit int) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	total := 0
 	for _, q := range []string{
 		`DELETE FROM notification_marks WHERE created_at < ? LIMIT ?`,
@@ -327,7 +339,8 @@ func (s *Store) DeleteInApp(ctx context.Context, before time.Time, limit int) (i
 
 // PendingNotifications implements quan.NotificationStore along
 // notifications_due.
-func (s *Store) PendingNotifications(ctx context.Context, now time.Time) (map[quan.NotifyType]int64, error) {
+func (s *Store) PendingNotifications(ctx context.Context, now time.Time) (_ map[quan.NotifyType]int64, err error) {
+	defer s.db.unavailable(&err)
 	counts, err := sqlrow.Query(ctx, s.db.db, "count pending notifications", func(r sqlrow.Scanner) (quan.NotificationCount, error) {
 		var c quan.NotificationCount
 		return c, r.Scan(&c.Channel, &c.Count)
@@ -346,6 +359,7 @@ func (s *Store) PendingNotifications(ctx context.Context, now time.Time) (map[qu
 var _ quan.SecretStore = (*Store)(nil)
 
 // Secret implements quan.SecretStore in the secrets table.
-func (s *Store) Secret(ctx context.Context, name string) ([]byte, error) {
+func (s *Store) Secret(ctx context.Context, name string) (_ []byte, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Secret(ctx, s.db.db, `INSERT IGNORE INTO secrets (name, value) VALUES (?, ?)`, name)
 }

@@ -17,7 +17,8 @@ var _ quan.ReminderStore = (*Store)(nil)
 // template at a time, its coupons along coupons_remind_due. The coupons
 // are picked FOR UPDATE SKIP LOCKED: two sweepers take different ones, and
 // a coupon an order holds is left for the next sweep.
-func (s *Store) RemindExpiring(ctx context.Context, now time.Time, limit int, fn quan.RemindFunc) (int, error) {
+func (s *Store) RemindExpiring(ctx context.Context, now time.Time, limit int, fn quan.RemindFunc) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	return s.remind(ctx, now, limit, fn, "expiry reminders", func(tx *sql.Tx) ([]*quan.Template, error) {
 		return sqlrow.Query(ctx, tx, "templates with expiry reminders", sqlrow.ScanTemplate, `SELECT `+templateColumns+` FROM templates
 			WHERE remind_before > 0 AND issue_end > ? ORDER BY id`, utc(now))
@@ -46,7 +47,8 @@ func (s *Store) RemindExpiring(ctx context.Context, now time.Time, limit int, fn
 // RemindOpening implements quan.ReminderStore in one transaction, one
 // template at a time, its subscribers along template_reminders_due,
 // picked FOR UPDATE SKIP LOCKED.
-func (s *Store) RemindOpening(ctx context.Context, now time.Time, limit int, fn quan.RemindFunc) (int, error) {
+func (s *Store) RemindOpening(ctx context.Context, now time.Time, limit int, fn quan.RemindFunc) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	lead := int64(time.Duration(quan.DefaultRemindLead) / time.Second)
 	return s.remind(ctx, now, limit, fn, "opening reminders", func(tx *sql.Tx) ([]*quan.Template, error) {
 		return sqlrow.Query(ctx, tx, "templates opening", sqlrow.ScanTemplate, `SELECT `+templateColumns+` FROM templates t
@@ -155,9 +157,10 @@ func fillContacts(ctx context.Context, tx *sql.Tx, ds []quan.DueReminder) error 
 }
 
 // Subscribe implements quan.ReminderStore.
-func (s *Store) Subscribe(ctx context.Context, sub *quan.Subscription) (bool, error) {
+func (s *Store) Subscribe(ctx context.Context, sub *quan.Subscription) (_ bool, err error) {
+	defer s.db.unavailable(&err)
 	var created bool
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT IGNORE INTO template_reminders (template_id, user_id, created_at)
 			VALUES (?, ?, ?)`, sub.TemplateID, sub.UserID, utc(sub.CreatedAt))
 		if err != nil {
@@ -180,7 +183,8 @@ func (s *Store) Subscribe(ctx context.Context, sub *quan.Subscription) (bool, er
 }
 
 // Unsubscribe implements quan.ReminderStore.
-func (s *Store) Unsubscribe(ctx context.Context, template, user int64) (bool, error) {
+func (s *Store) Unsubscribe(ctx context.Context, template, user int64) (_ bool, err error) {
+	defer s.db.unavailable(&err)
 	res, err := s.db.db.ExecContext(ctx, `DELETE FROM template_reminders WHERE template_id = ? AND user_id = ?`, template, user)
 	if err != nil {
 		return false, fmt.Errorf("unsubscribe: %w", translate(err))
@@ -191,7 +195,8 @@ func (s *Store) Unsubscribe(ctx context.Context, template, user int64) (bool, er
 
 // Subscriptions implements quan.ReminderStore along
 // template_reminders_user.
-func (s *Store) Subscriptions(ctx context.Context, user int64) ([]*quan.SubscriptionView, error) {
+func (s *Store) Subscriptions(ctx context.Context, user int64) (_ []*quan.SubscriptionView, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.db, "subscriptions", sqlrow.ScanSubscriptionView, `
 		SELECT r.template_id, r.user_id, r.created_at, r.notified_at, t.name, t.issue_start, t.remind_lead
 		FROM template_reminders r JOIN templates t ON t.id = r.template_id

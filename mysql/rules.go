@@ -17,9 +17,10 @@ var _ quan.RulesStore = (*Store)(nil)
 // next version. check may run more than once if InnoDB picks the
 // transaction as a deadlock victim.
 func (s *Store) AddRulesVersion(ctx context.Context, shop, id int64, actor string, v *quan.RulesVersion,
-	check func(*quan.Template, *quan.RulesVersion) error) error {
+	check func(*quan.Template, *quan.RulesVersion) error) (err error) {
+	defer s.db.unavailable(&err)
 	var add quan.RulesVersion
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		t, err := queryTemplate(ctx, tx, shop, id, "FOR UPDATE")
 		if err != nil {
 			return err
@@ -62,7 +63,8 @@ func (s *Store) AddRulesVersion(ctx context.Context, shop, id int64, actor strin
 }
 
 // RulesVersions implements quan.RulesStore.
-func (s *Store) RulesVersions(ctx context.Context, template int64) ([]quan.RulesVersion, error) {
+func (s *Store) RulesVersions(ctx context.Context, template int64) (_ []quan.RulesVersion, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.db, fmt.Sprintf("rules of template %d", template), sqlrow.ScanRulesVersion,
 		`SELECT `+sqlrow.RulesColumns+` FROM template_rules WHERE template_id = ? ORDER BY version`, template)
 }

@@ -110,7 +110,8 @@ var statsSums = func() string {
 // template_stats (none before its first coupon), its rows of
 // template_stats_hourly in the range and of claim_refusals, all ranges of
 // primary keys, in one consistent snapshot.
-func (s *Store) TemplateStats(ctx context.Context, shop, id int64, r quan.StatsRange) (*quan.TemplateStats, error) {
+func (s *Store) TemplateStats(ctx context.Context, shop, id int64, r quan.StatsRange) (_ *quan.TemplateStats, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("statistics of template %d: %w", id, err)
@@ -151,7 +152,8 @@ func (s *Store) TemplateStats(ctx context.Context, shop, id int64, r quan.StatsR
 // (template_stats_hourly_shop), and over the claim_refusals of the shop's
 // templates; for AnyShop over every row, the hourly ones along
 // template_stats_hourly_hour.
-func (s *Store) ShopStats(ctx context.Context, shop int64, r quan.StatsRange) (*quan.ShopStats, error) {
+func (s *Store) ShopStats(ctx context.Context, shop int64, r quan.StatsRange) (_ *quan.ShopStats, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("statistics of shop %d: %w", shop, err)
@@ -190,7 +192,8 @@ func (s *Store) ShopStats(ctx context.Context, shop int64, r quan.StatsRange) (*
 
 // AddRefusals implements quan.StatsStore in one transaction, the counts
 // in template order.
-func (s *Store) AddRefusals(ctx context.Context, counts []quan.RefusalCount) error {
+func (s *Store) AddRefusals(ctx context.Context, counts []quan.RefusalCount) (err error) {
+	defer s.db.unavailable(&err)
 	if len(counts) == 0 {
 		return nil
 	}
@@ -199,7 +202,7 @@ func (s *Store) AddRefusals(ctx context.Context, counts []quan.RefusalCount) err
 			return fmt.Errorf("add claim refusals: %w", err)
 		}
 	}
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		for _, c := range counts {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO claim_refusals (template_id, decided_by, code, n)
 				SELECT id, 'cache', ?, ? FROM templates WHERE id = ?

@@ -25,11 +25,12 @@ const taskColumns = `id, shop_no, template_id, name, file_name, file_path, file_
 	failed_limit_reached, failed_out_of_stock, failed_template_inactive,
 	chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
 	created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of, trace_parent, segment,
-	failed_not_eligible`
+	failed_not_eligible, stalled_code, stalled_backend, stalled_reason, stalled_since`
 
 // CreateTask stores t and sets t.ID. t.ID is left alone if anything fails.
 // The store checks no rule of its own: callers validate t first.
-func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
+func (s *Store) CreateTask(ctx context.Context, t *quan.Task) (err error) {
+	defer s.db.unavailable(&err)
 	res, err := s.db.db.ExecContext(ctx, `
 		INSERT INTO tasks (
 			shop_no, template_id, name, file_name, file_path, file_size,
@@ -39,9 +40,9 @@ func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
 			failed_limit_reached, failed_out_of_stock, failed_template_inactive,
 			chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
 			created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of, trace_parent, segment,
-			failed_not_eligible
+			failed_not_eligible, stalled_code, stalled_backend, stalled_reason, stalled_since
 		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		append([]any{t.ShopNo}, sqlrow.TaskValues(t, utc)...)...,
 	)
 	if err != nil {
@@ -57,7 +58,8 @@ func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
 
 // Task returns task id of shop (any shop for quan.AnyShop), or
 // quan.ErrNotFound.
-func (s *Store) Task(ctx context.Context, shop, id int64) (*quan.Task, error) {
+func (s *Store) Task(ctx context.Context, shop, id int64) (_ *quan.Task, err error) {
+	defer s.db.unavailable(&err)
 	return queryTask(ctx, s.db.db, shop, id, "")
 }
 
@@ -75,7 +77,8 @@ func queryTask(ctx context.Context, q rowQueryer, shop, id int64, lock string) (
 // quan.AnyShop), newest (highest id) first, and the number of all matches.
 // A Limit of 0 means quan.DefaultPageSize, and one above quan.MaxPageSize
 // is cut to it.
-func (s *Store) Tasks(ctx context.Context, f quan.TaskFilter) ([]*quan.Task, int, error) {
+func (s *Store) Tasks(ctx context.Context, f quan.TaskFilter) (_ []*quan.Task, _ int, err error) {
+	defer s.db.unavailable(&err)
 	var w sqlrow.Where
 	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
 	w.If(f.Status != "", `status = ?`, f.Status)
@@ -91,9 +94,10 @@ func (s *Store) Tasks(ctx context.Context, f quan.TaskFilter) ([]*quan.Task, int
 // be quick and must not call the store. It may run more than once if
 // InnoDB picks the transaction as a deadlock victim; each run gets a
 // freshly read task. It must not change ID or ShopNo.
-func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Task) error) (*quan.Task, error) {
+func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Task) error) (_ *quan.Task, err error) {
+	defer s.db.unavailable(&err)
 	var saved *quan.Task
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		t, err := queryTask(ctx, tx, shop, id, "FOR UPDATE")
 		if err != nil {
 			return err
@@ -130,12 +134,13 @@ func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Ta
 // locked with FOR UPDATE SKIP LOCKED (MySQL 8, MariaDB 10.6), so a runner
 // passes over a task another runner is claiming, or whose chunk is being
 // applied, rather than wait for it, and no task is given out twice.
-func (s *Store) ClaimTask(ctx context.Context, owner string, now, lease time.Time) (*quan.Task, error) {
+func (s *Store) ClaimTask(ctx context.Context, owner string, now, lease time.Time) (_ *quan.Task, err error) {
+	defer s.db.unavailable(&err)
 	if owner == "" {
 		return nil, fmt.Errorf("claim task: %w", quan.Errorf(quan.EINVALID, "a runner needs a name to hold a task"))
 	}
 	var claimed *quan.Task
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		claimed = nil
 		t, err := sqlrow.ScanTask(tx.QueryRowContext(ctx, claimSQL,
 			quan.TaskPending, utc(now), quan.TaskRunning, utc(now)))
@@ -186,7 +191,7 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 			chunks_done = ?, chunks_total = ?, bytes_read = ?, bytes_total = ?, report_path = ?, created_by = ?,
 			created_at = ?, started_at = ?, finished_at = ?, updated_at = ?,
 			owner = ?, lease_until = ?, retry_of = ?, trace_parent = ?, segment = ?,
-			failed_not_eligible = ?
+			failed_not_eligible = ?, stalled_code = ?, stalled_backend = ?, stalled_reason = ?, stalled_since = ?
 		WHERE id = ?`,
 		append(sqlrow.TaskValues(t, utc), t.ID)...,
 	); err != nil {
@@ -198,7 +203,8 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 // Failures returns up to limit failed rows of task id with a line after
 // afterLine, in line order: a page of the primary key, however far into
 // the task it starts. A limit below 1 returns none.
-func (s *Store) Failures(ctx context.Context, taskID, afterLine int64, limit int) ([]quan.Failure, error) {
+func (s *Store) Failures(ctx context.Context, taskID, afterLine int64, limit int) (_ []quan.Failure, err error) {
+	defer s.db.unavailable(&err)
 	if limit < 1 {
 		return []quan.Failure{}, nil
 	}

@@ -20,9 +20,10 @@ var _ quan.WalletStore = (*Store)(nil)
 // UPDATE, so two orders locking one coupon take turns and the second sees
 // the first's lock. The wallet tries SwapCoupons first: this is the way a
 // change goes when the coupons changed between its read and its write.
-func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
+func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*quan.Coupon) error) (_ []*quan.Coupon, err error) {
+	defer s.db.unavailable(&err)
 	var out []*quan.Coupon
-	err := s.db.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
 		cs, err := s.lockedCoupons(ctx, tx, `user_id = ? AND id IN (%s) ORDER BY id FOR UPDATE`, user, ids)
 		if err != nil {
 			return err
@@ -90,7 +91,8 @@ func (s *Store) lockedCoupons(ctx context.Context, tx *sql.Tx, where string, use
 // changed, and adds to the counters before it commits. An UPDATE that
 // meets a lock it would wait for in a transaction (a deadlock, a lock
 // wait timeout) reports false too: the locked way decides.
-func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*quan.Coupon) (bool, error) {
+func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*quan.Coupon) (_ bool, err error) {
+	defer s.db.unavailable(&err)
 	if len(before) != len(after) {
 		return false, fmt.Errorf("swap coupons of user %d: %d coupons before, %d after", user, len(before), len(after))
 	}
@@ -284,7 +286,8 @@ func (s *Store) moveBudgets(ctx context.Context, tx *sql.Tx, before, after []*qu
 }
 
 // BudgetUsage implements quan.WalletStore.
-func (s *Store) BudgetUsage(ctx context.Context, template int64) (quan.BudgetUsage, error) {
+func (s *Store) BudgetUsage(ctx context.Context, template int64) (_ quan.BudgetUsage, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.BudgetUsage(ctx, s.db.db, template)
 }
 
@@ -316,7 +319,8 @@ var errLapseRaced = errors.New("the due coupons changed under the sweep")
 // The coupons it returns carry what the sweeper's events name, the
 // coupon, its template, shop and holder, with what changed: the new
 // status, no order, no lock, now as UpdatedAt.
-func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*quan.Coupon, []quan.CouponStatus, error) {
+func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) (_ []*quan.Coupon, _ []quan.CouponStatus, err error) {
+	defer s.db.unavailable(&err)
 	cs, was, err := s.lapseCoupons(ctx, now, limit, false)
 	if errors.Is(err, errLapseRaced) {
 		s.db.retries.Add(1)

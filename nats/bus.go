@@ -286,7 +286,8 @@ func (b *Bus) unwire(subject string) string {
 // Config.RetryFor when ctx has no deadline. A subject outside
 // Config.Subjects, an ID with a line break and a header quan.Message
 // refuses are quan.EINVALID. Headers ride as NATS headers.
-func (b *Bus) Publish(ctx context.Context, m quan.Message) error {
+func (b *Bus) Publish(ctx context.Context, m quan.Message) (err error) {
+	defer b.unavailable(&err)
 	msg, err := b.message(m)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
@@ -416,7 +417,8 @@ func retryable(err error) bool {
 // returns once every message is stored, or the first error; on an error
 // some messages may be stored, and publishing them all again is safe
 // when they have IDs.
-func (b *Bus) PublishMany(ctx context.Context, ms []quan.Message) error {
+func (b *Bus) PublishMany(ctx context.Context, ms []quan.Message) (err error) {
+	defer b.unavailable(&err)
 	// At most window acks are awaited at once, below JetStream's default
 	// of 4000 pending, where PublishMsgAsync would stall.
 	const window = 3000
@@ -475,7 +477,8 @@ func (b *Bus) PublishMany(ctx context.Context, ms []quan.Message) error {
 
 // Drop deletes the bus's streams, with every message and consumer on
 // them. For tests on a shared server, and for retiring a stream.
-func (b *Bus) Drop(ctx context.Context) error {
+func (b *Bus) Drop(ctx context.Context) (err error) {
+	defer b.unavailable(&err)
 	for _, s := range []string{b.cfg.Stream, b.deadStream()} {
 		if err := b.js.DeleteStream(ctx, s); err != nil {
 			return fmt.Errorf("nats: delete stream %s: %w", s, err)
@@ -499,9 +502,10 @@ func (b *Bus) Close() error {
 // Ping checks that the bus's JetStream answers, for readiness probes: a
 // connection that is down or reconnecting, or a server without JetStream,
 // fails it.
-func (b *Bus) Ping(ctx context.Context) error {
+func (b *Bus) Ping(ctx context.Context) (err error) {
+	defer b.unavailable(&err)
 	if st := b.nc.Status(); st != nats.CONNECTED {
-		return fmt.Errorf("nats: connection %s", st)
+		return quan.Unavailable(quan.BackendBus, fmt.Errorf("nats: connection %s", st))
 	}
 	if _, err := b.js.AccountInfo(ctx); err != nil {
 		return fmt.Errorf("nats jetstream: %w", err)

@@ -46,7 +46,8 @@ const prefetch = 64
 // It returns nil when ctx ends, after giving back the messages it had
 // prefetched, and an error if the bus is closed under it or the
 // arguments are invalid (quan.EINVALID).
-func (b *Bus) Consume(ctx context.Context, subject, durable string, opt quan.ConsumeOptions, handle func(context.Context, quan.Message) error) error {
+func (b *Bus) Consume(ctx context.Context, subject, durable string, opt quan.ConsumeOptions, handle func(context.Context, quan.Message) error) (err error) {
+	defer b.unavailable(&err)
 	c, err := b.newConsumer(subject, durable, opt, handle)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", subject, err)
@@ -317,7 +318,8 @@ func consumerName(subject, durable string) string {
 // Backlog implements quan.Bus from the consumer's info: its messages not
 // yet delivered and those delivered and not acknowledged. Without the
 // consumer, it counts the subject's messages in the stream.
-func (b *Bus) Backlog(ctx context.Context, subject, durable string) (int64, error) {
+func (b *Bus) Backlog(ctx context.Context, subject, durable string) (_ int64, err error) {
+	defer b.unavailable(&err)
 	c, err := b.newConsumer(subject, durable, quan.ConsumeOptions{}, func(context.Context, quan.Message) error { return nil })
 	if err != nil {
 		return 0, fmt.Errorf("backlog of %s: %w", subject, err)

@@ -373,3 +373,23 @@ func TestHTTP(t *testing.T) {
 		t.Errorf("quan_http_request_duration_seconds_count{route=%q} %v, want 3", route, v)
 	}
 }
+
+// TestHTTPUnavailable: requests answered 503 for a backend down are
+// counted by backend; every backend's series is there from the start.
+func TestHTTPUnavailable(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := prom.NewHTTP(reg)
+	for _, b := range []string{"store", "cache", "bus"} {
+		if v, ok := sample(t, reg, "quan_unavailable_total", "backend", b); !ok || v != 0 {
+			t.Errorf("quan_unavailable_total{backend=%q} %v (there: %v), want 0", b, v, ok)
+		}
+	}
+	h.Unavailable("cache")
+	h.Unavailable("cache")
+	h.Unavailable("store")
+	for b, want := range map[string]float64{"cache": 2, "store": 1, "bus": 0} {
+		if v, _ := sample(t, reg, "quan_unavailable_total", "backend", b); v != want {
+			t.Errorf("quan_unavailable_total{backend=%q} %v, want %v", b, v, want)
+		}
+	}
+}

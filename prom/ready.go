@@ -12,7 +12,7 @@ import (
 const ReadyTimeout = 2 * time.Second
 
 var readyDesc = prometheus.NewDesc("quan_ready",
-	"1 if the readiness check of a backend (store, cache, bus) passed at this scrape, else 0.",
+	"1 if the readiness check of a backend (store, cache, bus) or of the data folder (data) passed at this scrape, else 0.",
 	[]string{"check"}, nil)
 
 // Ready collects quan_ready{check}: at each scrape it runs checks, by

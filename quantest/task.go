@@ -46,6 +46,7 @@ func TestTaskStore(t *testing.T, newStores func(t *testing.T) TaskStores) {
 	run("UpdateTask/SavesAndReturns", testUpdateTaskSaves)
 	run("UpdateTask/FnErrorWritesNothing", testUpdateTaskFnError)
 	run("UpdateTask/ErrNotFound", testUpdateTaskNotFound)
+	run("UpdateTask/StalledSavedAndCleared", testUpdateTaskStalled)
 
 	run("ClaimTask/NilWhenNoTaskNeedsARunner", testClaimNone)
 	run("ClaimTask/PendingDueBecomesRunning", testClaimPending)
@@ -146,11 +147,18 @@ func assertTask(t *testing.T, got, want *quan.Task) {
 	if got.Notify == nil {
 		t.Errorf("task %d: Notify is nil, want an empty slice for none", want.ID)
 	}
+	switch gs, ws := got.Stalled, want.Stalled; {
+	case (gs == nil) != (ws == nil):
+		t.Errorf("task %d: Stalled = %+v, want %+v", want.ID, gs, ws)
+	case gs != nil && (gs.Code != ws.Code || gs.Backend != ws.Backend || gs.Reason != ws.Reason || !gs.Since.Equal(ws.Since)):
+		t.Errorf("task %d: Stalled = %+v, want %+v", want.ID, *gs, *ws)
+	}
 	g, w := *got, *want
 	for _, task := range []*quan.Task{&g, &w} {
 		task.SendAt, task.CreatedAt, task.StartedAt = time.Time{}, time.Time{}, time.Time{}
 		task.FinishedAt, task.UpdatedAt, task.LeaseUntil = time.Time{}, time.Time{}, time.Time{}
 		task.Notify = nil
+		task.Stalled = nil
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("task %d differs:\n got %+v\nwant %+v", want.ID, g, w)
@@ -393,6 +401,49 @@ func testUpdateTaskSaves(t *testing.T, s TaskStores) {
 		}
 		assertTask(t, got, &want)
 		assertTask(t, getTask(t, s, task.ID), &want)
+	}
+}
+
+// testUpdateTaskStalled: a running task's stall is stored with every
+// field, read back by Task and Tasks, keeps its Since for another cause,
+// and is gone once cleared or once the task ends.
+func testUpdateTaskStalled(t *testing.T, s TaskStores) {
+	tpl := create(t, s.Templates, newTemplate(t, 1, "distributed"))
+	task := createTask(t, s, newTask(t, 1, tpl.ID, "stalled"))
+	now := base.Add(time.Hour)
+	update := func(fn func(*quan.Task)) *quan.Task {
+		t.Helper()
+		got, err := s.Tasks.UpdateTask(t.Context(), 1, task.ID, func(t *quan.Task) error { fn(t); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	update(func(t *quan.Task) { t.Start(now) })
+	cache := quan.TaskStall{Code: quan.EUNAVAILABLE, Backend: quan.BackendCache, Reason: "the cache is down", Since: now.Add(time.Second)}
+	want := *update(func(t *quan.Task) { t.Stall(cache) })
+	if want.Stalled == nil {
+		t.Fatal("Stall changed nothing on a running task")
+	}
+	assertTask(t, getTask(t, s, task.ID), &want)
+	ts, _ := listTasks(t, s, quan.TaskFilter{ShopNo: 1})
+	if len(ts) != 1 || ts[0].Stalled == nil || ts[0].Stalled.Backend != quan.BackendCache {
+		t.Errorf("Tasks: %+v, want the stall", ts)
+	}
+
+	full := quan.TaskStall{Code: quan.ENOSPACE, Reason: "the disk is full", Since: now.Add(time.Minute)}
+	got := update(func(t *quan.Task) { t.Stall(full) })
+	if got.Stalled == nil || got.Stalled.Code != quan.ENOSPACE || got.Stalled.Backend != "" || !got.Stalled.Since.Equal(cache.Since) {
+		t.Errorf("another cause: %+v, want %+v since %v", got.Stalled, full, cache.Since)
+	}
+	assertTask(t, getTask(t, s, task.ID), got)
+
+	if got := update(func(t *quan.Task) { t.Stalled = nil }); got.Stalled != nil || getTask(t, s, task.ID).Stalled != nil {
+		t.Errorf("cleared: %+v", getTask(t, s, task.ID).Stalled)
+	}
+	update(func(t *quan.Task) { t.Stall(cache) })
+	if got := update(func(t *quan.Task) { t.Succeed(now.Add(time.Hour)) }); got.Stalled != nil || getTask(t, s, task.ID).Stalled != nil {
+		t.Errorf("succeeded: still stalled %+v", getTask(t, s, task.ID).Stalled)
 	}
 }
 

@@ -41,7 +41,8 @@ var outcome = map[byte]quan.Refusal{
 // Reserve implements quan.Cache with one script call for the whole batch.
 // A key record made before the last Prime is not trusted: the batch is
 // reserved anew against the new state.
-func (c *Cache) Reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) ([]quan.Refusal, error) {
+func (c *Cache) Reserve(ctx context.Context, template int64, key string, users []int64, now time.Time) (_ []quan.Refusal, err error) {
+	defer c.unavailable(&err)
 	k := c.keys(template)
 	args := reserveArgs(make([]string, 0, 3+len(users)), users, now)
 	o, err := reserveScript.Exec(ctx, c.client, []string{k.state(), k.users(), k.record(key)}, args).ToString()
@@ -99,9 +100,10 @@ func outcomes(o string) ([]quan.Refusal, error) {
 // Release implements quan.Cache. A template not loaded, or a key recorded
 // before the last Prime, has nothing to give back: Release changes nothing
 // and returns nil.
-func (c *Cache) Release(ctx context.Context, template int64, key string) error {
+func (c *Cache) Release(ctx context.Context, template int64, key string) (err error) {
+	defer c.unavailable(&err)
 	k := c.keys(template)
-	err := releaseScript.Exec(ctx, c.client, []string{k.state(), k.users(), k.record(key)}, nil).Error()
+	err = releaseScript.Exec(ctx, c.client, []string{k.state(), k.users(), k.record(key)}, nil).Error()
 	if err != nil {
 		return fmt.Errorf("redis release: %w", err)
 	}
@@ -112,14 +114,16 @@ func (c *Cache) Release(ctx context.Context, template int64, key string) error {
 // pipelined batches, holding at most primeBatch×primeInFlight of them in
 // memory; one script then swaps that hash and the new state in, under a
 // new generation. If holdings fails, the old state stays.
-func (c *Cache) Prime(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error]) error {
-	_, err := c.prime(ctx, st, holdings, false)
+func (c *Cache) Prime(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error]) (err error) {
+	defer c.unavailable(&err)
+	_, err = c.prime(ctx, st, holdings, false)
 	return err
 }
 
 // Load implements quan.Cache: Prime, but the swap leaves a template that
 // is loaded by then alone.
-func (c *Cache) Load(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error]) (bool, error) {
+func (c *Cache) Load(ctx context.Context, st quan.TemplateState, holdings iter.Seq2[quan.Holding, error]) (_ bool, err error) {
+	defer c.unavailable(&err)
 	if _, err := c.State(ctx, st.ID); err == nil {
 		return false, nil // spare reading the holdings
 	}
@@ -255,9 +259,10 @@ func stateArgs(st quan.TemplateState) []string {
 // Update implements quan.Cache. The stock may fall below zero if
 // stockDelta says so; Reserve then refuses with sold_out until it is
 // positive again.
-func (c *Cache) Update(ctx context.Context, st quan.TemplateState, stockDelta int64) error {
+func (c *Cache) Update(ctx context.Context, st quan.TemplateState, stockDelta int64) (err error) {
+	defer c.unavailable(&err)
 	args := append(stateArgs(st), strconv.FormatInt(stockDelta, 10))
-	err := updateScript.Exec(ctx, c.client, []string{c.keys(st.ID).state()}, args).Error()
+	err = updateScript.Exec(ctx, c.client, []string{c.keys(st.ID).state()}, args).Error()
 	if rueidis.IsRedisNil(err) {
 		return quan.ErrCacheCold
 	}
@@ -268,7 +273,8 @@ func (c *Cache) Update(ctx context.Context, st quan.TemplateState, stockDelta in
 }
 
 // State implements quan.Cache.
-func (c *Cache) State(ctx context.Context, template int64) (quan.TemplateState, error) {
+func (c *Cache) State(ctx context.Context, template int64) (_ quan.TemplateState, err error) {
+	defer c.unavailable(&err)
 	m, err := c.client.Do(ctx, c.client.B().Hgetall().Key(c.keys(template).state()).Build()).AsStrMap()
 	if err != nil {
 		return quan.TemplateState{}, fmt.Errorf("redis state of template %d: %w", template, err)
@@ -303,7 +309,8 @@ func (c *Cache) State(ctx context.Context, template int64) (quan.TemplateState, 
 }
 
 // Held implements quan.Cache; ErrCacheCold if the template is not loaded.
-func (c *Cache) Held(ctx context.Context, template, user int64) (int64, error) {
+func (c *Cache) Held(ctx context.Context, template, user int64) (_ int64, err error) {
+	defer c.unavailable(&err)
 	k := c.keys(template)
 	n, err := heldScript.Exec(ctx, c.client, []string{k.state(), k.users()},
 		[]string{strconv.FormatInt(user, 10)}).AsInt64()
@@ -318,7 +325,8 @@ func (c *Cache) Held(ctx context.Context, template, user int64) (int64, error) {
 
 // Reservation implements quan.Cache. A record made under an earlier
 // generation was forgotten by a Prime.
-func (c *Cache) Reservation(ctx context.Context, template int64, key string) ([]quan.Refusal, error) {
+func (c *Cache) Reservation(ctx context.Context, template int64, key string) (_ []quan.Refusal, err error) {
+	defer c.unavailable(&err)
 	k := c.keys(template)
 	res := c.client.DoMulti(ctx,
 		c.client.B().Hget().Key(k.state()).Field("gen").Build(),

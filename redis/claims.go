@@ -50,7 +50,8 @@ type claimRes struct {
 // the template's keys (see allowScript), and a script may touch one slot
 // only: there it is Allow, then Reserve, and the tokens go back if the
 // template is cold.
-func (c *Cache) ReserveLimited(ctx context.Context, template int64, key string, users []int64, now time.Time, buckets []quan.Bucket) (int, time.Duration, []quan.Refusal, error) {
+func (c *Cache) ReserveLimited(ctx context.Context, template int64, key string, users []int64, now time.Time, buckets []quan.Bucket) (_ int, _ time.Duration, _ []quan.Refusal, err error) {
+	defer c.unavailable(&err)
 	if c.client.Mode() == rueidis.ClientModeCluster {
 		return c.allowThenReserve(ctx, template, key, users, now, buckets)
 	}

@@ -29,7 +29,8 @@ func (c *Cache) idemKey(key string) string { return c.prefix + "idem:" + key }
 
 // Begin implements quan.Idempotency: SET NX marks the key running; a key
 // there already is running or holds its replay.
-func (c *Cache) Begin(ctx context.Context, key string, running time.Duration) (quan.KeyState, *quan.Replay, error) {
+func (c *Cache) Begin(ctx context.Context, key string, running time.Duration) (_ quan.KeyState, _ *quan.Replay, err error) {
+	defer c.unavailable(&err)
 	k := c.idemKey(key)
 	for range 3 {
 		err := c.client.Do(ctx, c.client.B().Set().Key(k).Value(runningMark).Nx().Px(running).Build()).Error()
@@ -59,7 +60,8 @@ func (c *Cache) Begin(ctx context.Context, key string, running time.Duration) (q
 }
 
 // Complete implements quan.Idempotency.
-func (c *Cache) Complete(ctx context.Context, key string, r quan.Replay, keep time.Duration) error {
+func (c *Cache) Complete(ctx context.Context, key string, r quan.Replay, keep time.Duration) (err error) {
+	defer c.unavailable(&err)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -72,7 +74,8 @@ func (c *Cache) Complete(ctx context.Context, key string, r quan.Replay, keep ti
 
 // Abort implements quan.Idempotency: it deletes the key only while it
 // is marked running.
-func (c *Cache) Abort(ctx context.Context, key string) error {
+func (c *Cache) Abort(ctx context.Context, key string) (err error) {
+	defer c.unavailable(&err)
 	if err := abortScript.Exec(ctx, c.client, []string{c.idemKey(key)}, []string{runningMark}).Error(); err != nil && !rueidis.IsRedisNil(err) {
 		return fmt.Errorf("redis idempotency abort: %w", err)
 	}
@@ -290,7 +293,8 @@ func bucketArgs(b quan.Bucket) (rate, burst string) {
 
 // Allow implements quan.RateLimiter in one round trip: one script call
 // for all the buckets, or in a cluster one a bucket (see allowScript).
-func (c *Cache) Allow(ctx context.Context, buckets ...quan.Bucket) (int, time.Duration, error) {
+func (c *Cache) Allow(ctx context.Context, buckets ...quan.Bucket) (_ int, _ time.Duration, err error) {
+	defer c.unavailable(&err)
 	switch {
 	case len(buckets) == 0:
 		return -1, 0, nil

@@ -13,7 +13,8 @@ import (
 var _ quan.ClaimLedger = (*Cache)(nil)
 
 // Handed implements quan.ClaimLedger with one script call.
-func (c *Cache) Handed(ctx context.Context, template int64, keys []string) ([]quan.Handoff, error) {
+func (c *Cache) Handed(ctx context.Context, template int64, keys []string) (_ []quan.Handoff, err error) {
+	defer c.unavailable(&err)
 	k := c.keys(template)
 	ks := make([]string, 0, 1+len(keys))
 	ks = append(ks, k.ledger())
@@ -43,7 +44,8 @@ func (c *Cache) Handed(ctx context.Context, template int64, keys []string) ([]qu
 
 // Abandoned implements quan.ClaimLedger: one script call a template with
 // a ledger.
-func (c *Cache) Abandoned(ctx context.Context, cutoff time.Time, max int) ([]quan.LedgerEntry, error) {
+func (c *Cache) Abandoned(ctx context.Context, cutoff time.Time, max int) (_ []quan.LedgerEntry, err error) {
+	defer c.unavailable(&err)
 	states, err := c.client.Do(ctx, c.client.B().Smembers().Key(c.ledgers()).Build()).AsStrSlice()
 	if err != nil {
 		return nil, fmt.Errorf("redis claim ledgers: %w", err)
@@ -74,7 +76,8 @@ func (c *Cache) Abandoned(ctx context.Context, cutoff time.Time, max int) ([]qua
 }
 
 // Reaped implements quan.ClaimLedger.
-func (c *Cache) Reaped(ctx context.Context, template int64, key string) error {
+func (c *Cache) Reaped(ctx context.Context, template int64, key string) (err error) {
+	defer c.unavailable(&err)
 	k := c.keys(template)
 	if err := c.client.Do(ctx, c.client.B().Zrem().Key(k.reaping()).Member(k.record(key)).Build()).Error(); err != nil {
 		return fmt.Errorf("redis claim reaped: %w", err)

@@ -17,13 +17,13 @@ const holdingsScan = 1000
 // Holdings implements quan.Cache by HSCAN of the user counts, after
 // checking that the template is loaded.
 func (c *Cache) Holdings(ctx context.Context, template int64) iter.Seq2[quan.Holding, error] {
-	return c.scanCounts(ctx, template, c.keys(template).users())
+	return unavailableSeq(c.scanCounts(ctx, template, c.keys(template).users()))
 }
 
 // PeriodHoldings implements quan.Cache by HSCAN of the period's counts
 // (keys.day, keys.week), after checking that the template is loaded.
 func (c *Cache) PeriodHoldings(ctx context.Context, template int64, p quan.Period) iter.Seq2[quan.Holding, error] {
-	return c.scanCounts(ctx, template, c.periodKey(template, p))
+	return unavailableSeq(c.scanCounts(ctx, template, c.periodKey(template, p)))
 }
 
 // periodKey is the hash of the counts of template in p.
@@ -74,7 +74,8 @@ func (c *Cache) scanCounts(ctx context.Context, template int64, counts string) i
 }
 
 // SwapStock implements quan.Cache with one script call.
-func (c *Cache) SwapStock(ctx context.Context, template, old, stock int64) (bool, error) {
+func (c *Cache) SwapStock(ctx context.Context, template, old, stock int64) (_ bool, err error) {
+	defer c.unavailable(&err)
 	n, err := swapStockScript.Exec(ctx, c.client, []string{c.keys(template).state()},
 		[]string{strconv.FormatInt(old, 10), strconv.FormatInt(stock, 10)}).AsInt64()
 	if rueidis.IsRedisNil(err) {
@@ -90,7 +91,8 @@ func (c *Cache) SwapStock(ctx context.Context, template, old, stock int64) (bool
 const maxHeldSwaps = 1000
 
 // SwapHeld implements quan.Cache: one script call a thousand swaps.
-func (c *Cache) SwapHeld(ctx context.Context, template int64, swaps []quan.HeldSwap) (int, error) {
+func (c *Cache) SwapHeld(ctx context.Context, template int64, swaps []quan.HeldSwap) (_ int, err error) {
+	defer c.unavailable(&err)
 	return c.swapCounts(ctx, template, c.keys(template).users(), 0, swaps)
 }
 
@@ -103,7 +105,8 @@ const (
 
 // SwapPeriodHeld implements quan.Cache: SwapHeld of the period's hash,
 // which keeps reserveLua's lifetime (or gets it, when a swap makes it).
-func (c *Cache) SwapPeriodHeld(ctx context.Context, template int64, p quan.Period, swaps []quan.HeldSwap) (int, error) {
+func (c *Cache) SwapPeriodHeld(ctx context.Context, template int64, p quan.Period, swaps []quan.HeldSwap) (_ int, err error) {
+	defer c.unavailable(&err)
 	ttl := int64(dayTTL)
 	if p.Week {
 		ttl = weekTTL
@@ -138,7 +141,8 @@ func (c *Cache) swapCounts(ctx context.Context, template int64, counts string, t
 }
 
 // Unhanded implements quan.ClaimLedger.
-func (c *Cache) Unhanded(ctx context.Context, template int64) (int64, error) {
+func (c *Cache) Unhanded(ctx context.Context, template int64) (_ int64, err error) {
+	defer c.unavailable(&err)
 	k := c.keys(template)
 	res := c.client.DoMulti(ctx,
 		c.client.B().Zcard().Key(k.ledger()).Build(),

@@ -60,6 +60,7 @@ func Open(ctx context.Context, url, prefix string) (*Cache, error) {
 		return nil, fmt.Errorf("open redis cache: %w", err)
 	}
 	opt.DisableCache = true // no client-side caching: every read must see the server
+	opt.RetryDelay = retryDelay
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, fmt.Errorf("open redis cache: %w", err)
@@ -71,9 +72,22 @@ func Open(ctx context.Context, url, prefix string) (*Cache, error) {
 	return &Cache{client: client, prefix: prefix}, nil
 }
 
+// retryDelay is how long the client waits before it sends a read-only
+// command again after a network error: 1 ms, doubling to 250 ms, and no
+// more tries after about a second. The client's own default retries until
+// the caller's context ends, and a request without a deadline would hang
+// on a Redis that is down instead of failing unavailable.
+func retryDelay(attempts int, _ rueidis.Completed, _ error) time.Duration {
+	if attempts >= 10 {
+		return -1
+	}
+	return min(time.Millisecond<<attempts, 250*time.Millisecond)
+}
+
 // Drop deletes every key under the cache's prefix: all the cache holds,
 // as a Redis restart loses it. For tests, and for retiring a prefix.
-func (c *Cache) Drop(ctx context.Context) error {
+func (c *Cache) Drop(ctx context.Context) (err error) {
+	defer c.unavailable(&err)
 	return c.deleteKeys(ctx, func(string) bool { return true })
 }
 
@@ -133,7 +147,8 @@ func (k keys) week(week int64) string { return k.users() + ":w:" + strconv.Forma
 func (c *Cache) ledgers() string { return c.prefix + "ledgers" }
 
 // Ping checks that Redis answers, for readiness probes.
-func (c *Cache) Ping(ctx context.Context) error {
+func (c *Cache) Ping(ctx context.Context) (err error) {
+	defer c.unavailable(&err)
 	if err := c.client.Do(ctx, c.client.B().Ping().Build()).Error(); err != nil {
 		return fmt.Errorf("redis ping: %w", err)
 	}

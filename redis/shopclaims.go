@@ -55,7 +55,8 @@ return 1
 `)
 
 // ShopClaimsTake implements quan.Cache with one script call.
-func (c *Cache) ShopClaimsTake(ctx context.Context, shop, day, limit int64) (bool, error) {
+func (c *Cache) ShopClaimsTake(ctx context.Context, shop, day, limit int64) (_ bool, err error) {
+	defer c.unavailable(&err)
 	count, _ := c.shopKeys(shop, day)
 	n, err := shopTakeScript.Exec(ctx, c.client, []string{count}, []string{strconv.FormatInt(limit, 10)}).AsInt64()
 	if err != nil {
@@ -68,9 +69,10 @@ func (c *Cache) ShopClaimsTake(ctx context.Context, shop, day, limit int64) (boo
 }
 
 // ShopClaimsLoad implements quan.Cache by SET NX with the count's expiry.
-func (c *Cache) ShopClaimsLoad(ctx context.Context, shop, day, n int64) error {
+func (c *Cache) ShopClaimsLoad(ctx context.Context, shop, day, n int64) (err error) {
+	defer c.unavailable(&err)
 	count, _ := c.shopKeys(shop, day)
-	err := c.client.Do(ctx, c.client.B().Set().Key(count).Value(strconv.FormatInt(max(n, 0), 10)).Nx().
+	err = c.client.Do(ctx, c.client.B().Set().Key(count).Value(strconv.FormatInt(max(n, 0), 10)).Nx().
 		Ex(shopCountTTL).Build()).Error()
 	if err != nil && !rueidis.IsRedisNil(err) { // nil: a count was there
 		return fmt.Errorf("redis load a shop's daily claims: %w", err)
@@ -79,7 +81,8 @@ func (c *Cache) ShopClaimsLoad(ctx context.Context, shop, day, n int64) error {
 }
 
 // ShopClaimsGive implements quan.Cache with one script call.
-func (c *Cache) ShopClaimsGive(ctx context.Context, shop, day int64, key string) error {
+func (c *Cache) ShopClaimsGive(ctx context.Context, shop, day int64, key string) (err error) {
+	defer c.unavailable(&err)
 	count, given := c.shopKeys(shop, day)
 	ttl := strconv.FormatInt(int64(shopCountTTL/time.Second), 10)
 	if err := shopGiveScript.Exec(ctx, c.client, []string{count, given}, []string{key, ttl}).Error(); err != nil {

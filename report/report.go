@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/diskfree"
 	"github.com/xuri/excelize/v2"
 )
 
@@ -23,8 +24,10 @@ type Failures struct{}
 var _ quan.FailureReport = Failures{}
 
 // Write streams rows into a new workbook at path, replacing any earlier
-// report atomically.
-func (Failures) Write(ctx context.Context, path string, t *quan.Task, rows iter.Seq2[quan.Failure, error]) error {
+// report atomically: a report cut short leaves nothing behind. A full
+// disk is quan.ENOSPACE, saying how many bytes are free.
+func (Failures) Write(ctx context.Context, path string, t *quan.Task, rows iter.Seq2[quan.Failure, error]) (err error) {
+	defer func() { err = noSpace(path, err) }()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create report folder: %w", err)
 	}
@@ -59,6 +62,15 @@ func (Failures) Write(ctx context.Context, path string, t *quan.Task, rows iter.
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
+}
+
+// noSpace is err, of writing the report at path, as quan.ENOSPACE when
+// the disk is full, saying how many bytes are free.
+func noSpace(path string, err error) error {
+	if err == nil || !diskfree.Full(err) {
+		return err
+	}
+	return quan.NoSpace("the failure report", 0, diskfree.Free(filepath.Dir(path)), err)
 }
 
 // userCell is the user id of a failed row as the report holds it: text,

@@ -3,9 +3,13 @@ package report_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
+	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/quanhq/quan"
@@ -111,5 +115,24 @@ func TestEveryCauseHasALabel(t *testing.T) {
 		if l == string(c) || other < 2 || ascii < 5 {
 			t.Errorf("cause %s: label %q is not Chinese and English", c, l)
 		}
+	}
+}
+
+// TestReportOnAFullDisk: a report the disk has no room for is
+// quan.ENOSPACE, saying how many bytes are free, with ENOSPC in the chain;
+// any other error stays as it is.
+func TestReportOnAFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	full := fmt.Errorf("report: save: %w", &os.PathError{Op: "write", Path: dir + "/x.partial", Err: syscall.ENOSPC})
+	err := report.NoSpace(filepath.Join(dir, "task-1-failures.xlsx"), full)
+	if quan.ErrorCode(err) != quan.ENOSPACE || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("%v: code %q", err, quan.ErrorCode(err))
+	}
+	if msg := quan.ErrorMessage(err); !strings.Contains(msg, "failure report") || !strings.Contains(msg, "bytes are free") {
+		t.Errorf("message %q", msg)
+	}
+	other := errors.New("report: bad sheet")
+	if got := report.NoSpace(dir, other); got != other {
+		t.Errorf("another error became %v", got)
 	}
 }

@@ -21,9 +21,10 @@ const sessionColumns = `id, account_id, csrf, addr, created_at, seen_at, expires
 
 // CreateAccount implements quan.AccountStore; a name taken in any ASCII
 // case is quan.ErrConflict.
-func (s *Store) CreateAccount(ctx context.Context, a *quan.Account) error {
+func (s *Store) CreateAccount(ctx context.Context, a *quan.Account) (err error) {
+	defer s.db.unavailable(&err)
 	var id int64
-	err := s.db.write.QueryRowContext(ctx, `INSERT INTO accounts
+	err = s.db.write.QueryRowContext(ctx, `INSERT INTO accounts
 		(name, name_key, role, shop_no, disabled, password_hash, created_by, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		a.Name, sqlrow.AccountKey(a.Name), a.Role, a.ShopNo, a.Disabled, a.PasswordHash,
@@ -36,7 +37,8 @@ func (s *Store) CreateAccount(ctx context.Context, a *quan.Account) error {
 }
 
 // Account implements quan.AccountStore.
-func (s *Store) Account(ctx context.Context, id int64) (*quan.Account, error) {
+func (s *Store) Account(ctx context.Context, id int64) (_ *quan.Account, err error) {
+	defer s.db.unavailable(&err)
 	return queryAccount(ctx, s.db.read, id)
 }
 
@@ -46,7 +48,8 @@ func queryAccount(ctx context.Context, q rowQueryer, id int64) (*quan.Account, e
 }
 
 // AccountByName implements quan.AccountStore, regardless of ASCII case.
-func (s *Store) AccountByName(ctx context.Context, name string) (*quan.Account, error) {
+func (s *Store) AccountByName(ctx context.Context, name string) (_ *quan.Account, err error) {
+	defer s.db.unavailable(&err)
 	a, err := sqlrow.ScanAccount(s.db.read.QueryRowContext(ctx,
 		`SELECT `+accountColumns+` FROM accounts WHERE name_key = ?`, sqlrow.AccountKey(name)))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -60,7 +63,8 @@ func (s *Store) AccountByName(ctx context.Context, name string) (*quan.Account, 
 
 // Accounts implements quan.AccountStore: by name regardless of ASCII case,
 // NameContains too.
-func (s *Store) Accounts(ctx context.Context, f quan.AccountFilter) ([]*quan.Account, int, error) {
+func (s *Store) Accounts(ctx context.Context, f quan.AccountFilter) (_ []*quan.Account, _ int, err error) {
+	defer s.db.unavailable(&err)
 	var w sqlrow.Where
 	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
 	w.If(f.NameContains != "", `name_key LIKE ? ESCAPE '\'`, "%"+escapeLike(sqlrow.AccountKey(f.NameContains))+"%")
@@ -70,7 +74,8 @@ func (s *Store) Accounts(ctx context.Context, f quan.AccountFilter) ([]*quan.Acc
 // UpdateAccount implements quan.AccountStore in one write transaction.
 // fn runs under the database's only write lock: it must be quick and must
 // not call the store. Its error is returned as it is.
-func (s *Store) UpdateAccount(ctx context.Context, id int64, fn func(*quan.Account) error) (*quan.Account, error) {
+func (s *Store) UpdateAccount(ctx context.Context, id int64, fn func(*quan.Account) error) (_ *quan.Account, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("update account %d: %w", id, err)
@@ -99,7 +104,8 @@ func (s *Store) UpdateAccount(ctx context.Context, id int64, fn func(*quan.Accou
 }
 
 // CreateSession implements quan.AccountStore.
-func (s *Store) CreateSession(ctx context.Context, sess *quan.Session) error {
+func (s *Store) CreateSession(ctx context.Context, sess *quan.Session) (err error) {
+	defer s.db.unavailable(&err)
 	if _, err := s.db.write.ExecContext(ctx, `INSERT INTO console_sessions (`+sessionColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		sess.ID, sess.AccountID, sess.CSRF, sess.Addr, micros(sess.CreatedAt), micros(sess.SeenAt), micros(sess.ExpiresAt)); err != nil {
@@ -109,7 +115,8 @@ func (s *Store) CreateSession(ctx context.Context, sess *quan.Session) error {
 }
 
 // Session implements quan.AccountStore.
-func (s *Store) Session(ctx context.Context, id []byte) (*quan.Session, error) {
+func (s *Store) Session(ctx context.Context, id []byte) (_ *quan.Session, err error) {
+	defer s.db.unavailable(&err)
 	sess, err := sqlrow.ScanSession(s.db.read.QueryRowContext(ctx,
 		`SELECT `+sessionColumns+` FROM console_sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -123,7 +130,8 @@ func (s *Store) Session(ctx context.Context, id []byte) (*quan.Session, error) {
 
 // TouchSession implements quan.AccountStore; touching no session is no
 // error (it was signed out meanwhile).
-func (s *Store) TouchSession(ctx context.Context, id []byte, seen, expires time.Time) error {
+func (s *Store) TouchSession(ctx context.Context, id []byte, seen, expires time.Time) (err error) {
+	defer s.db.unavailable(&err)
 	if _, err := s.db.write.ExecContext(ctx, `UPDATE console_sessions SET seen_at = ?, expires_at = ? WHERE id = ?`,
 		micros(seen), micros(expires), id); err != nil {
 		return fmt.Errorf("touch session: %w", err)
@@ -132,7 +140,8 @@ func (s *Store) TouchSession(ctx context.Context, id []byte, seen, expires time.
 }
 
 // DeleteSession implements quan.AccountStore.
-func (s *Store) DeleteSession(ctx context.Context, id []byte) error {
+func (s *Store) DeleteSession(ctx context.Context, id []byte) (err error) {
+	defer s.db.unavailable(&err)
 	if _, err := s.db.write.ExecContext(ctx, `DELETE FROM console_sessions WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}
@@ -140,14 +149,16 @@ func (s *Store) DeleteSession(ctx context.Context, id []byte) error {
 }
 
 // DeleteSessions implements quan.AccountStore.
-func (s *Store) DeleteSessions(ctx context.Context, account int64) (int64, error) {
+func (s *Store) DeleteSessions(ctx context.Context, account int64) (_ int64, err error) {
+	defer s.db.unavailable(&err)
 	return s.deleteSessions(ctx, "delete the sessions of account "+fmt.Sprint(account),
 		`DELETE FROM console_sessions WHERE account_id = ?`, account)
 }
 
 // DeleteExpiredSessions implements quan.AccountStore along
 // console_sessions_expires.
-func (s *Store) DeleteExpiredSessions(ctx context.Context, t time.Time) (int64, error) {
+func (s *Store) DeleteExpiredSessions(ctx context.Context, t time.Time) (_ int64, err error) {
+	defer s.db.unavailable(&err)
 	return s.deleteSessions(ctx, "delete expired sessions", `DELETE FROM console_sessions WHERE expires_at < ?`, micros(t))
 }
 
@@ -167,12 +178,13 @@ func (s *Store) deleteSessions(ctx context.Context, what, query string, arg any)
 // single writer runs alone: the row of key counts one more failure, or
 // starts again at one if its first failure is window or more before now.
 // In an UPDATE's SET every column reads the row as it was.
-func (s *Store) LoginFailed(ctx context.Context, key string, now time.Time, window time.Duration) (int, time.Time, error) {
+func (s *Store) LoginFailed(ctx context.Context, key string, now time.Time, window time.Duration) (_ int, _ time.Time, err error) {
+	defer s.db.unavailable(&err)
 	var (
 		n     int
 		first time.Time
 	)
-	err := s.db.write.QueryRowContext(ctx, `INSERT INTO login_failures (throttle_key, failures, first_at) VALUES (?1, 1, ?2)
+	err = s.db.write.QueryRowContext(ctx, `INSERT INTO login_failures (throttle_key, failures, first_at) VALUES (?1, 1, ?2)
 		ON CONFLICT (throttle_key) DO UPDATE SET
 			failures = CASE WHEN first_at > ?3 THEN failures + 1 ELSE 1 END,
 			first_at = CASE WHEN first_at > ?3 THEN first_at ELSE ?2 END
@@ -184,12 +196,13 @@ func (s *Store) LoginFailed(ctx context.Context, key string, now time.Time, wind
 }
 
 // LoginFailures implements quan.AccountStore.
-func (s *Store) LoginFailures(ctx context.Context, key string, now time.Time, window time.Duration) (int, time.Time, error) {
+func (s *Store) LoginFailures(ctx context.Context, key string, now time.Time, window time.Duration) (_ int, _ time.Time, err error) {
+	defer s.db.unavailable(&err)
 	var (
 		n     int
 		first time.Time
 	)
-	err := s.db.read.QueryRowContext(ctx, `SELECT failures, first_at FROM login_failures WHERE throttle_key = ? AND first_at > ?`,
+	err = s.db.read.QueryRowContext(ctx, `SELECT failures, first_at FROM login_failures WHERE throttle_key = ? AND first_at > ?`,
 		key, micros(now.Add(-window))).Scan(&n, sqlrow.Time(&first))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, nil
@@ -201,7 +214,8 @@ func (s *Store) LoginFailures(ctx context.Context, key string, now time.Time, wi
 }
 
 // DeleteLoginFailures implements quan.AccountStore.
-func (s *Store) DeleteLoginFailures(ctx context.Context, t time.Time) (int64, error) {
+func (s *Store) DeleteLoginFailures(ctx context.Context, t time.Time) (_ int64, err error) {
+	defer s.db.unavailable(&err)
 	res, err := s.db.write.ExecContext(ctx, `DELETE FROM login_failures WHERE first_at <= ?`, micros(t))
 	if err != nil {
 		return 0, fmt.Errorf("delete past failed sign-ins: %w", err)
@@ -210,7 +224,8 @@ func (s *Store) DeleteLoginFailures(ctx context.Context, t time.Time) (int64, er
 }
 
 // ClearLoginFailures implements quan.AccountStore.
-func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
+func (s *Store) ClearLoginFailures(ctx context.Context, key string) (err error) {
+	defer s.db.unavailable(&err)
 	if _, err := s.db.write.ExecContext(ctx, `DELETE FROM login_failures WHERE throttle_key = ?`, key); err != nil {
 		return fmt.Errorf("clear failed sign-ins: %w", err)
 	}

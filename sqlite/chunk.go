@@ -43,7 +43,8 @@ const InsertBatchRows = batchRows
 // IGNORE on the (user, template, seq) index, and only the users whose
 // first coupon exists already are looked up and planned again. See
 // issueChunk.
-func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts, error) {
+func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (_ quan.TaskCounts, err error) {
+	defer s.db.unavailable(&err)
 	op := fmt.Sprintf("apply chunk %d of task %d", c.Seq, c.TaskID)
 	if err := c.Check(); err != nil {
 		return quan.TaskCounts{}, fmt.Errorf("%s: %w", op, err)
@@ -137,7 +138,8 @@ func (s *Store) ApplyChunk(ctx context.Context, c *quan.Chunk) (quan.TaskCounts,
 
 // AppliedChunks returns the seqs of the chunks of task id applied so far,
 // in ascending order: a range of the ledger's primary key.
-func (s *Store) AppliedChunks(ctx context.Context, id int64) ([]int64, error) {
+func (s *Store) AppliedChunks(ctx context.Context, id int64) (_ []int64, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.read, fmt.Sprintf("applied chunks of task %d", id), sqlrow.Int64,
 		`SELECT seq FROM task_chunks WHERE task_id = ? ORDER BY seq`, id)
 }

@@ -23,7 +23,8 @@ const claimColumns = `id, template_id, user_id, status, coupon_id, reason, at, d
 // template with quan.PlanClaims against the stock and the holdings, and
 // their coupons (which record the claims that issued them), the stock
 // taken and the records of the claims that failed written together.
-func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.Time) ([]*quan.Claim, error) {
+func (s *Store) IssueClaims(ctx context.Context, claims []*quan.Claim, now time.Time) (_ []*quan.Claim, err error) {
+	defer s.db.unavailable(&err)
 	out := make([]*quan.Claim, len(claims))
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -310,7 +311,8 @@ func scanClaims(ctx context.Context, q sqlrow.Queryer, found map[string]*quan.Cl
 
 // FailClaim implements quan.ClaimStore, in one write transaction: a claim
 // that issued a coupon in between keeps it.
-func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now time.Time) (*quan.Claim, error) {
+func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now time.Time) (_ *quan.Claim, err error) {
+	defer s.db.unavailable(&err)
 	if err := sqlrow.CheckClaimCode("reason", reason); err != nil {
 		return nil, fmt.Errorf("fail claim %s: %w", c.ID, err)
 	}
@@ -344,7 +346,8 @@ func (s *Store) FailClaim(ctx context.Context, c *quan.Claim, reason string, now
 }
 
 // Claim implements quan.ClaimStore.
-func (s *Store) Claim(ctx context.Context, id string) (*quan.Claim, error) {
+func (s *Store) Claim(ctx context.Context, id string) (_ *quan.Claim, err error) {
+	defer s.db.unavailable(&err)
 	return s.claim(ctx, s.db.read, id)
 }
 

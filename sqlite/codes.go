@@ -19,8 +19,9 @@ var _ quan.CodeStore = (*Store)(nil)
 const codeBatchColumns = `id, template_id, shop_no, count, generated, status, created_by, created_at, updated_at`
 
 // CreateCodeBatch implements quan.CodeStore.
-func (s *Store) CreateCodeBatch(ctx context.Context, b *quan.CodeBatch) error {
-	err := s.db.write.QueryRowContext(ctx, `INSERT INTO code_batches (template_id, shop_no, count, generated, status,
+func (s *Store) CreateCodeBatch(ctx context.Context, b *quan.CodeBatch) (err error) {
+	defer s.db.unavailable(&err)
+	err = s.db.write.QueryRowContext(ctx, `INSERT INTO code_batches (template_id, shop_no, count, generated, status,
 		created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		b.TemplateID, b.ShopNo, b.Count, b.Generated, b.Status, b.CreatedBy, micros(b.CreatedAt), micros(b.UpdatedAt)).Scan(&b.ID)
 	if err != nil {
@@ -30,7 +31,8 @@ func (s *Store) CreateCodeBatch(ctx context.Context, b *quan.CodeBatch) error {
 }
 
 // CodeBatch implements quan.CodeStore.
-func (s *Store) CodeBatch(ctx context.Context, shop, id int64) (*quan.CodeBatch, error) {
+func (s *Store) CodeBatch(ctx context.Context, shop, id int64) (_ *quan.CodeBatch, err error) {
+	defer s.db.unavailable(&err)
 	return codeBatch(ctx, s.db.read, shop, id)
 }
 
@@ -47,7 +49,8 @@ func codeBatch(ctx context.Context, q rowQueryer, shop, id int64) (*quan.CodeBat
 }
 
 // AddCodes implements quan.CodeStore in one write transaction.
-func (s *Store) AddCodes(ctx context.Context, id int64, codes []string, now time.Time) (*quan.CodeBatch, error) {
+func (s *Store) AddCodes(ctx context.Context, id int64, codes []string, now time.Time) (_ *quan.CodeBatch, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("add codes to batch %d: %w", id, err)
@@ -91,14 +94,16 @@ func (s *Store) AddCodes(ctx context.Context, id int64, codes []string, now time
 }
 
 // GeneratingCodeBatches implements quan.CodeStore.
-func (s *Store) GeneratingCodeBatches(ctx context.Context) ([]*quan.CodeBatch, error) {
+func (s *Store) GeneratingCodeBatches(ctx context.Context) (_ []*quan.CodeBatch, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.read, "code batches generating", sqlrow.ScanCodeBatch,
 		`SELECT `+codeBatchColumns+` FROM code_batches WHERE status = ? ORDER BY id`, quan.CodeBatchGenerating)
 }
 
 // CodeBatches implements quan.CodeStore. code_batches has a row a batch,
 // not a code, and few of them: it is read without an index on template_id.
-func (s *Store) CodeBatches(ctx context.Context, shop, template int64) ([]*quan.CodeBatch, error) {
+func (s *Store) CodeBatches(ctx context.Context, shop, template int64) (_ []*quan.CodeBatch, err error) {
+	defer s.db.unavailable(&err)
 	query, args := sqlrow.OfShop(`SELECT `+codeBatchColumns+` FROM code_batches WHERE template_id = ?`, template, shop)
 	return sqlrow.Query(ctx, s.db.read, fmt.Sprintf("code batches of template %d", template), sqlrow.ScanCodeBatch,
 		query+` ORDER BY id DESC`, args...)
@@ -109,13 +114,14 @@ func (s *Store) CodeBatches(ctx context.Context, shop, template int64) ([]*quan.
 func (s *Store) Codes(ctx context.Context, id int64) iter.Seq2[quan.RedeemCode, error] {
 	scan := func(row sqlrow.Scanner) (quan.RedeemCode, error) { return sqlrow.ScanRedeemCode(row, id) }
 	code := func(c quan.RedeemCode) string { return c.Code }
-	return sqlrow.Keyset(ctx, s.db.read, fmt.Sprintf("codes of batch %d", id), scan, code, "", codesPage,
+	return unavailableSeq(s.db, sqlrow.Keyset(ctx, s.db.read, fmt.Sprintf("codes of batch %d", id), scan, code, "", codesPage,
 		`SELECT code, template_id, user_id, coupon_id, redeemed_at FROM redeem_codes
-		WHERE batch_id = ? AND code > ? ORDER BY code LIMIT 10000`, id)
+		WHERE batch_id = ? AND code > ? ORDER BY code LIMIT 10000`, id))
 }
 
 // Code implements quan.CodeStore.
-func (s *Store) Code(ctx context.Context, code string) (quan.RedeemCode, error) {
+func (s *Store) Code(ctx context.Context, code string) (_ quan.RedeemCode, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.RedeemCodeOf(ctx, s.db.read, code)
 }
 
@@ -123,7 +129,8 @@ func (s *Store) Code(ctx context.Context, code string) (quan.RedeemCode, error) 
 const codesPage = 10000
 
 // RedeemCode implements quan.CodeStore in one write transaction.
-func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now time.Time) (*quan.Coupon, error) {
+func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now time.Time) (_ *quan.Coupon, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("redeem code: %w", err)

@@ -17,7 +17,8 @@ var _ quan.ContactStore = (*Store)(nil)
 const contactColumns = sqlrow.ContactColumns
 
 // Contact implements quan.ContactStore.
-func (s *Store) Contact(ctx context.Context, user int64) (*quan.Contact, error) {
+func (s *Store) Contact(ctx context.Context, user int64) (_ *quan.Contact, err error) {
+	defer s.db.unavailable(&err)
 	return queryContact(ctx, s.db.read, user)
 }
 
@@ -33,13 +34,15 @@ func queryContact(ctx context.Context, q rowQueryer, user int64) (*quan.Contact,
 }
 
 // Contacts implements quan.ContactStore.
-func (s *Store) Contacts(ctx context.Context, users []int64) (map[int64]*quan.Contact, error) {
+func (s *Store) Contacts(ctx context.Context, users []int64) (_ map[int64]*quan.Contact, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.ContactsOf(ctx, s.db.read, users)
 }
 
 // UpdateContact implements quan.ContactStore. The write transaction is
 // the lock.
-func (s *Store) UpdateContact(ctx context.Context, user int64, now time.Time, fn func(*quan.Contact) error) (*quan.Contact, error) {
+func (s *Store) UpdateContact(ctx context.Context, user int64, now time.Time, fn func(*quan.Contact) error) (_ *quan.Contact, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("update contact of user %d: %w", user, err)
@@ -94,7 +97,8 @@ func importContactsSQL(n int, withLang bool) string {
 // ImportContacts implements quan.ContactStore: the rows with a language
 // and those without go in statements of their own, so that a blank
 // language keeps the stored one and a new contact without one gets zh.
-func (s *Store) ImportContacts(ctx context.Context, now time.Time, rows []quan.ContactRow) (int, error) {
+func (s *Store) ImportContacts(ctx context.Context, now time.Time, rows []quan.ContactRow) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	if len(rows) == 0 {
 		return 0, nil
 	}

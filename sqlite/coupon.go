@@ -20,7 +20,8 @@ const couponColumns = `id, template_id, shop_no, user_id, seq, status, valid_sta
 func (s *Store) CodeKey() *quan.CodeKey { return s.db.codes.Key }
 
 // Coupon implements quan.CouponStore.
-func (s *Store) Coupon(ctx context.Context, shop, id int64) (*quan.Coupon, error) {
+func (s *Store) Coupon(ctx context.Context, shop, id int64) (_ *quan.Coupon, err error) {
+	defer s.db.unavailable(&err)
 	query, args := sqlrow.OfShop(`SELECT `+couponColumns+` FROM coupons WHERE id = ?`, id, shop)
 	cs, err := s.queryCoupons(ctx, query, args...)
 	if err != nil {
@@ -35,7 +36,8 @@ func (s *Store) Coupon(ctx context.Context, shop, id int64) (*quan.Coupon, error
 // UserCoupons returns the coupons user holds of template (0: of every
 // template), newest (highest id) first: a range of the (user, template,
 // seq) index.
-func (s *Store) UserCoupons(ctx context.Context, user, template int64) ([]*quan.Coupon, error) {
+func (s *Store) UserCoupons(ctx context.Context, user, template int64) (_ []*quan.Coupon, err error) {
+	defer s.db.unavailable(&err)
 	query := `SELECT ` + couponColumns + ` FROM coupons WHERE user_id = ?`
 	args := []any{user}
 	if template != 0 {
@@ -50,7 +52,8 @@ func (s *Store) UserCoupons(ctx context.Context, user, template int64) ([]*quan.
 }
 
 // OrderCoupons implements quan.WalletStore.
-func (s *Store) OrderCoupons(ctx context.Context, user int64, order string, ids []int64) ([]*quan.Coupon, error) {
+func (s *Store) OrderCoupons(ctx context.Context, user int64, order string, ids []int64) (_ []*quan.Coupon, err error) {
+	defer s.db.unavailable(&err)
 	query := `SELECT ` + couponColumns + ` FROM coupons WHERE user_id = ? AND (order_id = ?`
 	args := make([]any, 0, 2+len(ids))
 	args = append(args, user, order)
@@ -93,7 +96,8 @@ func (s *Store) queryCoupons(ctx context.Context, query string, args ...any) ([]
 // chunk adds its issued count in the transaction that inserts its coupons,
 // and coupons are never deleted, so the two agree, and the coupons need no
 // index by task.
-func (s *Store) CouponStats(ctx context.Context, template, task int64) (quan.CouponStats, error) {
+func (s *Store) CouponStats(ctx context.Context, template, task int64) (_ quan.CouponStats, err error) {
+	defer s.db.unavailable(&err)
 	var st quan.CouponStats
 	tx, err := s.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -132,12 +136,12 @@ const statsSQL = `SELECT coalesce(sum(n), 0), count(*), coalesce(max(n), 0) FROM
 func (s *Store) Holdings(ctx context.Context, template int64, at time.Time) iter.Seq2[quan.Holding, error] {
 	what := fmt.Sprintf("holdings of template %d", template)
 	if at.IsZero() {
-		return sqlrow.Each(ctx, s.db.read, what, sqlrow.ScanHolding,
-			`SELECT user_id, count(*) FROM coupons WHERE template_id = ? GROUP BY user_id`, template)
+		return unavailableSeq(s.db, sqlrow.Each(ctx, s.db.read, what, sqlrow.ScanHolding,
+			`SELECT user_id, count(*) FROM coupons WHERE template_id = ? GROUP BY user_id`, template))
 	}
 	p := sqlrow.PeriodsOf(at)
-	return sqlrow.Each(ctx, s.db.read, what, p.ScanHolding, periodHoldingsSQL, template,
-		micros(p.DayStart), micros(p.DayEnd), micros(p.WeekStart), micros(p.WeekEnd))
+	return unavailableSeq(s.db, sqlrow.Each(ctx, s.db.read, what, p.ScanHolding, periodHoldingsSQL, template,
+		micros(p.DayStart), micros(p.DayEnd), micros(p.WeekStart), micros(p.WeekEnd)))
 }
 
 // periodHoldingsSQL counts the coupons of template ?1 each user holds,

@@ -24,7 +24,8 @@ func putFactsSQL(n int) string {
 
 // PutUserFacts implements quan.FactsStore: one write transaction,
 // factsPutBatch users a statement.
-func (s *Store) PutUserFacts(ctx context.Context, now time.Time, facts []quan.UserFacts) error {
+func (s *Store) PutUserFacts(ctx context.Context, now time.Time, facts []quan.UserFacts) (err error) {
+	defer s.db.unavailable(&err)
 	if len(facts) == 0 {
 		return nil
 	}
@@ -50,7 +51,8 @@ func (s *Store) PutUserFacts(ctx context.Context, now time.Time, facts []quan.Us
 }
 
 // UserFacts implements quan.FactsStore.
-func (s *Store) UserFacts(ctx context.Context, users []int64) (map[int64]*quan.UserFacts, error) {
+func (s *Store) UserFacts(ctx context.Context, users []int64) (_ map[int64]*quan.UserFacts, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.FactsOf(ctx, s.db.read, users)
 }
 
@@ -75,7 +77,8 @@ func hasTag(tag string) (string, []any, bool) {
 
 // ScanUserFacts implements quan.FactsStore: a range of the rowid,
 // filter.Where in SQL.
-func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int, filter quan.FactsFilter) ([]quan.UserFacts, error) {
+func (s *Store) ScanUserFacts(ctx context.Context, after int64, limit int, filter quan.FactsFilter) (_ []quan.UserFacts, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.ScanFactsAfter(ctx, s.db.read, factsDialect, after, limit, filter)
 }
 
@@ -85,11 +88,13 @@ func (s *Store) ExactFilter(where []quan.FactsClause) bool {
 }
 
 // CountUserFacts implements quan.FactsStore.
-func (s *Store) CountUserFacts(ctx context.Context) (int64, error) {
+func (s *Store) CountUserFacts(ctx context.Context) (_ int64, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.CountFacts(ctx, s.db.read)
 }
 
 // SplitUserFacts implements quan.FactsStore.
-func (s *Store) SplitUserFacts(ctx context.Context, parts int) ([]int64, error) {
+func (s *Store) SplitUserFacts(ctx context.Context, parts int) (_ []int64, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.SplitFacts(ctx, s.db.read, parts)
 }

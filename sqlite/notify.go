@@ -19,7 +19,8 @@ const notifyBatch = 1000
 
 // RecordNotifications implements quan.NotificationStore, in a
 // transaction of its own.
-func (s *Store) RecordNotifications(ctx context.Context, now time.Time, ns []*quan.Notification) (int, error) {
+func (s *Store) RecordNotifications(ctx context.Context, now time.Time, ns []*quan.Notification) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("record notifications: %w", err)
@@ -80,7 +81,8 @@ func repeatParams(row string, n int) string {
 }
 
 // Notification implements quan.NotificationStore.
-func (s *Store) Notification(ctx context.Context, source string, user int64, ch quan.NotifyType) (*quan.Notification, error) {
+func (s *Store) Notification(ctx context.Context, source string, user int64, ch quan.NotifyType) (_ *quan.Notification, err error) {
+	defer s.db.unavailable(&err)
 	n, _, err := sqlrow.ScanNotification(s.db.read.QueryRowContext(ctx, `SELECT `+sqlrow.NotificationColumns+
 		` FROM notifications WHERE source = ? AND user_id = ? AND channel = ?`, source, user, ch))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -95,7 +97,8 @@ func (s *Store) Notification(ctx context.Context, source string, user int64, ch 
 // NotificationCounts implements quan.NotificationStore along
 // notifications_failed, which holds the columns it reads: a task's
 // million SMS are counted without reading the table.
-func (s *Store) NotificationCounts(ctx context.Context, source string) ([]quan.NotificationCount, error) {
+func (s *Store) NotificationCounts(ctx context.Context, source string) (_ []quan.NotificationCount, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.read, "count notifications", func(r sqlrow.Scanner) (quan.NotificationCount, error) {
 		var c quan.NotificationCount
 		return c, r.Scan(&c.Channel, &c.Status, &c.Count)
@@ -104,7 +107,8 @@ func (s *Store) NotificationCounts(ctx context.Context, source string) ([]quan.N
 
 // FailedNotifications implements quan.NotificationStore along
 // notifications_failed.
-func (s *Store) FailedNotifications(ctx context.Context, source string, ch quan.NotifyType, afterID int64, limit int) ([]*quan.Notification, error) {
+func (s *Store) FailedNotifications(ctx context.Context, source string, ch quan.NotifyType, afterID int64, limit int) (_ []*quan.Notification, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.read, "failed notifications", func(r sqlrow.Scanner) (*quan.Notification, error) {
 		n, _, err := sqlrow.ScanNotification(r)
 		return n, err
@@ -126,7 +130,8 @@ var takeSQL = `SELECT ` + sqlrow.NotificationColumns + ` FROM notifications
 // TakeNotifications implements quan.NotificationStore. SQLite has one
 // writer, so reading and updating in the write transaction is enough to
 // keep two dispatchers from taking the same message.
-func (s *Store) TakeNotifications(ctx context.Context, ch quan.NotifyType, owner string, now, lease time.Time, limit int) ([]*quan.Notification, error) {
+func (s *Store) TakeNotifications(ctx context.Context, ch quan.NotifyType, owner string, now, lease time.Time, limit int) (_ []*quan.Notification, err error) {
+	defer s.db.unavailable(&err)
 	if owner == "" {
 		return nil, fmt.Errorf("take notifications: %w", quan.Errorf(quan.EINVALID, "a dispatcher needs a name to hold messages"))
 	}
@@ -175,7 +180,8 @@ func (s *Store) TakeNotifications(ctx context.Context, ch quan.NotifyType, owner
 
 // FinishNotifications implements quan.NotificationStore: one UPDATE per
 // kind of result, of the messages owner still holds.
-func (s *Store) FinishNotifications(ctx context.Context, owner string, now time.Time, rs []quan.NotificationResult) (int, error) {
+func (s *Store) FinishNotifications(ctx context.Context, owner string, now time.Time, rs []quan.NotificationResult) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	if err := sqlrow.CheckResults(rs); err != nil {
 		return 0, fmt.Errorf("finish notifications: %w", err)
 	}
@@ -267,7 +273,8 @@ func scanEntry(r sqlrow.Scanner) (*quan.InboxEntry, error) {
 }
 
 // Inbox implements quan.NotificationStore.
-func (s *Store) Inbox(ctx context.Context, f quan.InboxFilter) ([]*quan.InboxEntry, int, error) {
+func (s *Store) Inbox(ctx context.Context, f quan.InboxFilter) (_ []*quan.InboxEntry, _ int, err error) {
+	defer s.db.unavailable(&err)
 	limit := f.Limit
 	if limit <= 0 {
 		limit = quan.DefaultPageSize
@@ -290,7 +297,8 @@ func (s *Store) Inbox(ctx context.Context, f quan.InboxFilter) ([]*quan.InboxEnt
 }
 
 // UnreadCount implements quan.NotificationStore.
-func (s *Store) UnreadCount(ctx context.Context, user int64) (int, error) {
+func (s *Store) UnreadCount(ctx context.Context, user int64) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	var n int
 	if err := s.db.read.QueryRowContext(ctx, countSQL("inbox", true), user).Scan(&n); err != nil {
 		return 0, fmt.Errorf("unread count: %w", err)
@@ -300,7 +308,8 @@ func (s *Store) UnreadCount(ctx context.Context, user int64) (int, error) {
 
 // MarkRead implements quan.NotificationStore: the marks are inserted from
 // the user's own unread entries, so ids of others' messages mark nothing.
-func (s *Store) MarkRead(ctx context.Context, user int64, ids []int64, now time.Time) (int, error) {
+func (s *Store) MarkRead(ctx context.Context, user int64, ids []int64, now time.Time) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	q := mineSQL("inbox") + `
 		INSERT INTO notification_marks (notification_id, user_id, marked_at, created_at)
 		SELECT n.id, ?1, ?2, n.created_at FROM mine JOIN notifications n ON n.id = mine.id WHERE true`
@@ -322,15 +331,17 @@ func (s *Store) MarkRead(ctx context.Context, user int64, ids []int64, now time.
 }
 
 // Popups implements quan.NotificationStore.
-func (s *Store) Popups(ctx context.Context, user int64, now time.Time) ([]*quan.InboxEntry, error) {
+func (s *Store) Popups(ctx context.Context, user int64, now time.Time) (_ []*quan.InboxEntry, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.read, "popups", scanEntry, entriesSQL("popup", true)+`
 		AND (n.expires_at IS NULL OR n.expires_at > ?2) ORDER BY n.id DESC LIMIT ?3`, user, micros(now), quan.MaxPageSize)
 }
 
 // AckPopup implements quan.NotificationStore.
-func (s *Store) AckPopup(ctx context.Context, user, id int64, now time.Time) error {
+func (s *Store) AckPopup(ctx context.Context, user, id int64, now time.Time) (err error) {
+	defer s.db.unavailable(&err)
 	var created int64
-	err := s.db.read.QueryRowContext(ctx, mineSQL("popup")+
+	err = s.db.read.QueryRowContext(ctx, mineSQL("popup")+
 		` SELECT n.created_at FROM mine JOIN notifications n ON n.id = mine.id WHERE n.id = ?2`, user, id).Scan(&created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("popup %d of user %d: %w", id, user, quan.ErrNotFound)
@@ -347,7 +358,8 @@ func (s *Store) AckPopup(ctx context.Context, user, id int64, now time.Time) err
 
 // DeleteInApp implements quan.NotificationStore along
 // notification_marks_created and notifications_in_app_created.
-func (s *Store) DeleteInApp(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *Store) DeleteInApp(ctx context.Context, before time.Time, limit int) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("delete old inbox entries: %w", err)
@@ -377,7 +389,8 @@ const (
 
 // PendingNotifications implements quan.NotificationStore along
 // notifications_due, which holds only the messages still to send.
-func (s *Store) PendingNotifications(ctx context.Context, now time.Time) (map[quan.NotifyType]int64, error) {
+func (s *Store) PendingNotifications(ctx context.Context, now time.Time) (_ map[quan.NotifyType]int64, err error) {
+	defer s.db.unavailable(&err)
 	return pendingNotifications(ctx, s.db.read, micros(now))
 }
 
@@ -400,6 +413,7 @@ func pendingNotifications(ctx context.Context, q sqlrow.Queryer, now any) (map[q
 var _ quan.SecretStore = (*Store)(nil)
 
 // Secret implements quan.SecretStore in the secrets table.
-func (s *Store) Secret(ctx context.Context, name string) ([]byte, error) {
+func (s *Store) Secret(ctx context.Context, name string) (_ []byte, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Secret(ctx, s.db.write, `INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)`, name)
 }

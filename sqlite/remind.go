@@ -27,7 +27,8 @@ const expiringSQL = `SELECT c.user_id, c.id, c.valid_end, k.phone, k.mail, k.lan
 
 // RemindExpiring implements quan.ReminderStore in one write transaction,
 // one template at a time, its coupons along coupons_remind_due.
-func (s *Store) RemindExpiring(ctx context.Context, now time.Time, limit int, fn quan.RemindFunc) (int, error) {
+func (s *Store) RemindExpiring(ctx context.Context, now time.Time, limit int, fn quan.RemindFunc) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	return s.remind(ctx, now, limit, fn, "expiry reminders", func(tx *sql.Tx) ([]*quan.Template, error) {
 		return sqlrow.Query(ctx, tx, "templates with expiry reminders", sqlrow.ScanTemplate, remindTemplatesSQL, micros(now))
 	}, func(tx *sql.Tx, t *quan.Template, left int) ([]quan.DueReminder, error) {
@@ -45,7 +46,8 @@ func (s *Store) RemindExpiring(ctx context.Context, now time.Time, limit int, fn
 
 // RemindOpening implements quan.ReminderStore in one write transaction,
 // one template at a time, its subscribers along template_reminders_due.
-func (s *Store) RemindOpening(ctx context.Context, now time.Time, limit int, fn quan.RemindFunc) (int, error) {
+func (s *Store) RemindOpening(ctx context.Context, now time.Time, limit int, fn quan.RemindFunc) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	at := micros(now)
 	lead := int64(time.Duration(quan.DefaultRemindLead) / time.Second)
 	return s.remind(ctx, now, limit, fn, "opening reminders", func(tx *sql.Tx) ([]*quan.Template, error) {
@@ -121,7 +123,8 @@ func (s *Store) remind(ctx context.Context, now time.Time, limit int, fn quan.Re
 }
 
 // Subscribe implements quan.ReminderStore.
-func (s *Store) Subscribe(ctx context.Context, sub *quan.Subscription) (bool, error) {
+func (s *Store) Subscribe(ctx context.Context, sub *quan.Subscription) (_ bool, err error) {
+	defer s.db.unavailable(&err)
 	res, err := s.db.write.ExecContext(ctx, `INSERT INTO template_reminders (template_id, user_id, created_at)
 		VALUES (?, ?, ?) ON CONFLICT (template_id, user_id) DO NOTHING`, sub.TemplateID, sub.UserID, micros(sub.CreatedAt))
 	if err != nil {
@@ -139,7 +142,8 @@ func (s *Store) Subscribe(ctx context.Context, sub *quan.Subscription) (bool, er
 }
 
 // Unsubscribe implements quan.ReminderStore.
-func (s *Store) Unsubscribe(ctx context.Context, template, user int64) (bool, error) {
+func (s *Store) Unsubscribe(ctx context.Context, template, user int64) (_ bool, err error) {
+	defer s.db.unavailable(&err)
 	res, err := s.db.write.ExecContext(ctx, `DELETE FROM template_reminders WHERE template_id = ? AND user_id = ?`, template, user)
 	if err != nil {
 		return false, fmt.Errorf("unsubscribe: %w", translate(err))
@@ -150,7 +154,8 @@ func (s *Store) Unsubscribe(ctx context.Context, template, user int64) (bool, er
 
 // Subscriptions implements quan.ReminderStore along
 // template_reminders_user.
-func (s *Store) Subscriptions(ctx context.Context, user int64) ([]*quan.SubscriptionView, error) {
+func (s *Store) Subscriptions(ctx context.Context, user int64) (_ []*quan.SubscriptionView, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.read, "subscriptions", sqlrow.ScanSubscriptionView, `
 		SELECT r.template_id, r.user_id, r.created_at, r.notified_at, t.name, t.issue_start, t.remind_lead
 		FROM template_reminders r JOIN templates t ON t.id = r.template_id

@@ -15,7 +15,8 @@ var _ quan.RulesStore = (*Store)(nil)
 // AddRulesVersion implements quan.RulesStore in one write transaction,
 // which holds SQLite's write lock: check runs under it.
 func (s *Store) AddRulesVersion(ctx context.Context, shop, id int64, actor string, v *quan.RulesVersion,
-	check func(*quan.Template, *quan.RulesVersion) error) error {
+	check func(*quan.Template, *quan.RulesVersion) error) (err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("add rules of template %d: %w", id, err)
@@ -58,7 +59,8 @@ func (s *Store) AddRulesVersion(ctx context.Context, shop, id int64, actor strin
 }
 
 // RulesVersions implements quan.RulesStore.
-func (s *Store) RulesVersions(ctx context.Context, template int64) ([]quan.RulesVersion, error) {
+func (s *Store) RulesVersions(ctx context.Context, template int64) (_ []quan.RulesVersion, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.Query(ctx, s.db.read, fmt.Sprintf("rules of template %d", template), sqlrow.ScanRulesVersion,
 		`SELECT `+sqlrow.RulesColumns+` FROM template_rules WHERE template_id = ? ORDER BY version`, template)
 }

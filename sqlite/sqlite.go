@@ -60,6 +60,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -119,6 +120,7 @@ type DB struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    atomic.Bool // Close began: every call fails unavailable (outage)
 }
 
 // Open opens the database file at path, creating it if needed, applies
@@ -218,6 +220,7 @@ func dsn(abs string, params url.Values) string {
 // return the first call's result.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		db.closed.Store(true)
 		errs := []error{db.readStmts.close(), db.writeStmts.close()}
 		// Readers first, so that the writer is the last connection to
 		// close: it checkpoints the WAL into the database file.
@@ -235,7 +238,8 @@ func (db *DB) Close() error {
 }
 
 // Ping reports whether both pools can reach the file.
-func (db *DB) Ping(ctx context.Context) error {
+func (db *DB) Ping(ctx context.Context) (err error) {
+	defer db.unavailable(&err)
 	if err := db.write.PingContext(ctx); err != nil {
 		return fmt.Errorf("ping sqlite writer: %w", err)
 	}
@@ -285,7 +289,8 @@ func translate(err error) error {
 // the WAL, waiting for readers to move off it. A runner may call it when a
 // bulk task ends, so that readers do not search a large WAL and the next
 // automatic checkpoint does not fall on a single write.
-func (db *DB) Checkpoint(ctx context.Context) error {
+func (db *DB) Checkpoint(ctx context.Context) (err error) {
+	defer db.unavailable(&err)
 	var busy, frames, copied int
 	if err := db.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied); err != nil {
 		return fmt.Errorf("checkpoint sqlite: %w", err)

@@ -169,3 +169,11 @@ func TestShopStore(t *testing.T) {
 		return quantest.ShopStores{ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}, Shops: s}
 	})
 }
+
+// TestStoreUnavailable: a closed store fails every call unavailable.
+func TestStoreUnavailable(t *testing.T) {
+	quantest.TestStoreUnavailable(t, func(t *testing.T) (quan.Store, func()) {
+		db := openDB(t, filepath.Join(t.TempDir(), "quan.db"))
+		return sqlite.NewStore(db), func() { db.Close() }
+	})
+}

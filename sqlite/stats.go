@@ -70,7 +70,8 @@ var statsSums = func() string {
 // template_stats (none before its first coupon), its rows of
 // template_stats_hourly in the range and of claim_refusals, all by primary
 // key, in one read transaction.
-func (s *Store) TemplateStats(ctx context.Context, shop, id int64, r quan.StatsRange) (*quan.TemplateStats, error) {
+func (s *Store) TemplateStats(ctx context.Context, shop, id int64, r quan.StatsRange) (_ *quan.TemplateStats, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("statistics of template %d: %w", id, err)
@@ -110,7 +111,8 @@ func (s *Store) TemplateStats(ctx context.Context, shop, id int64, r quan.StatsR
 // (template_stats_hourly_shop), and over the claim_refusals of the shop's
 // templates; for AnyShop over every row, the hourly ones along
 // template_stats_hourly_hour.
-func (s *Store) ShopStats(ctx context.Context, shop int64, r quan.StatsRange) (*quan.ShopStats, error) {
+func (s *Store) ShopStats(ctx context.Context, shop int64, r quan.StatsRange) (_ *quan.ShopStats, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("statistics of shop %d: %w", shop, err)
@@ -148,7 +150,8 @@ func (s *Store) ShopStats(ctx context.Context, shop int64, r quan.StatsRange) (*
 }
 
 // AddRefusals implements quan.StatsStore in one write transaction.
-func (s *Store) AddRefusals(ctx context.Context, counts []quan.RefusalCount) error {
+func (s *Store) AddRefusals(ctx context.Context, counts []quan.RefusalCount) (err error) {
+	defer s.db.unavailable(&err)
 	if len(counts) == 0 {
 		return nil
 	}

@@ -25,13 +25,14 @@ const taskColumns = `id, shop_no, template_id, name, file_name, file_path, file_
 	failed_limit_reached, failed_out_of_stock, failed_template_inactive,
 	chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
 	created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of, trace_parent, segment,
-	failed_not_eligible`
+	failed_not_eligible, stalled_code, stalled_backend, stalled_reason, stalled_since`
 
 // CreateTask stores t and sets t.ID. t.ID is left alone if anything fails.
 // The store checks no rule of its own: callers validate t first.
-func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
+func (s *Store) CreateTask(ctx context.Context, t *quan.Task) (err error) {
+	defer s.db.unavailable(&err)
 	var id int64
-	err := s.db.write.QueryRowContext(ctx, `
+	err = s.db.write.QueryRowContext(ctx, `
 		INSERT INTO tasks (
 			shop_no, template_id, name, file_name, file_path, file_size,
 			file_sha256, sheet, notify, send_at, dry_run, chunk_size, status, reason,
@@ -40,9 +41,9 @@ func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
 			failed_limit_reached, failed_out_of_stock, failed_template_inactive,
 			chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
 			created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of, trace_parent, segment,
-			failed_not_eligible
+			failed_not_eligible, stalled_code, stalled_backend, stalled_reason, stalled_since
 		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
 		append([]any{t.ShopNo}, sqlrow.TaskValues(t, micros)...)...,
 	).Scan(&id)
@@ -55,7 +56,8 @@ func (s *Store) CreateTask(ctx context.Context, t *quan.Task) error {
 
 // Task returns task id of shop (any shop for quan.AnyShop), or
 // quan.ErrNotFound.
-func (s *Store) Task(ctx context.Context, shop, id int64) (*quan.Task, error) {
+func (s *Store) Task(ctx context.Context, shop, id int64) (_ *quan.Task, err error) {
+	defer s.db.unavailable(&err)
 	return queryTask(ctx, s.db.read, shop, id)
 }
 
@@ -68,7 +70,8 @@ func queryTask(ctx context.Context, q rowQueryer, shop, id int64) (*quan.Task, e
 // quan.AnyShop), newest (highest id) first, and the number of all matches.
 // A Limit of 0 means quan.DefaultPageSize, and one above quan.MaxPageSize
 // is cut to it.
-func (s *Store) Tasks(ctx context.Context, f quan.TaskFilter) ([]*quan.Task, int, error) {
+func (s *Store) Tasks(ctx context.Context, f quan.TaskFilter) (_ []*quan.Task, _ int, err error) {
+	defer s.db.unavailable(&err)
 	var w sqlrow.Where
 	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
 	w.If(f.Status != "", `status = ?`, f.Status)
@@ -82,7 +85,8 @@ func (s *Store) Tasks(ctx context.Context, f quan.TaskFilter) ([]*quan.Task, int
 //
 // fn runs under the database's only write lock: it must be quick and must
 // not call the store. It must not change ID or ShopNo.
-func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Task) error) (*quan.Task, error) {
+func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Task) error) (_ *quan.Task, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("update task %d: %w", id, err)
@@ -114,7 +118,8 @@ func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Ta
 // with StartedAt now, or a running task whose lease ended at or before now,
 // which keeps its StartedAt and the chunks applied. It returns nil, nil when no
 // task needs a runner.
-func (s *Store) ClaimTask(ctx context.Context, owner string, now, lease time.Time) (*quan.Task, error) {
+func (s *Store) ClaimTask(ctx context.Context, owner string, now, lease time.Time) (_ *quan.Task, err error) {
+	defer s.db.unavailable(&err)
 	if owner == "" {
 		return nil, fmt.Errorf("claim task: %w", quan.Errorf(quan.EINVALID, "a runner needs a name to hold a task"))
 	}
@@ -168,7 +173,7 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 			chunks_done = ?, chunks_total = ?, bytes_read = ?, bytes_total = ?, report_path = ?, created_by = ?,
 			created_at = ?, started_at = ?, finished_at = ?, updated_at = ?,
 		owner = ?, lease_until = ?, retry_of = ?, trace_parent = ?, segment = ?,
-		failed_not_eligible = ?
+		failed_not_eligible = ?, stalled_code = ?, stalled_backend = ?, stalled_reason = ?, stalled_since = ?
 		WHERE id = ?`,
 		append(sqlrow.TaskValues(t, micros), t.ID)...,
 	); err != nil {
@@ -180,7 +185,8 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 // Failures returns up to limit failed rows of task id with a line after
 // afterLine, in line order: a page of the primary key, however far into
 // the task it starts. A limit below 1 returns none.
-func (s *Store) Failures(ctx context.Context, taskID, afterLine int64, limit int) ([]quan.Failure, error) {
+func (s *Store) Failures(ctx context.Context, taskID, afterLine int64, limit int) (_ []quan.Failure, err error) {
+	defer s.db.unavailable(&err)
 	if limit < 1 {
 		return []quan.Failure{}, nil
 	}

@@ -38,7 +38,8 @@ const templateColumns = `id, shop_no, name, description, kind,
 
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
 // in the same transaction. t.ID is left alone if anything fails.
-func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor string) error {
+func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor string) (err error) {
+	defer s.db.unavailable(&err)
 	vals, err := sqlrow.TemplateValues(t, micros)
 	if err != nil {
 		return fmt.Errorf("create template: %w", err)
@@ -88,7 +89,8 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 
 // Template returns template id of shop (any shop for quan.AnyShop), or
 // quan.ErrNotFound.
-func (s *Store) Template(ctx context.Context, shop, id int64) (*quan.Template, error) {
+func (s *Store) Template(ctx context.Context, shop, id int64) (_ *quan.Template, err error) {
+	defer s.db.unavailable(&err)
 	return queryTemplate(ctx, s.db.read, shop, id)
 }
 
@@ -105,7 +107,8 @@ func queryTemplate(ctx context.Context, q rowQueryer, shop, id int64) (*quan.Tem
 // Templates returns one page of the templates matching f, newest (highest
 // id) first, and the number of all matches. A Limit of 0 means
 // quan.DefaultPageSize, and one above quan.MaxPageSize is cut to it.
-func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) ([]*quan.Template, int, error) {
+func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) (_ []*quan.Template, _ int, err error) {
+	defer s.db.unavailable(&err)
 	var w sqlrow.Where
 	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
 	w.If(f.Status != "", `status = ?`, f.Status)
@@ -134,7 +137,8 @@ func (s *Store) HighestTemplateID(ctx context.Context) (int64, error) {
 //
 // fn runs under the database's only write lock: it must be quick and must
 // not call the store. It must not change ID or ShopNo.
-func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, action string, fn func(*quan.Template) error) (*quan.Template, error) {
+func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, action string, fn func(*quan.Template) error) (_ *quan.Template, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("update template %d: %w", id, err)
@@ -195,9 +199,10 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 // WHERE refuses a take larger than the stock, and returns the stock left.
 // A take that is refused changes nothing and returns quan.ErrOutOfStock;
 // quan.ErrNotFound if there is no such template.
-func (s *Store) AdjustStock(ctx context.Context, id, delta int64) (int64, error) {
+func (s *Store) AdjustStock(ctx context.Context, id, delta int64) (_ int64, err error) {
+	defer s.db.unavailable(&err)
 	var stock int64
-	err := s.db.write.QueryRowContext(ctx, `
+	err = s.db.write.QueryRowContext(ctx, `
 		UPDATE templates SET stock = stock + ?1
 		WHERE id = ?2 AND stock + ?1 >= 0
 		RETURNING stock`, delta, id).Scan(&stock)
@@ -222,7 +227,8 @@ func (s *Store) AdjustStock(ctx context.Context, id, delta int64) (int64, error)
 
 // TemplateHistory returns the audit entries of template id of shop, oldest
 // first, or quan.ErrNotFound.
-func (s *Store) TemplateHistory(ctx context.Context, shop, id int64) ([]*quan.AuditEntry, error) {
+func (s *Store) TemplateHistory(ctx context.Context, shop, id int64) (_ []*quan.AuditEntry, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("template %d history: %w", id, err)
@@ -243,7 +249,10 @@ func (s *Store) TemplateHistory(ctx context.Context, shop, id int64) ([]*quan.Au
 }
 
 // Ping reports whether the database file is reachable.
-func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer s.db.unavailable(&err)
+	return s.db.Ping(ctx)
+}
 
 func insertAudit(ctx context.Context, tx *sql.Tx, e *quan.AuditEntry) error {
 	vals, err := sqlrow.AuditValues(e, micros)

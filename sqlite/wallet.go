@@ -15,7 +15,8 @@ import (
 var _ quan.WalletStore = (*Store)(nil)
 
 // UpdateCoupons implements quan.WalletStore in one write transaction.
-func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
+func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn func([]*quan.Coupon) error) (_ []*quan.Coupon, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
@@ -88,7 +89,8 @@ func (s *Store) moveBudgets(ctx context.Context, tx *sql.Tx, before, after []*qu
 }
 
 // BudgetUsage implements quan.WalletStore.
-func (s *Store) BudgetUsage(ctx context.Context, template int64) (quan.BudgetUsage, error) {
+func (s *Store) BudgetUsage(ctx context.Context, template int64) (_ quan.BudgetUsage, err error) {
+	defer s.db.unavailable(&err)
 	return sqlrow.BudgetUsage(ctx, s.db.read, template)
 }
 
@@ -114,7 +116,8 @@ const swapCouponSQL = `UPDATE coupons SET status = ?, order_id = ?, locked_until
 // A swap whose coupons are not as read changes nothing (a SAVEPOINT undoes
 // the coupons of several it wrote); a statement that fails fails the
 // batch, and every swap of it reports the error with nothing written.
-func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*quan.Coupon) (bool, error) {
+func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*quan.Coupon) (_ bool, err error) {
+	defer s.db.unavailable(&err)
 	if len(before) != len(after) {
 		return false, fmt.Errorf("swap coupons of user %d: %d coupons before, %d after", user, len(before), len(after))
 	}
@@ -348,7 +351,8 @@ func scanHeldDiscount(row sqlrow.Scanner) (*quan.Coupon, error) {
 // now as UpdatedAt. Whole rows through RETURNING took nearly half as long
 // again to sweep (a million coupons on 2 cores: 7.2 s against 5.0 s),
 // most of it in scanning every column of every row.
-func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*quan.Coupon, []quan.CouponStatus, error) {
+func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) (_ []*quan.Coupon, _ []quan.CouponStatus, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("lapse coupons: %w", err)
@@ -423,7 +427,8 @@ func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) ([]*
 var _ quan.Archiver = (*Store)(nil)
 
 // ArchiveCoupons implements quan.Archiver in one write transaction.
-func (s *Store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (int, error) {
+func (s *Store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (_ int, err error) {
+	defer s.db.unavailable(&err)
 	tx, err := s.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("archive coupons: %w", err)

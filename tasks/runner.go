@@ -94,6 +94,9 @@ type Runner struct {
 	wakeOnce sync.Once
 	wake     chan struct{}
 	inflight atomic.Int64 // chunks being applied (InFlight)
+
+	stallMu sync.Mutex
+	stalls  map[int64]stallState // the tasks this runner holds that are stuck (runner_stall.go)
 }
 
 func (d *Runner) lease() time.Duration {
@@ -101,6 +104,13 @@ func (d *Runner) lease() time.Duration {
 		return 15 * time.Second
 	}
 	return d.Lease
+}
+
+func (d *Runner) poll() time.Duration {
+	if d.PollInterval <= 0 {
+		return time.Second
+	}
+	return d.PollInterval
 }
 
 func (d *Runner) logger() *slog.Logger {
@@ -125,10 +135,7 @@ func (d *Runner) Wake() {
 
 // Run claims and runs due tasks, one at a time, until ctx ends.
 func (d *Runner) Run(ctx context.Context) error {
-	poll := d.PollInterval
-	if poll <= 0 {
-		poll = time.Second
-	}
+	poll := d.poll()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -165,6 +172,10 @@ func (d *Runner) RunOne(ctx context.Context) (bool, error) {
 	return true, d.runTask(ctx, t)
 }
 
+// PublishTimeout bounds the publication of one chunk: past it the task
+// stalls, saying the bus is unavailable, and the chunk is published again.
+const PublishTimeout = 5 * time.Second
+
 // errLost says the runner lost its task: canceled, or taken over.
 var errLost = errors.New("task lost")
 
@@ -177,7 +188,9 @@ func (e fileError) Unwrap() error { return e.err }
 
 // runTask streams the task's file from the start, skipping the chunks the
 // store has applied, and applies or publishes the rest; then it waits for
-// every chunk to be applied and finishes the task.
+// every chunk to be applied and finishes the task. A step that fails for
+// a reason other than the file (a backend down, a full disk) stalls the
+// task and is tried again (retrying) for as long as the runner holds it.
 func (d *Runner) runTask(ctx context.Context, t *quan.Task) error {
 	log := d.logger().With("task", t.ID)
 	if t.ChunksDone > 0 {
@@ -190,18 +203,28 @@ func (d *Runner) runTask(ctx context.Context, t *quan.Task) error {
 	if d.Tracer != nil && t.TraceParent != "" {
 		ctx = d.Tracer.WithTraceParent(ctx, t.TraceParent)
 	}
+	d.adopt(t)
+	defer d.forget(t.ID)
 
 	// The heartbeat keeps the lease while the task runs; losing it (the
 	// task was canceled, or another runner took over) stops the run.
 	lost := make(chan struct{})
 	go d.heartbeat(ctx, t, lost)
 
-	total, chunks, err := d.pass(ctx, t, 0, lost)
-	if err == nil {
-		err = d.recordTotal(ctx, t, chunks)
-	}
+	var total int64
+	err := d.retrying(ctx, t, lost, func() error {
+		rows, chunks, err := d.pass(ctx, t, 0, lost)
+		if err == nil {
+			err = d.recordTotal(ctx, t, chunks)
+		}
+		total = rows
+		return err
+	})
 	if err == nil && d.Bus != nil {
-		err = d.await(ctx, t, lost)
+		err = d.retrying(ctx, t, lost, func() error { return d.await(ctx, t, lost) })
+	}
+	if err == nil {
+		err = d.retrying(ctx, t, lost, func() error { return d.finish(ctx, t, total) })
 	}
 	var fe fileError
 	switch {
@@ -214,7 +237,7 @@ func (d *Runner) runTask(ctx context.Context, t *quan.Task) error {
 	case err != nil:
 		return fmt.Errorf("task %d: %w", t.ID, err)
 	}
-	return d.finish(ctx, t, total)
+	return nil
 }
 
 // pass reads the task's file once and hands each chunk the store has not
@@ -299,6 +322,7 @@ func (d *Runner) sink(ctx context.Context, c *quan.Chunk, round int) error {
 			return fmt.Errorf("apply chunk %d: %w", c.Seq, err)
 		}
 		d.Counters.Applied(n, false)
+		d.unstall(ctx, c.TaskID)
 		return nil
 	}
 	data, err := quan.EncodeChunk(c)
@@ -309,9 +333,15 @@ func (d *Runner) sink(ctx context.Context, c *quan.Chunk, round int) error {
 	if round > 0 {
 		id += fmt.Sprintf("-round-%d", round)
 	}
-	if err := d.Bus.Publish(ctx, quan.Message{Subject: quan.ChunkSubject, ID: id, Data: data}); err != nil {
+	// A bus that does not take the chunk in time stalls the task, which
+	// says so and publishes again (the same ID: stored once) rather than
+	// wait in silence.
+	pctx, cancel := context.WithTimeout(ctx, PublishTimeout)
+	defer cancel()
+	if err := d.Bus.Publish(pctx, quan.Message{Subject: quan.ChunkSubject, ID: id, Data: data}); err != nil {
 		return fmt.Errorf("publish chunk %d: %w", c.Seq, err)
 	}
+	d.unstall(ctx, c.TaskID)
 	return nil
 }
 
@@ -366,6 +396,11 @@ func (d *Runner) await(ctx context.Context, t *quan.Task, lost <-chan struct{}) 
 			return nil
 		}
 		if cur.ChunksDone != done {
+			if cur.Stalled != nil && done >= 0 {
+				// The workers apply chunks again: whatever stalled them
+				// (their stall, recorded by handleChunk) is over.
+				d.clearStall(ctx, t.ID)
+			}
 			done, since = cur.ChunksDone, time.Now()
 			continue
 		}

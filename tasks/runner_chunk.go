@@ -40,6 +40,13 @@ func (d *Runner) handleChunk(ctx context.Context, m quan.Message) error {
 	case err != nil:
 		d.Counters.ChunksFailed.Add(1)
 		d.logger().Warn("apply chunk", "task", c.TaskID, "chunk", c.Seq, "attempt", m.Attempt, "err", err)
+		if code := quan.ErrorCode(err); code == quan.EUNAVAILABLE || code == quan.ENOSPACE {
+			// The task's runner, waiting for its chunks, cannot see why
+			// they do not come: the task says so, if the store takes it,
+			// until the runner sees chunks applied again (await).
+			s := quan.StallOf(err, d.Now.UTC())
+			d.recordStall(ctx, c.TaskID, &s)
+		}
 		return err
 	}
 	d.Counters.Applied(n, m.Attempt > 1)

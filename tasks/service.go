@@ -44,6 +44,15 @@ type Service struct {
 	// file.
 	Rules quan.RuleEngine
 	Facts quan.FactsStore
+	// Stalls, if set, tells why a task the runner of this process holds
+	// is stuck (Runner.Stalled): Get and List show it on the task even
+	// when the store could not record it. nil shows the store's only.
+	Stalls StallSource
+}
+
+// StallSource tells why a running task is stuck, if it is.
+type StallSource interface {
+	Stalled(id int64) (quan.TaskStall, bool)
 }
 
 // NewTask is what a merchant sends to start a distribution.
@@ -210,7 +219,23 @@ func (s *Service) Get(ctx context.Context, who quan.Identity, id int64) (*quan.T
 	if err != nil {
 		return nil, err
 	}
-	return s.Tasks.Task(ctx, shop, id)
+	t, err := s.Tasks.Task(ctx, shop, id)
+	if err != nil {
+		return nil, err
+	}
+	s.showStall(t)
+	return t, nil
+}
+
+// showStall puts on t the stall the runner of this process knows of: more
+// recent than the store's, which it may have failed to record.
+func (s *Service) showStall(t *quan.Task) {
+	if s.Stalls == nil || t.Status != quan.TaskRunning {
+		return
+	}
+	if st, ok := s.Stalls.Stalled(t.ID); ok {
+		t.Stalled = &st
+	}
 }
 
 // List returns a page of the caller's tasks, newest first, and the total.
@@ -235,7 +260,14 @@ func (s *Service) List(ctx context.Context, who quan.Identity, f quan.TaskFilter
 	if f.Limit == 0 {
 		f.Limit = quan.DefaultPageSize
 	}
-	return s.Tasks.Tasks(ctx, f)
+	ts, n, err := s.Tasks.Tasks(ctx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, t := range ts {
+		s.showStall(t)
+	}
+	return ts, n, nil
 }
 
 // Cancel stops a pending or running task. Coupons issued stay; the runner

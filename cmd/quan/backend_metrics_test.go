@@ -38,16 +38,17 @@ series:
 // TestBackendAndHTTPMetrics: after a claim over HTTP, serve's /metrics
 // counts the request under its route pattern and status and times it,
 // times the store, the cache and the bus calls the claim made, and says
-// each backend it checks is ready; on MySQL, Redis and NATS too.
+// each backend it checks, and the data folder, is ready; on MySQL, Redis
+// and NATS too.
 func TestBackendAndHTTPMetrics(t *testing.T) {
 	t.Run("Embedded", func(t *testing.T) {
-		testBackendAndHTTPMetrics(t, testEnv(t), "Reserve", []string{"store", "bus"})
+		testBackendAndHTTPMetrics(t, testEnv(t), "Reserve", []string{"store", "bus", "data"})
 	})
 	t.Run("Production", func(t *testing.T) {
 		env, _ := productionEnv(t)
 		// Redis takes the claim's rate-limit tokens and reserves in one
 		// call: no Allow through the recorded cache.
-		testBackendAndHTTPMetrics(t, env, "ReserveLimited", []string{"store", "cache", "bus"})
+		testBackendAndHTTPMetrics(t, env, "ReserveLimited", []string{"store", "cache", "bus", "data"})
 	})
 }
 

@@ -53,6 +53,13 @@ func (s *syncBuffer) String() string {
 // at cleanup.
 func startServe(t *testing.T, env map[string]string, args ...string) *ServeCommand {
 	t.Helper()
+	srv, _ := startServeLogged(t, env, args...)
+	return srv
+}
+
+// startServeLogged is startServe, returning serve's log too.
+func startServeLogged(t *testing.T, env map[string]string, args ...string) (*ServeCommand, *syncBuffer) {
+	t.Helper()
 	logs := &syncBuffer{}
 	m := &Main{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }}
 	cmd := &ServeCommand{Main: m}
@@ -68,7 +75,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) *ServeComma
 			t.Error(err)
 		}
 	})
-	return cmd
+	return cmd, logs
 }
 
 func TestServeKeepsSecretAndData(t *testing.T) {
@@ -303,23 +310,48 @@ func readyChecks(t *testing.T, srv *ServeCommand) (int, map[string]string) {
 	return res.StatusCode, body.Checks
 }
 
-// TestReadyzChecksBackends: serve's /readyz checks every backend it uses:
-// the store and the embedded bus by default; the store, Redis and NATS
-// in production.
+// TestReadyzChecksBackends: serve's /readyz checks every backend it uses
+// and the data folder: the store and the embedded bus by default; the
+// store, Redis and NATS in production.
 func TestReadyzChecksBackends(t *testing.T) {
 	t.Run("Embedded", func(t *testing.T) {
 		code, checks := readyChecks(t, startServe(t, testEnv(t)))
-		if code != http.StatusOK || len(checks) != 2 || checks["store"] != "ok" || checks["bus"] != "ok" {
+		if code != http.StatusOK || len(checks) != 3 || checks["store"] != "ok" || checks["bus"] != "ok" || checks["data"] != "ok" {
 			t.Fatalf("readyz %d %v", code, checks)
 		}
 	})
 	t.Run("Production", func(t *testing.T) {
 		env, _ := productionEnv(t)
 		code, checks := readyChecks(t, startServe(t, env))
-		if code != http.StatusOK || len(checks) != 3 || checks["store"] != "ok" || checks["cache"] != "ok" || checks["bus"] != "ok" {
+		if code != http.StatusOK || len(checks) != 4 || checks["store"] != "ok" || checks["cache"] != "ok" || checks["bus"] != "ok" || checks["data"] != "ok" {
 			t.Fatalf("readyz %d %v", code, checks)
 		}
 	})
+}
+
+// TestReadyzDataFolder: /readyz checks that the data folder can be
+// written: with the folder gone (moved away, as an unmounted volume),
+// it answers 503 naming "data"; once it is back, 200.
+func TestReadyzDataFolder(t *testing.T) {
+	env := testEnv(t)
+	srv := startServe(t, env)
+	if code, checks := readyChecks(t, srv); code != http.StatusOK || checks["data"] != "ok" {
+		t.Fatalf("readyz: %d %v", code, checks)
+	}
+	dir := env["QUAN_DATA"]
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	code, checks := readyChecks(t, srv)
+	if err := os.Rename(dir+".away", dir); err != nil {
+		t.Fatal(err)
+	}
+	if code != http.StatusServiceUnavailable || checks["data"] != "unavailable" || checks["store"] != "ok" {
+		t.Errorf("readyz without the data folder: %d %v, want 503 naming data", code, checks)
+	}
+	if code, checks := readyChecks(t, srv); code != http.StatusOK || checks["data"] != "ok" {
+		t.Errorf("readyz with the data folder back: %d %v", code, checks)
+	}
 }
 
 // TestServeLogsNoNATSBanner: at info, serve's log holds quan's lines, not

@@ -268,11 +268,13 @@ func (c *Console) setLang(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, nextPage(r.URL.Query().Get("next")), http.StatusSeeOther)
 }
 
-// fail shows err as an error page, with the status of its code; an
-// internal error is logged and shown without its detail.
+// fail shows err as an error page, with the status of its code and the
+// headers it calls for (Retry-After when a backend is down); an internal
+// error is logged and shown without its detail, a backend's with its
+// message only.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
 	code := quan.ErrorCode(err)
-	status := qhttp.StatusOf(code)
+	status := qhttp.PrepareError(w, r, err)
 	msg := err.Error()
 	var qe *quan.Error
 	if errors.As(err, &qe) {
@@ -285,9 +287,12 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 			msg += sep + f.Field + " " + f.Message
 		}
 	}
-	if status == http.StatusInternalServerError {
+	switch status {
+	case http.StatusInternalServerError:
 		c.logger().Error("console request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = ""
+	case http.StatusServiceUnavailable, http.StatusInsufficientStorage:
+		c.logger().Warn("console request failed", "method", r.Method, "path", r.URL.Path, "backend", quan.ErrorBackend(err), "err", err)
 	}
 	if wantsEvents(r) || r.Header.Get(csrfHeader) != "" {
 		http.Error(w, msg, status)

@@ -29,6 +29,7 @@ var testNow = time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 type testConsole struct {
 	*httptest.Server
 	store    *sqlite.Store
+	db       *sqlite.DB // the store's, which a test may close to take it down
 	accounts *accounts.Service
 	tpls     *templates.Service
 
@@ -74,7 +75,7 @@ func startConsole(t testing.TB, setup func(tc *testConsole, c *console.Console))
 	}
 	t.Cleanup(func() { db.Close() })
 	store := sqlite.NewStore(db)
-	tc := &testConsole{store: store, now: testNow}
+	tc := &testConsole{store: store, db: db, now: testNow}
 	tc.accounts = &accounts.Service{Store: store, Now: tc.clock, HashCost: 4}
 	engine, err := rules.New(rules.Options{})
 	if err != nil {

@@ -56,6 +56,7 @@ var taskMessages = map[string]message{
 	"task.cause.not_eligible":      {"不符合领取条件", "Not eligible"},
 	"task.cause.canceled":          {"任务取消未处理", "Not reached: canceled"},
 	"task.reason":                  {"失败原因", "Why it failed"},
+	"task.stalled":                 {"自 %s 起停滞，正在重试", "Stalled since %s, trying again"},
 	"task.preview":                 {"这是预览（试运行）：", "This is a preview (dry run):"},
 	"task.previewHelp":             {"下面是有效行数和各原因的统计，没有发放任何券。", "below are the valid rows and the counts by cause; no coupon was issued."},
 	"task.details":                 {"任务信息", "Details"},

@@ -3,6 +3,7 @@ package console_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -36,6 +37,9 @@ import (
 type distribution struct {
 	dir   string
 	tasks *tasks.Service
+	// report, if set before withTasks, writes the runner's failure
+	// reports instead of report.Failures.
+	report quan.FailureReport
 }
 
 // withTasks gives the console a tasks.Service over the test store and runs
@@ -52,7 +56,7 @@ func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.C
 			Open: func(ctx context.Context, t *quan.Task) (quan.RowReader, error) {
 				return sheet.OpenRows(t.FilePath, sheet.Options{Sheet: t.Sheet})
 			},
-			Report:       report.Failures{},
+			Report:       cmp.Or[quan.FailureReport](d.report, report.Failures{}),
 			ReportPath:   files.ReportPath,
 			Owner:        "console-test",
 			PollInterval: 10 * time.Millisecond,
@@ -66,7 +70,7 @@ func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.C
 			Count: func(ctx context.Context, path, name string) (int64, error) {
 				return sheet.Count(ctx, path, sheet.Options{Sheet: name})
 			},
-			Wake: dist.Wake, Now: tc.clock, ChunkSize: 100, Outbox: tc.store,
+			Wake: dist.Wake, Stalls: dist, Now: tc.clock, ChunkSize: 100, Outbox: tc.store,
 			Facts: tc.store,
 		}
 		engine, err := rules.New(rules.Options{})

@@ -18,14 +18,17 @@ import (
 //	failed_limit_reached, failed_out_of_stock, failed_template_inactive,
 //	chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
 //	created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of,
-//	trace_parent, segment, failed_not_eligible
+//	trace_parent, segment, failed_not_eligible,
+//	stalled_code, stalled_backend, stalled_reason, stalled_since
 //
-// in that order, notify the comma list TaskValues writes. The row's own
-// error (sql.ErrNoRows) is returned as it is.
+// in that order, notify the comma list TaskValues writes, stalled_code empty
+// for a task not stalled. The row's own error (sql.ErrNoRows) is returned
+// as it is.
 func ScanTask(row Scanner) (*quan.Task, error) {
 	var (
 		t      quan.Task
 		notify string
+		stall  quan.TaskStall
 	)
 	c, f := &t.Counts, &t.Counts.Failed
 	if err := row.Scan(&t.ID, &t.ShopNo, &t.TemplateID, &t.Name, &t.FileName, &t.FilePath, &t.FileSize,
@@ -35,8 +38,12 @@ func ScanTask(row Scanner) (*quan.Task, error) {
 		&t.ChunksDone, &t.ChunksTotal, &t.BytesRead, &t.BytesTotal, &t.ReportPath, &t.CreatedBy,
 		Time(&t.CreatedAt), NullTime(&t.StartedAt), NullTime(&t.FinishedAt), Time(&t.UpdatedAt), &t.Owner, NullTime(&t.LeaseUntil),
 		&t.RetryOf, &t.TraceParent, &t.Segment, &f.NotEligible,
+		&stall.Code, &stall.Backend, &stall.Reason, NullTime(&stall.Since),
 	); err != nil {
 		return nil, err
+	}
+	if stall.Code != "" {
+		t.Stalled = &stall
 	}
 	var err error
 	if t.Notify, err = quan.ParseNotifyTypes(notify); err != nil {
@@ -46,7 +53,7 @@ func ScanTask(row Scanner) (*quan.Task, error) {
 }
 
 // TaskValues returns the values of t's columns after id and shop_no,
-// template_id … failed_not_eligible in ScanTask's order, for an INSERT (after
+// template_id … stalled_since in ScanTask's order, for an INSERT (after
 // shop_no) or an UPDATE (before id). notify is a comma list, the form
 // quan.ParseNotifyTypes reads back. at is how the store writes an instant;
 // send_at, started_at, finished_at and lease_until are NULL for the zero
@@ -57,6 +64,10 @@ func TaskValues[V any](t *quan.Task, at func(time.Time) V) []any {
 		notify[i] = string(n)
 	}
 	c, f := t.Counts, t.Counts.Failed
+	var stall quan.TaskStall
+	if t.Stalled != nil {
+		stall = *t.Stalled
+	}
 	return []any{t.TemplateID, t.Name, t.FileName, t.FilePath, t.FileSize,
 		t.FileSHA256, t.Sheet, strings.Join(notify, ","), Null(at, t.SendAt), t.DryRun, t.ChunkSize, t.Status, t.Reason,
 		c.Rows, c.Valid, c.Issued, c.Canceled,
@@ -64,6 +75,7 @@ func TaskValues[V any](t *quan.Task, at func(time.Time) V) []any {
 		t.ChunksDone, t.ChunksTotal, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
 		at(t.CreatedAt), Null(at, t.StartedAt), Null(at, t.FinishedAt), at(t.UpdatedAt),
 		t.Owner, Null(at, t.LeaseUntil), t.RetryOf, t.TraceParent, t.Segment, f.NotEligible,
+		stall.Code, stall.Backend, stall.Reason, Null(at, stall.Since),
 	}
 }
 

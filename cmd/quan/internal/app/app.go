@@ -108,6 +108,7 @@ func Open(ctx context.Context, cfg Config, role Role, logger *slog.Logger) (*App
 	if !cfg.MetricsOff {
 		a.Metrics = prom.NewRegistry()
 		b.instrument(a.Metrics)
+		a.Metrics.MustRegister(prom.Ready(a.Checks()))
 		a.httpMetrics = prom.NewHTTP(a.Metrics)
 	}
 	if err := a.openTracer(ctx); err != nil {
@@ -191,6 +192,7 @@ func (a *App) build(ctx context.Context) error {
 		Check:       limits.checkFile,
 		Count:       limits.countRows,
 		Wake:        a.Distributor.Wake,
+		Stalls:      a.Distributor,
 		Now:         cfg.Now,
 		MaxFileSize: cfg.Files.MaxUpload,
 		ChunkSize:   chunk,
@@ -420,10 +422,11 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,
 		Logger:      a.Logger,
-		Checks:      a.Backends.Checks(),
+		Checks:      a.Checks(),
 		Now:         a.Config.Now,
 		Observe:     a.observeHTTP(),
 		Limits:      a.Config.HTTP.Limits,
+		Unavailable: a.unavailableHTTP(),
 	}
 	srv.NotificationFailuresExport = report.NotificationFailures{}
 	if a.Tracer != nil {
@@ -447,6 +450,15 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 	srv.Console = h
 	srv.OnShutdown = con.Close
 	return srv, nil
+}
+
+// Checks are the readiness checks of the process: those of its backends
+// (Backends.Checks) and "data", which writes and removes a small file in
+// the data folder, where uploads, reports and the embedded store live.
+func (a *App) Checks() map[string]func(context.Context) error {
+	checks := a.Backends.Checks()
+	checks["data"] = (&disk.Files{Dir: a.Config.DataDir}).Probe
+	return checks
 }
 
 // Close stops the background loops, waits for them, closes the backends,

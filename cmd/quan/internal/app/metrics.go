@@ -9,8 +9,7 @@ import (
 )
 
 // instrument wraps the backends in decorators that time their calls and
-// count their failures in reg (prom.BackendMetrics), and registers the
-// readiness checks as quan_ready. Each backend keeps its place: a shared
+// count their failures in reg (prom.BackendMetrics). Each backend keeps its place: a shared
 // cache, wrapped once, is still every role it was (claims' cache, ledger
 // and reserver, limiter, idempotency store), and Cache and ClaimCache,
 // Bus and ClaimBus, stay one when they were one. It runs before the use
@@ -49,8 +48,6 @@ func (b *Backends) instrument(reg prometheus.Registerer) {
 	default:
 		b.ClaimBus = m.Bus(claimBus)
 	}
-
-	reg.MustRegister(prom.Ready(b.Checks()))
 }
 
 // observeHTTP is the API's hook into the request metrics, nil with
@@ -60,4 +57,13 @@ func (a *App) observeHTTP() func(string, int, time.Duration) {
 		return nil
 	}
 	return a.httpMetrics.Observe
+}
+
+// unavailableHTTP is the API's hook into the count of requests answered
+// 503 for a backend down, nil with metrics off.
+func (a *App) unavailableHTTP() func(string) {
+	if a.httpMetrics == nil {
+		return nil
+	}
+	return a.httpMetrics.Unavailable
 }

@@ -1,0 +1,4 @@
+package report
+
+// NoSpace is noSpace, for the tests.
+var NoSpace = noSpace
