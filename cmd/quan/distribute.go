@@ -48,7 +48,7 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 	var out outputFlags
 	out.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: quan distribute FILE --template ID [flags]\n       quan distribute --segment RULE --template ID [flags]\n       quan distribute --retry TASK [--template ID] [flags]")
+		fmt.Fprintln(fs.Output(), "Usage: quan distribute FILE --template ID [flags]\n       quan distribute --segment RULE --template ID [flags]\n       quan distribute --retry TASK [--template ID] [flags]")
 		fs.PrintDefaults()
 	}
 	pos, err := c.Main.parse(fs, args, "[FILE]")
