@@ -340,8 +340,12 @@ func TestBrokenFiles(t *testing.T) {
 		content    []byte
 		says       string
 	}{
-		{"NotASpreadsheet", "users.xlsx", []byte("\x00\x01\x02PNG binary junk"), "not an xlsx or csv"},
-		{"Truncated", "users.xlsx", valid[:len(valid)/2], "truncated"},
+		{"NotASpreadsheet", "users.png", []byte("\x00\x01\x02PNG binary junk"), "not an xlsx or csv"},
+		{"CorruptXLSX", "users.xlsx", []byte("\x00\x01\x02PNG binary junk"), "corrupt .xlsx: the file is named .xlsx but is not a zip archive"},
+		// A web page saved under the name of the workbook it failed to
+		// download reads as CSV text, but the merchant meant an .xlsx.
+		{"PageNamedXLSX", "users.xlsx", []byte("<html><body>userId session expired</body></html>\n"), "corrupt .xlsx"},
+		{"Truncated", "users.xlsx", valid[:len(valid)/2], "corrupt .xlsx: the archive is truncated or damaged"},
 		{"NoWorksheet", "users.xlsx", xlsxWith(t, map[string]string{"[Content_Types].xml": "<Types/>", "xl/workbook.xml": "<workbook><sheets/></workbook>"}), "no worksheet"},
 		{"MissingUserIDColumn", "users.csv", []byte("phone,mail\n13800000000,a@b.c\n"), "no user id column"},
 		{"ZipBomb", "users.xlsx", bomb, "zip bomb"},

@@ -351,8 +351,9 @@ func TestDistributeBrokenFilesCLI(t *testing.T) {
 		content []byte
 		says    string
 	}{
-		{"notaspreadsheet.xlsx", []byte("\x00\x01\x02\x03 binary"), "not an xlsx or csv"},
-		{"truncated.xlsx", content[:len(content)/2], "truncated"},
+		{"notaspreadsheet.png", []byte("\x00\x01\x02\x03 binary"), "not an xlsx or csv"},
+		{"corrupt.xlsx", []byte("<html><body>userId: session expired</body></html>\n"), "file: corrupt .xlsx: the file is named .xlsx but is not a zip archive"},
+		{"truncated.xlsx", content[:len(content)/2], "file: corrupt .xlsx: the archive is truncated or damaged"},
 		{"nouserid.csv", []byte("phone\n13800000000\n"), "user id"},
 		{"empty.csv", nil, "empty"},
 	}

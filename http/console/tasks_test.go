@@ -60,8 +60,8 @@ func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.C
 		}
 		d.tasks = &tasks.Service{
 			Tasks: tc.store, Templates: tc.store, Files: files,
-			Check: func(ctx context.Context, path, name string) error {
-				return sheet.Check(ctx, path, sheet.Options{Sheet: name})
+			Check: func(ctx context.Context, path, fileName, name string) error {
+				return sheet.Check(ctx, path, sheet.Options{Name: fileName, Sheet: name})
 			},
 			Count: func(ctx context.Context, path, name string) (int64, error) {
 				return sheet.Count(ctx, path, sheet.Options{Sheet: name})
