@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/xuri/excelize/v2"
 
@@ -337,6 +339,18 @@ func TestTaskDryRunThenForReal(t *testing.T) {
 		if len(rows) != 11 {
 			t.Fatalf("%s has %d rows, want a header and 10:\n%v", kind, len(rows), rows)
 		}
+		// Every column reads in Chinese, then in English: the headers,
+		// the reason and what it means.
+		for i, h := range rows[0] {
+			if !chineseFirst(h) {
+				t.Errorf("%s: header %d %q is not in Chinese, then English", kind, i, h)
+			}
+		}
+		for _, r := range rows[1:] {
+			if !chineseFirst(r[2]) || !chineseFirst(r[4]) {
+				t.Errorf("%s: row %q: its reason or details are not in Chinese, then English", kind, r)
+			}
+		}
 		got := map[string]string{}
 		for _, r := range rows[1:] {
 			user := strings.TrimPrefix(r[1], "'")
@@ -534,3 +548,12 @@ func TestTaskUploadRefused(t *testing.T) {
 		t.Fatalf("refused forms created %d tasks", n)
 	}
 }
+
+// chineseFirst reports whether s reads in Chinese, then in English: it
+// starts with a Han character and holds an English word.
+func chineseFirst(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.Is(unicode.Han, r) && englishWord.MatchString(s)
+}
+
+var englishWord = regexp.MustCompile(`[A-Za-z]{3,}`)
