@@ -166,13 +166,18 @@ type FailedCounts struct {
 // TaskCounts are a task's outcomes so far. Once a task succeeds, every
 // data row of its file has exactly one outcome: Rows = Issued + Failed().
 // In a dry run nothing is issued and Valid counts the rows that would be
-// tried.
+// tried. Blank rows are no data rows: they are counted apart, once the
+// file has been read to its end.
 type TaskCounts struct {
 	Rows     int64        `json:"rows"`
 	Valid    int64        `json:"valid"`
 	Issued   int64        `json:"issued"`
 	Failed   FailedCounts `json:"failed"`
 	Canceled int64        `json:"canceled"` // rows not reached because the task was canceled
+	// Blank is how many blank rows lie among the data rows (FileRow.
+	// BlankBefore): no user, no outcome, no failure; 0 until the runner
+	// has read the file to its end.
+	Blank int64 `json:"blank"`
 }
 
 // FailedTotal is the number of failed rows, all causes together.
@@ -209,6 +214,7 @@ func (c *TaskCounts) Add(o TaskCounts) {
 	c.Valid += o.Valid
 	c.Issued += o.Issued
 	c.Canceled += o.Canceled
+	c.Blank += o.Blank
 	c.Failed.InvalidID += o.Failed.InvalidID
 	c.Failed.InexactNumber += o.Failed.InexactNumber
 	c.Failed.Duplicate += o.Failed.Duplicate

@@ -129,6 +129,11 @@ type Row struct {
 	// the 1-based line on which the record starts (the header is line 1
 	// unless blank lines precede it).
 	Line int64
+	// BlankBefore is how many blank rows (xlsx) or lines (CSV) lie
+	// between this row and the data row before it, or the header: rows
+	// a merchant sees in the file that hold no user. Blank rows after
+	// the last data row are not counted.
+	BlankBefore int64
 	// UserID, Phone and Mail are the cell values as written (not trimmed).
 	// Integers stored as numbers come out in plain digits ("1000000000",
 	// never "1E9"). Phone and Mail are "" when their column is absent.

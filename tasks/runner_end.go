@@ -21,12 +21,13 @@ func (d *Runner) stopped(ctx context.Context, t *quan.Task) error {
 		d.logger().Info("task taken over by another runner", "task", t.ID, "status", cur.Status, "owner", cur.Owner)
 		return nil
 	}
-	total, err := d.countRows(ctx, t)
+	file, err := d.countRows(ctx, t)
 	if err != nil {
 		return fmt.Errorf("task %d: count canceled rows: %w", t.ID, err)
 	}
 	cur, err = d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
-		cur.Counts.Canceled = max(0, total-cur.Counts.Rows)
+		cur.Counts.Canceled = max(0, file.rows-cur.Counts.Rows)
+		cur.Counts.Blank = file.blank
 		return nil
 	})
 	if err != nil {
@@ -37,26 +38,30 @@ func (d *Runner) stopped(ctx context.Context, t *quan.Task) error {
 	return d.writeReport(ctx, t.ID)
 }
 
-// countRows reads the task's file to its end and counts its data rows.
-func (d *Runner) countRows(ctx context.Context, t *quan.Task) (int64, error) {
+// countRows reads the task's file to its end and counts its data rows
+// and blank rows.
+func (d *Runner) countRows(ctx context.Context, t *quan.Task) (fileRead, error) {
 	r, err := d.Open(ctx, t)
 	if err != nil {
-		return 0, err
+		return fileRead{}, err
 	}
 	defer r.Close()
 	buf := make([]quan.FileRow, 1024)
-	var n int64
+	var file fileRead
 	for {
 		k, err := r.Read(buf)
-		n += int64(k)
+		file.rows += int64(k)
+		for _, fr := range buf[:k] {
+			file.blank += fr.BlankBefore
+		}
 		if err == io.EOF {
-			return n, nil
+			return file, nil
 		}
 		if err != nil {
-			return n, err
+			return file, err
 		}
 		if err := ctx.Err(); err != nil {
-			return n, err
+			return file, err
 		}
 	}
 }

@@ -132,6 +132,8 @@ func usersFile() []byte {
 			b.WriteString("0\n1\n")
 		case 1500:
 			b.WriteString("-5\n2\n")
+		case 700, 1200: // three blank lines: no rows, no failures
+			b.WriteString(strings.Repeat("\n", i/600))
 		}
 	}
 	return b.Bytes()
@@ -286,7 +288,7 @@ func TestTaskDryRunThenForReal(t *testing.T) {
 	if !last.Done || last.Status != quan.TaskSucceeded || last.Percent != 100 || !last.DryRun {
 		t.Fatalf("dry run ended as %+v", last)
 	}
-	if last.Counts.Rows != 2000 || last.Counts.Valid != 1995 || last.Counts.Issued != 0 ||
+	if last.Counts.Rows != 2000 || last.Counts.Valid != 1995 || last.Counts.Issued != 0 || last.Counts.Blank != 3 ||
 		last.Failed["invalid_id"] != 3 || last.Failed["duplicate_in_file"] != 2 || last.RowsTotal != "2000" {
 		t.Fatalf("dry run counts %+v failed %v", last.Counts, last.Failed)
 	}
@@ -298,6 +300,7 @@ func TestTaskDryRunThenForReal(t *testing.T) {
 		t.Fatalf("dry run page: %d", status)
 	}
 	contains(t, body, `id="cause-invalid_id">3<`, `id="cause-duplicate_in_file">2<`, `data-field="counts.valid">1995<`,
+		`data-field="counts.blank">3<`, "空行（已跳过，不算失败）",
 		`action="/console/tasks/`+itoa(dryID)+`/real"`, `value="2026-11-11T20:00"`, "正式发放", "100.0%")
 	if strings.Contains(body, "data-reload-on-end") {
 		t.Error("a finished task's page would reload at its stream's end, for ever")

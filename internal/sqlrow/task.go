@@ -34,7 +34,7 @@ func ScanTask(row Scanner) (*quan.Task, error) {
 		&f.InvalidID, &f.InexactNumber, &f.Duplicate, &f.LimitReached, &f.OutOfStock, &f.TemplateInactive,
 		&t.ChunksDone, &t.ChunksTotal, &t.BytesRead, &t.BytesTotal, &t.ReportPath, &t.CreatedBy,
 		Time(&t.CreatedAt), NullTime(&t.StartedAt), NullTime(&t.FinishedAt), Time(&t.UpdatedAt), &t.Owner, NullTime(&t.LeaseUntil),
-		&t.RetryOf, &t.TraceParent, &t.Segment, &f.NotEligible,
+		&t.RetryOf, &t.TraceParent, &t.Segment, &f.NotEligible, &c.Blank,
 	); err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func ScanTask(row Scanner) (*quan.Task, error) {
 }
 
 // TaskValues returns the values of t's columns after id and shop_no,
-// template_id … failed_not_eligible in ScanTask's order, for an INSERT (after
+// template_id … failed_not_eligible, count_blank in ScanTask's order, for an INSERT (after
 // shop_no) or an UPDATE (before id). notify is a comma list, the form
 // quan.ParseNotifyTypes reads back. at is how the store writes an instant;
 // send_at, started_at, finished_at and lease_until are NULL for the zero
@@ -63,7 +63,7 @@ func TaskValues[V any](t *quan.Task, at func(time.Time) V) []any {
 		f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
 		t.ChunksDone, t.ChunksTotal, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
 		at(t.CreatedAt), Null(at, t.StartedAt), Null(at, t.FinishedAt), at(t.UpdatedAt),
-		t.Owner, Null(at, t.LeaseUntil), t.RetryOf, t.TraceParent, t.Segment, f.NotEligible,
+		t.Owner, Null(at, t.LeaseUntil), t.RetryOf, t.TraceParent, t.Segment, f.NotEligible, c.Blank,
 	}
 }
 

@@ -154,6 +154,7 @@ type summaryJSON struct {
 	Failed        int64             `json:"failed"`
 	FailedBy      quan.FailedCounts `json:"failedByCause"`
 	Canceled      int64             `json:"canceled"`
+	Blank         int64             `json:"blank"`
 	WallSeconds   float64           `json:"wallSeconds"`
 	RowsPerSecond int64             `json:"rowsPerSecond"`
 	Report        string            `json:"report,omitempty"`
@@ -175,7 +176,7 @@ func (s Summary) Write(w io.Writer, format string) error {
 		return enc.Encode(summaryJSON{
 			Task: t.ID, Status: t.Status, Reason: t.Reason, DryRun: t.DryRun,
 			Rows: c.Rows, Valid: c.Valid, Issued: c.Issued, Failed: c.FailedTotal(), FailedBy: c.Failed,
-			Canceled: c.Canceled, WallSeconds: s.Wall.Seconds(), RowsPerSecond: rate, Report: s.Report,
+			Canceled: c.Canceled, Blank: c.Blank, WallSeconds: s.Wall.Seconds(), RowsPerSecond: rate, Report: s.Report,
 			TemplateID: s.TemplateID, PeakRSSBytes: s.PeakRSS, Retry: s.Retry,
 		})
 	}
@@ -201,6 +202,9 @@ func (s Summary) Write(w io.Writer, format string) error {
 		}
 	}
 	fmt.Fprintf(w, "  rows      %s\n", Thousands(c.Rows))
+	if c.Blank > 0 {
+		fmt.Fprintf(w, "  blank     %s (rows with no user, skipped: not failures)\n", Thousands(c.Blank))
+	}
 	if t.DryRun {
 		fmt.Fprintf(w, "  valid     %s (dry run: nothing issued)\n", Thousands(c.Valid))
 	} else {
