@@ -147,3 +147,41 @@ func (d *Runner) writeReport(ctx context.Context, id int64) error {
 	}
 	return nil
 }
+
+// Release gives up the leases of the running tasks this runner holds, for
+// a runner that stops before they end (a command interrupted by Ctrl-C):
+// the next runner resumes them at once rather than when the lease runs
+// out. Call it once Run or RunOne has returned. It returns the tasks
+// released, as they are now.
+func (d *Runner) Release(ctx context.Context) ([]*quan.Task, error) {
+	var released []*quan.Task
+	for offset := 0; ; offset += quan.MaxPageSize {
+		page, _, err := d.Store.Tasks(ctx, quan.TaskFilter{ShopNo: quan.AnyShop, Status: quan.TaskRunning, Offset: offset, Limit: quan.MaxPageSize})
+		if err != nil {
+			return released, fmt.Errorf("release tasks: %w", err)
+		}
+		for _, t := range page {
+			if t.Owner != d.Owner {
+				continue
+			}
+			cur, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
+				if cur.Owner != d.Owner || cur.Status != quan.TaskRunning {
+					return quan.ErrLeaseLost
+				}
+				cur.LeaseUntil = d.Now.UTC()
+				return nil
+			})
+			switch {
+			case errors.Is(err, quan.ErrLeaseLost):
+			case err != nil:
+				return released, fmt.Errorf("release task %d: %w", t.ID, err)
+			default:
+				d.logger().Info("task released", "task", t.ID, "chunks_done", cur.ChunksDone)
+				released = append(released, cur)
+			}
+		}
+		if len(page) < quan.MaxPageSize {
+			return released, nil
+		}
+	}
+}

@@ -64,6 +64,15 @@ func (p *Progress) Update(t *quan.Task, elapsed time.Duration) {
 	}
 }
 
+// Stop ends the bar's line, if one is drawn, for what the command prints
+// next when the task did not end (an error, Ctrl-C).
+func (p *Progress) Stop() {
+	if p.drawn {
+		fmt.Fprintln(p.W)
+		p.drawn = false
+	}
+}
+
 // Done shows t's final progress and ends the bar's line.
 func (p *Progress) Done(t *quan.Task, elapsed time.Duration) {
 	if p.Quiet {
