@@ -65,6 +65,9 @@
 //	kits (tests only)
 //	  quantest                the conformance suites every adapter runs
 //	  internal/testrig        what the use cases' tests share
+//	  internal/integration    the tests' services (QUAN_TEST_*): skip
+//	                          without, and say so (imported by adapters'
+//	                          tests too, so classed with internal/)
 //
 //	cmd/quan                  the one binary; internal/app wires
 //	                          everything, internal/bench measures it

@@ -16,6 +16,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/mysql/mysqltest"
 	natsbus "github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/redis"
@@ -28,12 +29,9 @@ import (
 // QUAN_TEST_REDIS.
 func productionEnv(t *testing.T) (map[string]string, *natsServer) {
 	t.Helper()
+	redisURL := integration.Need(t, integration.MySQL, integration.Redis)[1]
 	env := testEnv(t)
 	env["QUAN_STORE"] = mysqltest.URL(t)
-	redisURL := os.Getenv("QUAN_TEST_REDIS")
-	if redisURL == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to run quan on MySQL, Redis and NATS")
-	}
 	prefix := fmt.Sprintf("quantest%d:", rand.Uint32())
 	env["QUAN_CACHE"] = redisURL + "?prefix=" + prefix
 	t.Cleanup(func() { deleteRedisKeys(t, redisURL, prefix) })
@@ -324,10 +322,7 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 // on a free port; everything else runs as written, with `quan serve` and
 // two `quan worker` as processes of their own.
 func TestReadmeProduction(t *testing.T) {
-	natsURL := os.Getenv("QUAN_TEST_NATS")
-	if natsURL == "" {
-		t.Skip("set QUAN_TEST_NATS=nats://127.0.0.1:4222 to run the README's production example")
-	}
+	natsURL := integration.Need(t, integration.MySQL, integration.Redis, integration.NATS)[2]
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
