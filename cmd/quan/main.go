@@ -142,7 +142,7 @@ func (m *Main) Exit(args []string, err error) int {
 		}
 		fmt.Fprintln(m.Stderr, "quan:", err)
 		cmd := u.Cmd
-		if cmd == "" && len(args) > 0 && slices.Contains(commands, args[0]) {
+		if cmd == "" && len(args) > 0 && args[0] != "help" && slices.Contains(commands, args[0]) {
 			cmd = args[0]
 		}
 		fmt.Fprintln(m.Stderr, cli.Hint(cmd))
