@@ -66,6 +66,9 @@
 //	  quantest                the conformance suites every adapter runs
 //	  internal/testrig        what the use cases' tests share; its fault,
 //	                          backends a test takes down and brings back
+//	  internal/integration    the tests' services (QUAN_TEST_*): skip
+//	                          without, and say so (imported by adapters'
+//	                          tests too, so classed with internal/)
 //
 //	cmd/quan                  the one binary; internal/app wires
 //	                          everything, internal/bench measures it

@@ -29,9 +29,13 @@ const DefaultMaxFileSize = 1 << 30
 
 // FileRow is one data row of a distribution file as a RowReader gives it.
 type FileRow struct {
-	Line    int64
-	UserID  string // as written
-	Inexact bool   // the user id is a numeric cell beyond 2^53: the digits typed are lost
+	Line int64
+	// BlankBefore is how many blank rows lie between this row and the
+	// data row before it (or the header): they hold no user, and a task
+	// counts them apart (TaskCounts.Blank).
+	BlankBefore int64
+	UserID      string // as written
+	Inexact     bool   // the user id is a numeric cell beyond 2^53: the digits typed are lost
 	// Phone and Mail are the contact columns as written; "" when blank or
 	// the file has no such column.
 	Phone, Mail string

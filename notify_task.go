@@ -207,15 +207,19 @@ func NotificationFailureColumns() []string {
 	return []string{"用户ID User ID", "渠道 Channel", "地址 Address", "原因 Reason", "说明 Details"}
 }
 
-// DescribeReason says what the reason a notification failed means.
+// DescribeReason says what the reason a notification failed means, in
+// Chinese and then in English, as the report's 说明 Details column shows
+// it; a provider's own reason is returned as it is.
 func DescribeReason(reason string) string {
 	switch reason {
 	case ReasonNoContact:
-		return "no address: neither the file's row nor the user's contact on file has one for the channel"
+		return "没有地址：文件中该行和该用户的联系方式都没有该渠道的地址。 " +
+			"No address: neither the file's row nor the user's contact on file has one for the channel."
 	case ReasonInvalidContact:
-		return "the address is not a mobile number (1[3-9] and 9 digits, or +country code) or a mail address"
+		return "地址无效：既不是手机号（1[3-9] 加 9 位数字，或 +国家代码）也不是邮箱地址。 " +
+			"The address is not a mobile number (1[3-9] and 9 digits, or +country code) or a mail address."
 	case ReasonOptedOut:
-		return "the user opted out of the channel"
+		return "用户已退订该渠道。 The user opted out of the channel."
 	}
 	return reason
 }

@@ -91,27 +91,38 @@ func Causes() []Cause {
 		CauseTemplateInactive, CauseDailyLimit, CauseWeeklyLimit, CauseNotEligible}
 }
 
-// Describe says what a cause means and, where it can, how to fix it.
+// Describe says what a cause means and, where it can, how to fix it, in
+// Chinese and then in English, as the failure report's 说明 Details column
+// shows it (for merchants who read either).
 func (c Cause) Describe() string {
 	switch c {
 	case CauseInvalidID:
-		return "invalid user id: it must be a positive whole number of at most 19 digits (up to 9223372036854775807)"
+		return "用户ID无效：须为正整数，最多19位（不超过 9223372036854775807）。 " +
+			"Invalid user id: it must be a positive whole number of at most 19 digits (up to 9223372036854775807)."
 	case CauseInexactNumber:
-		return "the user id is stored as a number too large for Excel to keep exactly (beyond 2^53), so its last digits are lost: format the column as text and type the ids again"
+		return "用户ID以数字存储，超出了 Excel 能精确保存的范围（2^53），末几位已丢失：请把该列设为文本格式，重新输入ID。 " +
+			"The user id is stored as a number too large for Excel to keep exactly (beyond 2^53), so its last digits are lost: format the column as text and type the ids again."
 	case CauseDuplicate:
-		return "duplicate: the user appears earlier in the file and got (or was refused) a coupon there"
+		return "文件内重复：该用户在文件中更早的一行已出现，并在那一行发放（或未发放）。 " +
+			"Duplicate: the user appears earlier in the file and got (or was refused) a coupon there."
 	case CauseLimitReached:
-		return "already received: the user holds as many coupons of this template as the per-user limit allows"
+		return "已领取：该用户持有本模板的券已达每人限领数量。 " +
+			"Already received: the user holds as many coupons of this template as the per-user limit allows."
 	case CauseOutOfStock:
-		return "out of stock: the template had no coupons left"
+		return "库存不足：模板已没有剩余的券。 " +
+			"Out of stock: the template had no coupons left."
 	case CauseTemplateInactive:
-		return "the template was not issuing (paused, ended or outside its issue window)"
+		return "模板未在发放（已暂停、已结束或不在发放时间内）。 " +
+			"The template was not issuing (paused, ended or outside its issue window)."
 	case CauseDailyLimit:
-		return "received today: the user received as many coupons of this template today (Asia/Shanghai) as the daily limit allows; try again tomorrow"
+		return "今日已领：该用户今天（北京时间）领取本模板的券已达每日限领数量，请明天再试。 " +
+			"Received today: the user received as many coupons of this template today (Asia/Shanghai) as the daily limit allows; try again tomorrow."
 	case CauseWeeklyLimit:
-		return "received this week: the user received as many coupons of this template this week (from Monday, Asia/Shanghai) as the weekly limit allows; try again next week"
+		return "本周已领：该用户本周（周一起，北京时间）领取本模板的券已达每周限领数量，请下周再试。 " +
+			"Received this week: the user received as many coupons of this template this week (from Monday, Asia/Shanghai) as the weekly limit allows; try again next week."
 	case CauseNotEligible:
-		return "not eligible: the template's eligibility rule refuses this user on the facts known of them (PUT /users/{id}/attributes, or an attributes import, changes them)"
+		return "不符合领取条件：模板的资格规则根据该用户的已知属性拒绝了该用户（PUT /users/{id}/attributes 或导入属性可更改）。 " +
+			"Not eligible: the template's eligibility rule refuses this user on the facts known of them (PUT /users/{id}/attributes, or an attributes import, changes them)."
 	}
 	return string(c)
 }
@@ -166,13 +177,18 @@ type FailedCounts struct {
 // TaskCounts are a task's outcomes so far. Once a task succeeds, every
 // data row of its file has exactly one outcome: Rows = Issued + Failed().
 // In a dry run nothing is issued and Valid counts the rows that would be
-// tried.
+// tried. Blank rows are no data rows: they are counted apart, once the
+// file has been read to its end.
 type TaskCounts struct {
 	Rows     int64        `json:"rows"`
 	Valid    int64        `json:"valid"`
 	Issued   int64        `json:"issued"`
 	Failed   FailedCounts `json:"failed"`
 	Canceled int64        `json:"canceled"` // rows not reached because the task was canceled
+	// Blank is how many blank rows lie among the data rows (FileRow.
+	// BlankBefore): no user, no outcome, no failure; 0 until the runner
+	// has read the file to its end.
+	Blank int64 `json:"blank"`
 }
 
 // FailedTotal is the number of failed rows, all causes together.
@@ -209,6 +225,7 @@ func (c *TaskCounts) Add(o TaskCounts) {
 	c.Valid += o.Valid
 	c.Issued += o.Issued
 	c.Canceled += o.Canceled
+	c.Blank += o.Blank
 	c.Failed.InvalidID += o.Failed.InvalidID
 	c.Failed.InexactNumber += o.Failed.InexactNumber
 	c.Failed.Duplicate += o.Failed.Duplicate

@@ -1,8 +1,11 @@
 package quan
 
 import (
+	"regexp"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestParseUserID(t *testing.T) {
@@ -112,6 +115,32 @@ func TestTaskTransitions(t *testing.T) {
 	for _, bad := range []string{"fax", "sms,sms"} {
 		if _, err := ParseNotifyTypes(bad); err == nil {
 			t.Fatalf("%q accepted", bad)
+		}
+	}
+}
+
+// TestFailureReportTextsBilingual: every text of the failure reports —
+// the headers, each cause's label and what it means, each failed
+// notification's reason — reads in Chinese, then in English.
+func TestFailureReportTextsBilingual(t *testing.T) {
+	english := regexp.MustCompile(`[A-Za-z]{3,}`)
+	chineseFirst := func(s string) bool {
+		r, _ := utf8.DecodeRuneInString(s)
+		return unicode.Is(unicode.Han, r) && english.MatchString(s)
+	}
+	var texts []string
+	texts = append(texts, FailureColumns()...)
+	texts = append(texts, NotificationFailureColumns()...)
+	for _, c := range []Cause{CauseInvalidID, CauseInexactNumber, CauseDuplicate, CauseLimitReached, CauseOutOfStock,
+		CauseTemplateInactive, CauseDailyLimit, CauseWeeklyLimit, CauseNotEligible} {
+		texts = append(texts, c.Label(), c.Describe())
+	}
+	for _, r := range []string{ReasonNoContact, ReasonInvalidContact, ReasonOptedOut} {
+		texts = append(texts, DescribeReason(r))
+	}
+	for _, s := range texts {
+		if !chineseFirst(s) {
+			t.Errorf("%q does not read in Chinese, then in English", s)
 		}
 	}
 }

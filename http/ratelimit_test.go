@@ -5,13 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/claims"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/redis"
 )
 
@@ -31,10 +31,7 @@ func TestClaimRateLimitsAllOrNothing(t *testing.T) {
 // redisCache opens a Cache on QUAN_TEST_REDIS under a prefix of its own,
 // or skips t.
 func redisCache(t *testing.T) *redis.Cache {
-	url := os.Getenv("QUAN_TEST_REDIS")
-	if url == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to limit claims on Redis")
-	}
+	url := integration.Need(t, integration.Redis)[0]
 	var b [6]byte
 	rand.Read(b[:])
 	c, err := redis.Open(t.Context(), url, "quantest:"+hex.EncodeToString(b[:])+":")

@@ -9,9 +9,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/xuri/excelize/v2"
 
@@ -355,6 +358,11 @@ func TestFailuresCSVMatchesXLSX(t *testing.T) {
 	if strings.Join(recs[0], "|") != strings.Join(wantHeader, "|") {
 		t.Fatalf("failures.csv header %q, want %q", recs[0], wantHeader)
 	}
+	for _, h := range recs[0] {
+		if !chineseFirst(h) {
+			t.Errorf("failures.csv header %q is not in Chinese, then English", h)
+		}
+	}
 	xlsx := ts.reportRows(t, tok, task.ID)
 	if len(xlsx) != len(recs)-1 {
 		t.Fatalf("failures.xlsx has %d rows, failures.csv %d", len(xlsx), len(recs)-1)
@@ -380,8 +388,8 @@ func TestFailuresCSVMatchesXLSX(t *testing.T) {
 		if labels[c[3]] == "" || c[2] != labels[c[3]] {
 			t.Errorf("row %d: reason %q for %s", i, c[2], c[3])
 		}
-		if c[4] != quan.Cause(c[3]).Describe() {
-			t.Errorf("row %d: details %q", i, c[4])
+		if c[4] != quan.Cause(c[3]).Describe() || !chineseFirst(c[4]) {
+			t.Errorf("row %d: details %q, want what the cause means in Chinese, then in English", i, c[4])
 		}
 	}
 	ts.do(t, "GET", fmt.Sprintf("/api/v1/tasks/%d/failures.csv", task.ID), ts.merchant(t, 2002), nil).want(t, 404, quan.ENOTFOUND)
@@ -418,4 +426,11 @@ func TestExactNumericIDs(t *testing.T) {
 	if len(rows) != 1 || rows[0][0] != "3" || rows[0][3] != "inexact_number" {
 		t.Fatalf("report %q", rows)
 	}
+}
+
+// chineseFirst reports whether s reads in Chinese, then in English: it
+// starts with a Han character and holds an English word.
+func chineseFirst(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.Is(unicode.Han, r) && regexp.MustCompile(`[A-Za-z]{3,}`).MatchString(s)
 }

@@ -307,8 +307,8 @@ func openSheet(ctx context.Context, t *quan.Task) (quan.RowReader, error) {
 // testMaxRows is the row limit of test servers, small to test it.
 const testMaxRows = 1000
 
-func checkSheet(ctx context.Context, path, name string) error {
-	return sheet.Check(ctx, path, sheet.Options{Sheet: name, MaxRows: testMaxRows})
+func checkSheet(ctx context.Context, path, fileName, name string) error {
+	return sheet.Check(ctx, path, sheet.Options{Name: fileName, Sheet: name, MaxRows: testMaxRows})
 }
 
 // assertNoUploads fails if any uploaded file was left in the data folder.

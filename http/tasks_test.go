@@ -165,7 +165,7 @@ func TestDistributeEveryCause(t *testing.T) {
 
 	task := ts.distribute(t, tok, tpl.ID, "users.xlsx", causesXLSX(t), map[string]string{"notify": "inbox,sms"})
 	c := task.Counts
-	want := quan.TaskCounts{Rows: 10, Valid: 3, Issued: 3, Failed: quan.FailedCounts{InvalidID: 3, Duplicate: 1, LimitReached: 1, InexactNumber: 1, OutOfStock: 1}}
+	want := quan.TaskCounts{Rows: 10, Valid: 3, Issued: 3, Blank: 1, Failed: quan.FailedCounts{InvalidID: 3, Duplicate: 1, LimitReached: 1, InexactNumber: 1, OutOfStock: 1}}
 	if task.Status != quan.TaskSucceeded || c != want {
 		t.Fatalf("task %s, counts %+v, want %+v", task.Status, c, want)
 	}
@@ -232,6 +232,34 @@ func TestDistributeDryRun(t *testing.T) {
 	stats, _ := ts.store.CouponStats(context.Background(), tpl.ID, 0)
 	if got.Stock != 1 || stats.Coupons != 0 {
 		t.Fatalf("dry run issued: stock %d, %d coupons", got.Stock, stats.Coupons)
+	}
+}
+
+// TestBlankRowsCounted: the blank rows among a file's rows — empty rows
+// and rows left out of a workbook — are counted in the task's counts
+// ("blank"), neither as rows nor as failures, and make no failure report.
+func TestBlankRowsCounted(t *testing.T) {
+	ts := newTestServer(t)
+	tok := ts.merchant(t, 1001)
+	tpl := ts.activeTemplate(t, tok, 10, 1)
+	f := excelize.NewFile()
+	defer f.Close()
+	for row, v := range map[int]string{1: "userId", 2: "1", 5: "2", 6: "3", 9: "4"} {
+		f.SetCellStr("Sheet1", fmt.Sprintf("A%d", row), v)
+	}
+	f.SetCellStr("Sheet1", "A7", " ") // a row holding only a space is blank too
+	var file bytes.Buffer
+	if _, err := f.WriteTo(&file); err != nil {
+		t.Fatal(err)
+	}
+	task := ts.distribute(t, tok, tpl.ID, "users.xlsx", file.Bytes(), nil)
+	want := quan.TaskCounts{Rows: 4, Valid: 4, Issued: 4, Blank: 4}
+	if task.Status != quan.TaskSucceeded || task.Counts != want || task.Failed != 0 || task.Report != "" {
+		t.Fatalf("task %s %+v, failed %d, report %q; want %+v and no failure", task.Status, task.Counts, task.Failed, task.Report, want)
+	}
+	r := ts.do(t, "GET", fmt.Sprintf("/api/v1/tasks/%d", task.ID), tok, nil)
+	if !strings.Contains(string(r.Body), `"blank":4`) {
+		t.Fatalf("the task's JSON does not count its blank rows: %s", r.Body)
 	}
 }
 
@@ -345,8 +373,12 @@ func TestBrokenFiles(t *testing.T) {
 		content    []byte
 		says       string
 	}{
-		{"NotASpreadsheet", "users.xlsx", []byte("\x00\x01\x02PNG binary junk"), "not an xlsx or csv"},
-		{"Truncated", "users.xlsx", valid[:len(valid)/2], "truncated"},
+		{"NotASpreadsheet", "users.png", []byte("\x00\x01\x02PNG binary junk"), "not an xlsx or csv"},
+		{"CorruptXLSX", "users.xlsx", []byte("\x00\x01\x02PNG binary junk"), "corrupt .xlsx: the file is named .xlsx but is not a zip archive"},
+		// A web page saved under the name of the workbook it failed to
+		// download reads as CSV text, but the merchant meant an .xlsx.
+		{"PageNamedXLSX", "users.xlsx", []byte("<html><body>userId session expired</body></html>\n"), "corrupt .xlsx"},
+		{"Truncated", "users.xlsx", valid[:len(valid)/2], "corrupt .xlsx: the archive is truncated or damaged"},
 		{"NoWorksheet", "users.xlsx", xlsxWith(t, map[string]string{"[Content_Types].xml": "<Types/>", "xl/workbook.xml": "<workbook><sheets/></workbook>"}), "no worksheet"},
 		{"MissingUserIDColumn", "users.csv", []byte("phone,mail\n13800000000,a@b.c\n"), "no user id column"},
 		{"ZipBomb", "users.xlsx", bomb, "zip bomb"},

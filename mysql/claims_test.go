@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/mysql"
 	"github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/quantest"
@@ -18,10 +18,8 @@ import (
 // TestClaims runs the claim stampede on MySQL with each cache, over the
 // NATS of QUAN_TEST_NATS.
 func TestClaims(t *testing.T) {
-	redisURL, natsURL := os.Getenv("QUAN_TEST_REDIS"), os.Getenv("QUAN_TEST_NATS")
-	if redisURL == "" || natsURL == "" {
-		t.Skip("set QUAN_TEST_REDIS and QUAN_TEST_NATS (with QUAN_TEST_MYSQL) to run claims on MySQL")
-	}
+	urls := integration.Need(t, integration.MySQL, integration.Redis, integration.NATS)
+	redisURL, natsURL := urls[1], urls[2]
 	caches := map[string]func(t *testing.T) (quan.Cache, quan.SharedCache){
 		"InProcess": func(t *testing.T) (quan.Cache, quan.SharedCache) { return inmem.NewCache(), nil },
 		"Redis": func(t *testing.T) (quan.Cache, quan.SharedCache) {
@@ -65,10 +63,8 @@ func TestClaims(t *testing.T) {
 // claim ledger the reaper reads) from QUAN_TEST_REDIS and the NATS of
 // QUAN_TEST_NATS.
 func TestReap(t *testing.T) {
-	redisURL, natsURL := os.Getenv("QUAN_TEST_REDIS"), os.Getenv("QUAN_TEST_NATS")
-	if redisURL == "" || natsURL == "" {
-		t.Skip("set QUAN_TEST_REDIS and QUAN_TEST_NATS (with QUAN_TEST_MYSQL) to run the claim reaper on MySQL")
-	}
+	urls := integration.Need(t, integration.MySQL, integration.Redis, integration.NATS)
+	redisURL, natsURL := urls[1], urls[2]
 	quantest.TestReap(t, func(t *testing.T) quantest.ClaimBackends {
 		s := mysql.NewStore(openDB(t))
 		id := rand.Uint32()

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/mysql"
 	"github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/quantest"
@@ -17,10 +17,8 @@ import (
 // backends: MySQL, Redis (QUAN_TEST_REDIS) and NATS (QUAN_TEST_NATS), each
 // subtest with a database, a key prefix and a stream of its own.
 func TestDistribution(t *testing.T) {
-	redisURL, natsURL := os.Getenv("QUAN_TEST_REDIS"), os.Getenv("QUAN_TEST_NATS")
-	if redisURL == "" || natsURL == "" {
-		t.Skip("set QUAN_TEST_REDIS and QUAN_TEST_NATS (with QUAN_TEST_MYSQL) to run distributions on MySQL, Redis and NATS")
-	}
+	urls := integration.Need(t, integration.MySQL, integration.Redis, integration.NATS)
+	redisURL, natsURL := urls[1], urls[2]
 	quantest.TestDistribution(t, func(t *testing.T) quantest.Backends {
 		s := mysql.NewStore(openDB(t))
 		id := rand.Uint32()

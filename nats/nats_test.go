@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/quantest"
 )
 
@@ -26,11 +27,7 @@ import (
 // Set, it must answer; the test fails rather than skips.
 func externalURL(t testing.TB) string {
 	t.Helper()
-	url := os.Getenv("QUAN_TEST_NATS")
-	if url == "" {
-		t.Skip("QUAN_TEST_NATS is not set (e.g. nats://127.0.0.1:4222): external NATS not tested")
-	}
-	return url
+	return integration.Need(t, integration.NATS)[0]
 }
 
 func TestBus(t *testing.T) {

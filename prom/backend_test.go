@@ -14,6 +14,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/internal/integration"
 	natsbus "github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/prom"
 	"github.com/quanhq/quan/quantest"
@@ -223,10 +224,7 @@ func TestCacheConformance(t *testing.T) {
 // without QUAN_TEST_REDIS (CI sets it).
 func openRedis(t *testing.T) *redis.Cache {
 	t.Helper()
-	url := os.Getenv("QUAN_TEST_REDIS")
-	if url == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to test against a Redis")
-	}
+	url := integration.Need(t, integration.Redis)[0]
 	c, err := redis.Open(t.Context(), url, "promtest:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":")
 	if err != nil {
 		t.Fatalf("QUAN_TEST_REDIS=%s: %v", url, err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/quantest"
 )
 
@@ -29,12 +30,7 @@ import (
 
 func testURL(t testing.TB) string {
 	t.Helper()
-	url := os.Getenv("QUAN_TEST_REDIS")
-	if url == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to test against a Redis " +
-			`(start one with: redis-server --save "" --appendonly no)`)
-	}
-	return url
+	return integration.Need(t, integration.Redis)[0] // start one with: redis-server --save "" --appendonly no
 }
 
 // newTestCache opens a cache under a fresh prefix and deletes the prefix's

@@ -63,7 +63,8 @@ func TestReportReadsBackAsADistributionFile(t *testing.T) {
 			t.Errorf("header %d = %q, want %q", i, rows[0][i], h)
 		}
 	}
-	if r := rows[2]; r[0] != "4" || r[1] != "1234567890123456789" || r[2] != "库存不足 out of stock" || r[3] != "out_of_stock" || r[4] != quan.CauseOutOfStock.Describe() {
+	if r := rows[2]; r[0] != "4" || r[1] != "1234567890123456789" || r[2] != "库存不足 out of stock" || r[3] != "out_of_stock" ||
+		r[4] != "库存不足：模板已没有剩余的券。 Out of stock: the template had no coupons left." {
 		t.Errorf("out of stock row %q", r)
 	}
 

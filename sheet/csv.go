@@ -19,6 +19,7 @@ type csvSource struct {
 	nrows   int64
 	line    int64 // line number at s.pos
 	delim   byte
+	blank   int64 // blank lines since the header or the last data row
 
 	haveHeader bool
 	cols       [nFields]int // field index of each column, -1 if absent
@@ -96,6 +97,8 @@ func (c *csvSource) records(b *batch) error {
 		if blank {
 			if !c.haveHeader {
 				c.delim = 0 // sniff again on the next line
+			} else {
+				c.blank++
 			}
 			continue
 		}
@@ -110,6 +113,7 @@ func (c *csvSource) records(b *batch) error {
 			return fmt.Errorf("%w: more than %d data rows (line %d)", ErrTooManyRows, c.maxRows, line)
 		}
 		ri := b.add(line, len(c.ocols))
+		b.rows[ri].BlankBefore, c.blank = c.blank, 0
 		for k, oc := range c.ocols {
 			if oc.Index >= len(c.fields) {
 				continue

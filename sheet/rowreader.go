@@ -35,7 +35,7 @@ func (rr *RowReader) Read(dst []quan.FileRow) (int, error) {
 	}
 	n, err := rr.r.Read(rr.buf[:len(dst)])
 	for i, row := range rr.buf[:n] {
-		dst[i] = quan.FileRow{Line: row.Line, UserID: row.UserID, Inexact: errors.Is(row.Err, ErrInexactNumber),
+		dst[i] = quan.FileRow{Line: row.Line, BlankBefore: row.BlankBefore, UserID: row.UserID, Inexact: errors.Is(row.Err, ErrInexactNumber),
 			Phone: row.Phone, Mail: row.Mail, Lang: row.Lang, Others: row.Others}
 	}
 	return n, err

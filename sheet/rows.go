@@ -17,6 +17,7 @@ type xlsxSource struct {
 	inData     bool  // inside <sheetData>
 	done       bool  // </sheetData> seen
 	row        int64 // number of the last row element
+	last       int64 // number of the header or the last data row
 	haveHeader bool
 	cols       [nFields]int // 1-based column of each field, 0 if absent
 	names      [nFields]string
@@ -375,6 +376,7 @@ func (src *xlsxSource) commit(b *batch, num int64) error {
 		src.names = names
 		src.haveHeader = true
 		src.hdrCells = nil
+		src.last = num
 		return nil
 	}
 	src.nrows++
@@ -382,6 +384,8 @@ func (src *xlsxSource) commit(b *batch, num int64) error {
 		return fmt.Errorf("%w: more than %d data rows (row %d)", ErrTooManyRows, src.maxRows, num)
 	}
 	ri := b.add(num, len(src.ocols))
+	// The rows between are blank: empty row elements, or none at all.
+	b.rows[ri].BlankBefore, src.last = max(0, num-src.last-1), num
 	for f, c := range &src.cells {
 		src.set(b, ri, f, c)
 	}

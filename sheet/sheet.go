@@ -55,8 +55,9 @@ var (
 	// (for example a legacy .xls, a password-protected workbook, an image,
 	// or a zip archive without a workbook).
 	ErrNotSpreadsheet = errors.New("not an xlsx or csv file")
-	// ErrTruncated: the zip archive is truncated or corrupt.
-	ErrTruncated = errors.New("archive is truncated or corrupt")
+	// ErrTruncated: a corrupt .xlsx: its zip archive is truncated or
+	// damaged, or a file named .xlsx is not a zip archive at all.
+	ErrTruncated = errors.New("corrupt .xlsx")
 	// ErrNoWorksheet: the workbook has no worksheet.
 	ErrNoWorksheet = errors.New("workbook has no worksheet")
 	// ErrSheetNotFound: Options.Sheet names no worksheet of the workbook.
@@ -97,6 +98,10 @@ type Options struct {
 	// MaxSharedStrings limits the memory of the shared string table in
 	// bytes (text plus 8 bytes per entry); 0 means DefaultMaxSharedStrings.
 	MaxSharedStrings int64
+	// Name is the file's name as its owner knows it, when the path is
+	// not (an upload kept under a name of quan's): its extension tells a
+	// corrupt .xlsx from a CSV file. "" takes the path's.
+	Name string
 	// Others reads every column of the header row besides the user id's
 	// into Row.Others, named by Reader.Others: for imports whose columns
 	// are the caller's to interpret. The phone, mail and language columns
@@ -124,6 +129,11 @@ type Row struct {
 	// the 1-based line on which the record starts (the header is line 1
 	// unless blank lines precede it).
 	Line int64
+	// BlankBefore is how many blank rows (xlsx) or lines (CSV) lie
+	// between this row and the data row before it, or the header: rows
+	// a merchant sees in the file that hold no user. Blank rows after
+	// the last data row are not counted.
+	BlankBefore int64
 	// UserID, Phone and Mail are the cell values as written (not trimmed).
 	// Integers stored as numbers come out in plain digits ("1000000000",
 	// never "1E9"). Phone and Mail are "" when their column is absent.
@@ -205,6 +215,9 @@ func New(ra io.ReaderAt, size int64, name string, opt Options) (*Reader, error) 
 
 func newReader(ra io.ReaderAt, size int64, name string, opt Options) (*Reader, error) {
 	opt = opt.withDefaults()
+	if opt.Name != "" {
+		name = opt.Name
+	}
 	var magic [8]byte
 	n, _ := ra.ReadAt(magic[:], 0)
 	r := &Reader{read: new(atomic.Int64)}
@@ -214,6 +227,8 @@ func newReader(ra io.ReaderAt, size int64, name string, opt Options) (*Reader, e
 		r.src, r.total, err = openXLSX(ra, size, opt, r.read)
 	case kindCSV:
 		r.src, r.total, err = openCSV(ra, size, opt, r.read)
+	case kindNotZip:
+		err = fmt.Errorf("%w: the file is named %s but is not a zip archive, as every .xlsx is: save it again from Excel, or as .csv", ErrTruncated, ext(name))
 	default:
 		err = fmt.Errorf("open sheet: %w: %s", ErrNotSpreadsheet, kind)
 	}
@@ -226,8 +241,9 @@ func newReader(ra io.ReaderAt, size int64, name string, opt Options) (*Reader, e
 type kind string
 
 const (
-	kindXLSX kind = "xlsx"
-	kindCSV  kind = "csv"
+	kindXLSX   kind = "xlsx"
+	kindCSV    kind = "csv"
+	kindNotZip kind = "named .xlsx but not a zip archive"
 )
 
 // sniff tells the format from the first bytes, falling back to naming the
@@ -242,7 +258,7 @@ func sniff(magic []byte, name string) kind {
 	}
 	switch ext(name) {
 	case ".xlsx", ".xlsm", ".xltx", ".xltm":
-		return "the file is named .xlsx but is not a zip archive"
+		return kindNotZip
 	case ".xls":
 		return "legacy .xls files are not supported; save it as .xlsx or .csv"
 	}

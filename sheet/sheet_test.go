@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -75,5 +76,42 @@ func TestCloseEarly(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Close()
+	}
+}
+
+// TestBlankBefore: each row says how many blank rows lie between it and
+// the row before, or the header — in an .xlsx empty row elements and
+// rows left out alike, in a CSV blank lines — and blank rows before the
+// header or after the last data row count nowhere.
+func TestBlankBefore(t *testing.T) {
+	t.Parallel()
+	xlsx := oneSheet(t, `<row r="1"/>`+ // before the header: not counted
+		`<row r="2">`+is("A2", "userId")+`</row>`+
+		`<row r="3"/>`+ // an empty row element
+		`<row r="4">`+is("A4", "1")+`</row>`+
+		`<row r="5">`+is("A5", "2")+`</row>`+
+		`<row r="6"><c r="A6" t="inlineStr"><is><t> </t></is></c></row>`+ // a blank cell
+		`<row r="9">`+is("A9", "3")+`</row>`+ // rows 7 and 8 left out
+		`<row r="10"/><row r="11"/>`) // after the last: not counted
+	csv := "\n\nuserId\n\n1\n2\n ,\n\n\n3\n\n\n"
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want []int64 // BlankBefore of rows 1, 2, 3
+	}{
+		{"users.xlsx", xlsx, []int64{1, 0, 3}},
+		{"users.csv", []byte(csv), []int64{1, 0, 3}},
+	} {
+		rows, err := readAll(t, tc.data, tc.name, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var got []int64
+		for _, r := range rows {
+			got = append(got, r.BlankBefore)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: blank before each row %v, want %v (%s)", tc.name, got, tc.want, rowsString(rows))
+		}
 	}
 }

@@ -32,7 +32,7 @@ func (a *archive) file(name string) *zip.File {
 func openXLSX(ra io.ReaderAt, size int64, opt Options, read *atomic.Int64) (source, int64, error) {
 	zr, err := zip.NewReader(ra, size)
 	if err != nil {
-		return nil, 0, fmt.Errorf("open xlsx: %w: %v", ErrTruncated, err)
+		return nil, 0, fmt.Errorf("%w: the archive is truncated or damaged (%v): save it again from Excel, or as .csv", ErrTruncated, err)
 	}
 	a := &archive{files: make(map[string]*zip.File, len(zr.File)), opt: opt}
 	for _, f := range zr.File {

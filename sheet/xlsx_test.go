@@ -254,9 +254,12 @@ func TestXLSXErrors(t *testing.T) {
 		err  error
 		msg  string
 	}{
-		{"ErrNotZipNamedXLSX", []byte("hello, world\n"), "users.xlsx", Options{}, ErrNotSpreadsheet, "not a zip"},
+		{"ErrNotZipNamedXLSX", []byte("hello, world\n"), "users.xlsx", Options{}, ErrTruncated, "corrupt .xlsx: the file is named .xlsx but is not a zip archive"},
+		// An upload kept under a name of its own: Options.Name is the name
+		// the merchant gave it.
+		{"ErrNotZipUploadedAsXLSX", []byte("userId\n1\n"), "uploads/3f2a", Options{Name: "users.xlsx"}, ErrTruncated, "corrupt .xlsx: the file is named .xlsx"},
 		{"ErrLegacyXLS", []byte("\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1 rest"), "users.xlsx", Options{}, ErrNotSpreadsheet, ".xls"},
-		{"ErrTruncated", good[:len(good)/2], "t.xlsx", Options{}, ErrTruncated, "truncated"},
+		{"ErrTruncated", good[:len(good)/2], "t.xlsx", Options{}, ErrTruncated, "corrupt .xlsx: the archive is truncated or damaged"},
 		{"ErrZipWithoutWorkbook", zipOf(t, zip.Deflate, "a.txt", "hi"), "t.xlsx", Options{}, ErrNotSpreadsheet, "workbook"},
 		{"ErrNoWorksheet", buildXLSX(t, testBook{}), "t.xlsx", Options{}, ErrNoWorksheet, "no worksheet"},
 		{"ErrNoUserIDColumn", oneSheet(t, `<row r="1">`+is("A1", "id")+is("B1", "phone")+`</row>`), "t.xlsx", Options{},

@@ -58,3 +58,107 @@ func TestReceiver(t *testing.T) {
 		t.Errorf("%d messages accepted, want 2", len(got))
 	}
 }
+
+// TestReceiverRemembers: with Remember, a message whose id was accepted
+// before is answered sent without reaching Accept and counted in
+// Duplicates, within its bound (the least recent id is forgotten first);
+// a message Accept refused is no repeat when retried; and a repeat that
+// comes while its first is still being accepted is to be retried, not
+// taken for sent.
+func TestReceiverRemembers(t *testing.T) {
+	t.Parallel()
+	var (
+		mu      sync.Mutex
+		got     []string
+		dropped []string
+		fail    bool
+		hold    = make(chan struct{}) // closed: Accept returns
+		held    = make(chan struct{}, 1)
+	)
+	rc := &sms.Receiver{Secret: secret, Remember: 2,
+		Accept: func(ms []sms.Received) error {
+			if ms[0].ID == "slow" {
+				held <- struct{}{}
+				<-hold
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if fail {
+				return errors.New("the provider is down")
+			}
+			for _, m := range ms {
+				got = append(got, m.ID)
+			}
+			return nil
+		},
+		Dropped: func(ms []sms.Received) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range ms {
+				dropped = append(dropped, m.ID)
+			}
+		},
+	}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	send := func(ids ...string) []quan.SendOutcome {
+		t.Helper()
+		msgs := make([]quan.Outgoing, len(ids))
+		for i, id := range ids {
+			msgs[i] = outgoing(id, "+8613800000001")
+		}
+		var out []quan.SendOutcome
+		for _, r := range newSender(t, srv.URL, nil).Send(t.Context(), msgs) {
+			out = append(out, r.Outcome)
+		}
+		return out
+	}
+	sent := func(n int) []quan.SendOutcome { return slices.Repeat([]quan.SendOutcome{quan.Sent}, n) }
+	if o := send("a", "b"); !slices.Equal(o, sent(2)) {
+		t.Fatalf("first batch: %v", o)
+	}
+	// The batch again, as after a sender killed before the answer.
+	if o := send("a", "b"); !slices.Equal(o, sent(2)) {
+		t.Fatalf("the batch again: %v, want sent", o)
+	}
+	if !slices.Equal(got, []string{"a", "b"}) || !slices.Equal(dropped, []string{"a", "b"}) || rc.Duplicates() != 2 {
+		t.Fatalf("accepted %q, dropped %q (%d); want a and b once, then dropped", got, dropped, rc.Duplicates())
+	}
+	// c makes three ids: the least recent, a (b was seen after it), goes.
+	send("c")
+	send("a")
+	if !slices.Equal(got, []string{"a", "b", "c", "a"}) {
+		t.Fatalf("accepted %q: want a accepted again once forgotten", got)
+	}
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+	if o := send("d"); o[0] != quan.RetryLater {
+		t.Fatalf("Accept failed: %v, want retried", o)
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	send("d")
+	if got[len(got)-1] != "d" || rc.Duplicates() != 2 {
+		t.Fatalf("accepted %q, %d duplicates: want d accepted on its retry, no repeat", got, rc.Duplicates())
+	}
+
+	// A repeat while its first is in Accept is retried.
+	first := make(chan []quan.SendOutcome)
+	go func() {
+		var out []quan.SendOutcome
+		for _, r := range newSender(t, srv.URL, nil).Send(t.Context(), []quan.Outgoing{outgoing("slow", "+8613800000001")}) {
+			out = append(out, r.Outcome)
+		}
+		first <- out
+	}()
+	<-held
+	if o := send("slow"); o[0] != quan.RetryLater {
+		t.Errorf("a repeat while its first is being accepted: %v, want retried", o)
+	}
+	close(hold)
+	if o := <-first; o[0] != quan.Sent {
+		t.Errorf("the first: %v", o)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/quantest"
 	"github.com/quanhq/quan/redis"
@@ -65,10 +66,7 @@ func TestClaims(t *testing.T) {
 // claim ledger the reaper reads) from QUAN_TEST_REDIS and an embedded
 // NATS server.
 func TestReap(t *testing.T) {
-	url := os.Getenv("QUAN_TEST_REDIS")
-	if url == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to run the claim reaper on SQLite")
-	}
+	url := integration.Need(t, integration.Redis)[0]
 	quantest.TestReap(t, func(t *testing.T) quantest.ClaimBackends {
 		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
 		srv, err := nats.StartEmbedded(t.Context(), t.TempDir(), nil)

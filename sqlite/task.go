@@ -25,7 +25,7 @@ const taskColumns = `id, shop_no, template_id, name, file_name, file_path, file_
 	failed_limit_reached, failed_out_of_stock, failed_template_inactive,
 	chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
 	created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of, trace_parent, segment,
-	failed_not_eligible, stalled_code, stalled_backend, stalled_reason, stalled_since`
+	failed_not_eligible, count_blank, stalled_code, stalled_backend, stalled_reason, stalled_since`
 
 // CreateTask stores t and sets t.ID. t.ID is left alone if anything fails.
 // The store checks no rule of its own: callers validate t first.
@@ -41,9 +41,9 @@ func (s *Store) CreateTask(ctx context.Context, t *quan.Task) (err error) {
 			failed_limit_reached, failed_out_of_stock, failed_template_inactive,
 			chunks_done, chunks_total, bytes_read, bytes_total, report_path, created_by,
 			created_at, started_at, finished_at, updated_at, owner, lease_until, retry_of, trace_parent, segment,
-			failed_not_eligible, stalled_code, stalled_backend, stalled_reason, stalled_since
+			failed_not_eligible, count_blank, stalled_code, stalled_backend, stalled_reason, stalled_since
 		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
 		append([]any{t.ShopNo}, sqlrow.TaskValues(t, micros)...)...,
 	).Scan(&id)
@@ -173,7 +173,7 @@ func saveTask(ctx context.Context, tx *sql.Tx, t *quan.Task) error {
 			chunks_done = ?, chunks_total = ?, bytes_read = ?, bytes_total = ?, report_path = ?, created_by = ?,
 			created_at = ?, started_at = ?, finished_at = ?, updated_at = ?,
 		owner = ?, lease_until = ?, retry_of = ?, trace_parent = ?, segment = ?,
-		failed_not_eligible = ?, stalled_code = ?, stalled_backend = ?, stalled_reason = ?, stalled_since = ?
+		failed_not_eligible = ?, count_blank = ?, stalled_code = ?, stalled_backend = ?, stalled_reason = ?, stalled_since = ?
 		WHERE id = ?`,
 		append(sqlrow.TaskValues(t, micros), t.ID)...,
 	); err != nil {

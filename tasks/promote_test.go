@@ -31,8 +31,8 @@ func TestRunForReal(t *testing.T) {
 	}
 	svc := &tasks.Service{
 		Tasks: st, Templates: st, Files: files, Now: clock,
-		Check: func(ctx context.Context, path, name string) error {
-			return sheet.Check(ctx, path, sheet.Options{Sheet: name})
+		Check: func(ctx context.Context, path, fileName, name string) error {
+			return sheet.Check(ctx, path, sheet.Options{Name: fileName, Sheet: name})
 		},
 	}
 	templates := &templates.Service{Store: st, Now: clock}

@@ -211,20 +211,20 @@ func (d *Runner) runTask(ctx context.Context, t *quan.Task) error {
 	lost := make(chan struct{})
 	go d.heartbeat(ctx, t, lost)
 
-	var total int64
+	var file fileRead
 	err := d.retrying(ctx, t, lost, func() error {
-		rows, chunks, err := d.pass(ctx, t, 0, lost)
+		read, err := d.pass(ctx, t, 0, lost)
 		if err == nil {
-			err = d.recordTotal(ctx, t, chunks)
+			err = d.recordTotal(ctx, t, read)
 		}
-		total = rows
+		file = read
 		return err
 	})
 	if err == nil && d.Bus != nil {
 		err = d.retrying(ctx, t, lost, func() error { return d.await(ctx, t, lost) })
 	}
 	if err == nil {
-		err = d.retrying(ctx, t, lost, func() error { return d.finish(ctx, t, total) })
+		err = d.retrying(ctx, t, lost, func() error { return d.finish(ctx, t, file.rows) })
 	}
 	var fe fileError
 	switch {
@@ -240,14 +240,20 @@ func (d *Runner) runTask(ctx context.Context, t *quan.Task) error {
 	return nil
 }
 
+// fileRead is what a pass over a task's file found in it.
+type fileRead struct {
+	rows, chunks int64
+	blank        int64 // blank rows among the data rows
+}
+
 // pass reads the task's file once and hands each chunk the store has not
 // applied to the runner's sink: the store, or the bus (round names the
 // publication, so that a later round is not taken for a duplicate). It
-// returns the rows and chunks of the file.
-func (d *Runner) pass(ctx context.Context, t *quan.Task, round int, lost <-chan struct{}) (rows, chunks int64, err error) {
+// returns what it found in the file.
+func (d *Runner) pass(ctx context.Context, t *quan.Task, round int, lost <-chan struct{}) (fileRead, error) {
 	seqs, err := d.Store.AppliedChunks(ctx, t.ID)
 	if err != nil {
-		return 0, 0, err
+		return fileRead{}, err
 	}
 	applied := make(map[int64]bool, len(seqs))
 	for _, s := range seqs {
@@ -257,7 +263,7 @@ func (d *Runner) pass(ctx context.Context, t *quan.Task, round int, lost <-chan 
 	defer cancel()
 	r, err := d.Open(ctx, t)
 	if err != nil {
-		return 0, 0, fileError{err}
+		return fileRead{}, fileError{err}
 	}
 	if _, size := r.Progress(); size != t.BytesTotal {
 		if _, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
@@ -265,7 +271,7 @@ func (d *Runner) pass(ctx context.Context, t *quan.Task, round int, lost <-chan 
 			return nil
 		}); err != nil {
 			r.Close()
-			return 0, 0, err
+			return fileRead{}, err
 		}
 		t.BytesTotal = size
 	}
@@ -278,32 +284,32 @@ func (d *Runner) pass(ctx context.Context, t *quan.Task, round int, lost <-chan 
 
 	out := make(chan *quan.Chunk, 2) // back-pressure: the reader waits for the sink
 	var (
-		readRows, readChunks int64
-		readErr              error
+		read    fileRead
+		readErr error
 	)
 	go func() {
 		defer close(readerDone)
 		defer close(out)
-		readRows, readChunks, readErr = d.readChunks(ctx, t, r, applied, out)
+		read, readErr = d.readChunks(ctx, t, r, applied, out)
 	}()
 	for c := range out {
 		select {
 		case <-lost:
-			return 0, 0, errLost
+			return fileRead{}, errLost
 		default:
 		}
 		if err := d.sink(ctx, c, round); err != nil {
-			return 0, 0, err
+			return fileRead{}, err
 		}
 	}
 	<-readerDone
 	if readErr != nil {
 		if ctx.Err() != nil {
-			return 0, 0, ctx.Err()
+			return fileRead{}, ctx.Err()
 		}
-		return 0, 0, fileError{readErr}
+		return fileRead{}, fileError{readErr}
 	}
-	return readRows, readChunks, nil
+	return read, nil
 }
 
 // sink applies c, or publishes it when chunks travel over the bus.
@@ -345,14 +351,15 @@ func (d *Runner) sink(ctx context.Context, c *quan.Chunk, round int) error {
 	return nil
 }
 
-// recordTotal records how many chunks the file has: the task is done when
-// the store has applied that many.
-func (d *Runner) recordTotal(ctx context.Context, t *quan.Task, chunks int64) error {
+// recordTotal records how many chunks the file has (the task is done when
+// the store has applied that many) and its blank rows.
+func (d *Runner) recordTotal(ctx context.Context, t *quan.Task, file fileRead) error {
 	_, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
 		if cur.Status != quan.TaskRunning || cur.Owner != d.Owner {
 			return quan.ErrLeaseLost
 		}
-		cur.ChunksTotal = chunks
+		cur.ChunksTotal = file.chunks
+		cur.Counts.Blank = file.blank
 		return nil
 	})
 	if errors.Is(err, quan.ErrLeaseLost) {
@@ -414,7 +421,7 @@ func (d *Runner) await(ctx context.Context, t *quan.Task, lost <-chan struct{}) 
 		round++
 		d.logger().Warn("publishing missing chunks again", "task", t.ID, "round", round,
 			"applied", cur.ChunksDone, "chunks", cur.ChunksTotal)
-		if _, _, err := d.pass(ctx, t, round, lost); err != nil {
+		if _, err := d.pass(ctx, t, round, lost); err != nil {
 			return err
 		}
 		since = time.Now()
@@ -424,8 +431,8 @@ func (d *Runner) await(ctx context.Context, t *quan.Task, lost <-chan struct{}) 
 // readChunks reads the file and sends chunks of ChunkSize rows, with each
 // row's file check done: invalid ids and users named earlier in the file.
 // Chunks the store has applied are read (to rebuild the set of users seen)
-// but not sent. It returns the rows and chunks of the file.
-func (d *Runner) readChunks(ctx context.Context, t *quan.Task, rows quan.RowReader, applied map[int64]bool, out chan<- *quan.Chunk) (int64, int64, error) {
+// but not sent. It returns what it found in the file.
+func (d *Runner) readChunks(ctx context.Context, t *quan.Task, rows quan.RowReader, applied map[int64]bool, out chan<- *quan.Chunk) (fileRead, error) {
 	seen := userset.New(1 << 16)
 	buf := make([]quan.FileRow, 1024)
 	size := t.ChunkSize
@@ -433,7 +440,7 @@ func (d *Runner) readChunks(ctx context.Context, t *quan.Task, rows quan.RowRead
 	// them: the chunks of other tasks stay as small as before.
 	contacts := slices.Contains(t.Notify, quan.NotifyEmail) || slices.Contains(t.Notify, quan.NotifySMS)
 	cur := &quan.Chunk{TaskID: t.ID, Seq: 1, Rows: make([]quan.ChunkRow, 0, size)}
-	var n int64
+	var n, blank int64
 	send := func() bool {
 		read, _ := rows.Progress()
 		cur.BytesRead = read
@@ -453,6 +460,7 @@ func (d *Runner) readChunks(ctx context.Context, t *quan.Task, rows quan.RowRead
 	for {
 		k, err := rows.Read(buf)
 		for _, fr := range buf[:k] {
+			blank += fr.BlankBefore
 			r := quan.ChunkRow{Line: fr.Line, Raw: quan.ClipRaw(fr.UserID)}
 			switch id, ok := quan.ParseUserID(fr.UserID); {
 			case fr.Inexact:
@@ -472,20 +480,20 @@ func (d *Runner) readChunks(ctx context.Context, t *quan.Task, rows quan.RowRead
 			cur.Rows = append(cur.Rows, r)
 			n++
 			if len(cur.Rows) == size && !send() {
-				return n, 0, ctx.Err()
+				return fileRead{}, ctx.Err()
 			}
 		}
 		if err == io.EOF {
 			if len(cur.Rows) > 0 && !send() {
-				return n, 0, ctx.Err()
+				return fileRead{}, ctx.Err()
 			}
-			return n, cur.Seq - 1, nil
+			return fileRead{rows: n, chunks: cur.Seq - 1, blank: blank}, nil
 		}
 		if err != nil {
-			return n, 0, err
+			return fileRead{}, err
 		}
 		if ctx.Err() != nil {
-			return n, 0, ctx.Err()
+			return fileRead{}, ctx.Err()
 		}
 	}
 }

@@ -21,12 +21,13 @@ func (d *Runner) stopped(ctx context.Context, t *quan.Task) error {
 		d.logger().Info("task taken over by another runner", "task", t.ID, "status", cur.Status, "owner", cur.Owner)
 		return nil
 	}
-	total, err := d.countRows(ctx, t)
+	file, err := d.countRows(ctx, t)
 	if err != nil {
 		return fmt.Errorf("task %d: count canceled rows: %w", t.ID, err)
 	}
 	cur, err = d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
-		cur.Counts.Canceled = max(0, total-cur.Counts.Rows)
+		cur.Counts.Canceled = max(0, file.rows-cur.Counts.Rows)
+		cur.Counts.Blank = file.blank
 		return nil
 	})
 	if err != nil {
@@ -37,26 +38,30 @@ func (d *Runner) stopped(ctx context.Context, t *quan.Task) error {
 	return d.writeReport(ctx, t.ID)
 }
 
-// countRows reads the task's file to its end and counts its data rows.
-func (d *Runner) countRows(ctx context.Context, t *quan.Task) (int64, error) {
+// countRows reads the task's file to its end and counts its data rows
+// and blank rows.
+func (d *Runner) countRows(ctx context.Context, t *quan.Task) (fileRead, error) {
 	r, err := d.Open(ctx, t)
 	if err != nil {
-		return 0, err
+		return fileRead{}, err
 	}
 	defer r.Close()
 	buf := make([]quan.FileRow, 1024)
-	var n int64
+	var file fileRead
 	for {
 		k, err := r.Read(buf)
-		n += int64(k)
+		file.rows += int64(k)
+		for _, fr := range buf[:k] {
+			file.blank += fr.BlankBefore
+		}
 		if err == io.EOF {
-			return n, nil
+			return file, nil
 		}
 		if err != nil {
-			return n, err
+			return file, err
 		}
 		if err := ctx.Err(); err != nil {
-			return n, err
+			return file, err
 		}
 	}
 }
@@ -141,4 +146,42 @@ func (d *Runner) writeReport(ctx context.Context, id int64) error {
 		return fmt.Errorf("task %d: record failure report: %w", id, err)
 	}
 	return nil
+}
+
+// Release gives up the leases of the running tasks this runner holds, for
+// a runner that stops before they end (a command interrupted by Ctrl-C):
+// the next runner resumes them at once rather than when the lease runs
+// out. Call it once Run or RunOne has returned. It returns the tasks
+// released, as they are now.
+func (d *Runner) Release(ctx context.Context) ([]*quan.Task, error) {
+	var released []*quan.Task
+	for offset := 0; ; offset += quan.MaxPageSize {
+		page, _, err := d.Store.Tasks(ctx, quan.TaskFilter{ShopNo: quan.AnyShop, Status: quan.TaskRunning, Offset: offset, Limit: quan.MaxPageSize})
+		if err != nil {
+			return released, fmt.Errorf("release tasks: %w", err)
+		}
+		for _, t := range page {
+			if t.Owner != d.Owner {
+				continue
+			}
+			cur, err := d.Store.UpdateTask(ctx, quan.AnyShop, t.ID, func(cur *quan.Task) error {
+				if cur.Owner != d.Owner || cur.Status != quan.TaskRunning {
+					return quan.ErrLeaseLost
+				}
+				cur.LeaseUntil = d.Now.UTC()
+				return nil
+			})
+			switch {
+			case errors.Is(err, quan.ErrLeaseLost):
+			case err != nil:
+				return released, fmt.Errorf("release task %d: %w", t.ID, err)
+			default:
+				d.logger().Info("task released", "task", t.ID, "chunks_done", cur.ChunksDone)
+				released = append(released, cur)
+			}
+		}
+		if len(page) < quan.MaxPageSize {
+			return released, nil
+		}
+	}
 }

@@ -53,8 +53,8 @@ func newSegmentFixture(t *testing.T, stock int64) *segmentFixture {
 	f.tasks = &tasks.Service{
 		Tasks: st, Templates: st, Files: files, Now: clock, ChunkSize: 50,
 		Rules: engine, Facts: st,
-		Check: func(ctx context.Context, path, name string) error {
-			return sheet.Check(ctx, path, sheet.Options{Sheet: name})
+		Check: func(ctx context.Context, path, fileName, name string) error {
+			return sheet.Check(ctx, path, sheet.Options{Name: fileName, Sheet: name})
 		},
 		Count: func(ctx context.Context, path, name string) (int64, error) {
 			return sheet.Count(ctx, path, sheet.Options{Sheet: name})

@@ -18,8 +18,10 @@ type Service struct {
 	Files     quan.FileStore
 	// Check opens a stored file as the runner will, reads its header and
 	// first rows, and returns what is wrong with it in words a merchant
-	// can act on.
-	Check func(ctx context.Context, path, sheet string) error
+	// can act on. fileName is its name as uploaded (Task.FileName): its
+	// extension says what the merchant meant it to be (a corrupt .xlsx is
+	// not a CSV file with a bad header).
+	Check func(ctx context.Context, path, fileName, sheet string) error
 	// Count returns the number of data rows of a stored file; canceling a
 	// task that never started counts its rows as canceled with it.
 	Count func(ctx context.Context, path, sheet string) (int64, error)
@@ -150,7 +152,7 @@ func (s *Service) create(ctx context.Context, who quan.Identity, in NewTask, ret
 	if f.Size == 0 {
 		return nil, fieldErr("file", "the file is empty: upload an .xlsx or .csv with a header row and one user per row")
 	}
-	if err := s.Check(ctx, f.Path, in.Sheet); err != nil {
+	if err := s.Check(ctx, f.Path, in.FileName, in.Sheet); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -7,11 +7,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/mysql/mysqltest"
 )
 
@@ -139,10 +139,8 @@ func sharedBackendsEnv(t *testing.T) map[string]string {
 	t.Helper()
 	env := testEnv(t)
 	env["QUAN_STORE"] = mysqltest.URL(t)
-	redisURL, natsURL := os.Getenv("QUAN_TEST_REDIS"), os.Getenv("QUAN_TEST_NATS")
-	if redisURL == "" || natsURL == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 and QUAN_TEST_NATS=nats://127.0.0.1:4222 to run quan on MySQL, Redis and NATS")
-	}
+	urls := integration.Need(t, integration.Redis, integration.NATS)
+	redisURL, natsURL := urls[0], urls[1]
 	id := rand.Uint32()
 	prefix := fmt.Sprintf("quantest%d:", id)
 	env["QUAN_CACHE"] = redisURL + "?prefix=" + prefix

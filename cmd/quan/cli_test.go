@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,5 +164,83 @@ func TestErrorHasNoRepeatedPrefix(t *testing.T) {
 	}
 	if cli.ExitCode(err) != 1 {
 		t.Errorf("exit status %d, want 1", cli.ExitCode(err))
+	}
+}
+
+// TestHelpAndUsageErrors runs the built binary as a user would: every
+// command's help (-h, --help and quan help COMMAND) is on stdout with
+// exit status 0, and a command line that cannot run gets its error and
+// one line saying where the help is, on stderr, with exit status 2 — not
+// the help itself.
+func TestHelpAndUsageErrors(t *testing.T) {
+	bin := buildQuan(t)
+	dir := t.TempDir()
+	run := func(args ...string) (stdout, stderr string, code int) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "QUAN_DATA="+dir)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return o.String(), e.String(), code
+	}
+	// Every command and sub-command, as quan -h lists them.
+	commands := [][]string{
+		{"demo"}, {"serve"}, {"worker"}, {"distribute"}, {"gen-users"}, {"token"},
+		{"user"}, {"user", "add"}, {"user", "list"}, {"user", "disable"}, {"user", "enable"}, {"user", "passwd"},
+		{"migrate"}, {"sms-sink"}, {"version"}, {"help"},
+		{"bench"}, {"bench", "distribute"}, {"bench", "read"}, {"bench", "claim"}, {"bench", "wallet"},
+		{"bench", "wallet", "lock"}, {"bench", "wallet", "sweep"}, {"bench", "wallet", "remind"},
+		{"bench", "stats"}, {"bench", "notify"},
+	}
+	for _, c := range commands {
+		name := strings.Join(c, " ")
+		t.Run("Help/"+name, func(t *testing.T) {
+			for _, args := range [][]string{append(slices.Clone(c), "-h"), append(slices.Clone(c), "--help"), append([]string{"help"}, c...)} {
+				stdout, stderr, code := run(args...)
+				if code != 0 || stderr != "" || !strings.Contains(stdout, "Usage") {
+					t.Errorf("quan %s: exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 0 and the usage on stdout alone", strings.Join(args, " "), code, stdout, stderr)
+				}
+			}
+		})
+	}
+	for _, c := range commands {
+		if c[0] == "help" || len(c) == 1 && (c[0] == "bench" || c[0] == "user") || slices.Equal(c, []string{"bench", "wallet"}) {
+			continue // no flags: their usage errors are below
+		}
+		name := strings.Join(c, " ")
+		t.Run("UnknownFlag/"+name, func(t *testing.T) {
+			args := append(slices.Clone(c), "--frobnicate")
+			stdout, stderr, code := run(args...)
+			want := "quan: " + name + ": flag provided but not defined: -frobnicate\nRun 'quan " + name + " -h' for its usage.\n"
+			if c[0] == "version" {
+				want = "quan: version: unexpected arguments [\"--frobnicate\"]\nRun 'quan version -h' for its usage.\n"
+			}
+			if code != 2 || stdout != "" || stderr != want {
+				t.Errorf("quan %s: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and on stderr:\n%s", strings.Join(args, " "), code, stdout, stderr, want)
+			}
+		})
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"nosuch", "quan: unknown command \"nosuch\"\nRun 'quan -h' for the commands.\n"},
+		{"help nosuch", "quan: unknown command \"nosuch\"\nRun 'quan -h' for the commands.\n"},
+		{"bench", "quan: bench: say what to measure: distribute, read, claim, wallet, stats or notify\nRun 'quan bench -h' for its usage.\n"},
+		{"user", "quan: user: want an action: add, list, disable, enable or passwd\nRun 'quan user -h' for its usage.\n"},
+		{"distribute users.csv", "quan: distribute: --template is required\nRun 'quan distribute -h' for its usage.\n"},
+		{"gen-users -n -1", "quan: gen-users: -n must be ≥ 0 and -dup, -invalid shares in [0, 1) summing below 1\nRun 'quan gen-users -h' for its usage.\n"},
+	} {
+		t.Run("UsageError/"+tc.args, func(t *testing.T) {
+			stdout, stderr, code := run(strings.Fields(tc.args)...)
+			if code != 2 || stdout != "" || stderr != tc.want {
+				t.Errorf("quan %s: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and on stderr:\n%s", tc.args, code, stdout, stderr, tc.want)
+			}
+		})
 	}
 }

@@ -34,12 +34,13 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/accounts"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/templates"
 )
 
 const (
 	// browserEnv names the browser binary the console's browser tests drive.
-	browserEnv = "QUAN_TEST_BROWSER"
+	browserEnv = integration.Browser
 	// artifactsEnv names a folder for the screenshots of failed tests; the
 	// system's temporary folder without it.
 	artifactsEnv = "QUAN_TEST_ARTIFACTS"
@@ -123,10 +124,7 @@ type browser struct {
 // start. The browser stops when t ends.
 func newBrowser(t *testing.T, w, h int) *browser {
 	t.Helper()
-	bin := os.Getenv(browserEnv)
-	if bin == "" {
-		t.Skipf("set %s to a Chromium binary to run the console's browser tests, e.g. %s=$(command -v chromium) go test ./cmd/quan -run Browser", browserEnv, browserEnv)
-	}
+	bin := integration.Need(t, browserEnv)[0] // a Chromium binary: QUAN_TEST_BROWSER=$(command -v chromium)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),
 		chromedp.Headless,

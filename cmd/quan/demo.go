@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/sheet"
@@ -16,7 +17,9 @@ import (
 )
 
 // DemoCommand shows quan's main job end to end: a template, a generated
-// file of users, and its distribution with a progress bar.
+// file of users, and its distribution with a progress bar. Interrupted,
+// the distribution stays unfinished in the data folder and the next demo
+// resumes it rather than start another (unless --new).
 type DemoCommand struct {
 	Main *Main
 }
@@ -27,6 +30,7 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	var cfg app.Config
 	cfg.Register(fs, app.Local)
 	n := fs.Int("n", 1_000_000, "target users in the generated file")
+	isNew := fs.Bool("new", false, "start a new demo even if an earlier one was interrupted (by default a rerun resumes it; both then run)")
 	var out outputFlags
 	out.register(fs)
 	if _, err := c.Main.parse(fs, args); err != nil {
@@ -53,21 +57,56 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	if out.Format == cli.OutputJSON {
 		info = io.Discard
 	}
-
-	// 1% duplicate and 0.5% invalid rows, and stock for 98% of the rows,
-	// so the summary shows each way a row can fail.
-	stock := max(1, int64(*n)-int64(*n)/50)
-	tpl, err := a.CreateDemoTemplate(ctx, stock)
+	unfinished, err := a.Unfinished(ctx)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
+	resume, err := pick(c.Main.Stderr, unfinished, func(t *quan.Task) bool { return t.Name == demoTask }, *isNew, a.Config.DataDir, "demo")
+	if err != nil {
+		return err
+	}
+	p := out.progress(c.Main.Stderr)
+	var (
+		t    *quan.Task
+		wall time.Duration
+	)
+	if resume != nil {
+		t, wall, err = a.ResumeTask(ctx, resume, p.Update)
+	} else {
+		t, wall, err = c.start(ctx, a, *n, info, p)
+	}
+	if err != nil {
+		p.Stop()
+		return interrupted(fmt.Errorf("demo: %w", err))
+	}
+	p.Done(t, wall)
+	sum := cli.Summary{Task: t, Wall: wall, Report: t.ReportPath, TemplateID: t.TemplateID, PeakRSS: cli.PeakRSS()}
+	if err := sum.Write(c.Main.Stdout, out.Format); err != nil {
+		return err
+	}
+	return taskExit(t)
+}
+
+// demoTask names the demo's tasks: a demo resumes an unfinished one.
+const demoTask = "demo"
+
+// start makes the demo's template and file of n users, telling info,
+// and runs its task.
+func (c *DemoCommand) start(ctx context.Context, a *app.App, n int, info io.Writer, p *cli.Progress) (*quan.Task, time.Duration, error) {
+	// 1% duplicate and 0.5% invalid rows, and stock for 98% of the rows,
+	// so the summary shows each way a row can fail.
+	stock := max(1, int64(n)-int64(n)/50)
+	tpl, err := a.CreateDemoTemplate(ctx, stock)
+	if err != nil {
+		return nil, 0, err
+	}
 	fmt.Fprintf(info, "template %d: %s, stock %s, one per user\n", tpl.ID, tpl.Name, cli.Thousands(tpl.Stock))
 
-	file := filepath.Join(a.Config.DataDir, fmt.Sprintf("demo-users-%d.xlsx", *n))
+	file := filepath.Join(a.Config.DataDir, fmt.Sprintf("demo-users-%d.xlsx", n))
 	start := time.Now()
-	st, err := sheet.GenerateFile(file, sheet.GenOptions{Rows: *n, Seed: uint64(time.Now().UnixNano()), DupRate: 0.01, InvalidRate: 0.005})
+	st, err := sheet.GenerateFile(file, sheet.GenOptions{Rows: n, Seed: uint64(time.Now().UnixNano()), DupRate: 0.01, InvalidRate: 0.005})
 	if err != nil {
-		return fmt.Errorf("demo: generate users: %w", err)
+		return nil, 0, fmt.Errorf("generate users: %w", err)
 	}
 	size := int64(0)
 	if fi, err := os.Stat(file); err == nil {
@@ -76,16 +115,5 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	fmt.Fprintf(info, "generated %s: %s rows (%s duplicates, %s invalid), %.1f MB, in %s\n",
 		file, cli.Thousands(int64(st.Rows)), cli.Thousands(int64(st.Duplicates)), cli.Thousands(int64(st.Invalid)),
 		float64(size)/1e6, time.Since(start).Round(time.Millisecond))
-
-	p := out.progress(c.Main.Stderr)
-	t, wall, err := a.RunTask(ctx, file, tasks.NewTask{Name: "demo", TemplateID: tpl.ID, FileName: filepath.Base(file)}, p.Update)
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	p.Done(t, wall)
-	sum := cli.Summary{Task: t, Wall: wall, Report: t.ReportPath, TemplateID: tpl.ID, PeakRSS: cli.PeakRSS()}
-	if err := sum.Write(c.Main.Stdout, out.Format); err != nil {
-		return err
-	}
-	return taskExit(t)
+	return a.RunTask(ctx, file, tasks.NewTask{Name: demoTask, TemplateID: tpl.ID, FileName: filepath.Base(file)}, p.Update)
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,10 +46,12 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 		"(out_of_stock, template_inactive, limit_reached) as a new task; --template (default: the task's) and --name apply")
 	segment := fs.String("segment", "", "instead of a FILE, the users whose attributes match this rule (CEL over user and now), "+
 		"e.g. 'user.level >= 2 && \"vip\" in user.tags': the users matching when the task is created")
+	isNew := fs.Bool("new", false, "start this distribution even if an interrupted one is unfinished: by default a rerun resumes the "+
+		"same distribution left unfinished, and refuses to start one beside another (with --server: follows the same one if it runs)")
 	var out outputFlags
 	out.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: quan distribute FILE --template ID [flags]\n       quan distribute --segment RULE --template ID [flags]\n       quan distribute --retry TASK [--template ID] [flags]")
+		fmt.Fprintln(fs.Output(), "Usage: quan distribute FILE --template ID [flags]\n       quan distribute --segment RULE --template ID [flags]\n       quan distribute --retry TASK [--template ID] [flags]")
 		fs.PrintDefaults()
 	}
 	pos, err := c.Main.parse(fs, args, "[FILE]")
@@ -69,7 +72,7 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 		if *server != "" {
 			return c.remoteRetry(ctx, *server, *token, *retry, in, out)
 		}
-		return c.localRetry(ctx, cfg, *retry, in, out)
+		return c.localRetry(ctx, cfg, *retry, in, out, *isNew)
 	}
 	if *template <= 0 {
 		return cli.Usagef("distribute: --template is required")
@@ -92,8 +95,19 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 	if file != "" {
 		in.FileName = filepath.Base(file)
 	}
+	same := func(t *quan.Task) bool { // the distribution in, as a task
+		return t.TemplateID == in.TemplateID && t.Segment == in.Segment && t.Sheet == in.Sheet && t.DryRun == in.DryRun && t.RetryOf == 0
+	}
+	if file != "" {
+		sha, err := fileSHA256(file)
+		if err != nil {
+			return fmt.Errorf("distribute: %w", err)
+		}
+		sameTask := same
+		same = func(t *quan.Task) bool { return sameTask(t) && t.FileSHA256 == sha }
+	}
 	if *server != "" {
-		return c.remote(ctx, *server, *token, file, in, out)
+		return c.remote(ctx, *server, *token, file, in, out, same, *isNew)
 	}
 	cfg.Now = c.Main.Now
 	logger, err := cfg.NewLogger(c.Main.Stderr)
@@ -105,13 +119,32 @@ func (c *DistributeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer a.Close()
-	p := out.progress(c.Main.Stderr)
-	t, wall, err := a.RunTask(ctx, file, in, p.Update)
+	unfinished, err := a.Unfinished(ctx)
 	if err != nil {
+		return fmt.Errorf("distribute: %w", err)
+	}
+	resume, err := pick(c.Main.Stderr, unfinished, same, *isNew, a.Config.DataDir, "distribute")
+	if err != nil {
+		return err
+	}
+	p := out.progress(c.Main.Stderr)
+	var (
+		t    *quan.Task
+		wall time.Duration
+	)
+	if resume != nil {
+		t, wall, err = a.ResumeTask(ctx, resume, p.Update)
+	} else {
+		t, wall, err = a.RunTask(ctx, file, in, p.Update)
+	}
+	if err != nil {
+		p.Stop()
 		if file == "" {
-			return fmt.Errorf("distribute --segment: %w", err)
+			err = fmt.Errorf("distribute --segment: %w", err)
+		} else {
+			err = fmt.Errorf("distribute %s: %w", file, err)
 		}
-		return fmt.Errorf("distribute %s: %w", file, err)
+		return interrupted(err)
 	}
 	p.Done(t, wall)
 	if err := (cli.Summary{Task: t, Wall: wall, Report: t.ReportPath}).Write(c.Main.Stdout, out.Format); err != nil {
@@ -166,8 +199,9 @@ func retryUsage(fs *flag.FlagSet, retry, template int64, pos []string) error {
 	return nil
 }
 
-// localRetry retries task id's failed rows on the local data folder.
-func (c *DistributeCommand) localRetry(ctx context.Context, cfg app.Config, id int64, in tasks.RetryTask, out outputFlags) error {
+// localRetry retries task id's failed rows on the local data folder, or
+// resumes the retry an earlier run left unfinished.
+func (c *DistributeCommand) localRetry(ctx context.Context, cfg app.Config, id int64, in tasks.RetryTask, out outputFlags, isNew bool) error {
 	cfg.Now = c.Main.Now
 	logger, err := cfg.NewLogger(c.Main.Stderr)
 	if err != nil {
@@ -178,14 +212,39 @@ func (c *DistributeCommand) localRetry(ctx context.Context, cfg app.Config, id i
 		return err
 	}
 	defer a.Close()
-	p := out.progress(c.Main.Stderr)
-	r, t, wall, err := a.RetryTask(ctx, id, in, p.Update)
+	unfinished, err := a.Unfinished(ctx)
 	if err != nil {
-		return fmt.Errorf("distribute --retry %d: %w", id, err)
+		return fmt.Errorf("distribute: %w", err)
+	}
+	resume, err := pick(c.Main.Stderr, unfinished, func(t *quan.Task) bool { return t.RetryOf == id }, isNew, a.Config.DataDir, "distribute --retry")
+	if err != nil {
+		return err
+	}
+	p := out.progress(c.Main.Stderr)
+	var (
+		t     *quan.Task
+		wall  time.Duration
+		retry *cli.Retry
+	)
+	if resume != nil {
+		t, wall, err = a.ResumeTask(ctx, resume, p.Update)
+		retry = &cli.Retry{Of: id} // what it retried: its rows, once it is done
+	} else {
+		var r *tasks.Retry
+		r, t, wall, err = a.RetryTask(ctx, id, in, p.Update)
+		if r != nil {
+			retry = &cli.Retry{Of: id, Retried: r.Retried, Skipped: r.Skipped, SkippedTotal: r.Skipped.Total()}
+		}
+	}
+	if err != nil {
+		p.Stop()
+		return interrupted(fmt.Errorf("distribute --retry %d: %w", id, err))
+	}
+	if resume != nil {
+		retry.Retried = t.Counts.Rows
 	}
 	p.Done(t, wall)
-	s := cli.Summary{Task: t, Wall: wall, Report: t.ReportPath, Retry: &cli.Retry{
-		Of: id, Retried: r.Retried, Skipped: r.Skipped, SkippedTotal: r.Skipped.Total()}}
+	s := cli.Summary{Task: t, Wall: wall, Report: t.ReportPath, Retry: retry}
 	if err := s.Write(c.Main.Stdout, out.Format); err != nil {
 		return err
 	}
@@ -238,8 +297,24 @@ func taskExit(t *quan.Task) error {
 }
 
 // remote uploads the file to a server, then follows the task's progress.
-func (c *DistributeCommand) remote(ctx context.Context, server, token, file string, in tasks.NewTask, out outputFlags) error {
+// If the server runs the same distribution already (same, as an earlier
+// run left it when interrupted), it follows that one instead, unless
+// isNew.
+func (c *DistributeCommand) remote(ctx context.Context, server, token, file string, in tasks.NewTask, out outputFlags, same func(*quan.Task) bool, isNew bool) error {
 	server = strings.TrimSuffix(server, "/")
+	if !isNew {
+		running, err := remoteUnfinished(ctx, server, token)
+		if err != nil {
+			return fmt.Errorf("distribute: %w", err)
+		}
+		running = slices.DeleteFunc(running, func(t *quan.Task) bool { return !same(t) })
+		if len(running) > 0 {
+			t := running[0]
+			fmt.Fprintf(c.Main.Stderr, "following task %d (%s), which the server runs already, at %s: --new distributes the file again beside it\n",
+				t.ID, t.Name, doneSoFar(t))
+			return c.follow(ctx, server, token, qhttp.TaskView{Task: t}, time.Now(), out, nil)
+		}
+	}
 	var f *os.File // nil for a segment
 	if file != "" {
 		var err error
@@ -297,14 +372,20 @@ func (c *DistributeCommand) follow(ctx context.Context, server, token string, t 
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			p.Stop()
+			return stoppedFollowing(t)
 		case <-tick.C:
 		}
 		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/api/v1/tasks/%d", server, t.ID), nil)
-		t = qhttp.TaskView{}
-		if err := apiCall(req, token, http.StatusOK, &t); err != nil {
+		var cur qhttp.TaskView
+		if err := apiCall(req, token, http.StatusOK, &cur); err != nil {
+			if ctx.Err() != nil {
+				p.Stop()
+				return stoppedFollowing(t)
+			}
 			return fmt.Errorf("distribute: follow task: %w", err)
 		}
+		t = cur
 		if t.Status.Done() && (t.Report != "" || t.Failed == 0 || t.Status == quan.TaskFailed) {
 			wall := time.Since(start)
 			p.Done(t.Task, wall)
@@ -319,6 +400,14 @@ func (c *DistributeCommand) follow(ctx context.Context, server, token string, t 
 		}
 		p.Update(t.Task, time.Since(start))
 	}
+}
+
+// stoppedFollowing is the error of a command interrupted (Ctrl-C) while
+// it followed task t on a server, which runs on.
+func stoppedFollowing(t qhttp.TaskView) error {
+	return fmt.Errorf("interrupted: stopped following task %d (%s) at %s; the server runs it on: "+
+		"running the same command again follows it while it runs, and GET /api/v1/tasks/%d shows it",
+		t.ID, t.Name, doneSoFar(t.Task), t.ID)
 }
 
 // apiCall sends req with token and decodes a reply of status want into v,

@@ -103,9 +103,10 @@ func testDistributeCLI(t *testing.T, env map[string]string) {
 	tpl := localTemplate(t, env, 4, 1)
 	dir := t.TempDir()
 	first := filepath.Join(dir, "first.csv")
-	os.WriteFile(first, []byte("userId\r\n900\r\n"), 0o600)
+	// Two blank lines among the rows: counted apart, never failed.
+	os.WriteFile(first, []byte("userId\r\n\r\n,\r\n900\r\n"), 0o600)
 	out, err := run(t, env, nil, "distribute", "--template", fmt.Sprint(tpl.ID), first)
-	if err != nil || !regexp.MustCompile(`issued\s+1\n`).MatchString(out) {
+	if err != nil || !regexp.MustCompile(`rows\s+1\n\s+blank\s+2 \(rows with no user, skipped: not failures\)\n\s+issued\s+1\n\s+failed\s+0\n`).MatchString(out) {
 		t.Fatalf("first distribution: %v\n%s", err, out)
 	}
 
@@ -180,12 +181,12 @@ func TestDistributeRemoteCLI(t *testing.T) {
 	tok := strings.TrimSpace(runQuan(t, env, "token --role merchant --shop 1"))
 	tpl := localTemplate(t, env, 100, 1)
 	file := filepath.Join(t.TempDir(), "users.csv")
-	os.WriteFile(file, []byte("user_id\n1\n2\n2\nbad\n"), 0o600)
+	os.WriteFile(file, []byte("user_id\n1\n\n2\n2\nbad\n"), 0o600)
 	out, err := run(t, env, nil, "distribute", "--server", srv.URL(), "--token", tok, "--template", fmt.Sprint(tpl.ID), file)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{`succeeded`, `issued\s+2\n`, `duplicate_in_file\s+1\n`, `invalid_id\s+1\n`, `failure report: http://.*/api/v1/tasks/1/failures.xlsx`} {
+	for _, want := range []string{`succeeded`, `rows\s+4\n`, `blank\s+1 `, `issued\s+2\n`, `duplicate_in_file\s+1\n`, `invalid_id\s+1\n`, `failure report: http://.*/api/v1/tasks/1/failures.xlsx`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("summary lacks %s:\n%s", want, out)
 		}
@@ -351,8 +352,9 @@ func TestDistributeBrokenFilesCLI(t *testing.T) {
 		content []byte
 		says    string
 	}{
-		{"notaspreadsheet.xlsx", []byte("\x00\x01\x02\x03 binary"), "not an xlsx or csv"},
-		{"truncated.xlsx", content[:len(content)/2], "truncated"},
+		{"notaspreadsheet.png", []byte("\x00\x01\x02\x03 binary"), "not an xlsx or csv"},
+		{"corrupt.xlsx", []byte("<html><body>userId: session expired</body></html>\n"), "file: corrupt .xlsx: the file is named .xlsx but is not a zip archive"},
+		{"truncated.xlsx", content[:len(content)/2], "file: corrupt .xlsx: the archive is truncated or damaged"},
 		{"nouserid.csv", []byte("phone\n13800000000\n"), "user id"},
 		{"empty.csv", nil, "empty"},
 	}

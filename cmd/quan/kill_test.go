@@ -47,19 +47,26 @@ func startProc(t *testing.T, bin string, env map[string]string) *proc {
 	return startQuan(t, bin, env, "serve")
 }
 
-// startQuan starts `quan serve` or `quan worker` on the backends env names
-// and returns once it runs.
-func startQuan(t *testing.T, bin string, env map[string]string, command string) *proc {
-	t.Helper()
+// quanArgs are the flags of a test's `quan serve` or `quan worker` on the
+// backends env names, quick to take over a task.
+func quanArgs(env map[string]string, command string) []string {
 	args := []string{command, "--data", env["QUAN_DATA"], "--store", cmp.Or(env["QUAN_STORE"], "sqlite:"),
 		"--task-lease", "1s", "--task-poll", "20ms", "--chunk-size", "2000"}
-	if command == "serve" {
-		args = append(args, "--addr", "127.0.0.1:0")
-	}
 	for _, k := range []string{"cache", "bus", "chunk-ack-wait", "chunk-stall"} {
 		if v, ok := env["QUAN_"+strings.ToUpper(strings.ReplaceAll(k, "-", "_"))]; ok {
 			args = append(args, "--"+k, v)
 		}
+	}
+	return args
+}
+
+// startQuan starts `quan serve` or `quan worker` on the backends env names
+// and returns once it runs.
+func startQuan(t *testing.T, bin string, env map[string]string, command string) *proc {
+	t.Helper()
+	args := quanArgs(env, command)
+	if command == "serve" {
+		args = append(args, "--addr", "127.0.0.1:0")
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "QUAN_LOG_LEVEL=info", "QUAN_ADMIN_ADDR=127.0.0.1:0", "QUAN_DRAIN_DELAY=0")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"syscall"
 	"time"
 
@@ -24,11 +25,7 @@ func main() {
 	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 	err := m.Run(ctx, os.Args[1:])
 	stop()
-	var usage *cli.UsageError
-	if err != nil && !errors.Is(err, cli.ErrHelp) && !(errors.As(err, &usage) && usage.Printed) {
-		fmt.Fprintln(os.Stderr, "quan:", err)
-	}
-	os.Exit(cli.ExitCode(err))
+	os.Exit(m.Exit(os.Args[1:], err))
 }
 
 // Main runs one subcommand. Tests drive it in-process with their own
@@ -64,7 +61,7 @@ Usage:
   quan bench notify [flags]        SMS/s and emails/s of the dispatcher to a local gateway and SMTP server
   quan bench conns [flags]         what 1,000 slow or idle connections cost quan serve, and which it keeps
 
-Run 'quan COMMAND -h' for a command's flags. Every flag can also be set
+Run 'quan COMMAND -h' (or 'quan help COMMAND') for a command's flags. Every flag can also be set
 with an environment variable: --data is QUAN_DATA, --jwt-secret is
 QUAN_JWT_SECRET, and so on; QUAN_X_FILE names a file holding the value
 of QUAN_X instead (secrets: QUAN_JWT_SECRET_FILE, QUAN_STORE_FILE,
@@ -110,20 +107,56 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		b := &bench.Command{Stdout: m.Stdout, Stderr: m.Stderr, Getenv: m.Getenv, Now: m.Now}
 		return b.Run(ctx, args[1:])
 	case "version", "--version", "-version":
+		switch {
+		case len(args) > 1 && cli.IsHelp(args[1]):
+			fmt.Fprint(m.Stdout, "Usage: quan version\n\nPrints quan's version, the source revision it was built from and the Go release.\n")
+			return cli.ErrHelp
+		case len(args) > 1:
+			return &cli.UsageError{Msg: fmt.Sprintf("version: unexpected arguments %q", args[1:]), Cmd: "version"}
+		}
 		fmt.Fprintln(m.Stdout, version())
 		return nil
 	case "help", "-h", "--help", "-help":
+		if len(args) > 1 && args[0] == "help" && !cli.IsHelp(args[1]) {
+			// quan help distribute is quan distribute -h.
+			return m.Run(ctx, append(slices.Clone(args[1:]), "-h"))
+		}
 		fmt.Fprint(m.Stdout, usage)
 		return nil
 	}
-	fmt.Fprintf(m.Stderr, "quan: unknown command %q\n\n%s", args[0], usage)
-	return &cli.UsageError{Printed: true}
+	return &cli.UsageError{Msg: fmt.Sprintf("unknown command %q", args[0])}
+}
+
+// commands are quan's subcommands, as Run knows them.
+var commands = []string{"serve", "worker", "token", "migrate", "user", "gen-users", "distribute", "demo", "sms-sink", "bench", "version", "help"}
+
+// Exit prints err, how the command line args ended, on stderr and returns
+// the exit status (cli.ExitCode). A usage error gets one more line: how
+// to see the help of the command that refused it, never the help itself.
+func (m *Main) Exit(args []string, err error) int {
+	var u *cli.UsageError
+	switch {
+	case err == nil, errors.Is(err, cli.ErrHelp):
+	case errors.As(err, &u):
+		if u.Printed {
+			break
+		}
+		fmt.Fprintln(m.Stderr, "quan:", err)
+		cmd := u.Cmd
+		if cmd == "" && len(args) > 0 && args[0] != "help" && slices.Contains(commands, args[0]) {
+			cmd = args[0]
+		}
+		fmt.Fprintln(m.Stderr, cli.Hint(cmd))
+	default:
+		fmt.Fprintln(m.Stderr, "quan:", err)
+	}
+	return cli.ExitCode(err)
 }
 
 // parse parses a command's flags, falling back to QUAN_* variables, and
 // returns its positional arguments, one for each of argNames.
 func (m *Main) parse(fs *flag.FlagSet, args []string, argNames ...string) ([]string, error) {
-	return cli.Parse(fs, args, m.Getenv, m.Stderr, argNames...)
+	return cli.Parse(fs, args, m.Getenv, m.Stdout, argNames...)
 }
 
 // version is the module's version and the VCS revision it was built from,

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,14 +19,6 @@ import (
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/internal/testrig/fault"
 )
-
-// TestMain stops the private servers the outage tests started, once every
-// test is done.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	fault.Shutdown()
-	os.Exit(code)
-}
 
 // answer is what the API answered one request.
 type answer struct {

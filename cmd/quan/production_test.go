@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
+	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/mysql/mysqltest"
 	natsbus "github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/redis"
@@ -28,12 +31,9 @@ import (
 // QUAN_TEST_REDIS.
 func productionEnv(t *testing.T) (map[string]string, *natsServer) {
 	t.Helper()
+	redisURL := integration.Need(t, integration.MySQL, integration.Redis)[1]
 	env := testEnv(t)
 	env["QUAN_STORE"] = mysqltest.URL(t)
-	redisURL := os.Getenv("QUAN_TEST_REDIS")
-	if redisURL == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to run quan on MySQL, Redis and NATS")
-	}
 	prefix := fmt.Sprintf("quantest%d:", rand.Uint32())
 	env["QUAN_CACHE"] = redisURL + "?prefix=" + prefix
 	t.Cleanup(func() { deleteRedisKeys(t, redisURL, prefix) })
@@ -321,13 +321,11 @@ func TestCacheLossDuringDistribution(t *testing.T) {
 // user would paste it: the database it creates is a fresh one of the
 // test's, Redis keys get a prefix of their own and the NATS stream a name
 // of its own, the data folder is a temporary one and the server listens
-// on a free port; everything else runs as written, with `quan serve` and
-// two `quan worker` as processes of their own.
+// on a free port; everything else runs as written, once, in order, with
+// `quan serve` and two `quan worker` as processes of their own started
+// in the background and not waited for: the README waits for the server.
 func TestReadmeProduction(t *testing.T) {
-	natsURL := os.Getenv("QUAN_TEST_NATS")
-	if natsURL == "" {
-		t.Skip("set QUAN_TEST_NATS=nats://127.0.0.1:4222 to run the README's production example")
-	}
+	natsURL := integration.Need(t, integration.MySQL, integration.Redis, integration.NATS)[2]
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -336,11 +334,11 @@ func TestReadmeProduction(t *testing.T) {
 	if len(blocks) != 1 {
 		t.Fatalf("README has %d production blocks, want 1", len(blocks))
 	}
-	prod, _ := productionEnv(t) // skips without MySQL or Redis
+	prod, _ := productionEnv(t)
 	id := rand.Uint32()
 	bin := buildQuan(t)
 	env := map[string]string{"QUAN_LOG_LEVEL": "warn"}
-	sh := &readmeShell{t: t, env: env, dir: t.TempDir(), vars: map[string]string{}}
+	sh := newReadmeShell(t, env)
 	var procs []*proc
 	defer func() {
 		for _, p := range procs {
@@ -348,24 +346,16 @@ func TestReadmeProduction(t *testing.T) {
 			p.cmd.Wait()
 		}
 	}()
-	var last []string
-	var res *http.Response
-	var body []byte
 	for _, c := range splitCommands(blocks[0]) {
-		if c.expect != "" {
-			if err := checkExpectation(c.expect, res, body); err != nil {
-				t.Fatal(err)
-			}
-			continue
+		var words []string
+		if c.expect == "" && c.assign == "" {
+			words = shellWords(t, c.text, sh.vars)
 		}
-		if c.assign != "" {
-			sh.vars[c.assign] = strings.TrimSpace(runQuan(t, env, c.subst))
-			continue
-		}
-		words := shellWords(t, c.text, sh.vars)
 		switch {
+		case len(words) == 0:
 		case strings.HasPrefix(c.text, "mysql -uroot -e 'CREATE DATABASE quan'"):
 			// productionEnv made a fresh database; the export below uses it.
+			continue
 		case words[0] == "export":
 			for _, w := range words[1:] {
 				k, v, _ := strings.Cut(w, "=")
@@ -385,31 +375,61 @@ func TestReadmeProduction(t *testing.T) {
 				}
 				env[k] = v
 			}
+			continue
 		case c.text == "go run ./cmd/quan serve &":
-			p := startQuan(t, bin, env, "serve")
+			p := launchQuan(t, bin, env, "serve")
 			procs = append(procs, p)
 			sh.base = p.url
+			continue
 		case strings.HasPrefix(c.text, "go run ./cmd/quan worker --admin-addr ") && strings.HasSuffix(c.text, " &"):
 			// Each on an admin port of its own, as the README's: a free one
-			// here (startQuan).
-			procs = append(procs, startQuan(t, bin, env, "worker"))
-		case words[0] == "curl":
-			last = words
-			res, body = sh.curl(last)
-		case len(words) > 3 && strings.Join(words[:3], " ") == "go run ./cmd/quan":
-			args := strings.Join(sh.files(words[3:]), " ")
-			args = strings.ReplaceAll(args, "http://localhost:8080", sh.base)
-			runQuan(t, env, args)
-		default:
+			// here (launchQuan).
+			procs = append(procs, launchQuan(t, bin, env, "worker"))
+			continue
+		}
+		if !sh.run(c) {
 			t.Fatalf("README command not understood by the test: %q", c.text)
 		}
 	}
+	sh.endBlock()
 	if len(procs) != 3 {
 		t.Fatalf("the walk-through started %d processes, want a server and two workers", len(procs))
 	}
-	if !isGet(last) {
+	if !slices.Contains(sh.last, "localhost:8080/api/v1/tasks/1") {
 		t.Fatal("the walk-through does not end by reading the task")
 	}
+}
+
+// launchQuan starts `quan serve` or `quan worker` on the backends env
+// names, serve on a free port, and returns at once, as `go run ... &`
+// does: the process may not serve yet.
+func launchQuan(t *testing.T, bin string, env map[string]string, command string) *proc {
+	t.Helper()
+	args := quanArgs(env, command)
+	url := ""
+	if command == "serve" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		args = append(args, "--addr", addr)
+		url = "http://" + addr
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "QUAN_LOG_LEVEL=warn", "QUAN_ADMIN_ADDR=127.0.0.1:0", "QUAN_DRAIN_DELAY=0")
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("quan %s printed:\n%s", command, logs.String())
+		}
+	})
+	return &proc{cmd: cmd, url: url}
 }
 
 // TestBackendFlagErrors: a backend combination that cannot work is

@@ -22,11 +22,12 @@ import (
 
 // TestReadmeExamples runs the README's example blocks against a real
 // server started as the API tour's intro starts it, as a user would paste
-// them into a shell. It interprets the few shell and curl forms the blocks
-// use, so it needs no shell or curl: `printf 'TEXT\n' > FILE`, a
-// background `go run ./cmd/quan sms-sink ... &` (in-process, on the port
-// the tour's server sends to) and "# → sms-sink prints: LINE", which waits
-// for the sink to print a line matching LINE, "…" standing for any text.
+// them into a shell: each command once, in order, no retry the README does
+// not show. It interprets the few shell and curl forms the blocks use, so
+// it needs no shell or curl (readmeShell.run), and a background `go run
+// ./cmd/quan sms-sink ... &` (in-process, on the port the tour's server
+// sends to); "# → sms-sink prints: LINE" checks that the sink printed a
+// line matching LINE, "…" standing for any text.
 func TestReadmeExamples(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -37,7 +38,7 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatalf("README has %d readme-test blocks, want 6", len(blocks))
 	}
 	env := testEnv(t)
-	sh := &readmeShell{t: t, env: env, dir: t.TempDir(), vars: map[string]string{}, sink: &syncBuffer{}}
+	sh := newReadmeShell(t, env)
 	srv := startServe(t, env, sh.serveArgs(string(readme))...)
 	sh.base = srv.URL()
 	for _, block := range blocks {
@@ -45,60 +46,22 @@ func TestReadmeExamples(t *testing.T) {
 		if len(cmds) < 5 {
 			t.Fatalf("found only %d commands in a README block", len(cmds))
 		}
-		var last []string // the last curl command, to run again
-		var res *http.Response
-		var body []byte
 		for _, c := range cmds {
 			if pattern, ok := strings.CutPrefix(c.expect, "sms-sink prints: "); ok {
-				sh.waitSink(pattern)
+				sh.checkSink(pattern)
 				continue
 			}
-			if c.expect != "" {
-				// A GET may describe a state reached "in a moment": ask
-				// again for a while, as a person would.
-				for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-					err := checkExpectation(c.expect, res, body)
-					if err == nil {
-						break
-					}
-					if !isGet(last) || time.Now().After(deadline) {
-						t.Fatal(err)
-					}
-					res, body = sh.curl(last)
-				}
-				continue
-			}
-			if c.curl != "" {
-				// curl ... | jq -r .field: the field of the JSON reply.
-				last = shellWords(t, c.curl, sh.vars)
-				res, body = sh.curl(last)
-				var reply map[string]any
-				if err := json.Unmarshal(body, &reply); err != nil {
-					t.Fatalf("%s: %v: %s", c.curl, err, body)
-				}
-				sh.vars[c.assign] = fmt.Sprint(reply[c.field])
-				continue
-			}
-			if c.assign != "" {
-				vars := sh.vars
-				vars[c.assign] = strings.TrimSpace(runQuan(t, env, sh.dataArgs(c.subst)))
+			if sh.run(c) {
 				continue
 			}
 			words := shellWords(t, c.text, sh.vars)
-			switch {
-			case words[0] == "curl":
-				last = words
-				res, body = sh.curl(words)
-			case len(words) > 4 && strings.Join(words[:4], " ") == "go run ./cmd/quan sms-sink" && words[len(words)-1] == "&":
+			if len(words) > 4 && strings.Join(words[:4], " ") == "go run ./cmd/quan sms-sink" && words[len(words)-1] == "&" {
 				sh.startSink(words[4 : len(words)-1])
-			case words[0] == "printf" && len(words) == 4 && words[2] == ">":
-				sh.printf(words[1], words[3])
-			case len(words) > 3 && strings.Join(words[:3], " ") == "go run ./cmd/quan":
-				runQuan(t, env, sh.dataArgs(strings.Join(sh.files(words[3:]), " ")))
-			default:
-				t.Fatalf("README command not understood by the test: %q", c.text)
+				continue
 			}
+			t.Fatalf("README command not understood by the test: %q", c.text)
 		}
+		sh.endBlock()
 	}
 }
 
@@ -107,15 +70,200 @@ func TestReadmeExamples(t *testing.T) {
 type readmeShell struct {
 	t    *testing.T
 	env  map[string]string
-	base string
+	base string // the server's URL, for localhost:8080
 	dir  string
 	vars map[string]string
+
+	// ready says the README has waited for the server's /readyz: a
+	// request before then fails when pasted while the server starts.
+	ready bool
+	// The last request and its answer, for the expectation that follows.
+	last []string
+	res  *http.Response
+	body []byte
+	// unshown is a curl command whose answer the README has yet to show
+	// (a "# → STATUS" line), lest a pasted error pass unseen; answered is
+	// the command whose answer a "# →" line may describe.
+	unshown, answered string
 
 	// The server's --sms-url and --sms-secret as the README writes them,
 	// and a free port held for the sink the README starts later.
 	smsURL, smsSecret string
 	smsPort           net.Listener
 	sink              *syncBuffer // what the sink printed
+}
+
+func newReadmeShell(t *testing.T, env map[string]string) *readmeShell {
+	return &readmeShell{t: t, env: env, dir: t.TempDir(), vars: map[string]string{}, sink: &syncBuffer{}}
+}
+
+// run runs c, a command of a form every block may use, and reports
+// whether it knew the form:
+//   - "# → STATUS[, text]": the last request's answer (checkExpectation);
+//   - NAME=$(go run ./cmd/quan ARGS) and go run ./cmd/quan ARGS (quan
+//     in-process; distribute --server waits for the server);
+//   - NAME=$(curl ... | jq -r .field): a field the answer must have;
+//   - curl ...: one request; -sS (the answer shown, so a "# →" line must
+//     follow) or --fail-with-body/-f (an error status fails the test), -o
+//     FILE, -w '%{http_code}\n';
+//   - until curl ... [>/dev/null | | grep [-q] 'TEXT']; do sleep N; done:
+//     the request again until it succeeds (-f: a status below 400) or
+//     its answer holds TEXT, as the shell loop does;
+//   - printf 'TEXT\n' > FILE.
+func (sh *readmeShell) run(c command) bool {
+	t := sh.t
+	switch {
+	case c.expect != "":
+		if sh.answered == "" {
+			t.Fatalf("README says %q of no request", c.expect)
+		}
+		if err := checkExpectation(c.expect, sh.res, sh.body); err != nil {
+			t.Fatalf("%s\nafter: %s", err, sh.answered)
+		}
+		sh.unshown, sh.answered = "", ""
+		return true
+	}
+	sh.shown()
+	sh.answered = ""
+	switch {
+	case c.curl != "":
+		words := shellWords(t, c.curl, sh.vars)
+		sh.request(words)
+		var reply map[string]any
+		if err := json.Unmarshal(sh.body, &reply); err != nil {
+			t.Fatalf("%s: %v: %s", c.curl, err, sh.body)
+		}
+		if reply[c.field] == nil {
+			t.Fatalf("README's %s | jq -r .%s prints null: %d %s", c.curl, c.field, sh.res.StatusCode, sh.body)
+		}
+		sh.vars[c.assign] = fmt.Sprint(reply[c.field])
+		sh.answered = c.curl // the field is checked: saying the answer is optional
+		return true
+	case c.assign != "":
+		sh.vars[c.assign] = strings.TrimSpace(runQuan(t, sh.env, sh.quanArgs(c.subst)))
+		return true
+	}
+	words := shellWords(t, c.text, sh.vars)
+	switch {
+	case words[0] == "curl":
+		sh.request(words)
+		sh.answered = c.text
+		if !failFlag(words) {
+			sh.unshown = c.text
+		}
+	case words[0] == "until":
+		sh.until(c.text, words)
+	case words[0] == "printf" && len(words) == 4 && words[2] == ">":
+		sh.printf(words[1], words[3])
+	case len(words) > 3 && strings.Join(words[:3], " ") == "go run ./cmd/quan" && words[len(words)-1] != "&":
+		args := sh.quanArgs(strings.Join(sh.files(words[3:]), " "))
+		if strings.Contains(args, "--server ") {
+			sh.needReady(c.text)
+		}
+		runQuan(t, sh.env, args)
+	default:
+		return false
+	}
+	return true
+}
+
+// shown fails the test if the last request's answer went unshown.
+func (sh *readmeShell) shown() {
+	if sh.unshown != "" {
+		sh.t.Fatalf("README shows no answer (\"# → STATUS ...\") of %s: a pasted error would pass unseen", sh.unshown)
+	}
+}
+
+// endBlock ends a block: its last answer must have been shown.
+func (sh *readmeShell) endBlock() { sh.shown() }
+
+// needReady fails the test unless the README has waited for the server.
+func (sh *readmeShell) needReady(cmd string) {
+	if !sh.ready {
+		sh.t.Fatalf("README sends %s before it waits for the server (until curl -sf localhost:8080/readyz ...): pasted, it fails while the server starts", cmd)
+	}
+}
+
+// request performs a curl command line once.
+func (sh *readmeShell) request(words []string) {
+	if !strings.HasSuffix(words[len(words)-1], "/readyz") {
+		sh.needReady(strings.Join(words, " "))
+	}
+	sh.last = words
+	sh.res, sh.body = sh.curl(words)
+}
+
+// untilRE is the README's loop of a request until it succeeds.
+var untilRE = regexp.MustCompile(`^until (curl .*?)(?: >/dev/null| \| grep (-q )?('[^']*'|\S+))?; do sleep \d+; done$`)
+
+// until runs `until curl ...; do sleep N; done` as the shell does: the
+// request again until it succeeds, or its answer holds grep's text. A
+// loop that never ends fails the test after a minute.
+func (sh *readmeShell) until(text string, words []string) {
+	t := sh.t
+	m := untilRE.FindStringSubmatch(strings.Join(strings.Fields(stripComment(text)), " "))
+	if m == nil {
+		t.Fatalf("README loop not understood by the test: %q", text)
+	}
+	req := shellWords(t, m[1], sh.vars)
+	var want string
+	if m[3] != "" {
+		want = shellWords(t, m[3], sh.vars)[0]
+	}
+	readyz := strings.HasSuffix(req[len(req)-1], "/readyz")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		var ok bool
+		if readyz {
+			ok = sh.probe(req)
+		} else {
+			sh.request(req)
+			ok = (!failFlag(req) || sh.res.StatusCode < 400) && (want == "" || strings.Contains(string(sh.body), want))
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("README's loop %q never ended; the last answer: %s", text, sh.body)
+		}
+	}
+	if readyz {
+		sh.ready = true
+		return
+	}
+	if m[2] == "" && want != "" { // grep without -q prints the answer
+		sh.unshown, sh.answered = text, text
+	}
+}
+
+// probe runs a request whose failure to connect is expected (the server
+// is starting) and reports whether curl would succeed.
+func (sh *readmeShell) probe(words []string) bool {
+	u := sh.base + strings.TrimPrefix(words[len(words)-1], "localhost:8080")
+	res, err := http.Get(u)
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return !failFlag(words) || res.StatusCode < 400
+}
+
+// failFlag reports whether a curl command fails on an error status.
+func failFlag(words []string) bool {
+	return slices.Contains(words, "--fail-with-body") || slices.Contains(words, "-f") || slices.Contains(words, "-sf") || slices.Contains(words, "-fs")
+}
+
+// stripComment drops a shell comment from the end of a command.
+func stripComment(s string) string {
+	inQuote := false
+	for i, r := range s {
+		switch {
+		case r == '\'':
+			inQuote = !inQuote
+		case r == '#' && !inQuote && (i == 0 || s[i-1] == ' '):
+			return strings.TrimSpace(s[:i])
+		}
+	}
+	return s
 }
 
 // tourServeRE finds the API tour's serve command in the README's prose.
@@ -195,9 +343,10 @@ func (sh *readmeShell) startSink(args []string) {
 	})
 }
 
-// waitSink waits until the sink has printed a line that matches pattern,
-// where "…" stands for any text.
-func (sh *readmeShell) waitSink(pattern string) {
+// checkSink checks that the sink has printed a line that matches
+// pattern, where "…" stands for any text: the README shows it once the
+// message was sent, which the sink answered after it printed.
+func (sh *readmeShell) checkSink(pattern string) {
 	parts := strings.Split(pattern, "…")
 	matches := func(line string) bool {
 		for _, p := range parts {
@@ -209,13 +358,8 @@ func (sh *readmeShell) waitSink(pattern string) {
 		}
 		return true
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if slices.ContainsFunc(strings.Split(sh.sink.String(), "\n"), matches) {
-			return
-		}
-		if time.Now().After(deadline) {
-			sh.t.Fatalf("README says sms-sink prints %q; it printed:\n%s", pattern, sh.sink.String())
-		}
+	if !slices.ContainsFunc(strings.Split(sh.sink.String(), "\n"), matches) {
+		sh.t.Fatalf("README says sms-sink prints %q; it printed:\n%s", pattern, sh.sink.String())
 	}
 }
 
@@ -230,13 +374,14 @@ func (sh *readmeShell) printf(format, file string) {
 	}
 }
 
-// dataArgs points a quan command's --data ./quan-try at the test server's
-// data folder.
-func (sh *readmeShell) dataArgs(args string) string {
+// quanArgs points a quan command's --data ./quan-try at the test
+// server's data folder, and its --server at the test server.
+func (sh *readmeShell) quanArgs(args string) string {
 	if strings.Contains(args, "--data") && !strings.Contains(args, "--data ./quan-try") {
 		sh.t.Fatalf("README command %q uses a data folder other than its server's ./quan-try", args)
 	}
-	return strings.ReplaceAll(args, "--data ./quan-try", "--data "+sh.env["QUAN_DATA"])
+	args = strings.ReplaceAll(args, "--data ./quan-try", "--data "+sh.env["QUAN_DATA"])
+	return strings.ReplaceAll(args, "http://localhost:8080", sh.base)
 }
 
 // files puts bare file names (users.xlsx) in the shell's folder.
@@ -258,10 +403,6 @@ func (sh *readmeShell) files(words []string) []string {
 
 func (sh *readmeShell) curl(words []string) (*http.Response, []byte) {
 	return runCurl(sh.t, sh.base, sh.files(words))
-}
-
-func isGet(words []string) bool {
-	return len(words) > 0 && !slices.Contains(words, "-X") && !slices.Contains(words, "-d") && !slices.Contains(words, "-F")
 }
 
 // readmeBlocks returns the README's tested blocks whose marker starts with
@@ -366,6 +507,8 @@ func shellWords(t *testing.T, s string, vars map[string]string) []string {
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
+		case c == '#' && !inWord: // a comment, to the end
+			i = len(s)
 		case c == ' ' || c == '\t' || c == '\n':
 			if inWord {
 				words = append(words, w.String())
@@ -419,8 +562,8 @@ func runQuan(t *testing.T, env map[string]string, args string) string {
 }
 
 // runCurl performs the request of a curl command line against base, in
-// place of localhost:8080. -f makes a status ≥ 400 fail the test, as it
-// makes curl fail.
+// place of localhost:8080. -f and --fail-with-body make a status ≥ 400
+// fail the test, as they make curl fail; -w takes only '%{http_code}\n'.
 func runCurl(t *testing.T, base string, words []string) (*http.Response, []byte) {
 	t.Helper()
 	method, url, data, out, fail := "", "", "", "", false
@@ -428,9 +571,14 @@ func runCurl(t *testing.T, base string, words []string) (*http.Response, []byte)
 	header := http.Header{}
 	for i := 1; i < len(words); i++ {
 		switch w := words[i]; w {
-		case "-s":
-		case "-sf", "-fs", "-f":
+		case "-s", "-sS", "-S":
+		case "-sf", "-fs", "-f", "--fail-with-body":
 			fail = true
+		case "-w":
+			i++
+			if words[i] != `%{http_code}\n` {
+				t.Fatalf("curl -w %q not understood by the test", words[i])
+			}
 		case "-X":
 			i++
 			method = words[i]
@@ -505,8 +653,8 @@ func runCurl(t *testing.T, base string, words []string) (*http.Response, []byte)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	if fail && res.StatusCode >= 400 && method != "GET" {
-		t.Fatalf("curl -f %s %s: %d %s", method, url, res.StatusCode, b)
+	if fail && res.StatusCode >= 400 {
+		t.Fatalf("curl --fail-with-body %s %s: %d %s", method, url, res.StatusCode, b)
 	}
 	if out != "" && res.StatusCode < 400 {
 		if err := os.WriteFile(out, b, 0o600); err != nil {

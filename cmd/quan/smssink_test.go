@@ -10,8 +10,10 @@ import (
 )
 
 // TestSMSSink: `quan sms-sink` answers quan's SMS sender sent and prints
-// each message as a line; a sender with another secret is refused
-// (retried, nothing printed); without a secret it does not start.
+// each message as a line, once: a batch sent again is answered sent and
+// dropped, and the sink says how many it dropped; a sender with another
+// secret is refused (retried, nothing printed); without a secret it does
+// not start.
 func TestSMSSink(t *testing.T) {
 	t.Parallel()
 	const secret = "sink-secret-0123456789"
@@ -42,6 +44,17 @@ func TestSMSSink(t *testing.T) {
 			t.Errorf("message %d: %+v", i, r)
 		}
 	}
+	// quan killed before it heard the answer sends the batch again, from
+	// a sender of its own: the sink answers sent and prints nothing twice.
+	again, err := sms.New(sms.Config{URL: url, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range again.Send(ctx, msgs) {
+		if r.Outcome != quan.Sent {
+			t.Errorf("message %d sent again: %+v, want sent", i, r)
+		}
+	}
 	wrong, err := sms.New(sms.Config{URL: url, Secret: "not-the-sink-secret!"})
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +73,14 @@ func TestSMSSink(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "--sms-url "+url) {
 		t.Errorf("stderr does not tell the --sms-url: %s", stderr.String())
+	}
+	for _, line := range []string{
+		"quan sms-sink: dropped 2 duplicate(s), printed before: task.1_7_sms, task.1_8_sms (2 in all)\n",
+		"quan sms-sink: stopped: 2 messages printed, 2 duplicates dropped\n",
+	} {
+		if !strings.Contains(stderr.String(), line) {
+			t.Errorf("stderr lacks %q:\n%s", line, stderr.String())
+		}
 	}
 
 	err = (&SMSSinkCommand{Main: m}).Run(t.Context(), []string{"--addr", "127.0.0.1:0"})

@@ -48,12 +48,11 @@ lists an action's flags.
 // Run parses `user ACTION [flags] [NAME]` and does it.
 func (c *UserCommand) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		if len(args) > 0 && cli.IsHelp(args[0]) {
 			fmt.Fprint(c.Main.Stdout, userUsage)
-			return nil
+			return cli.ErrHelp
 		}
-		fmt.Fprintf(c.Main.Stderr, "quan: user: want an action\n\n%s", userUsage)
-		return &cli.UsageError{Msg: "user: want an action: add, list, disable, enable or passwd", Printed: true}
+		return &cli.UsageError{Msg: "user: want an action: add, list, disable, enable or passwd", Cmd: "user"}
 	}
 	action := args[0]
 	fs := flag.NewFlagSet("user "+action, flag.ContinueOnError)
@@ -80,8 +79,7 @@ func (c *UserCommand) Run(ctx context.Context, args []string) error {
 		argNames = nil
 	case "disable", "enable", "passwd":
 	default:
-		fmt.Fprintf(c.Main.Stderr, "quan: user: unknown action %q\n\n%s", action, userUsage)
-		return &cli.UsageError{Msg: fmt.Sprintf("user: unknown action %q: want add, list, disable, enable or passwd", action), Printed: true}
+		return &cli.UsageError{Msg: fmt.Sprintf("user: unknown action %q: want add, list, disable, enable or passwd", action), Cmd: "user"}
 	}
 	pos, err := c.Main.parse(fs, args[1:], argNames...)
 	if err != nil {

@@ -41,6 +41,7 @@ var taskMessages = map[string]message{
 	"task.issuedNone":              {"已发放（预览不发券）", "Issued (a preview issues none)"},
 	"task.valid":                   {"有效行（将发放）", "Valid rows (would be tried)"},
 	"task.failed":                  {"未发放", "Not issued"},
+	"task.blank":                   {"空行（已跳过，不算失败）", "Blank rows (skipped, not failures)"},
 	"task.progress":                {"进度", "Progress"},
 	"task.rowsSoFar":               {"已处理行 / 总行数", "Rows so far / total"},
 	"task.rate":                    {"行/秒", "Rows/s"},

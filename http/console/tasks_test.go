@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/xuri/excelize/v2"
 
@@ -64,8 +66,8 @@ func withTasks(d *distribution) func(t *testing.T, tc *testConsole, c *console.C
 		}
 		d.tasks = &tasks.Service{
 			Tasks: tc.store, Templates: tc.store, Files: files,
-			Check: func(ctx context.Context, path, name string) error {
-				return sheet.Check(ctx, path, sheet.Options{Sheet: name})
+			Check: func(ctx context.Context, path, fileName, name string) error {
+				return sheet.Check(ctx, path, sheet.Options{Name: fileName, Sheet: name})
 			},
 			Count: func(ctx context.Context, path, name string) (int64, error) {
 				return sheet.Count(ctx, path, sheet.Options{Sheet: name})
@@ -134,6 +136,8 @@ func usersFile() []byte {
 			b.WriteString("0\n1\n")
 		case 1500:
 			b.WriteString("-5\n2\n")
+		case 700, 1200: // three blank lines: no rows, no failures
+			b.WriteString(strings.Repeat("\n", i/600))
 		}
 	}
 	return b.Bytes()
@@ -288,7 +292,7 @@ func TestTaskDryRunThenForReal(t *testing.T) {
 	if !last.Done || last.Status != quan.TaskSucceeded || last.Percent != 100 || !last.DryRun {
 		t.Fatalf("dry run ended as %+v", last)
 	}
-	if last.Counts.Rows != 2000 || last.Counts.Valid != 1995 || last.Counts.Issued != 0 ||
+	if last.Counts.Rows != 2000 || last.Counts.Valid != 1995 || last.Counts.Issued != 0 || last.Counts.Blank != 3 ||
 		last.Failed["invalid_id"] != 3 || last.Failed["duplicate_in_file"] != 2 || last.RowsTotal != "2000" {
 		t.Fatalf("dry run counts %+v failed %v", last.Counts, last.Failed)
 	}
@@ -300,6 +304,7 @@ func TestTaskDryRunThenForReal(t *testing.T) {
 		t.Fatalf("dry run page: %d", status)
 	}
 	contains(t, body, `id="cause-invalid_id">3<`, `id="cause-duplicate_in_file">2<`, `data-field="counts.valid">1995<`,
+		`data-field="counts.blank">3<`, "空行（已跳过，不算失败）",
 		`action="/console/tasks/`+itoa(dryID)+`/real"`, `value="2026-11-11T20:00"`, "正式发放", "100.0%")
 	if strings.Contains(body, "data-reload-on-end") {
 		t.Error("a finished task's page would reload at its stream's end, for ever")
@@ -340,6 +345,18 @@ func TestTaskDryRunThenForReal(t *testing.T) {
 		t.Helper()
 		if len(rows) != 11 {
 			t.Fatalf("%s has %d rows, want a header and 10:\n%v", kind, len(rows), rows)
+		}
+		// Every column reads in Chinese, then in English: the headers,
+		// the reason and what it means.
+		for i, h := range rows[0] {
+			if !chineseFirst(h) {
+				t.Errorf("%s: header %d %q is not in Chinese, then English", kind, i, h)
+			}
+		}
+		for _, r := range rows[1:] {
+			if !chineseFirst(r[2]) || !chineseFirst(r[4]) {
+				t.Errorf("%s: row %q: its reason or details are not in Chinese, then English", kind, r)
+			}
 		}
 		got := map[string]string{}
 		for _, r := range rows[1:] {
@@ -538,3 +555,12 @@ func TestTaskUploadRefused(t *testing.T) {
 		t.Fatalf("refused forms created %d tasks", n)
 	}
 }
+
+// chineseFirst reports whether s reads in Chinese, then in English: it
+// starts with a Han character and holds an English word.
+func chineseFirst(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.Is(unicode.Han, r) && englishWord.MatchString(s)
+}
+
+var englishWord = regexp.MustCompile(`[A-Za-z]{3,}`)

@@ -37,7 +37,7 @@ func ScanTask(row Scanner) (*quan.Task, error) {
 		&f.InvalidID, &f.InexactNumber, &f.Duplicate, &f.LimitReached, &f.OutOfStock, &f.TemplateInactive,
 		&t.ChunksDone, &t.ChunksTotal, &t.BytesRead, &t.BytesTotal, &t.ReportPath, &t.CreatedBy,
 		Time(&t.CreatedAt), NullTime(&t.StartedAt), NullTime(&t.FinishedAt), Time(&t.UpdatedAt), &t.Owner, NullTime(&t.LeaseUntil),
-		&t.RetryOf, &t.TraceParent, &t.Segment, &f.NotEligible,
+		&t.RetryOf, &t.TraceParent, &t.Segment, &f.NotEligible, &c.Blank,
 		&stall.Code, &stall.Backend, &stall.Reason, NullTime(&stall.Since),
 	); err != nil {
 		return nil, err
@@ -53,8 +53,9 @@ func ScanTask(row Scanner) (*quan.Task, error) {
 }
 
 // TaskValues returns the values of t's columns after id and shop_no,
-// template_id … stalled_since in ScanTask's order, for an INSERT (after
-// shop_no) or an UPDATE (before id). notify is a comma list, the form
+// template_id … failed_not_eligible, count_blank, stalled_code …
+// stalled_since in ScanTask's order, for an INSERT (after shop_no) or an
+// UPDATE (before id). notify is a comma list, the form
 // quan.ParseNotifyTypes reads back. at is how the store writes an instant;
 // send_at, started_at, finished_at and lease_until are NULL for the zero
 // time.
@@ -74,7 +75,7 @@ func TaskValues[V any](t *quan.Task, at func(time.Time) V) []any {
 		f.InvalidID, f.InexactNumber, f.Duplicate, f.LimitReached, f.OutOfStock, f.TemplateInactive,
 		t.ChunksDone, t.ChunksTotal, t.BytesRead, t.BytesTotal, t.ReportPath, t.CreatedBy,
 		at(t.CreatedAt), Null(at, t.StartedAt), Null(at, t.FinishedAt), at(t.UpdatedAt),
-		t.Owner, Null(at, t.LeaseUntil), t.RetryOf, t.TraceParent, t.Segment, f.NotEligible,
+		t.Owner, Null(at, t.LeaseUntil), t.RetryOf, t.TraceParent, t.Segment, f.NotEligible, c.Blank,
 		stall.Code, stall.Backend, stall.Reason, Null(at, stall.Since),
 	}
 }

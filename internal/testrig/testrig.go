@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"iter"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/quantest"
 	"github.com/quanhq/quan/redis"
@@ -216,10 +216,7 @@ func (r *ClaimRig) AssertStock(t *testing.T, stock int64) {
 // it).
 func NewLedgerRig(t *testing.T, stock int64) (r *ClaimRig, c *redis.Cache, later func()) {
 	t.Helper()
-	url := os.Getenv("QUAN_TEST_REDIS")
-	if url == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to test on Redis and its claim ledger")
-	}
+	url := integration.Need(t, integration.Redis)[0]
 	var b [6]byte
 	rand.Read(b[:])
 	c, err := redis.Open(t.Context(), url, "quantest:"+hex.EncodeToString(b[:])+":")

@@ -15,17 +15,17 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/mysql"
 )
 
 // EnvDSN names the variable that holds the test server's address.
-const EnvDSN = "QUAN_TEST_MYSQL"
+const EnvDSN = integration.MySQL
 
 var admin struct {
 	once sync.Once
@@ -39,10 +39,7 @@ var admin struct {
 // t when QUAN_TEST_MYSQL is unset and fails it when the server is down.
 func Server(t testing.TB) (*sql.DB, *driver.Config) {
 	t.Helper()
-	dsn := os.Getenv(EnvDSN)
-	if dsn == "" {
-		t.Skipf("set %s to run the MySQL tests, e.g. %s='root@tcp(127.0.0.1:3306)/test' go test ./...", EnvDSN, EnvDSN)
-	}
+	dsn := integration.Need(t, EnvDSN)[0]
 	admin.once.Do(func() {
 		admin.cfg, admin.err = mysql.ParseDSN(dsn)
 		if admin.err != nil {

@@ -492,13 +492,17 @@ func (l fileLimits) options(sheetName string) sheet.Options {
 
 // openTaskFile opens the file of a task for the distributor.
 func (l fileLimits) openTaskFile(ctx context.Context, t *quan.Task) (quan.RowReader, error) {
-	return sheet.OpenRows(t.FilePath, l.options(t.Sheet))
+	opt := l.options(t.Sheet)
+	opt.Name = t.FileName
+	return sheet.OpenRows(t.FilePath, opt)
 }
 
 // checkFile reads the header and the first rows of an upload, so that a
 // file that cannot be read is refused at once.
-func (l fileLimits) checkFile(ctx context.Context, path, sheetName string) error {
-	return sheet.Check(ctx, path, l.options(sheetName))
+func (l fileLimits) checkFile(ctx context.Context, path, fileName, sheetName string) error {
+	opt := l.options(sheetName)
+	opt.Name = fileName
+	return sheet.Check(ctx, path, opt)
 }
 
 // countRows counts the data rows of a stored file.

@@ -2,12 +2,12 @@ package app
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/internal/integration"
 	natsbus "github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/redis"
 	"github.com/quanhq/quan/sqlite"
@@ -44,10 +44,7 @@ func TestOpenMetricsOff(t *testing.T) {
 // cache, ledger and one-call reserver, the limiter and the idempotency
 // store.
 func TestOpenMetricsRedis(t *testing.T) {
-	url := os.Getenv("QUAN_TEST_REDIS")
-	if url == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 to test against a Redis")
-	}
+	url := integration.Need(t, integration.Redis)[0]
 	cfg := Config{DataDir: t.TempDir(), ReconcileEvery: time.Minute, CacheURL: url + "?prefix=quantest" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"}
 	a, err := Open(context.Background(), cfg, Server, nil)
 	if err != nil {

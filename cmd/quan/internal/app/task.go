@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,8 +68,59 @@ func (a *App) RetryTask(ctx context.Context, id int64, in tasks.RetryTask, progr
 	return r, t, wall, nil
 }
 
+// ResumeTask runs unfinished task t (Unfinished) in this process until
+// it ends, like RunTask; the wall time counts from now.
+func (a *App) ResumeTask(ctx context.Context, t *quan.Task, progress func(*quan.Task, time.Duration)) (*quan.Task, time.Duration, error) {
+	return a.run(ctx, t, time.Now(), progress)
+}
+
+// Unfinished returns the tasks that a runner has yet to finish, oldest
+// first: the running ones (a command interrupted left them, or a runner
+// that died, or one at work elsewhere on a shared store) and the pending
+// ones whose time has come. A local command's runner resumes them all.
+func (a *App) Unfinished(ctx context.Context) ([]*quan.Task, error) {
+	now := time.Now()
+	if a.Config.Now != nil {
+		now = a.Config.Now()
+	}
+	var out []*quan.Task
+	for _, status := range []quan.TaskStatus{quan.TaskRunning, quan.TaskPending} {
+		for offset := 0; ; offset += quan.MaxPageSize {
+			page, _, err := a.Tasks.List(ctx, CLI, quan.TaskFilter{ShopNo: quan.AnyShop, Status: status, Offset: offset, Limit: quan.MaxPageSize})
+			if err != nil {
+				return nil, fmt.Errorf("unfinished tasks: %w", err)
+			}
+			for _, t := range page {
+				if t.Status == quan.TaskRunning || !t.SendAt.After(now) {
+					out = append(out, t)
+				}
+			}
+			if len(page) < quan.MaxPageSize {
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y *quan.Task) int { return cmp.Compare(x.ID, y.ID) })
+	return out, nil
+}
+
+// Interrupted is the error of a task run whose context ended (Ctrl-C)
+// before the task did: the task stays unfinished, its lease given up so
+// that the next run on the same store resumes it at once.
+type Interrupted struct {
+	Task *quan.Task // as the run left it
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("task %d interrupted before its end", e.Task.ID)
+}
+
+// Unwrap makes an Interrupted a context.Canceled.
+func (e *Interrupted) Unwrap() error { return context.Canceled }
+
 // run runs task t, created at start, in this process until it ends and
-// its report is written; see RunTask.
+// its report is written; see RunTask. If ctx ends first it returns an
+// *Interrupted once the runner has stopped and released its tasks.
 func (a *App) run(ctx context.Context, t *quan.Task, start time.Time, progress func(*quan.Task, time.Duration)) (*quan.Task, time.Duration, error) {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after stop: nothing may use the backends once they close
@@ -100,19 +153,31 @@ func (a *App) run(ctx context.Context, t *quan.Task, start time.Time, progress f
 			}
 		}
 	})
+	// halt stops the runner, then tells where ctx's end left the task.
+	halt := func() error {
+		stop()
+		wg.Wait()
+		return a.interrupted(ctx, t.ID)
+	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, 0, ctx.Err()
+			return nil, 0, halt()
 		case err := <-runErr:
+			if ctx.Err() != nil {
+				return nil, 0, halt()
+			}
 			if err != nil {
 				return nil, 0, err
 			}
 		case <-tick.C:
 		}
 		cur, err := a.Tasks.Get(ctx, CLI, t.ID)
+		if ctx.Err() != nil {
+			return nil, 0, halt()
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -131,6 +196,21 @@ func (a *App) run(ctx context.Context, t *quan.Task, start time.Time, progress f
 			progress(cur, time.Since(start))
 		}
 	}
+}
+
+// interrupted gives up the leases of this process's runner, whose context
+// ctx ended, and returns the *Interrupted of task id.
+func (a *App) interrupted(ctx context.Context, id int64) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := a.Distributor.Release(ctx); err != nil {
+		a.Logger.Warn("interrupted: the next run resumes when the lease runs out", "err", err)
+	}
+	t, err := a.Tasks.Get(ctx, CLI, id)
+	if err != nil {
+		return fmt.Errorf("interrupted: %w", err)
+	}
+	return &Interrupted{Task: t}
 }
 
 // CreateDemoTemplate makes an active 满100减10 template for shop 1 with

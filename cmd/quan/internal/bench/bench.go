@@ -30,11 +30,31 @@ type Command struct {
 	Now            func() time.Time    // nil: time.Now
 }
 
+// usage is the help of quan bench.
+const usage = `Usage: quan bench BENCHMARK [flags]
+
+  distribute            measure a distribution end to end
+  read                  measure the spreadsheet reader against excelize
+  claim                 load the claim API over HTTP and verify no claim is lost
+  wallet lock           lock+redeem orders, against the raw SQL loop
+  wallet sweep          the expiry sweep
+  wallet remind         expiry reminders
+  stats                 p99 of GET /templates/{id}/stats with 10 million coupons
+  notify                SMS/s and emails/s of the dispatcher to a local gateway and SMTP server
+  conns                 slow, stalled or idle connections held by quan serve, and their memory
+
+Run 'quan bench BENCHMARK -h' for a benchmark's flags.
+`
+
 // Run dispatches "distribute", "read", "claim", "wallet", "stats",
-// "notify" and "conns".
+// "notify" and "conns"; -h prints the benchmarks to Stdout and returns cli.ErrHelp.
 func (c *Command) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cli.Usagef("bench: say what to measure: distribute, read, claim, wallet, stats, notify or conns")
+		return &cli.UsageError{Msg: "bench: say what to measure: distribute, read, claim, wallet, stats, notify or conns", Cmd: "bench"}
+	}
+	if cli.IsHelp(args[0]) {
+		fmt.Fprint(c.Stdout, usage)
+		return cli.ErrHelp
 	}
 	switch args[0] {
 	case "distribute":
@@ -54,12 +74,12 @@ func (c *Command) Run(ctx context.Context, args []string) error {
 	case "read-child": // one measurement of "bench read", in a process of its own
 		return readChild(ctx, c.Stdout, args[1:])
 	}
-	return cli.Usagef("bench: unknown benchmark %q: use distribute, read, claim, wallet, stats, notify or conns", args[0])
+	return &cli.UsageError{Msg: fmt.Sprintf("bench: unknown benchmark %q: use distribute, read, claim, wallet, stats, notify or conns", args[0]), Cmd: "bench"}
 }
 
 // parse parses a benchmark's flags, with QUAN_* variables as fallback.
 func (c *Command) parse(fs *flag.FlagSet, args []string) error {
-	_, err := cli.Parse(fs, args, c.Getenv, c.Stderr)
+	_, err := cli.Parse(fs, args, c.Getenv, c.Stdout)
 	return err
 }
 

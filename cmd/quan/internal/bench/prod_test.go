@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/integration"
 	"github.com/quanhq/quan/mysql/mysqltest"
 	"github.com/quanhq/quan/redis"
 )
@@ -23,12 +23,9 @@ import (
 // QUAN_TEST_NATS (e.g. nats://127.0.0.1:4222, a server running JetStream).
 func benchProdEnv(t *testing.T) (redisURL, natsURL string) {
 	t.Helper()
-	mysqltest.Server(t) // skips without QUAN_TEST_MYSQL
-	redisURL, natsURL = os.Getenv("QUAN_TEST_REDIS"), os.Getenv("QUAN_TEST_NATS")
-	if redisURL == "" || natsURL == "" {
-		t.Skip("set QUAN_TEST_REDIS=redis://127.0.0.1:6379 and QUAN_TEST_NATS=nats://127.0.0.1:4222 to bench on MySQL, Redis and NATS")
-	}
-	return redisURL, natsURL
+	urls := integration.Need(t, integration.MySQL, integration.Redis, integration.NATS)
+	mysqltest.Server(t)
+	return urls[1], urls[2]
 }
 
 // TestBenchDistributeProduction measures a small distribution on MySQL,

@@ -88,7 +88,11 @@ func (b *walletBench) validate(verb string) error {
 // wallet remind".
 func (c *Command) wallet(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cli.Usagef("bench wallet: say what to measure: lock, sweep or remind")
+		return &cli.UsageError{Msg: "bench wallet: say what to measure: lock, sweep or remind", Cmd: "bench"}
+	}
+	if cli.IsHelp(args[0]) {
+		fmt.Fprint(c.Stdout, "Usage: quan bench wallet lock|sweep|remind [flags]\n\nRun 'quan bench wallet lock -h' (or sweep, remind) for a benchmark's flags.\n")
+		return cli.ErrHelp
 	}
 	switch args[0] {
 	case "lock":
@@ -98,7 +102,7 @@ func (c *Command) wallet(ctx context.Context, args []string) error {
 	case "remind":
 		return c.walletRemind(ctx, args[1:])
 	}
-	return cli.Usagef("bench wallet: unknown benchmark %q: use lock, sweep or remind", args[0])
+	return &cli.UsageError{Msg: fmt.Sprintf("bench wallet: unknown benchmark %q: use lock, sweep or remind", args[0]), Cmd: "bench"}
 }
 
 // walletEnv is what both wallet benchmarks run on: the store, the wallet

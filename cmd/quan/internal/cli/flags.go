@@ -5,6 +5,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,13 +20,31 @@ import (
 var ErrHelp = errors.New("help requested")
 
 // UsageError is a command line that cannot run as given: the command
-// exits 2.
+// exits 2, printing the message and where to find help (Hint).
 type UsageError struct {
-	Msg     string
+	Msg string
+	// Cmd is the command whose help (-h) explains what went wrong, as
+	// "distribute" or "bench claim"; "" leaves it to the caller, who knows
+	// the command line.
+	Cmd     string
 	Printed bool // the message, or the usage, is on stderr already
 }
 
 func (e *UsageError) Error() string { return e.Msg }
+
+// Hint is the one line a usage error ends with: the command that shows
+// cmd's help ("" for quan's own).
+func Hint(cmd string) string {
+	if cmd == "" {
+		return "Run 'quan -h' for the commands."
+	}
+	return fmt.Sprintf("Run 'quan %s -h' for its usage.", cmd)
+}
+
+// IsHelp reports whether arg asks for help, as -h, -help and --help do.
+func IsHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help"
+}
 
 // Usagef returns a *UsageError with a formatted message.
 func Usagef(format string, args ...any) error {
@@ -57,9 +76,15 @@ func EnvName(flagName string) string {
 // --template 1"); Parse returns the positional ones, one for each of
 // argNames (as "FILE"), no more, no fewer, except that a name in brackets
 // ("[FILE]") may be left out. Every flag's help names its variable. A
-// malformed command line is a *UsageError; -h is ErrHelp.
-func Parse(fs *flag.FlagSet, args []string, getenv func(string) string, stderr io.Writer, argNames ...string) ([]string, error) {
-	fs.SetOutput(stderr)
+// malformed command line is a *UsageError, printed by nobody yet (the
+// flag package's usage is not printed after it); -h prints fs.Usage (by
+// default a "Usage:" line and the flags) to help and returns ErrHelp.
+func Parse(fs *flag.FlagSet, args []string, getenv func(string) string, help io.Writer, argNames ...string) ([]string, error) {
+	usage := fs.Usage
+	// The flag package prints an error and the usage to the output: the
+	// usage is for -h alone, and the caller prints the error.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.VisitAll(func(f *flag.Flag) {
 		if !strings.Contains(f.Usage, "$QUAN_") {
 			if secretFlags[f.Name] {
@@ -73,10 +98,10 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string, stderr i
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				printUsage(fs, usage, help, argNames)
 				return nil, ErrHelp
 			}
-			// The flag package printed the error and the usage.
-			return nil, &UsageError{Msg: fmt.Sprintf("%s: %v", fs.Name(), err), Printed: true}
+			return nil, &UsageError{Msg: fmt.Sprintf("%s: %v", fs.Name(), err), Cmd: fs.Name()}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -97,11 +122,11 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string, stderr i
 	switch {
 	case len(pos) <= len(argNames) && len(pos) >= len(argNames)-optional:
 	case len(argNames) == 0:
-		return nil, Usagef("%s: unexpected arguments %q", fs.Name(), pos)
+		return nil, &UsageError{Msg: fmt.Sprintf("%s: unexpected arguments %q", fs.Name(), pos), Cmd: fs.Name()}
 	case len(argNames) == 1:
-		return nil, Usagef("%s: want one %s, got %d arguments %q", fs.Name(), argNames[0], len(pos), pos)
+		return nil, &UsageError{Msg: fmt.Sprintf("%s: want one %s, got %d arguments %q", fs.Name(), argNames[0], len(pos), pos), Cmd: fs.Name()}
 	default:
-		return nil, Usagef("%s: want %s, got %d arguments %q", fs.Name(), strings.Join(argNames, " "), len(pos), pos)
+		return nil, &UsageError{Msg: fmt.Sprintf("%s: want %s, got %d arguments %q", fs.Name(), strings.Join(argNames, " "), len(pos), pos), Cmd: fs.Name()}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -127,6 +152,25 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string, stderr i
 		}
 	})
 	return pos, err
+}
+
+// printUsage prints a flag set's usage to w: the command's own, or in
+// place of the flag package's default "Usage of NAME:" a line of the
+// command and its arguments.
+func printUsage(fs *flag.FlagSet, usage func(), w io.Writer, argNames []string) {
+	var b bytes.Buffer
+	fs.SetOutput(&b)
+	usage()
+	fs.SetOutput(io.Discard)
+	text := b.String()
+	if rest, ok := strings.CutPrefix(text, "Usage of "+fs.Name()+":\n"); ok {
+		line := "Usage: quan " + fs.Name()
+		for _, n := range argNames {
+			line += " " + n
+		}
+		text = line + " [flags]\n\nFlags:\n" + rest
+	}
+	io.WriteString(w, text)
 }
 
 // secretFlags are the flags whose values may carry a secret (a password

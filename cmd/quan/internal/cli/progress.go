@@ -64,6 +64,15 @@ func (p *Progress) Update(t *quan.Task, elapsed time.Duration) {
 	}
 }
 
+// Stop ends the bar's line, if one is drawn, for what the command prints
+// next when the task did not end (an error, Ctrl-C).
+func (p *Progress) Stop() {
+	if p.drawn {
+		fmt.Fprintln(p.W)
+		p.drawn = false
+	}
+}
+
 // Done shows t's final progress and ends the bar's line.
 func (p *Progress) Done(t *quan.Task, elapsed time.Duration) {
 	if p.Quiet {
@@ -154,6 +163,7 @@ type summaryJSON struct {
 	Failed        int64             `json:"failed"`
 	FailedBy      quan.FailedCounts `json:"failedByCause"`
 	Canceled      int64             `json:"canceled"`
+	Blank         int64             `json:"blank"`
 	WallSeconds   float64           `json:"wallSeconds"`
 	RowsPerSecond int64             `json:"rowsPerSecond"`
 	Report        string            `json:"report,omitempty"`
@@ -175,7 +185,7 @@ func (s Summary) Write(w io.Writer, format string) error {
 		return enc.Encode(summaryJSON{
 			Task: t.ID, Status: t.Status, Reason: t.Reason, DryRun: t.DryRun,
 			Rows: c.Rows, Valid: c.Valid, Issued: c.Issued, Failed: c.FailedTotal(), FailedBy: c.Failed,
-			Canceled: c.Canceled, WallSeconds: s.Wall.Seconds(), RowsPerSecond: rate, Report: s.Report,
+			Canceled: c.Canceled, Blank: c.Blank, WallSeconds: s.Wall.Seconds(), RowsPerSecond: rate, Report: s.Report,
 			TemplateID: s.TemplateID, PeakRSSBytes: s.PeakRSS, Retry: s.Retry,
 		})
 	}
@@ -201,6 +211,9 @@ func (s Summary) Write(w io.Writer, format string) error {
 		}
 	}
 	fmt.Fprintf(w, "  rows      %s\n", Thousands(c.Rows))
+	if c.Blank > 0 {
+		fmt.Fprintf(w, "  blank     %s (rows with no user, skipped: not failures)\n", Thousands(c.Blank))
+	}
 	if t.DryRun {
 		fmt.Fprintf(w, "  valid     %s (dry run: nothing issued)\n", Thousands(c.Valid))
 	} else {
