@@ -255,7 +255,8 @@ func (s *Store) ClearLoginFailures(ctx context.Context, key string) (err error) 
 }
 
 // ForgiveLoginFailures implements quan.AccountStore.
-func (s *Store) ForgiveLoginFailures(ctx context.Context, key string, n int) error {
+func (s *Store) ForgiveLoginFailures(ctx context.Context, key string, n int) (err error) {
+	defer s.db.unavailable(&err)
 	if _, err := s.db.db.ExecContext(ctx, `UPDATE login_failures SET failures = GREATEST(failures - ?, 0) WHERE throttle_key = ?`, n, key); err != nil {
 		return fmt.Errorf("forgive failed sign-ins: %w", err)
 	}

@@ -121,7 +121,8 @@ func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) (_ []*quan
 
 // HighestTemplateID returns the highest template id, 0 if there is
 // none: MAX of the primary key, one index lookup.
-func (s *Store) HighestTemplateID(ctx context.Context) (int64, error) {
+func (s *Store) HighestTemplateID(ctx context.Context) (_ int64, err error) {
+	defer s.db.unavailable(&err)
 	var id sql.NullInt64
 	if err := s.db.read.QueryRowContext(ctx, `SELECT MAX(id) FROM templates`).Scan(&id); err != nil {
 		return 0, fmt.Errorf("highest template id: %w", err)
