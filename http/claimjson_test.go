@@ -51,8 +51,10 @@ func TestAppendClaimJSON(t *testing.T) {
 			t.Errorf("%+v:\n got %q\nwant %q (%v)", c, got[1:], want.String(), wantErr)
 		}
 	}
-	if fast != 7 {
-		t.Errorf("%d claims written without encoding/json, want 7", fast)
+	// The out-of-stock claim's message is the cause's bilingual text, which
+	// appendClaimJSON leaves to encoding/json like other non-ASCII text.
+	if fast != 6 {
+		t.Errorf("%d claims written without encoding/json, want 6", fast)
 	}
 }
 
