@@ -520,10 +520,20 @@ func (s *Service) Get(ctx context.Context, who quan.Identity, id string, wait ti
 		}
 		// Not decided: pending if the cache knows the reservation.
 		if _, err := s.Cache.Reservation(ctx, template, id); err != nil {
-			if errors.Is(err, quan.ErrNotFound) || errors.Is(err, quan.ErrCacheCold) {
-				return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)
+			if !errors.Is(err, quan.ErrNotFound) && !errors.Is(err, quan.ErrCacheCold) {
+				return nil, fmt.Errorf("claim %s: %w", id, err)
 			}
-			return nil, fmt.Errorf("claim %s: %w", id, err)
+			// The persister records a claim before it drops its
+			// reservation: one decided between the two reads above is
+			// in the store now.
+			c, err := s.Claims.Claim(ctx, id)
+			if err == nil {
+				return c, nil
+			}
+			if !errors.Is(err, quan.ErrNotFound) {
+				return nil, fmt.Errorf("claim %s: %w", id, err)
+			}
+			return nil, quan.Errorf(quan.ENOTFOUND, "no claim %q", id)
 		}
 		if !time.Now().Before(deadline) {
 			return &quan.Claim{ID: id, TemplateID: template, UserID: user, Status: quan.ClaimPending}, nil

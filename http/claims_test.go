@@ -20,6 +20,7 @@ import (
 	"github.com/quanhq/quan/inmem"
 	"github.com/quanhq/quan/nats"
 	"github.com/quanhq/quan/quantest"
+	"github.com/quanhq/quan/reconcile"
 )
 
 // newClaimServer is a test server that takes claims, handing them over an
@@ -37,6 +38,7 @@ func newClaimServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bus.Close() })
+	var rec *reconcile.Reconciler
 	ts := newServer(t, func(ts *testServer) {
 		ts.claims = &claims.Service{
 			Templates: ts.store, Coupons: ts.store, Claims: ts.store, Cache: ts.cache, Bus: bus, Now: ts.clock,
@@ -48,8 +50,24 @@ func newClaimServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		}
 		ts.api.Claims = ts.claims
 		ts.api.Templates.Created = ts.claims // as cmd/quan wires them
+		// A process that takes claims reconciles its cache through a
+		// Reconciler, which tells drift from claims in flight: the
+		// runner's own reload after a distribution would give back a
+		// claim reserved meanwhile.
+		rec = &reconcile.Reconciler{Templates: ts.store, Tasks: ts.store, Coupons: ts.store, Cache: ts.cache,
+			Buses: []quan.Bus{bus}, Local: []reconcile.InFlight{ts.api.Templates, ts.runner, ts.claims}, Now: ts.clock}
+		ts.runner.Reconciler = rec
 	})
 	quantest.ServeClaims(t, ts.claims)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		if err := rec.Run(ctx, time.Second); err != nil {
+			t.Errorf("reconciler: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-ran })
 	return ts
 }
 
