@@ -1,5 +1,6 @@
 // Package integration is for the tests that need a service — MySQL,
-// Redis, NATS, a browser — named by a QUAN_TEST_* variable: without the
+// Redis, NATS, a browser, the registries client generators come from —
+// named by a QUAN_TEST_* variable: without the
 // variable they skip, and go test says so in one line per package,
 // naming the suites skipped and the variables that run them, so that a
 // bare `go test ./...` does not pass over them in silence. Only tests
@@ -31,14 +32,19 @@ const (
 	Redis   = "QUAN_TEST_REDIS"
 	NATS    = "QUAN_TEST_NATS"
 	Browser = "QUAN_TEST_BROWSER"
+	// ClientGen runs the client generators (oapi-codegen through the Go
+	// module proxy, openapi-typescript and tsc through npx) on the
+	// OpenAPI document.
+	ClientGen = "QUAN_TEST_CLIENTGEN"
 )
 
 // suites names the suite of each variable and gives an example value.
 var suites = map[string]struct{ name, example string }{
-	MySQL:   {"MySQL", "'root@tcp(127.0.0.1:3306)/test'"},
-	Redis:   {"Redis", "redis://127.0.0.1:6379"},
-	NATS:    {"NATS", "nats://127.0.0.1:4222"},
-	Browser: {"browser", "/usr/bin/chromium"},
+	MySQL:     {"MySQL", "'root@tcp(127.0.0.1:3306)/test'"},
+	Redis:     {"Redis", "redis://127.0.0.1:6379"},
+	NATS:      {"NATS", "nats://127.0.0.1:4222"},
+	Browser:   {"browser", "/usr/bin/chromium"},
+	ClientGen: {"client generation", "1"},
 }
 
 // Example is the variable's assignment as a user would type it:
@@ -149,7 +155,7 @@ func Summary(pkg string, skipped map[string][]string) string {
 	if len(vars) == 0 {
 		return ""
 	}
-	order := []string{MySQL, Redis, NATS, Browser}
+	order := []string{MySQL, Redis, NATS, Browser, ClientGen}
 	slices.SortFunc(vars, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
 	counts := make([]string, len(vars))
 	examples := make([]string, len(vars))
