@@ -110,8 +110,11 @@ func (k *APIKey) Validate() error {
 		v.Add("scopes", "name at least one scope: "+scopeNames())
 	}
 	for _, s := range k.Scopes {
-		if !slices.Contains(AllScopes(), s) {
+		switch {
+		case !slices.Contains(AllScopes(), s):
 			v.Add("scopes", fmt.Sprintf("%q is not a scope: use %s", s, scopeNames()))
+		case s == ScopeClaims && k.ShopNo != 0:
+			v.Add("scopes", "claims is the platform's: a shop's key claims for no user")
 		}
 	}
 	return v.Err("invalid service key")
