@@ -82,7 +82,7 @@ type APIKey struct {
 	Name string `json:"name"`
 	// ShopNo owns the key: 0 for the platform, else the one shop whose
 	// coupons and templates the key reaches.
-	ShopNo int64   `json:"shopNo"`
+	ShopNo int64      `json:"shopNo"`
 	Scopes []KeyScope `json:"scopes"`
 	// Hash is the HMAC-SHA256 of the key under the store's secret
 	// (SecretAPIKeys): what a key is looked up by.

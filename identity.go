@@ -26,7 +26,7 @@ type Identity struct {
 	UserID  int64  `json:"userId,omitempty"` // users; a service key acting for one (ForUser)
 	// KeyID and Scopes are a service key's (RoleService): ShopNo is then
 	// the shop owning the key, 0 for the platform.
-	KeyID  int64   `json:"keyId,omitempty"`
+	KeyID  int64    `json:"keyId,omitempty"`
 	Scopes ScopeSet `json:"scopes,omitempty"`
 }
 

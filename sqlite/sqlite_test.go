@@ -179,7 +179,9 @@ func TestStoreUnavailable(t *testing.T) {
 }
 
 func TestAPIKeyStore(t *testing.T) {
-	quantest.TestAPIKeyStore(t, func(t *testing.T) quan.APIKeyStore { return sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db"))) })
+	quantest.TestAPIKeyStore(t, func(t *testing.T) quan.APIKeyStore {
+		return sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+	})
 }
 
 func TestRefundStore(t *testing.T) {
