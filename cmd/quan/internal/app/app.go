@@ -438,6 +438,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 	}
 	con := &console.Console{
 		Accounts:    a.Accounts,
+		Keys:        a.Keys,
 		Templates:   a.Templates,
 		Tasks:       a.Tasks,
 		Stats:       a.Stats,
