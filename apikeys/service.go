@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"log/slog"
 	"strings"
 	"sync"
@@ -46,6 +47,7 @@ type Service struct {
 	CacheFor time.Duration
 
 	mu      sync.Mutex
+	macs    sync.Pool // of *keyMAC, keyed with secret
 	secret  []byte
 	cache   map[[sha256.Size]byte]entry
 	touched map[int64]time.Time // when each key's last use was written
@@ -204,25 +206,39 @@ func (s *Service) touch(ctx context.Context, key int64, now time.Time) {
 	}
 }
 
-// hash is the HMAC-SHA256 of key under the store's secret.
+// hash is the HMAC-SHA256 of key under the store's secret. The keyed
+// states are pooled: hmac.New costs about a microsecond and six
+// allocations, a Reset none.
 func (s *Service) hash(ctx context.Context, key string) ([sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
-	s.mu.Lock()
-	secret := s.secret
-	s.mu.Unlock()
-	if secret == nil {
-		var err error
-		if secret, err = s.Secrets.Secret(ctx, quan.SecretAPIKeys); err != nil {
-			return sum, fmt.Errorf("the service keys' secret: %w", err)
-		}
+	m, ok := s.macs.Get().(*keyMAC)
+	if !ok {
 		s.mu.Lock()
-		s.secret = secret
+		secret := s.secret
 		s.mu.Unlock()
+		if secret == nil {
+			var err error
+			if secret, err = s.Secrets.Secret(ctx, quan.SecretAPIKeys); err != nil {
+				return sum, fmt.Errorf("the service keys' secret: %w", err)
+			}
+			s.mu.Lock()
+			s.secret = secret
+			s.mu.Unlock()
+		}
+		m = &keyMAC{h: hmac.New(sha256.New, secret)}
 	}
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(key))
-	m.Sum(sum[:0])
+	m.buf = append(m.buf[:0], key...)
+	m.h.Write(m.buf)
+	m.h.Sum(sum[:0])
+	m.h.Reset()
+	s.macs.Put(m)
 	return sum, nil
+}
+
+// keyMAC is a keyed HMAC and the buffer of the key it hashes.
+type keyMAC struct {
+	h   hash.Hash
+	buf []byte
 }
 
 func (s *Service) logger() *slog.Logger {
