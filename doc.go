@@ -38,6 +38,7 @@
 //
 //	use cases → quan, internal/
 //	  accounts                the console's accounts and sign-in
+//	  apikeys                 service keys: made, listed, revoked, checked
 //	  claims                  flash-sale claims: reserve, hand off, persist, reap
 //	  codes                   redemption code batches and their redemption
 //	  facts                   users' facts, which rules decide on

@@ -30,6 +30,7 @@ const (
 	EPRICECHANGED = "price_changed"        // the discount is not what the client expected: quote again
 	ETOOSLOW      = "too_slow"             // a request body came slower than the server's minimum rate
 	ENOSPACE      = "insufficient_storage" // the data folder has no room for what was to be written
+	EREFUNDED     = "order_refunded"       // the order was refunded: it settles nothing more
 )
 
 // The backends an EUNAVAILABLE error names (Error.Backend): what quan runs

@@ -13,6 +13,9 @@ const (
 	RoleMerchant Role = "merchant" // manages its own shop's templates and tasks
 	RoleUser     Role = "user"     // holds and spends coupons
 	RoleAdmin    Role = "admin"    // operates the platform, every shop
+	// RoleService is a program holding a service key (APIKey): the
+	// platform's, or one shop's, with the scopes of the key.
+	RoleService Role = "service"
 )
 
 // Identity is who makes a request, as proven by a token.
@@ -20,7 +23,41 @@ type Identity struct {
 	Subject string `json:"sub"`
 	Role    Role   `json:"role"`
 	ShopNo  int64  `json:"shopNo,omitempty"` // merchants only
-	UserID  int64  `json:"userId,omitempty"` // users only
+	UserID  int64  `json:"userId,omitempty"` // users; a service key acting for one (ForUser)
+	// KeyID and Scopes are a service key's (RoleService): ShopNo is then
+	// the shop owning the key, 0 for the platform.
+	KeyID  int64    `json:"keyId,omitempty"`
+	Scopes ScopeSet `json:"scopes,omitempty"`
+}
+
+// HasScope reports whether id is a service key holding scope.
+func (id Identity) HasScope(scope KeyScope) bool {
+	return id.Role == RoleService && id.Scopes.Has(scope)
+}
+
+// ForUser returns id, a service key, acting for user in one request: the
+// user a settlement or a claim by the key names.
+func (id Identity) ForUser(user int64) Identity {
+	id.UserID = user
+	return id
+}
+
+// Holder returns the user whose coupons id acts on: a user's own, or the
+// user a service key names (ForUser). EFORBIDDEN for anyone else.
+func (id Identity) Holder() (int64, error) {
+	switch {
+	case id.Role == "":
+		return 0, ErrUnauthorized
+	case id.Role == RoleUser, id.Role == RoleService && id.UserID > 0:
+		return id.UserID, nil
+	}
+	return 0, Errorf(EFORBIDDEN, "only users hold coupons")
+}
+
+// Reaches reports whether id may see what belongs to shop: anyone but a
+// service key owned by another shop.
+func (id Identity) Reaches(shop int64) bool {
+	return id.Role != RoleService || id.ShopNo == 0 || id.ShopNo == shop
 }
 
 // Validate reports whether the identity is well formed for its role,
@@ -40,6 +77,10 @@ func (id Identity) Validate() error {
 			return Errorf(EUNAUTHORIZED, "a user identity needs a positive user id")
 		}
 	case RoleAdmin:
+	case RoleService:
+		if id.KeyID <= 0 || id.ShopNo < 0 {
+			return Errorf(EUNAUTHORIZED, "a service key identity needs its key id")
+		}
 	default:
 		return Errorf(EUNAUTHORIZED, "unknown role %q", id.Role)
 	}
@@ -61,6 +102,8 @@ func (id Identity) String() string {
 		return s
 	case RoleUser:
 		return fmt.Sprintf("user:%d", id.UserID)
+	case RoleService:
+		return fmt.Sprintf("key:%d", id.KeyID)
 	}
 	if id.Subject != "" {
 		return string(id.Role) + ":" + id.Subject
@@ -76,6 +119,8 @@ func (id Identity) ShopScope() (int64, error) {
 		return id.ShopNo, nil
 	case RoleAdmin:
 		return AnyShop, nil
+	case RoleService:
+		return id.ShopNo, nil // AnyShop for the platform's keys
 	case "":
 		return 0, ErrUnauthorized
 	}

@@ -285,6 +285,8 @@ type Store interface {
 	FactsStore
 	ShopStore
 	RulesStore
+	APIKeyStore
+	RefundStore
 	Archiver
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error

@@ -18,6 +18,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/apikeys"
 )
 
 // MinSecretLen is the shortest HS256 signing secret accepted, in bytes.
@@ -319,13 +320,25 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, quan.Errorf(quan.EUNAUTHORIZED, "the Authorization header must be 'Bearer <token>'"))
 			return
 		}
-		id, err := s.Tokens.Verify(strings.TrimSpace(token))
+		id, err := s.verify(r, strings.TrimSpace(token))
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(quan.NewContextWithIdentity(r.Context(), id)))
 	})
+}
+
+// verify returns the identity of a bearer token: a service key's by
+// Keys, a JWT's by Tokens.
+func (s *Server) verify(r *http.Request, token string) (quan.Identity, error) {
+	if apikeys.IsKey(token) {
+		if s.Keys == nil {
+			return quan.Identity{}, quan.Errorf(quan.EUNAUTHORIZED, "this server takes no service keys")
+		}
+		return s.Keys.Authenticate(r.Context(), token)
+	}
+	return s.Tokens.Verify(token)
 }
 
 // identity returns the caller's identity, or EUNAUTHORIZED if anonymous.

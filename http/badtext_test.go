@@ -58,7 +58,7 @@ func TestBadTextInBodies(t *testing.T) {
 		{"RulesEligibility", "POST", loc(active.ID) + "/rules", m, map[string]any{"eligibility": "TEXT"}, "eligibility"},
 		{"QuoteChannel", "POST", "/api/v1/settlement/quote", u, map[string]any{"items": order(10000), "channel": "TEXT"}, "channel"},
 		{"QuoteSKU", "POST", "/api/v1/settlement/quote", u, map[string]any{"items": []map[string]any{{"sku": "TEXT", "shopNo": 1, "unitPrice": 100, "quantity": 1}}}, "items[0].sku"},
-		{"LockCategory", "POST", "/api/v1/orders/o-1/lock", u, map[string]any{"items": []map[string]any{{"sku": "a", "category": "TEXT", "shopNo": 1, "unitPrice": 100, "quantity": 1}}, "couponIds": []int{1}}, "items[0].category"},
+		{"LockCategory", "POST", "/api/v1/orders/o-1/lock", ts.orderKey, map[string]any{"items": []map[string]any{{"sku": "a", "category": "TEXT", "shopNo": 1, "unitPrice": 100, "quantity": 1}}, "couponIds": []int{1}}, "items[0].category"},
 		{"RedeemCode", "POST", "/api/v1/codes/redeem", u, map[string]any{"code": "TEXT"}, "code"},
 		{"ContactMail", "PUT", "/api/v1/me/contact", u, map[string]any{"mail": "TEXT"}, "mail"},
 		{"FactsTag", "PUT", "/api/v1/users/5/attributes", admin, map[string]any{"tags": []string{"vip", "TEXT"}}, "tags[1]"},
@@ -146,13 +146,13 @@ func TestControlCharactersInIDsAndNames(t *testing.T) {
 		body                      any
 		field                     string
 	}{
-		{"OrderNUL", "POST", "/api/v1/orders/a%00b/lock", u, lock, "order"},
-		{"OrderTab", "POST", "/api/v1/orders/a%09b/lock", u, lock, "order"},
-		{"OrderInvalidUTF8", "POST", "/api/v1/orders/a%FFb/lock", u, lock, "order"},
-		{"OrderBidi", "POST", "/api/v1/orders/a%E2%80%AEb/lock", u, lock, "order"},
-		{"RedeemOrderNUL", "POST", "/api/v1/orders/a%00b/redeem", u, nil, "order"},
-		{"ReleaseOrderNUL", "POST", "/api/v1/orders/a%00b/release", u, nil, "order"},
-		{"RefundOrderNUL", "POST", "/api/v1/orders/a%00b/refund", u, nil, "order"},
+		{"OrderNUL", "POST", "/api/v1/orders/a%00b/lock", ts.orderKey, lock, "order"},
+		{"OrderTab", "POST", "/api/v1/orders/a%09b/lock", ts.orderKey, lock, "order"},
+		{"OrderInvalidUTF8", "POST", "/api/v1/orders/a%FFb/lock", ts.orderKey, lock, "order"},
+		{"OrderBidi", "POST", "/api/v1/orders/a%E2%80%AEb/lock", ts.orderKey, lock, "order"},
+		{"RedeemOrderNUL", "POST", "/api/v1/orders/a%00b/redeem", ts.orderKey, nil, "order"},
+		{"ReleaseOrderNUL", "POST", "/api/v1/orders/a%00b/release", ts.orderKey, nil, "order"},
+		{"RefundOrderNUL", "POST", "/api/v1/orders/a%00b/refund", ts.orderKey, nil, "order"},
 		{"CodePathNUL", "GET", "/api/v1/coupons/by-code/%00" + strings.Repeat("A", 16), m, nil, "code"},
 		{"RedeemCodeTab", "POST", "/api/v1/codes/redeem", u, map[string]any{"code": "ABCD\tEFGH"}, "code"},
 		{"ScopeIDLineFeed", "POST", "/api/v1/templates", m, withTemplate("scope", map[string]any{"type": "goods", "ids": []string{"sku\n1"}}), "scope.ids[0]"},
@@ -221,7 +221,7 @@ func TestControlCharactersInIDsAndNames(t *testing.T) {
 	})
 	// The same order, with a plain id, locks: the refusals were the id's.
 	t.Run("PlainOrderLocks", func(t *testing.T) {
-		ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, lock).want(t, http.StatusOK, "")
+		ts.settle(t, u, "/api/v1/orders/o-1/lock", lock).want(t, http.StatusOK, "")
 	})
 }
 

@@ -40,8 +40,8 @@ func TestBodyErrorsNameAPIFields(t *testing.T) {
 		{"CodeBatchCount", "POST", loc(tpl.ID) + "/code-batches", merchant, `{"count":"ten"}`, "count", "must be a whole number"},
 		{"RedeemCode", "POST", "/api/v1/codes/redeem", user, `{"code":123}`, "code", "must be a string"},
 		{"QuoteQuantity", "POST", "/api/v1/settlement/quote", user, `{"items":[{"sku":"a","quantity":1},{"sku":"b","quantity":"2"}]}`, "items[1].quantity", "must be a whole number"},
-		{"LockCouponID", "POST", "/api/v1/orders/o-1/lock", user, `{"couponIds":[1,"x"]}`, "couponIds[1]", "must be a whole number"},
-		{"LockItems", "POST", "/api/v1/orders/o-1/lock", user, `{"items":{}}`, "items", "must be a JSON array"},
+		{"LockCouponID", "POST", "/api/v1/orders/o-1/lock", ts.orderKey, `{"couponIds":[1,"x"]}`, "couponIds[1]", "must be a whole number"},
+		{"LockItems", "POST", "/api/v1/orders/o-1/lock", ts.orderKey, `{"items":{}}`, "items", "must be a JSON array"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,6 +20,21 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if who.Role == quan.RoleService {
+		// A platform's key claims for the user its body names.
+		var body struct {
+			UserID int64 `json:"userId"`
+		}
+		if err := decodeJSON(w, r, &body); err != nil {
+			return err
+		}
+		if body.UserID <= 0 {
+			var v quan.Validation
+			v.Add("userId", "name the user to claim for: a positive user id")
+			return v.Err("invalid claim")
+		}
+		who = who.ForUser(body.UserID)
+	}
 	c, err := s.Claims.Claim(r.Context(), who, id, r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ func statusOf(code string) int {
 	case quan.ECONFLICT, quan.ETRANSITION, quan.ENOTDRAFT, quan.EOUTOFSTOCK, quan.ESTOCKLIMIT,
 		quan.ESOLDOUT, quan.ELIMIT, quan.ENOTSTARTED, quan.EENDED, quan.EPAUSED,
 		quan.ENOTUSABLE, quan.EPRICECHANGED, quan.ECODEUSED, quan.EALREADYOPEN,
-		quan.EDAILYLIMIT, quan.EWEEKLYLIMIT, quan.ESHOPDAILYCAP, quan.ENOTELIGIBLE:
+		quan.EDAILYLIMIT, quan.EWEEKLYLIMIT, quan.ESHOPDAILYCAP, quan.ENOTELIGIBLE, quan.EREFUNDED:
 		return http.StatusConflict
 	case quan.EUNAVAILABLE:
 		return http.StatusServiceUnavailable

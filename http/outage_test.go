@@ -46,7 +46,7 @@ func TestStoreDownAnswers503(t *testing.T) {
 	bodies := map[string]any{
 		"POST /api/v1/templates":           validTemplate(),
 		"POST /api/v1/settlement/quote":    map[string]any{"items": order(20_000)},
-		"POST /api/v1/orders/{order}/lock": map[string]any{"items": order(20_000), "couponIds": []int64{1}, "expectedDiscount": 1000},
+		"POST /api/v1/orders/{order}/lock": map[string]any{"userId": 7, "items": order(20_000), "couponIds": []int64{1}, "expectedDiscount": 1000},
 	}
 	// Path values of the right form, so that requests reach the store.
 	fill := strings.NewReplacer("{id}", strconv.FormatInt(tpl.ID, 10), "{order}", "order-1",
@@ -57,8 +57,11 @@ func TestStoreDownAnswers503(t *testing.T) {
 		path := fill.Replace(pattern)
 		token := admin
 		if strings.Contains(path, "/me/") || strings.HasSuffix(path, "/claim") || strings.Contains(path, "/settlement/") ||
-			strings.Contains(path, "/orders/") || strings.Contains(path, "/codes/redeem") || strings.HasSuffix(path, "/reminders") {
+			strings.Contains(path, "/codes/redeem") || strings.HasSuffix(path, "/reminders") {
 			token = user
+		}
+		if strings.Contains(path, "/orders/") {
+			token = ts.orderKey // settlement is the order system's
 		}
 		if strings.HasPrefix(path, "/api/v1/templates") && method != "GET" && !strings.HasSuffix(path, "/reminders") {
 			token = merchant

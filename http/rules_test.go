@@ -126,7 +126,7 @@ func TestRulesOrderChannel(t *testing.T) {
 	}
 	cq := quote(map[string]any{"items": order(30_000), "channel": "app"})
 	lock := func(channel string) response {
-		return ts.do(t, "POST", "/api/v1/orders/o-channel/lock", u, map[string]any{
+		return ts.settle(t, u, "/api/v1/orders/o-channel/lock", map[string]any{
 			"items": order(30_000), "channel": channel, "couponIds": []int64{cq.CouponID}, "expectedDiscount": cq.Discount})
 	}
 	r := lock("web")
@@ -215,7 +215,7 @@ func TestRulesVersions(t *testing.T) {
 	wantUsable(quote(60_000), v1, true)
 
 	// A lock refuses a coupon whose rule is not met, naming the reason.
-	r = ts.do(t, "POST", "/api/v1/orders/o-rule/lock", ts.user(t, 7), map[string]any{
+	r = ts.settle(t, ts.user(t, 7), "/api/v1/orders/o-rule/lock", map[string]any{
 		"items": order(30_000), "couponIds": []int64{v1.ID}, "expectedDiscount": 1000})
 	r.want(t, http.StatusConflict, quan.ENOTUSABLE)
 	if !strings.Contains(r.Problem.Detail, quan.ReasonRuleNotMet) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/apikeys"
 	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/disk"
@@ -56,6 +57,9 @@ type testServer struct {
 
 	cache  *inmem.Cache    // shared by claims and distributions
 	claims *claims.Service // with newClaimServer
+
+	keys     *apikeys.Service
+	orderKey string // the platform's key with the settlement scope: the order system's
 }
 
 // newTestServer serves the API over a fresh SQLite store in a temp dir.
@@ -140,6 +144,12 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	}
 	ts.api.Tasks.Rules, ts.api.Tasks.Facts = engine, store
 	ts.api.Shops = &shops.Service{Store: store, Now: clock}
+	ts.keys = &apikeys.Service{Keys: store, Secrets: store, Now: clock}
+	ts.api.Keys = ts.keys
+	ts.api.Wallet.Refunds = store
+	if _, ts.orderKey, err = ts.keys.Create(ctx, quan.Identity{Role: quan.RoleAdmin}, apikeys.NewKey{Name: "orders", Scopes: []quan.KeyScope{quan.ScopeSettlement}}); err != nil {
+		t.Fatal(err)
+	}
 	book := &templates.RuleBook{Engine: engine, Templates: store, Versions: store}
 	ts.api.Templates.Rules, ts.api.Templates.Versions, ts.api.Templates.Book = engine, store, book
 	ts.api.Wallet.Rules, ts.api.Wallet.Facts = book, ts.api.Facts
@@ -185,6 +195,40 @@ func (ts *testServer) token(t *testing.T, id quan.Identity) string {
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// settle posts a settlement (path: /api/v1/orders/{order}/lock, redeem,
+// release or refund) as the order system does: with its service key, for
+// the user whose token userToken is, named as userId in body (a map or
+// nil).
+func (ts *testServer) settle(t *testing.T, userToken, path string, body any) response {
+	t.Helper()
+	who, err := ts.tokens.Verify(userToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := map[string]any{}
+	switch v := body.(type) {
+	case nil:
+	case map[string]any:
+		for k, x := range v {
+			b[k] = x
+		}
+	default:
+		t.Fatalf("settle: a body of %T", body)
+	}
+	b["userId"] = who.UserID
+	return ts.do(t, "POST", path, ts.orderKey, b)
+}
+
+// key makes a service key as an admin would and returns its secret.
+func (ts *testServer) key(t *testing.T, name string, shop int64, scopes ...quan.KeyScope) string {
+	t.Helper()
+	_, secret, err := ts.keys.Create(t.Context(), quan.Identity{Role: quan.RoleAdmin}, apikeys.NewKey{Name: name, ShopNo: shop, Scopes: scopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
 }
 
 func (ts *testServer) merchant(t *testing.T, shop int64) string {

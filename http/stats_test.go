@@ -46,9 +46,9 @@ func TestStatsEndToEnd(t *testing.T) {
 		t.Fatalf("user 7 holds %+v", page.Items)
 	}
 	u7 := ts.user(t, 7)
-	ts.do(t, "POST", "/api/v1/orders/o-1/lock", u7, map[string]any{
+	ts.settle(t, u7, "/api/v1/orders/o-1/lock", map[string]any{
 		"items": orderItems(12_000), "couponIds": []int64{page.Items[0].ID}, "expectedDiscount": 1000}).want(t, http.StatusOK, "")
-	ts.do(t, "POST", "/api/v1/orders/o-1/redeem", u7, nil).want(t, http.StatusOK, "")
+	ts.settle(t, u7, "/api/v1/orders/o-1/redeem", nil).want(t, http.StatusOK, "")
 
 	get := func(url, token string, v any) {
 		t.Helper()

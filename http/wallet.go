@@ -115,17 +115,41 @@ type OrderCoupons struct {
 	Coupons []*quan.Coupon `json:"coupons"`
 }
 
+// settlementFor returns who acting for the user a settlement names:
+// userId of the body, which a service key must give (400 naming it if
+// not). A caller other than a service key is refused by the route's
+// access before it gets here.
+func settlementFor(who quan.Identity, user int64) (quan.Identity, error) {
+	if user <= 0 {
+		var v quan.Validation
+		v.Add("userId", "name the user whose order this is: a positive user id")
+		return who, v.Err("invalid settlement")
+	}
+	return who.ForUser(user), nil
+}
+
+// lockOrder is POST /orders/{order}/lock {userId, items, channel,
+// couponIds, expectedDiscount}, by a settlement key.
 func (s *Server) lockOrder(w http.ResponseWriter, r *http.Request) error {
 	who, err := identity(r)
 	if err != nil {
 		return err
 	}
-	var req wallet.LockRequest
+	order := r.PathValue("order")
+	if err := quan.ValidateOrderID(order); err != nil {
+		return err
+	}
+	var req struct {
+		wallet.LockRequest
+		UserID int64 `json:"userId"`
+	}
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	order := r.PathValue("order")
-	cs, err := s.Wallet.Lock(r.Context(), who, order, req)
+	if who, err = settlementFor(who, req.UserID); err != nil {
+		return err
+	}
+	cs, err := s.Wallet.Lock(r.Context(), who, order, req.LockRequest)
 	if err != nil {
 		return err
 	}
@@ -133,7 +157,8 @@ func (s *Server) lockOrder(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// orderStep serves redeem, release and refund.
+// orderStep serves redeem, release and refund {userId}, by a settlement
+// key.
 func (s *Server) orderStep(step func(*wallet.Service, *http.Request, quan.Identity, string) ([]*quan.Coupon, error)) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		who, err := identity(r)
@@ -141,6 +166,18 @@ func (s *Server) orderStep(step func(*wallet.Service, *http.Request, quan.Identi
 			return err
 		}
 		order := r.PathValue("order")
+		if err := quan.ValidateOrderID(order); err != nil {
+			return err
+		}
+		var body struct {
+			UserID int64 `json:"userId"`
+		}
+		if err := decodeJSON(w, r, &body); err != nil {
+			return err
+		}
+		if who, err = settlementFor(who, body.UserID); err != nil {
+			return err
+		}
 		cs, err := step(s.Wallet, r, who, order)
 		if err != nil {
 			return err
@@ -160,4 +197,24 @@ func releaseStep(ws *wallet.Service, r *http.Request, who quan.Identity, order s
 
 func refundStep(ws *wallet.Service, r *http.Request, who quan.Identity, order string) ([]*quan.Coupon, error) {
 	return ws.Refund(r.Context(), who, order)
+}
+
+// redeemByCode is POST /coupons/by-code/{code}/redeem {orderId, items,
+// channel}: a shop's counter redeems the coupon a shopper shows (到店核销),
+// with a shop's key of the redeem scope.
+func (s *Server) redeemByCode(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	var in wallet.CounterRedemption
+	if err := decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	res, err := s.Wallet.RedeemByCode(r.Context(), who, r.PathValue("code"), in)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, res)
+	return nil
 }

@@ -160,7 +160,7 @@ func TestSettlement(t *testing.T) {
 		want(t, http.StatusBadRequest, quan.EINVALID)
 
 	lock := func(order, token string, discount int64) response {
-		return ts.do(t, "POST", "/api/v1/orders/"+order+"/lock", token, map[string]any{
+		return ts.settle(t, token, "/api/v1/orders/"+order+"/lock", map[string]any{
 			"items": orderItems(12_000), "couponIds": []int64{c.ID}, "expectedDiscount": discount})
 	}
 	lock("o-1", u, 999).want(t, http.StatusConflict, quan.EPRICECHANGED)
@@ -170,7 +170,7 @@ func TestSettlement(t *testing.T) {
 	lock("o-3", ts.user(t, 8), 1000).want(t, http.StatusNotFound, quan.ENOTFOUND)
 
 	step := func(order, name string) (response, []*quan.Coupon) {
-		r := ts.do(t, "POST", "/api/v1/orders/"+order+"/"+name, u, nil)
+		r := ts.settle(t, u, "/api/v1/orders/"+order+"/"+name, nil)
 		var oc qhttp.OrderCoupons
 		if r.Status == http.StatusOK {
 			r.decode(t, &oc)
@@ -194,11 +194,13 @@ func TestSettlement(t *testing.T) {
 	if len(cs) != 1 || cs[0].Status != quan.CouponAvailable {
 		t.Fatalf("refund: %+v", cs)
 	}
-	r, cs = step("o-1", "refund")
-	r.want(t, http.StatusOK, "")
-	if len(cs) != 0 {
-		t.Fatalf("refund again changed %+v", cs)
-	}
+	// A refund applies once: again is a conflict that says so, and the
+	// refunded order is locked and paid no more.
+	r, _ = step("o-1", "refund")
+	r.want(t, http.StatusConflict, quan.EREFUNDED)
+	lock("o-1", u, 1000).want(t, http.StatusConflict, quan.EREFUNDED)
+	r, _ = step("o-1", "redeem")
+	r.want(t, http.StatusConflict, quan.EREFUNDED)
 	step("never-locked", "redeem")
 	r, _ = step("never-locked", "redeem")
 	r.want(t, http.StatusConflict, quan.ETRANSITION)
@@ -228,7 +230,7 @@ func TestLockAgainWithAnotherRequest(t *testing.T) {
 		{"sku": "hat", "category": "wear", "shopNo": 2, "unitPrice": 12_000, "quantity": 1},
 	}
 	lock := func(items []map[string]any, discount int64, ids ...int64) response {
-		return ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, map[string]any{"items": items, "couponIds": ids, "expectedDiscount": discount})
+		return ts.settle(t, u, "/api/v1/orders/o-1/lock", map[string]any{"items": items, "couponIds": ids, "expectedDiscount": discount})
 	}
 	held := func() []int64 {
 		var page struct{ Items []quan.Coupon }
@@ -279,7 +281,7 @@ func TestLockAgainWithAnotherRequest(t *testing.T) {
 		}
 	}
 
-	ts.do(t, "POST", "/api/v1/orders/o-1/release", u, nil).want(t, http.StatusOK, "")
+	ts.settle(t, u, "/api/v1/orders/o-1/release", nil).want(t, http.StatusOK, "")
 	lock(items, 2000, a.ID, b.ID).want(t, http.StatusOK, "")
 	if got, want := held(), []int64{min(a.ID, b.ID), max(a.ID, b.ID)}; !slices.Equal(got, want) {
 		t.Fatalf("after the release the order holds %v, want %v", got, want)
@@ -294,7 +296,7 @@ func TestLockRunsOut(t *testing.T) {
 	u := ts.user(t, 7)
 	c := ts.walletCoupon(t, 7)
 	body := map[string]any{"items": order(12_000), "couponIds": []int64{c.ID}, "expectedDiscount": 1000}
-	ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, body).want(t, http.StatusOK, "")
+	ts.settle(t, u, "/api/v1/orders/o-1/lock", body).want(t, http.StatusOK, "")
 	var got quan.Coupon
 	ts.do(t, "GET", fmt.Sprintf("/api/v1/me/coupons/%d", c.ID), u, nil).decode(t, &got)
 	if got.Status != quan.CouponLocked || !got.LockedUntil.Equal(testNow.Add(wallet.DefaultLockTTL)) {
@@ -306,8 +308,8 @@ func TestLockRunsOut(t *testing.T) {
 	if got.Status != quan.CouponAvailable || got.OrderID != "" {
 		t.Fatalf("after the lock ran out: %+v, want available", got)
 	}
-	ts.do(t, "POST", "/api/v1/orders/o-1/redeem", u, nil).want(t, http.StatusConflict, quan.ETRANSITION)
-	ts.do(t, "POST", "/api/v1/orders/o-2/lock", u, body).want(t, http.StatusOK, "")
+	ts.settle(t, u, "/api/v1/orders/o-1/redeem", nil).want(t, http.StatusConflict, quan.ETRANSITION)
+	ts.settle(t, u, "/api/v1/orders/o-2/lock", body).want(t, http.StatusOK, "")
 }
 
 // TestRefundOfAnExpiredCoupon: a refund after the coupon's window closed
@@ -317,11 +319,11 @@ func TestRefundOfAnExpiredCoupon(t *testing.T) {
 	u := ts.user(t, 7)
 	c := ts.walletCoupon(t, 7)
 	body := map[string]any{"items": order(12_000), "couponIds": []int64{c.ID}, "expectedDiscount": 1000}
-	ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, body).want(t, http.StatusOK, "")
-	ts.do(t, "POST", "/api/v1/orders/o-1/redeem", u, nil).want(t, http.StatusOK, "")
+	ts.settle(t, u, "/api/v1/orders/o-1/lock", body).want(t, http.StatusOK, "")
+	ts.settle(t, u, "/api/v1/orders/o-1/redeem", nil).want(t, http.StatusOK, "")
 	ts.setNow(c.ValidEnd.Add(time.Hour))
 	u = ts.user(t, 7) // a token of the new time
-	r := ts.do(t, "POST", "/api/v1/orders/o-1/refund", u, nil)
+	r := ts.settle(t, u, "/api/v1/orders/o-1/refund", nil)
 	r.want(t, http.StatusOK, "")
 	var oc qhttp.OrderCoupons
 	r.decode(t, &oc)
@@ -329,7 +331,7 @@ func TestRefundOfAnExpiredCoupon(t *testing.T) {
 		t.Fatalf("refund after the window: %+v, want expired", oc.Coupons)
 	}
 	// An expired coupon cannot be locked.
-	ts.do(t, "POST", "/api/v1/orders/o-2/lock", u, body).want(t, http.StatusConflict, quan.ENOTUSABLE)
+	ts.settle(t, u, "/api/v1/orders/o-2/lock", body).want(t, http.StatusConflict, quan.ENOTUSABLE)
 }
 
 func TestDoubleLockOverHTTP(t *testing.T) {
@@ -341,7 +343,7 @@ func TestDoubleLockOverHTTP(t *testing.T) {
 	statuses := make([]int, 10)
 	for i := range statuses {
 		wg.Go(func() {
-			statuses[i] = ts.do(t, "POST", fmt.Sprintf("/api/v1/orders/race-%d/lock", i), u, body).Status
+			statuses[i] = ts.settle(t, u, fmt.Sprintf("/api/v1/orders/race-%d/lock", i), body).Status
 		})
 	}
 	wg.Wait()
@@ -421,9 +423,9 @@ func TestCouponEvents(t *testing.T) {
 	u := ts.user(t, 7)
 	cl := ts.claimed(t, u, tpl.ID)
 	body := map[string]any{"items": order(12_000), "couponIds": []int64{cl.CouponID}, "expectedDiscount": 1000}
-	ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, body).want(t, http.StatusOK, "")
-	ts.do(t, "POST", "/api/v1/orders/o-1/redeem", u, nil).want(t, http.StatusOK, "")
-	ts.do(t, "POST", "/api/v1/orders/o-1/refund", u, nil).want(t, http.StatusOK, "")
+	ts.settle(t, u, "/api/v1/orders/o-1/lock", body).want(t, http.StatusOK, "")
+	ts.settle(t, u, "/api/v1/orders/o-1/redeem", nil).want(t, http.StatusOK, "")
+	ts.settle(t, u, "/api/v1/orders/o-1/refund", nil).want(t, http.StatusOK, "")
 	ts.setNow(testNow.Add(73 * time.Hour))
 	if n, err := ts.api.Wallet.Sweep(t.Context(), 100); err != nil || n != 1 {
 		t.Fatalf("Sweep = %d, %v; want the one coupon expired", n, err)
@@ -544,8 +546,8 @@ func TestArchiveAfter(t *testing.T) {
 	u := ts.user(t, 7)
 	c := ts.walletCoupon(t, 7)
 	body := map[string]any{"items": order(12_000), "couponIds": []int64{c.ID}, "expectedDiscount": 1000}
-	ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, body).want(t, http.StatusOK, "")
-	ts.do(t, "POST", "/api/v1/orders/o-1/redeem", u, nil).want(t, http.StatusOK, "")
+	ts.settle(t, u, "/api/v1/orders/o-1/lock", body).want(t, http.StatusOK, "")
+	ts.settle(t, u, "/api/v1/orders/o-1/redeem", nil).want(t, http.StatusOK, "")
 	// A newer coupon, so that SQLite keeps its largest id in use.
 	ts.walletCoupon(t, 8)
 	ts.do(t, "POST", loc(c.TemplateID)+"/terminate", ts.merchant(t, 1), nil).want(t, http.StatusOK, "")
@@ -576,7 +578,7 @@ func TestLockRefusesCouponsThatDoNotStack(t *testing.T) {
 		t.Fatalf("quote: combination %v off %d; want the one coupon %d off 1000", q.Combination, q.CombinationDiscount, min(a.ID, b.ID))
 	}
 	for _, discount := range []int64{1000, 2000} {
-		r := ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, map[string]any{
+		r := ts.settle(t, u, "/api/v1/orders/o-1/lock", map[string]any{
 			"items": order(12_000), "couponIds": []int64{a.ID, b.ID}, "expectedDiscount": discount})
 		r.want(t, http.StatusConflict, quan.ENOTUSABLE)
 		if !strings.Contains(r.Problem.Detail, "do not stack") {
@@ -654,7 +656,7 @@ func TestLockRefusesStackingPolicies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, discount := range []int64{tc.discount, 1000} {
-				r := ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, map[string]any{
+				r := ts.settle(t, u, "/api/v1/orders/o-1/lock", map[string]any{
 					"items": items, "couponIds": tc.ids, "expectedDiscount": discount})
 				r.want(t, http.StatusConflict, quan.ENOTUSABLE)
 				if !strings.Contains(r.Problem.Detail, tc.says) {
@@ -670,10 +672,10 @@ func TestLockRefusesStackingPolicies(t *testing.T) {
 	}
 	// Each alone locks; so does the platform coupon (withShop) with a
 	// shop coupon that is withPlatform.
-	ts.do(t, "POST", "/api/v1/orders/o-2/lock", u, map[string]any{
+	ts.settle(t, u, "/api/v1/orders/o-2/lock", map[string]any{
 		"items": items, "couponIds": []int64{exclusive.ID}, "expectedDiscount": 1000}).want(t, http.StatusOK, "")
 	pair := ts.stackCoupon(t, ts.merchant(t, 2), 7, map[string]any{"stacking": "withPlatform"})
-	ts.do(t, "POST", "/api/v1/orders/o-3/lock", u, map[string]any{
+	ts.settle(t, u, "/api/v1/orders/o-3/lock", map[string]any{
 		"items": items, "couponIds": []int64{platform.ID, pair.ID}, "expectedDiscount": 1500}).want(t, http.StatusOK, "")
 }
 
@@ -696,7 +698,7 @@ func TestLockSharesByPriority(t *testing.T) {
 	if !slices.Equal(q.Combination, []int64{shop.ID, platform.ID}) || q.CombinationDiscount != 1500 {
 		t.Fatalf("quote: combination %v off %d; want [%d %d] off 1500", q.Combination, q.CombinationDiscount, shop.ID, platform.ID)
 	}
-	r := ts.do(t, "POST", "/api/v1/orders/o-1/lock", u, map[string]any{
+	r := ts.settle(t, u, "/api/v1/orders/o-1/lock", map[string]any{
 		"items": order(1500), "couponIds": []int64{platform.ID, shop.ID}, "expectedDiscount": 1500})
 	r.want(t, http.StatusOK, "")
 	var locked struct{ Coupons []quan.Coupon }

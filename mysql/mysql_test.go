@@ -326,3 +326,14 @@ func TestStoreUnavailable(t *testing.T) {
 		})
 	})
 }
+
+func TestAPIKeyStore(t *testing.T) {
+	quantest.TestAPIKeyStore(t, func(t *testing.T) quan.APIKeyStore { return mysql.NewStore(openDB(t)) })
+}
+
+func TestRefundStore(t *testing.T) {
+	quantest.TestRefundStore(t, func(t *testing.T) quantest.RefundStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.RefundStores{WalletStores: quantest.WalletStores{ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}, Wallet: s}, Refunds: s}
+	})
+}

@@ -24,45 +24,51 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 	defer s.db.unavailable(&err)
 	var out []*quan.Coupon
 	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
-		cs, err := s.lockedCoupons(ctx, tx, `user_id = ? AND id IN (%s) ORDER BY id FOR UPDATE`, user, ids)
-		if err != nil {
-			return err
-		}
-		if id, ok := sqlrow.MissingCoupon(ids, cs); ok {
-			return quan.Errorf(quan.ENOTFOUND, "user %d holds no coupon %d", user, id)
-		}
-		before := make([]quan.Coupon, len(cs))
-		for i, c := range cs {
-			before[i] = *c
-		}
-		if err := fn(cs); err != nil {
-			return err
-		}
-		var d quan.StatsDelta
-		was := make([]*quan.Coupon, len(cs))
-		for i, c := range cs {
-			was[i] = &before[i]
-			if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) && c.LockKey == before[i].LockKey {
-				continue
-			}
-			if err := saveCoupon(ctx, tx, c); err != nil {
-				return err
-			}
-			d.Changed(&before[i], c)
-		}
-		if err := s.moveBudgets(ctx, tx, was, cs); err != nil {
-			return err
-		}
-		if err := addStats(ctx, tx, &d); err != nil {
-			return err
-		}
+		cs, err := s.updateCoupons(ctx, tx, user, ids, fn)
 		out = cs
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
 	}
 	return out, nil
+}
+
+// updateCoupons is UpdateCoupons in tx.
+func (s *Store) updateCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []int64, fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
+	cs, err := s.lockedCoupons(ctx, tx, `user_id = ? AND id IN (%s) ORDER BY id FOR UPDATE`, user, ids)
+	if err != nil {
+		return nil, err
+	}
+	if id, ok := sqlrow.MissingCoupon(ids, cs); ok {
+		return nil, quan.Errorf(quan.ENOTFOUND, "user %d holds no coupon %d", user, id)
+	}
+	before := make([]quan.Coupon, len(cs))
+	for i, c := range cs {
+		before[i] = *c
+	}
+	if err := fn(cs); err != nil {
+		return nil, err
+	}
+	var d quan.StatsDelta
+	was := make([]*quan.Coupon, len(cs))
+	for i, c := range cs {
+		was[i] = &before[i]
+		if c.Status == before[i].Status && c.OrderID == before[i].OrderID && c.LockedUntil.Equal(before[i].LockedUntil) && c.LockKey == before[i].LockKey {
+			continue
+		}
+		if err := saveCoupon(ctx, tx, c); err != nil {
+			return nil, err
+		}
+		d.Changed(&before[i], c)
+	}
+	if err := s.moveBudgets(ctx, tx, was, cs); err != nil {
+		return nil, err
+	}
+	if err := addStats(ctx, tx, &d); err != nil {
+		return nil, err
+	}
+	return cs, nil
 }
 
 // lockedCoupons selects coupons by where, whose %s the ids fill, with

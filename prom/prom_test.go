@@ -194,7 +194,7 @@ func TestWallet(t *testing.T) {
 	}
 	// Releasing an order paid with is refused: refund it.
 	w.orderOf = []*quan.Coupon{{ID: 4, UserID: 9, Status: quan.CouponUsed, OrderID: "o-1", ValidEnd: now.Add(time.Hour)}}
-	if _, err := s.Release(t.Context(), quan.Identity{Role: quan.RoleUser, UserID: 9}, "o-1"); quan.ErrorCode(err) != quan.ETRANSITION {
+	if _, err := s.Release(t.Context(), quan.Identity{Role: quan.RoleService, KeyID: 1, Scopes: quan.NewScopeSet(quan.ScopeSettlement)}.ForUser(9), "o-1"); quan.ErrorCode(err) != quan.ETRANSITION {
 		t.Fatalf("release of a paid order: %v", err)
 	}
 	for _, c := range []struct {

@@ -56,6 +56,7 @@ func (m *BackendMetrics) Store(s quan.Store) quan.Store {
 		accountOps:            newAccountOps(o),
 		factsOps:              newFactsOps(o),
 		shopOps:               newShopOps(o),
+		keyOps:                newKeyOps(o),
 		rulesOps:              newRulesOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
@@ -86,6 +87,7 @@ type store struct {
 	accountOps
 	factsOps
 	shopOps
+	keyOps
 	rulesOps
 }
 

@@ -75,7 +75,7 @@ func testBudgetMoves(t *testing.T, s WalletStores) {
 	now := walletNow
 	w := budgetWallet(s, func() time.Time { return now })
 	tpl, cs := budgetTemplate(t, s, 2*budgetOff+budgetOff/2, 3) // room for two and a half
-	user := func(i int) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: int64(i + 1)} }
+	user := func(i int) quan.Identity { return orderSystem.ForUser(int64(i + 1)) }
 	lock := func(i int) error {
 		_, err := w.Lock(t.Context(), user(i), fmt.Sprintf("o-%d", i), wallet.LockRequest{
 			Items: budgetOrder, CouponIDs: []int64{cs[i].ID}, ExpectedDiscount: budgetOff})
@@ -143,7 +143,7 @@ func testBudgetStampede(t *testing.T, s WalletStores) {
 	for i := range users {
 		wg.Go(func() {
 			<-start
-			who := quan.Identity{Role: quan.RoleUser, UserID: int64(i + 1)}
+			who := orderSystem.ForUser(int64(i + 1))
 			order := fmt.Sprintf("stampede-%d", i)
 			_, err := w.Lock(t.Context(), who, order, wallet.LockRequest{
 				Items: budgetOrder, CouponIDs: []int64{cs[i].ID}, ExpectedDiscount: budgetOff})
@@ -297,3 +297,6 @@ func storeHoldings(t *testing.T, s quan.CouponStore, template int64, at time.Tim
 	}
 	return out
 }
+
+// orderSystem is the order system's key, which settles orders.
+var orderSystem = quan.Identity{Subject: "orders", Role: quan.RoleService, KeyID: 1, Scopes: quan.NewScopeSet(quan.ScopeSettlement)}

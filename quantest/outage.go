@@ -85,6 +85,16 @@ func TestStoreUnavailable(t *testing.T, open func(t *testing.T) (s quan.Store, d
 			_, err := s.Session(ctx, []byte("0123456789abcdef0123456789abcdef"))
 			return err
 		}},
+		{"CreateAPIKey", func(ctx context.Context) error { return s.CreateAPIKey(ctx, newAPIKey("down", 0, 1, quan.ScopeTasks)) }},
+		{"APIKeys", func(ctx context.Context) error { _, err := s.APIKeys(ctx); return err }},
+		{"APIKeyByHash", func(ctx context.Context) error { _, err := s.APIKeyByHash(ctx, make([]byte, 32)); return err }},
+		{"RevokeAPIKey", func(ctx context.Context) error { _, err := s.RevokeAPIKey(ctx, 1, now); return err }},
+		{"TouchAPIKey", func(ctx context.Context) error { return s.TouchAPIKey(ctx, 1, now) }},
+		{"RefundOrder", func(ctx context.Context) error {
+			_, err := s.RefundOrder(ctx, 7, "A1", now, nil, func([]*quan.Coupon) error { return nil })
+			return err
+		}},
+		{"OrderRefunded", func(ctx context.Context) error { _, err := s.OrderRefunded(ctx, 7, "A1"); return err }},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {

@@ -177,3 +177,16 @@ func TestStoreUnavailable(t *testing.T) {
 		return sqlite.NewStore(db), func() { db.Close() }
 	})
 }
+
+func TestAPIKeyStore(t *testing.T) {
+	quantest.TestAPIKeyStore(t, func(t *testing.T) quan.APIKeyStore {
+		return sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+	})
+}
+
+func TestRefundStore(t *testing.T) {
+	quantest.TestRefundStore(t, func(t *testing.T) quantest.RefundStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.RefundStores{WalletStores: quantest.WalletStores{ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}, Wallet: s}, Refunds: s}
+	})
+}

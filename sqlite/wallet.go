@@ -22,6 +22,18 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
 	}
 	defer tx.Rollback()
+	cs, err := s.updateCoupons(ctx, tx, user, ids, fn)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("update coupons of user %d: commit: %w", user, translate(err))
+	}
+	return cs, nil
+}
+
+// updateCoupons is UpdateCoupons in tx, which the caller commits.
+func (s *Store) updateCoupons(ctx context.Context, tx *sql.Tx, user int64, ids []int64, fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
 	cs, err := s.userCoupons(ctx, tx, user, ids)
 	if err != nil {
 		return nil, err
@@ -50,9 +62,6 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 	}
 	if err := s.addStats(ctx, tx, &d); err != nil {
 		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("update coupons of user %d: commit: %w", user, translate(err))
 	}
 	return cs, nil
 }

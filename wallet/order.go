@@ -83,10 +83,16 @@ func (r LockRequest) Key() string {
 // is a coupon that another order holds.
 func (s *Service) Lock(ctx context.Context, who quan.Identity, order string, req LockRequest) (_ []*quan.Coupon, err error) {
 	defer func() { s.Counters.Failed(quan.CouponAvailable, quan.CouponLocked, err) }()
-	user, err := userOf(who)
+	user, err := settlerOf(who)
 	if err != nil {
 		return nil, err
 	}
+	return s.lock(ctx, who, user, order, req, false)
+}
+
+// lock is Lock for user; with priced, at whatever discount the coupons
+// take off the order rather than ExpectedDiscount, which is ignored.
+func (s *Service) lock(ctx context.Context, who quan.Identity, user int64, order string, req LockRequest, priced bool) ([]*quan.Coupon, error) {
 	if err := quan.ValidateOrderID(order); err != nil {
 		return nil, err
 	}
@@ -102,6 +108,12 @@ func (s *Service) Lock(ctx context.Context, who quan.Identity, order string, req
 	// the order by another request is a conflict.
 	all, err := s.Coupons.OrderCoupons(ctx, user, order, req.CouponIDs)
 	if err != nil {
+		return nil, err
+	}
+	if err := reached(who, all, "such coupon of your shop for order "+order); err != nil {
+		return nil, err
+	}
+	if err := s.notRefunded(ctx, user, order); err != nil {
 		return nil, err
 	}
 	for _, c := range all {
@@ -151,7 +163,7 @@ func (s *Service) Lock(ctx context.Context, who quan.Identity, order string, req
 		discount += cq.Discount
 	}
 	discount = min(discount, q.Total)
-	if discount != req.ExpectedDiscount {
+	if !priced && discount != req.ExpectedDiscount {
 		return nil, quan.Errorf(quan.EPRICECHANGED, "these coupons take %d fen off this order, not the %d expected: quote again", discount, req.ExpectedDiscount)
 	}
 	// Each coupon keeps its share of the discount, the statistics' discount
@@ -196,6 +208,22 @@ func (s *Service) Lock(ctx context.Context, who quan.Identity, order string, req
 	return cs, nil
 }
 
+// notRefunded is EREFUNDED if order of user was refunded: a coupon given
+// back by a refund is spent again through a new order only.
+func (s *Service) notRefunded(ctx context.Context, user int64, order string) error {
+	if s.Refunds == nil {
+		return nil
+	}
+	refunded, err := s.Refunds.OrderRefunded(ctx, user, order)
+	switch {
+	case err != nil:
+		return err
+	case refunded:
+		return quan.Errorf(quan.EREFUNDED, "order %s was refunded: settle the coupons with a new order", order)
+	}
+	return nil
+}
+
 // lockedOtherwise is the conflict of locking order again with another
 // request than the one that locked it.
 func lockedOtherwise(order string) error {
@@ -218,7 +246,17 @@ func cmp0(d, def time.Duration) time.Duration {
 // (and only then has coupons); an order locked again with other coupons
 // is a conflict.
 func (s *Service) Redeem(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
-	return s.orderChange(ctx, who, order, "redeem", quan.CouponTransition{From: quan.CouponLocked, To: quan.CouponUsed}, func(c *quan.Coupon, now time.Time) (bool, error) {
+	user, err := settlerOf(who)
+	if err != nil {
+		s.Counters.Failed(quan.CouponLocked, quan.CouponUsed, err)
+		return nil, err
+	}
+	return s.redeem(ctx, who, user, order)
+}
+
+// redeem is Redeem for user.
+func (s *Service) redeem(ctx context.Context, who quan.Identity, user int64, order string) ([]*quan.Coupon, error) {
+	return s.orderChange(ctx, who, user, order, "redeem", quan.CouponTransition{From: quan.CouponLocked, To: quan.CouponUsed}, func(c *quan.Coupon, now time.Time) (bool, error) {
 		switch c.Status {
 		case quan.CouponUsed:
 			return false, nil
@@ -240,7 +278,12 @@ func (s *Service) Redeem(ctx context.Context, who quan.Identity, order string) (
 // idempotent: an order that holds nothing releases nothing. A paid order
 // is refunded, not released.
 func (s *Service) Release(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
-	return s.orderChange(ctx, who, order, "release", quan.CouponTransition{From: quan.CouponLocked, To: quan.CouponAvailable}, func(c *quan.Coupon, now time.Time) (bool, error) {
+	user, err := settlerOf(who)
+	if err != nil {
+		s.Counters.Failed(quan.CouponLocked, quan.CouponAvailable, err)
+		return nil, err
+	}
+	return s.orderChange(ctx, who, user, order, "release", quan.CouponTransition{From: quan.CouponLocked, To: quan.CouponAvailable}, func(c *quan.Coupon, now time.Time) (bool, error) {
 		switch c.Status {
 		case quan.CouponLocked:
 			return true, c.Release(now)
@@ -252,9 +295,32 @@ func (s *Service) Release(ctx context.Context, who quan.Identity, order string) 
 }
 
 // Refund gives back the coupons a paid order used: available again while
-// valid, expired otherwise. It is idempotent.
+// valid, expired otherwise. With Refunds set it applies once: the order
+// is recorded refunded with the coupons' change, and a second refund is
+// EREFUNDED, as are a lock and a redeem of the order after it. An order
+// that used no coupons refunds nothing: ETRANSITION.
 func (s *Service) Refund(ctx context.Context, who quan.Identity, order string) ([]*quan.Coupon, error) {
-	return s.orderChange(ctx, who, order, "refund", quan.CouponTransition{From: quan.CouponUsed, To: quan.CouponAvailable}, func(c *quan.Coupon, now time.Time) (bool, error) {
+	user, err := settlerOf(who)
+	if err != nil {
+		s.Counters.Failed(quan.CouponUsed, quan.CouponAvailable, err)
+		return nil, err
+	}
+	if s.Refunds != nil {
+		return s.orderChange(ctx, who, user, order, "refund", quan.CouponTransition{From: quan.CouponUsed, To: quan.CouponAvailable}, refundCoupon(order), func(cs []*quan.Coupon) error {
+			for _, c := range cs {
+				if c.Status == quan.CouponUsed {
+					return nil
+				}
+			}
+			return quan.Errorf(quan.ETRANSITION, "order %s paid with no coupons: there is nothing to refund", order)
+		})
+	}
+	return s.orderChange(ctx, who, user, order, "refund", quan.CouponTransition{From: quan.CouponUsed, To: quan.CouponAvailable}, refundCoupon(order), nil)
+}
+
+// refundCoupon is the change of each coupon of a refunded order.
+func refundCoupon(order string) func(c *quan.Coupon, now time.Time) (bool, error) {
+	return func(c *quan.Coupon, now time.Time) (bool, error) {
 		switch c.Status {
 		case quan.CouponUsed:
 			return true, c.Refund(now)
@@ -262,19 +328,15 @@ func (s *Service) Refund(ctx context.Context, who quan.Identity, order string) (
 			return false, quan.Errorf(quan.ETRANSITION, "coupon %d is locked, not paid: release order %s instead", c.ID, order)
 		}
 		return false, nil
-	}, nil)
+	}
 }
 
-// orderChange applies change to the coupons of the user that order holds
+// orderChange applies change to the coupons of user that order holds
 // or used, in one transaction, after check (if any) passes on them. tr is
 // the change asked for, under which a refusal or failure is counted.
-func (s *Service) orderChange(ctx context.Context, who quan.Identity, order, verb string, tr quan.CouponTransition,
+func (s *Service) orderChange(ctx context.Context, who quan.Identity, user int64, order, verb string, tr quan.CouponTransition,
 	change func(c *quan.Coupon, now time.Time) (bool, error), check func([]*quan.Coupon) error) (_ []*quan.Coupon, err error) {
 	defer func() { s.Counters.Failed(tr.From, tr.To, err) }()
-	user, err := userOf(who)
-	if err != nil {
-		return nil, err
-	}
 	if err := quan.ValidateOrderID(order); err != nil {
 		return nil, err
 	}
@@ -282,13 +344,30 @@ func (s *Service) orderChange(ctx context.Context, who quan.Identity, order, ver
 	if err != nil {
 		return nil, err
 	}
+	if err := reached(who, all, "order "+order+" of your shop"); err != nil {
+		return nil, err
+	}
+	if len(all) == 0 && verb == "redeem" {
+		// Say why an order that holds nothing cannot be paid, if it is
+		// that it was refunded.
+		if err := s.notRefunded(ctx, user, order); err != nil {
+			return nil, err
+		}
+	}
 	ids := make([]int64, len(all))
 	for i, c := range all {
 		ids[i] = c.ID
 	}
 	now := s.Now.UTC()
 	var events []quan.CouponEvent
-	cs, err := s.change(ctx, user, all, ids, func(cs []*quan.Coupon) error {
+	write := func(fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) { return s.change(ctx, user, all, ids, fn) }
+	if verb == "refund" && s.Refunds != nil {
+		// The order is recorded refunded in the coupons' transaction.
+		write = func(fn func([]*quan.Coupon) error) ([]*quan.Coupon, error) {
+			return s.Refunds.RefundOrder(ctx, user, order, now, ids, fn)
+		}
+	}
+	cs, err := write(func(cs []*quan.Coupon) error {
 		events = events[:0]
 		for _, c := range cs {
 			old := c.Status

@@ -39,6 +39,11 @@ type Service struct {
 	// rule an order does not meet is not usable for it, ReasonRuleNotMet.
 	Rules quan.RuleSource
 	Facts quan.FactsSource
+	// Refunds, if set, records refunded orders: a refund applies to an
+	// order once, and a refunded order is locked and redeemed no more.
+	// Nil refunds as often as asked, each time giving back what the
+	// order used.
+	Refunds quan.RefundStore
 
 	specs specCache
 }
@@ -85,6 +90,35 @@ func userOf(who quan.Identity) (int64, error) {
 		return 0, quan.Errorf(quan.EFORBIDDEN, "only users hold coupons")
 	}
 	return who.UserID, nil
+}
+
+// settlerOf returns the user whose order who settles. Only a service key
+// with the settlement scope changes settlement state, for the user it
+// names (quan.Identity.ForUser): the order system knows an order was
+// paid or refunded, the shopper's app does not.
+func settlerOf(who quan.Identity) (int64, error) {
+	switch {
+	case who.Role == "":
+		return 0, quan.ErrUnauthorized
+	case !who.HasScope(quan.ScopeSettlement):
+		return 0, quan.Errorf(quan.EFORBIDDEN, "settlement is the order system's: it needs a service key with the settlement scope")
+	case who.UserID <= 0:
+		var v quan.Validation
+		v.Add("userId", "name the user whose order this is")
+		return 0, v.Err("invalid settlement")
+	}
+	return who.UserID, nil
+}
+
+// reached refuses coupons of a shop a shop's key does not own, as if
+// they were not there.
+func reached(who quan.Identity, cs []*quan.Coupon, what string) error {
+	for _, c := range cs {
+		if !who.Reaches(c.ShopNo) {
+			return quan.Errorf(quan.ENOTFOUND, "no %s", what)
+		}
+	}
+	return nil
 }
 
 // Filter selects a user's coupons.

@@ -50,6 +50,7 @@ Usage:
   quan gen-users  [flags]          write a file of fake target users
   quan token      [flags]          mint a bearer token for development
   quan user       ACTION [flags]   manage the operator console's accounts: add, list, disable, enable, passwd
+  quan apikey     ACTION [flags]   manage the service keys of the order system, POS, CRM: create, list, revoke
   quan migrate    up|status        apply the store's schema migrations, or list them (then serve --migrate=false)
   quan sms-sink   [flags]          a local SMS gateway that prints the messages quan sends (for trying notify=sms)
   quan version                     print the version and the source revision
@@ -95,6 +96,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return (&MigrateCommand{Main: m}).Run(ctx, args[1:])
 	case "user":
 		return (&UserCommand{Main: m}).Run(ctx, args[1:])
+	case "apikey":
+		return (&APIKeyCommand{Main: m}).Run(ctx, args[1:])
 	case "gen-users":
 		return (&GenUsersCommand{Main: m}).Run(ctx, args[1:])
 	case "distribute":
@@ -128,7 +131,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 }
 
 // commands are quan's subcommands, as Run knows them.
-var commands = []string{"serve", "worker", "token", "migrate", "user", "gen-users", "distribute", "demo", "sms-sink", "bench", "version", "help"}
+var commands = []string{"serve", "worker", "token", "migrate", "user", "apikey", "gen-users", "distribute", "demo", "sms-sink", "bench", "version", "help"}
 
 // Exit prints err, how the command line args ended, on stderr and returns
 // the exit status (cli.ExitCode). A usage error gets one more line: how

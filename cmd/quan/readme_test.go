@@ -140,7 +140,13 @@ func (sh *readmeShell) run(c command) bool {
 		sh.answered = c.curl // the field is checked: saying the answer is optional
 		return true
 	case c.assign != "":
-		sh.vars[c.assign] = strings.TrimSpace(runQuan(t, sh.env, sh.quanArgs(c.subst)))
+		// NAME=$(go run ./cmd/quan ... | tail -n1) takes the last line.
+		subst, last := strings.CutSuffix(c.subst, " | tail -n1")
+		out := strings.TrimSpace(runQuan(t, sh.env, sh.quanArgs(subst)))
+		if last {
+			out = out[strings.LastIndex(out, "\n")+1:]
+		}
+		sh.vars[c.assign] = out
 		return true
 	}
 	words := shellWords(t, c.text, sh.vars)

@@ -50,7 +50,9 @@ type Accounts interface {
 // Console serves the operator console. Set the fields, then call Handler
 // once.
 type Console struct {
-	Accounts  Accounts
+	Accounts Accounts
+	// Keys serves the service keys' page to admins; nil: no such page.
+	Keys      Keys
 	Templates *templates.Service
 	Tasks     *tasks.Service // nil: no distribution pages
 	Stats     *stats.Service // nil: no statistics pages
@@ -112,6 +114,9 @@ func (c *Console) Handler() (http.Handler, error) {
 	c.taskRoutes(page)
 	c.statsRoutes(page)
 	c.accountRoutes(page)
+	if c.Keys != nil {
+		c.keyRoutes(page)
+	}
 	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		c.signedIn(func(w http.ResponseWriter, r *http.Request, s *session) error {
 			return quan.Errorf(quan.ENOTFOUND, "no page %s", r.URL.Path)

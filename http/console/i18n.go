@@ -29,7 +29,7 @@ type message struct{ zh, en string }
 
 // messages are the console's words, by key, joined from each part's:
 // TestTemplatesUseKnownMessages checks that each key a page uses has one.
-var messages = joinMessages(coreMessages, taskMessages, statsMessages, accountMessages)
+var messages = joinMessages(coreMessages, taskMessages, statsMessages, accountMessages, keyMessages)
 
 func joinMessages(parts ...map[string]message) map[string]message {
 	all := map[string]message{}
@@ -51,6 +51,7 @@ var coreMessages = map[string]message{
 	"nav.tasks":      {"批量发券", "Distribution"},
 	"nav.stats":      {"统计", "Statistics"},
 	"nav.accounts":   {"账号", "Accounts"},
+	"nav.keys":       {"服务密钥", "Service keys"},
 	"nav.logout":     {"退出登录", "Sign out"},
 	"nav.lang":       {"English", "中文"},
 	"nav.skip":       {"跳到正文", "Skip to content"},

@@ -264,7 +264,7 @@ func TestStatsPages(t *testing.T) {
 		u++
 	}
 	// The first user pays 120.00 with the coupon: 10.00 off.
-	user := quan.Identity{Role: quan.RoleUser, UserID: coupons[0].UserID}
+	user := quan.Identity{Role: quan.RoleService, KeyID: 1, Scopes: quan.NewScopeSet(quan.ScopeSettlement)}.ForUser(coupons[0].UserID)
 	items := []quan.OrderItem{{SKU: "a", ShopNo: 1001, UnitPrice: 12000, Quantity: 1}}
 	if _, err := env.wallet.Lock(t.Context(), user, "o-1", wallet.LockRequest{Items: items, CouponIDs: []int64{coupons[0].ID}, ExpectedDiscount: 1000}); err != nil {
 		t.Fatal(err)

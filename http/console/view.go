@@ -29,11 +29,13 @@ type view struct {
 	Fields map[string]string
 	Notice string // one line shown above the page (e.g. "saved")
 	Error  string // one line shown above the page as an error
-	loc    *time.Location
+	// KeysPage says the console serves the service keys' page.
+	KeysPage bool
+	loc      *time.Location
 }
 
 func (c *Console) newView(r *http.Request, s *session) *view {
-	v := &view{Lang: defaultLang, Path: r.URL.RequestURI(), loc: c.zone("Asia/Shanghai")}
+	v := &view{Lang: defaultLang, Path: r.URL.RequestURI(), loc: c.zone("Asia/Shanghai"), KeysPage: c.Keys != nil}
 	if ck, err := r.Cookie(langCookie); err == nil {
 		if _, ok := languages[ck.Value]; ok {
 			v.Lang = ck.Value

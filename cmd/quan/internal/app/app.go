@@ -14,6 +14,7 @@ import (
 
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/accounts"
+	"github.com/quanhq/quan/apikeys"
 	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/codes"
@@ -55,6 +56,7 @@ type App struct {
 	Stats       *stats.Service        // nil for Local
 	Reminders   *notify.Reminders     // nil for Local
 	Accounts    *accounts.Service     // the console's accounts and sessions
+	Keys        *apikeys.Service      // the service keys
 	Facts       *facts.Service
 	Shops       *shops.Service // shops' settings; claims honour their daily cap
 	// Refusals counts the claims refused before the store for the
@@ -147,6 +149,7 @@ func (a *App) build(ctx context.Context) error {
 	a.Templates = &templates.Service{Store: st, Cache: b.Cache, Logger: logger, Now: cfg.Now,
 		Rules: engine, Versions: st, Book: book}
 	a.Accounts = &accounts.Service{Store: st, Now: cfg.Now, Logger: logger}
+	a.Keys = &apikeys.Service{Keys: st, Secrets: st, Now: cfg.Now, Logger: logger}
 	a.Stats = &stats.Service{Store: st, Now: cfg.Now}
 	a.Shops = &shops.Service{Store: st, Now: cfg.Now, Logger: logger}
 	a.Facts = &facts.Service{Store: st, Now: cfg.Now, Logger: logger,
@@ -204,7 +207,7 @@ func (a *App) build(ctx context.Context) error {
 		return nil
 	}
 	a.Wallet = &wallet.Service{Coupons: st, Archiver: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
-		Rules: book, Facts: a.Facts}
+		Rules: book, Facts: a.Facts, Refunds: st}
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Wallet(&a.Wallet.Counters))
 	}
@@ -418,6 +421,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 		Reminders:   a.Reminders,
 		Facts:       a.Facts,
 		Shops:       a.Shops,
+		Keys:        a.Keys,
 		CodesExport: report.Codes{},
 		Idempotency: a.Backends.Idempotency,
 		Tokens:      tokens,
@@ -434,6 +438,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 	}
 	con := &console.Console{
 		Accounts:    a.Accounts,
+		Keys:        a.Keys,
 		Templates:   a.Templates,
 		Tasks:       a.Tasks,
 		Stats:       a.Stats,

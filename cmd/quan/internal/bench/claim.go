@@ -26,6 +26,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/apikeys"
 	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/cmd/quan/internal/app"
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
@@ -57,8 +58,16 @@ type claimBench struct {
 	// cache before the load.
 	Eligibility string
 	WarmFacts   bool
+	// Auth is how each claim authenticates: AuthHS256 or AuthKey.
+	Auth string
 	freshDB
 }
+
+// How a bench's claims authenticate (--auth).
+const (
+	AuthHS256 = "hs256" // each user's HS256 token, as quan token mints
+	AuthKey   = "key"   // one platform service key of scope claims, naming the user in the body
+)
 
 func (b *claimBench) register(fs *flag.FlagSet) {
 	b.Config.RegisterBackends(fs, app.Local) // --data defaults to a fresh temporary folder, removed after
@@ -75,6 +84,7 @@ func (b *claimBench) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.Rounds, "rounds", 2, "with --metrics-compare: runs with metrics off and on, each (in the order off, on, then on, off, and so on)")
 	fs.StringVar(&b.Eligibility, "eligibility", "", "claim a template with this eligibility rule (the typical one: 'user.level >= 2 && \"vip\" in user.tags'); every user of the run is given level 2 and the tag vip beforehand, so the rule lets all through and the claims differ from a run without it only by the rule's cost")
 	fs.BoolVar(&b.WarmFacts, "warm-facts", false, "with --eligibility: read every user's facts into the facts cache before the load (default: the first claim of each user reads them from the store, as after a restart)")
+	fs.StringVar(&b.Auth, "auth", AuthHS256, "how each claim authenticates: hs256 (each user's own HS256 token) or key (one platform service key of scope claims, the user in the body as {\"userId\": N})")
 	fs.StringVar(&b.CPUProfile, "cpuprofile", "", "write a CPU profile of the claims' load and drain (server and load generator: one process) to this file")
 	b.registerFreshDB(fs, "bench claim", "Without it, the run's template and coupons stay in the database and its cache keys under the prefix (claim records for 24 h), and its claims go on the stream --bus names, where another bench or quan serve on it takes them")
 }
@@ -99,6 +109,8 @@ func (b *claimBench) validate() error {
 		return cli.Usagef("bench claim: --duration %s: want a positive duration", b.Duration)
 	case b.Rounds < 1:
 		return cli.Usagef("bench claim: --rounds %d: want at least 1", b.Rounds)
+	case b.Auth != AuthHS256 && b.Auth != AuthKey:
+		return cli.Usagef("bench claim: --auth %q: want hs256 or key", b.Auth)
 	case b.MetricsCompare && (b.Ceiling || b.CPUProfile != ""):
 		return cli.Usagef("bench claim: --metrics-compare runs the claims several times: run --ceiling and --cpuprofile without it")
 	}
@@ -118,7 +130,7 @@ func (b *claimBench) setup() string {
 	if b.PersistRate > 0 {
 		paced = fmt.Sprintf(", store writes paced at %s claims/s while claims arrive", cli.Thousands(int64(b.PersistRate)))
 	}
-	return fmt.Sprintf("store %s%s, cache %s, bus %s%s", store, b.database(), cache, bus, paced)
+	return fmt.Sprintf("store %s%s, cache %s, bus %s%s, auth %s", store, b.database(), cache, bus, paced, cmp.Or(b.Auth, AuthHS256))
 }
 
 // claim measures the claim API of a real server in this process: accepted
@@ -225,7 +237,11 @@ func (c *Command) claimPhase(ctx context.Context, b *claimBench, cfg app.Config)
 			return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
 		}
 	}
-	gen, err = claimLoad(*b, srv.tokens)
+	if b.Auth == AuthKey {
+		gen, err = keyClaimLoad(ctx, *b, srv.app.Keys)
+	} else {
+		gen, err = claimLoad(*b, srv.tokens)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -398,13 +414,17 @@ func median(vs []float64) float64 {
 }
 
 // claimLoad mints a token for each of b.Users users (as many as the
-// requests can name) with the server's tokens, and orders the
+// requests can name) with the server's tokens (none if tokens is nil),
+// and orders the
 // requests: request k comes from user k mod Users, shuffled, so that
 // repeats are spread over the run.
 func claimLoad(b claimBench, tokens *qhttp.Tokens) (*loadGen, error) {
 	users := min(b.Users, b.Requests)
 	auth := make([][]string, users)
 	for i := range auth {
+		if tokens == nil {
+			continue // keyClaimLoad sets them
+		}
 		tok, err := tokens.Mint(quan.Identity{Role: quan.RoleUser, UserID: int64(i) + 1}, 24*time.Hour)
 		if err != nil {
 			return nil, fmt.Errorf("bench claim: mint a token: %w", err)
@@ -418,6 +438,28 @@ func claimLoad(b claimBench, tokens *qhttp.Tokens) (*loadGen, error) {
 	r := mrand.New(mrand.NewPCG(5, 5))
 	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	return &loadGen{Method: http.MethodPost, Auth: auth, Order: order, Conns: b.Conns, Duration: b.Duration}, nil
+}
+
+// keyClaimLoad is claimLoad for --auth key: one platform service key of
+// scope claims, made on the run's store, sent by every request, each
+// naming its user in the body, as a platform's server claims for its
+// users.
+func keyClaimLoad(ctx context.Context, b claimBench, keys *apikeys.Service) (*loadGen, error) {
+	_, key, err := keys.Create(ctx, quan.Identity{Subject: "bench", Role: quan.RoleAdmin},
+		apikeys.NewKey{Name: "bench claim", Scopes: []quan.KeyScope{quan.ScopeClaims}})
+	if err != nil {
+		return nil, fmt.Errorf("bench claim: make a service key: %w", err)
+	}
+	gen, err := claimLoad(b, nil)
+	if err != nil {
+		return nil, err
+	}
+	gen.Bodies = make([][]byte, len(gen.Auth))
+	for i := range gen.Auth {
+		gen.Auth[i] = []string{"Bearer " + key}
+		gen.Bodies[i] = fmt.Appendf(nil, `{"userId":%d}`, i+1)
+	}
+	return gen, nil
 }
 
 // persisted is how many accepted claims the store has decided.
@@ -588,6 +630,7 @@ type loadGen struct {
 	WarmURL  string // fetched once on each connection before the clock starts
 	Method   string
 	Auth     [][]string // the Authorization header of each user
+	Bodies   [][]byte   // the JSON body of each user's request; nil: none
 	Order    []int32    // the user of each request
 	Conns    int
 	Duration time.Duration // stop after this long; 0: when Order is sent
@@ -695,7 +738,11 @@ func (w *loadWorker) loop(ctx context.Context, next *atomic.Int64, deadline time
 			return
 		}
 		w.sent++
-		w.req = w.t.appendRequest(w.req[:0], w.g.Auth[w.g.Order[k]])
+		var body []byte
+		if w.g.Bodies != nil {
+			body = w.g.Bodies[w.g.Order[k]]
+		}
+		w.req = w.t.appendRequest(w.req[:0], w.g.Auth[w.g.Order[k]], body)
 		resp, err := w.c.roundTrip(ctx, w.req, t)
 		if err != nil {
 			if ctx.Err() != nil {

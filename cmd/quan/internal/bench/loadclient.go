@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -105,15 +106,21 @@ func checkAuth(auth [][]string) error {
 }
 
 // appendRequest appends to b the request with auth's Authorization
-// headers.
-func (t *loadTarget) appendRequest(b []byte, auth []string) []byte {
+// headers and, if body is not nil, body as its JSON.
+func (t *loadTarget) appendRequest(b []byte, auth []string, body []byte) []byte {
 	b = append(b, t.prefix...)
 	for _, v := range auth {
 		b = append(b, "Authorization: "...)
 		b = append(b, v...)
 		b = append(b, "\r\n"...)
 	}
-	return append(b, t.suffix...)
+	if body == nil {
+		return append(b, t.suffix...)
+	}
+	b = append(b, "Content-Type: application/json\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\n\r\n"...)
+	return append(b, body...)
 }
 
 // loadResponse is a response a loadConn read. Status and Body are the

@@ -426,7 +426,7 @@ func TestLoadConnAllocs(t *testing.T) {
 	auth := []string{"Bearer " + strings.Repeat("t", 200)}
 	req := make([]byte, 0, 512)
 	allocs := testing.AllocsPerRun(1000, func() {
-		req = target.appendRequest(req[:0], auth)
+		req = target.appendRequest(req[:0], auth, nil)
 		if _, _, err := c.read(); err != nil {
 			t.Fatal(err)
 		}

@@ -255,7 +255,7 @@ func (c *Command) walletLock(ctx context.Context, args []string) error {
 	}
 	svc := runOrders(ctx, n, e.b.Conns, func(ctx context.Context, k int) error {
 		user := int64(k) + 1
-		who := quan.Identity{Role: quan.RoleUser, UserID: user}
+		who := quan.Identity{Role: quan.RoleService, KeyID: 1, Scopes: quan.NewScopeSet(quan.ScopeSettlement)}.ForUser(user)
 		order := "svc-" + strconv.FormatInt(user, 10)
 		if _, err := e.wallet.Lock(ctx, who, order, wallet.LockRequest{Items: items, CouponIDs: ids[k : k+1], ExpectedDiscount: discount}); err != nil {
 			return err
