@@ -1,6 +1,9 @@
 package http_test
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"github.com/quanhq/quan"
 	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/inmem"
+	"github.com/quanhq/quan/internal/integration"
+	"github.com/quanhq/quan/redis"
 )
 
 // promoTemplate creates and activates a template of code with stock and
@@ -284,4 +289,36 @@ func TestPromoCodeUniqueAmongActiveTemplates(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("activations answered %v, want one 200", statuses)
 	}
+}
+
+// TestPromoWrongCodesSharedAcrossServers: with Redis (QUAN_TEST_REDIS)
+// the wrong codes a user types on one server count on every other: two
+// servers, each on a limiter of its own connection to one Redis.
+func TestPromoWrongCodesSharedAcrossServers(t *testing.T) {
+	url := integration.Need(t, integration.Redis)[0]
+	var b [6]byte
+	rand.Read(b[:])
+	prefix := "quantest:" + hex.EncodeToString(b[:]) + ":"
+	server := func() *testServer {
+		c, err := redis.Open(t.Context(), url, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			c.Drop(context.Background())
+			c.Close()
+		})
+		return newClaimServer(t, func(ts *testServer) {
+			ts.claims.Limiter = c
+			ts.claims.PromoLimit = claims.PromoLimit{Wrong: 3, Window: time.Hour}
+		})
+	}
+	one, two := server(), server()
+	two.promoTemplate(t, two.merchant(t, 1), "SHARED-1", 10, 1)
+	for i := range 3 {
+		one.claimCode(t, one.user(t, 1), fmt.Sprintf("GUESS-%d", i)).want(t, http.StatusNotFound, quan.ENOTFOUND)
+	}
+	two.claimCode(t, two.user(t, 1), "SHARED-1").want(t, http.StatusTooManyRequests, quan.ERATELIMITED)
+	two.claimCode(t, two.user(t, 2), "SHARED-1").want(t, http.StatusAccepted, "")
+	one.claimCode(t, one.user(t, 2), "GUESS-9").want(t, http.StatusNotFound, quan.ENOTFOUND)
 }
