@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -321,4 +322,69 @@ func TestPromoWrongCodesSharedAcrossServers(t *testing.T) {
 	two.claimCode(t, two.user(t, 1), "SHARED-1").want(t, http.StatusTooManyRequests, quan.ERATELIMITED)
 	two.claimCode(t, two.user(t, 2), "SHARED-1").want(t, http.StatusAccepted, "")
 	one.claimCode(t, one.user(t, 2), "GUESS-9").want(t, http.StatusNotFound, quan.ENOTFOUND)
+}
+
+// promoCounting counts the look-ups of promo codes that reach the store.
+type promoCounting struct {
+	quan.TemplateStore
+	reads atomic.Int64
+}
+
+func (p *promoCounting) PromoCodeTemplate(ctx context.Context, code string) (int64, error) {
+	p.reads.Add(1)
+	return p.TemplateStore.PromoCodeTemplate(ctx, code)
+}
+
+// TestPromoCodeLookupsSpareTheStore: a hundred users typing one code at
+// once, and others typing one wrong code, cost the store one read of
+// each while the answer is kept (an hour here).
+func TestPromoCodeLookupsSpareTheStore(t *testing.T) {
+	var counted *promoCounting
+	ts := newClaimServer(t, func(ts *testServer) {
+		counted = &promoCounting{TemplateStore: ts.store}
+		ts.claims.Templates = counted
+		ts.claims.PromoCacheFor = time.Hour
+	})
+	ts.promoTemplate(t, ts.merchant(t, 1), "FLASH-1", 1000, 1)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for u := range int64(100) {
+		wg.Go(func() {
+			token := ts.user(t, 1000+u)
+			<-start
+			ts.claimCode(t, token, "flash-1").want(t, http.StatusAccepted, "")
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := counted.reads.Load(); n != 1 {
+		t.Fatalf("100 claims of one code read the store %d times, want 1", n)
+	}
+	for u := range int64(5) {
+		ts.claimCode(t, ts.user(t, 2000+u), "NO-SUCH").want(t, http.StatusNotFound, quan.ENOTFOUND)
+	}
+	if n := counted.reads.Load(); n != 2 {
+		t.Fatalf("then 5 claims of one wrong code: %d reads in all, want 2", n)
+	}
+}
+
+// TestPromoCodeHonoursEligibility: a members-only template claimed by
+// its code refuses a non-member 409 not_eligible (not a wrong code) and
+// accepts a member.
+func TestPromoCodeHonoursEligibility(t *testing.T) {
+	ts := newClaimServer(t, func(ts *testServer) {
+		ts.claims.PromoLimit = claims.PromoLimit{Wrong: 1, Window: time.Hour}
+	})
+	m := ts.merchant(t, 1)
+	admin := ts.token(t, quan.Identity{Role: quan.RoleAdmin, Subject: "upstream"})
+	body := validTemplate()
+	body["eligibility"], body["promoCode"] = `user.level >= 2`, "VIP-ONLY"
+	tpl := ts.create(t, m, body)
+	ts.do(t, "POST", loc(tpl.ID)+"/activate", m, nil).want(t, http.StatusOK, "")
+	for range 3 { // refused, but never counted as wrong (one allowed)
+		ts.claimCode(t, ts.user(t, 7), "VIP-ONLY").want(t, http.StatusConflict, quan.ENOTELIGIBLE)
+	}
+	ts.claimCode(t, ts.user(t, 7), "NOT-VIP").want(t, http.StatusNotFound, quan.ENOTFOUND)
+	ts.do(t, "PUT", attributesPath(8), admin, map[string]any{"level": 2}).want(t, http.StatusOK, "")
+	ts.claimCode(t, ts.user(t, 8), "vip-only").want(t, http.StatusAccepted, "")
 }
