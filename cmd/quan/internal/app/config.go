@@ -252,7 +252,7 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 	fs.IntVar(&l.UserBurst, "claim-burst-user", DefaultClaimLimits.UserBurst, "claims one user may make at once")
 	fs.Float64Var(&l.TemplateRate, "claim-rate-template", DefaultClaimLimits.TemplateRate, "claims a second of one template (0: no limit)")
 	fs.IntVar(&l.TemplateBurst, "claim-burst-template", DefaultClaimLimits.TemplateBurst, "claims of one template at once")
-	fs.IntVar(&c.Claims.Promo.Wrong, "promo-wrong-codes", claims.DefaultPromoWrong, "wrong promo codes one user may type per --promo-wrong-window; past them every code the user types is refused 429 until the window refills")
+	fs.IntVar(&c.Claims.Promo.Wrong, "promo-wrong-codes", claims.DefaultPromoWrong, "wrong promo codes one user may type at once, refilled at that many per --promo-wrong-window (a token bucket); while none is left every code the user types is refused 429")
 	fs.DurationVar(&c.Claims.Promo.Window, "promo-wrong-window", claims.DefaultPromoWindow, "the window of --promo-wrong-codes")
 }
 
