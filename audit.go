@@ -72,7 +72,7 @@ var templateFieldOrder = []string{
 	"id", "shopNo", "name", "description", "kind", "rule", "source", "scope",
 	"issueStart", "issueEnd", "validity", "perUserLimit", "codePrefix",
 	"remindBefore", "remindChannels", "remindLead", "stacking", "priority",
-	"budget", "perUserDaily", "perUserWeekly", "eligibility", "applies", "stock", "totalStock",
+	"budget", "perUserDaily", "perUserWeekly", "eligibility", "applies", "promoCode", "stock", "totalStock",
 	"status", "createdBy", "createdAt", "updatedAt",
 }
 

@@ -18,6 +18,8 @@
 //	发券任务 task     Task: a bulk distribution to the users of a file or
 //	                  a segment (人群), applied in Chunks
 //	券码 code         a one-time redemption code (CodeBatch, RedeemCode)
+//	口令券 promo code a template's shared public code many users type to
+//	                  claim it (TemplateSpec.PromoCode, promo.go)
 //	核销 redeem       settle a coupon with an order: quote, lock, redeem,
 //	                  release, refund (Quote, CouponStatus)
 //	预算 budget       the discount a template may give in all (Budget)

@@ -64,4 +64,10 @@ type RateLimiter interface {
 	// the earliest the same call could succeed. The keys of one call must
 	// differ. No buckets is allowed: -1.
 	Allow(ctx context.Context, buckets ...Bucket) (refused int, retryAfter time.Duration, err error)
+	// Peek returns how long b takes to hold a token: 0 when it holds one
+	// now, else the wait Allow(b) would answer. It takes none, and
+	// changes no bucket: a limit that counts only some requests (wrong
+	// promo codes) asks it first, to refuse every request while the
+	// bucket is empty, and takes with Allow only when a request counts.
+	Peek(ctx context.Context, b Bucket) (time.Duration, error)
 }

@@ -30,8 +30,15 @@ type TemplateStore interface {
 	// index lookup, unlike a page of Templates with its count).
 	HighestTemplateID(ctx context.Context) (int64, error)
 
+	// PromoCodeTemplate returns the id of the active template whose
+	// PromoCode is code, as NormalizePromoCode keeps it, or ErrNotFound:
+	// also when no template holds it now, or the one that does is paused.
+	PromoCodeTemplate(ctx context.Context, code string) (int64, error)
+
 	// UpdateTemplate loads template id of shop, locks it, and calls fn with
-	// it. If fn returns nil the changed template is saved, together with an
+	// it. If fn returns nil the changed template is saved (PromoCodeHeld,
+	// and nothing written, if it would then hold a PromoCode another
+	// active or paused template holds; CreateTemplate likewise), together with an
 	// audit entry by actor for action listing the changed fields; the saved
 	// template is returned. If fn fails nothing is written and its error is
 	// returned. ErrNotFound if there is no such template. The entry's time

@@ -205,6 +205,11 @@ type TemplateSpec struct {
 	// type-checks them when the template is saved (checkRules).
 	Eligibility string `json:"eligibility,omitempty"`
 	Applies     string `json:"applies,omitempty"`
+
+	// PromoCode, if set, is the template's shared public code (口令券,
+	// promo.go): users claim its coupons by typing it. Kept upper-case
+	// (NormalizePromoCode); unique among active and paused templates.
+	PromoCode string `json:"promoCode,omitempty"`
 }
 
 // Template defines a coupon: its rule, scope, windows, limits and stock.
@@ -300,6 +305,11 @@ func (s *TemplateSpec) validate(v *Validation) {
 	}
 	s.validateReminders(v)
 	s.validateBudget(v)
+	if s.PromoCode != "" {
+		if p := PromoCodeProblem(s.PromoCode); p != "" {
+			v.Add("promoCode", p)
+		}
+	}
 	// A rule may run over several lines; templates.Service compiles it.
 	v.Text("eligibility", s.Eligibility, ruleControls)
 	v.Text("applies", s.Applies, ruleControls)

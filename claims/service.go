@@ -109,6 +109,12 @@ type Service struct {
 	// read per LookupEvery. 0 means DefaultLookupEvery. A template
 	// created in this process is known at once (TemplateCreated).
 	LookupEvery time.Duration
+	// PromoLimit bounds the wrong promo codes a user types (ClaimCode),
+	// in Limiter; the zero value takes the defaults.
+	PromoLimit PromoLimit
+	// PromoCacheFor is how long what the store answered of a promo code
+	// is kept (promoIDs); 0 means DefaultPromoCacheFor.
+	PromoCacheFor time.Duration
 
 	once    sync.Once
 	handoff *batch.Batcher[*quan.Claim, quan.Handoff]
@@ -117,6 +123,7 @@ type Service struct {
 	prime   flight.Group
 	known   knownIDs
 	shops   templateShops
+	promo   promoIDs
 	// inflight counts the claims between their reservation and the end
 	// of their hand-off (InFlight).
 	inflight atomic.Int64

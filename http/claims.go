@@ -48,6 +48,28 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// claimCode takes a claim by promo code (口令券): as claim, of the active
+// template whose promoCode is {code} (in any case). 404 for a code no
+// active template holds; 400 naming "code" for one malformed; 429 with
+// Retry-After once the caller typed too many wrong codes.
+func (s *Server) claimCode(w http.ResponseWriter, r *http.Request) error {
+	who, err := identity(r)
+	if err != nil {
+		return err
+	}
+	c, err := s.Claims.ClaimCode(r.Context(), who, r.PathValue("code"), r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/v1/claims/"+c.ID)
+	status := http.StatusAccepted
+	if c.Status != quan.ClaimPending {
+		status = http.StatusOK // a retry whose claim the store has decided
+	}
+	s.writeClaim(w, status, c)
+	return nil
+}
+
 // getClaim returns a claim of the caller: pending, issued (with the
 // coupon) or failed (with the reason). ?wait=2s waits up to that long for
 // a pending claim to be decided.

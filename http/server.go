@@ -184,6 +184,7 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 
 	if s.Claims != nil {
 		handle("POST /api/v1/templates/{id}/claim", s.claim)
+		handle("POST /api/v1/promo-codes/{code}/claim", s.claimCode)
 		handle("GET /api/v1/claims/{id}", s.getClaim)
 	}
 	if s.Wallet != nil {

@@ -142,6 +142,23 @@ func (l *RateLimiter) Allow(ctx context.Context, buckets ...quan.Bucket) (int, t
 	return -1, 0, nil
 }
 
+// Peek implements quan.RateLimiter: the wait of q's bucket refilled to
+// now, changing nothing.
+func (l *RateLimiter) Peek(ctx context.Context, q quan.Bucket) (time.Duration, error) {
+	now := l.Now.UTC()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[q.Key]
+	if b == nil {
+		return 0, nil // full
+	}
+	tokens := math.Min(float64(q.Burst), b.tokens+now.Sub(b.at).Seconds()*q.Rate)
+	if tokens >= 1 {
+		return 0, nil
+	}
+	return waitFor(1-tokens, q.Rate), nil
+}
+
 // waitFor is how long a bucket refilling at rate a second takes to gain
 // tokens, the longest Duration if it is longer.
 func waitFor(tokens, rate float64) time.Duration {

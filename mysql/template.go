@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,7 +34,7 @@ const templateColumns = `id, shop_no, name, description, kind,
 	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 	remind_before, remind_channels, remind_lead, stacking, priority,
-	budget, per_user_daily, per_user_weekly, eligibility, applies`
+	budget, per_user_daily, per_user_weekly, eligibility, applies, promo_code`
 
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
 // in the same transaction. t.ID is left alone if anything fails.
@@ -53,12 +54,13 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 				validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 				per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 				remind_before, remind_channels, remind_lead, stacking, priority,
-				budget, per_user_daily, per_user_weekly, eligibility, applies
-			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				budget, per_user_daily, per_user_weekly, eligibility, applies,
+				promo_code
+			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			append([]any{t.ShopNo}, vals...)...,
 		)
 		if err != nil {
-			return translate(err)
+			return promoCodeHeld(translate(err), t.PromoCode)
 		}
 		if id, err = res.LastInsertId(); err != nil {
 			return err
@@ -132,6 +134,34 @@ func (s *Store) HighestTemplateID(ctx context.Context) (_ int64, err error) {
 	return id.Int64, nil
 }
 
+// PromoCodeTemplate returns the id of the active template holding code,
+// along the unique index of promo_code_held, or quan.ErrNotFound.
+func (s *Store) PromoCodeTemplate(ctx context.Context, code string) (_ int64, err error) {
+	defer s.db.unavailable(&err)
+	var (
+		id     int64
+		status quan.TemplateStatus
+	)
+	err = s.db.db.QueryRowContext(ctx, `SELECT id, status FROM templates WHERE promo_code_held = ?`, code).Scan(&id, &status)
+	switch {
+	case errors.Is(err, sql.ErrNoRows) || err == nil && status != quan.TemplateActive:
+		return 0, quan.Errorf(quan.ENOTFOUND, "no active template has the promo code %q", code)
+	case err != nil:
+		return 0, fmt.Errorf("template of promo code %q: %w", code, err)
+	}
+	return id, nil
+}
+
+// promoCodeHeld is err, or quan.PromoCodeHeld when err is the unique
+// index of promo_code_held refusing code: the templates' one unique
+// index beside the primary key, which the store hands out.
+func promoCodeHeld(err error, code string) error {
+	if code != "" && errors.Is(err, quan.ErrConflict) {
+		return quan.PromoCodeHeld(code)
+	}
+	return err
+}
+
 // UpdateTemplate locks template id of shop with SELECT ... FOR UPDATE and
 // calls fn with it. If fn returns nil, the template and an audit entry
 // listing the changed fields are saved in the same transaction; the
@@ -174,11 +204,12 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 				remind_before = ?, remind_channels = ?, remind_lead = ?,
 				stacking = ?, priority = ?,
 				budget = ?, per_user_daily = ?, per_user_weekly = ?,
-				eligibility = ?, applies = ?
+				eligibility = ?, applies = ?,
+				promo_code = ?
 			WHERE id = ?`,
 			append(vals, id)...,
 		); err != nil {
-			return fmt.Errorf("update template %d: %w", id, translate(err))
+			return fmt.Errorf("update template %d: %w", id, promoCodeHeld(translate(err), t.PromoCode))
 		}
 		if err := insertAudit(ctx, tx, &quan.AuditEntry{
 			TemplateID: id,

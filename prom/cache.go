@@ -49,6 +49,7 @@ func (m *BackendMetrics) SharedCache(c quan.SharedCache) quan.SharedCache {
 		abandoned:      o("Abandoned"),
 		reaped:         o("Reaped"),
 		allow:          o("Allow"),
+		peek:           o("Peek"),
 		begin:          o("Begin"),
 		complete:       o("Complete"),
 		abort:          o("Abort"),
@@ -150,9 +151,9 @@ func (c *cache) SwapPeriodHeld(ctx context.Context, template int64, p quan.Perio
 // sharedCache is a shared cache that records its calls.
 type sharedCache struct {
 	*cache
-	s                                                                        quan.SharedCache
-	reserveLimited, handed, abandoned, reaped, allow, begin, complete, abort *op
-	unhanded                                                                 *op
+	s                                                                              quan.SharedCache
+	reserveLimited, handed, abandoned, reaped, allow, peek, begin, complete, abort *op
+	unhanded                                                                       *op
 }
 
 func (c *sharedCache) Unhanded(ctx context.Context, template int64) (_ int64, err error) {
@@ -185,6 +186,11 @@ func (c *sharedCache) Reaped(ctx context.Context, template int64, key string) (e
 func (c *sharedCache) Allow(ctx context.Context, buckets ...quan.Bucket) (_ int, _ time.Duration, err error) {
 	defer c.allow.done(ctx, time.Now(), &err)
 	return c.s.Allow(ctx, buckets...)
+}
+
+func (c *sharedCache) Peek(ctx context.Context, b quan.Bucket) (_ time.Duration, err error) {
+	defer c.peek.done(ctx, time.Now(), &err)
+	return c.s.Peek(ctx, b)
 }
 
 func (c *sharedCache) Begin(ctx context.Context, key string, running time.Duration) (_ quan.KeyState, _ *quan.Replay, err error) {

@@ -19,6 +19,7 @@ func (m *BackendMetrics) Store(s quan.Store) quan.Store {
 		template:              o("Template"),
 		templates:             o("Templates"),
 		highestTemplateID:     o("HighestTemplateID"),
+		promoCodeTemplate:     o("PromoCodeTemplate"),
 		updateTemplate:        o("UpdateTemplate"),
 		adjustStock:           o("AdjustStock"),
 		templateHistory:       o("TemplateHistory"),
@@ -79,7 +80,7 @@ type store struct {
 	issueClaims, failClaim, claim                                                        *op
 	updateCoupons, orderCoupons, swapCoupons, lapseCoupons, budgetUsage                  *op
 	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, code, redeemCode *op
-	codeBatches, highestTemplateID                                                       *op
+	codeBatches, highestTemplateID, promoCodeTemplate                                    *op
 	taskStatuses, oldestRunningTask, oldestAvailableEnd, archiveCoupons                  *op
 	notifyOps
 	statsOps
@@ -116,6 +117,11 @@ func (s *store) Templates(ctx context.Context, f quan.TemplateFilter) (_ []*quan
 func (s *store) HighestTemplateID(ctx context.Context) (_ int64, err error) {
 	defer s.highestTemplateID.done(ctx, time.Now(), &err)
 	return s.s.HighestTemplateID(ctx)
+}
+
+func (s *store) PromoCodeTemplate(ctx context.Context, code string) (_ int64, err error) {
+	defer s.promoCodeTemplate.done(ctx, time.Now(), &err)
+	return s.s.PromoCodeTemplate(ctx, code)
 }
 
 func (s *store) UpdateTemplate(ctx context.Context, shop, id int64, actor, action string, fn func(*quan.Template) error) (_ *quan.Template, err error) {

@@ -125,6 +125,39 @@ func TestRateLimiter(t *testing.T, newLimiter func(t *testing.T) quan.RateLimite
 		time.Sleep(120 * time.Millisecond) // 20 a second: one token in 50ms
 		take(t, l, "a take after the refill", b)
 	})
+	t.Run("PeekTakesNothing", func(t *testing.T) {
+		t.Parallel()
+		l, b := newLimiter(t), bucket(0.01, 2)
+		peek := func(what string, lo, hi time.Duration) {
+			t.Helper()
+			if wait, err := l.Peek(t.Context(), b); err != nil || wait < lo || wait > hi {
+				t.Fatalf("%s: Peek = %s, %v; want %s to %s", what, wait, err, lo, hi)
+			}
+		}
+		peek("a bucket never used", 0, 0)
+		peek("peeked again", 0, 0) // peeking took nothing
+		take(t, l, "first take", b)
+		peek("one token left", 0, 0)
+		take(t, l, "second take", b)
+		peek("empty", 90*time.Second, 100*time.Second)
+		refuse(t, l, "a take after the peeks", 0, 90*time.Second, 100*time.Second, b)
+		peek("still empty", 90*time.Second, 100*time.Second)
+		other := bucket(0.01, 1)
+		peek2 := func() time.Duration {
+			w, err := l.Peek(t.Context(), other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		if w := peek2(); w != 0 {
+			t.Fatalf("Peek of another key = %s, want 0", w)
+		}
+		take(t, l, "another key after a peek: still full", other)
+		if w := peek2(); w < 90*time.Second {
+			t.Fatalf("Peek of the other key once taken = %s, want about 100s", w)
+		}
+	})
 	t.Run("NoBuckets", func(t *testing.T) {
 		t.Parallel()
 		take(t, newLimiter(t), "no buckets")

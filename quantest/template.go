@@ -44,6 +44,10 @@ func TestTemplateStore(t *testing.T, newStore func(t *testing.T) quan.TemplateSt
 
 	run("HighestTemplateID/ZeroWhenEmptyThenTheLastCreated", testHighestTemplateID)
 
+	run("PromoCodeTemplate/OnlyWhileActive", testPromoCodeLife)
+	run("PromoCodeTemplate/HeldByOneActiveOrPausedTemplate", testPromoCodeHeldOnce)
+	run("PromoCodeTemplate/ActivationRaceHasOneWinner", testPromoCodeActivationRace)
+
 	run("UpdateTemplate/SavesAndReturnsChanges", testUpdateSaves)
 	run("UpdateTemplate/FnErrorWritesNothing", testUpdateFnError)
 	run("UpdateTemplate/ErrNotFoundForMissingID", testUpdateMissing)

@@ -249,6 +249,17 @@ flushBuckets()
 return {refused, wait}
 `)
 
+// peekScript answers how many microseconds KEYS[1] takes to hold a
+// token, 0 if it holds one, changing nothing. ARGV rate, burst.
+var peekScript, _ = luaScript(bucketLua + `
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = now()
+local b = bucket(KEYS[1], burst, t)
+local n = min(burst, b.n + max(0, t - b.at) * rate)
+if n >= 1 then return 0 end
+return min(ceil((1 - n) / rate * 1e6), 9e15)
+`)
+
 // refundScript gives back the token allowScript took from KEYS[1], up to
 // the burst. ARGV rate, burst.
 var refundScript, refundSHA = luaScript(bucketLua + `
@@ -312,6 +323,18 @@ func (c *Cache) Allow(ctx context.Context, buckets ...quan.Bucket) (_ int, _ tim
 		return -1, 0, fmt.Errorf("redis rate limit: %w", err)
 	}
 	return refused, wait, nil
+}
+
+// Peek implements quan.RateLimiter in one script call, which writes
+// nothing.
+func (c *Cache) Peek(ctx context.Context, b quan.Bucket) (_ time.Duration, err error) {
+	defer c.unavailable(&err)
+	rate, burst := bucketArgs(b)
+	n, err := peekScript.Exec(ctx, c.client, []string{c.rateKey(b.Key)}, []string{rate, burst}).AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("redis rate limit: %w", err)
+	}
+	return micros(n), nil
 }
 
 // allowResult reads what allowScript answered: the index of the bucket

@@ -289,4 +289,6 @@ func normalizeSpec(s *quan.TemplateSpec) {
 		s.RemindChannels = nil
 	}
 	normalizeRules(s)
+	// 口令券 codes are case-insensitive: kept, and so compared, upper-case.
+	s.PromoCode = quan.NormalizePromoCode(s.PromoCode)
 }

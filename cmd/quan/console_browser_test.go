@@ -386,6 +386,7 @@ func TestConsoleBrowserFlow(t *testing.T) {
 		chromedp.SendKeys(css(form+`[name="rule.threshold"]`), "100"),
 		chromedp.SendKeys(css(form+`[name="rule.amount"]`), "20"),
 		retype(form+`[name="stock"]`, "20000"),
+		chromedp.SendKeys(css(form+`[name="promoCode"]`), "browser11"),
 		retype(`#example`, "150"),
 	)
 	preview := poll[string](b, "the preview of 20 off 150", `(function () {
@@ -407,6 +408,10 @@ func TestConsoleBrowserFlow(t *testing.T) {
 	}
 	tplID, _ := strconv.ParseInt(m[1], 10, 64)
 	tplPage := fmt.Sprintf("/console/templates/%d", tplID)
+	// The promo code (口令券) typed in lower case is kept upper-case.
+	if code := eval[string](b, "read the promo code", `document.getElementById("tpl-promo").textContent`); code != "BROWSER11" {
+		t.Fatalf("the template's page shows the promo code %q, want BROWSER11", code)
+	}
 	b.do("activate the template",
 		chromedp.Click(css(`form[action="`+tplPage+`/activate"] button`)),
 		chromedp.WaitVisible(css(`#tpl-status.status-active`)),

@@ -178,6 +178,7 @@ func TestFlagsAndEnv(t *testing.T) {
 		{"BadDurationFromEnv", []string{"serve"}, map[string]string{"QUAN_SHUTDOWN_TIMEOUT": "soon"}, "QUAN_SHUTDOWN_TIMEOUT", 2},
 		{"PersistRateTooLow", []string{"serve", "--claim-persist-rate", "10"}, nil, "--claim-persist-rate 10: want 0 (no limit) or at least 1000", 2},
 		{"PersistRateFromEnv", []string{"serve"}, map[string]string{"QUAN_CLAIM_PERSIST_RATE": "-5"}, "--claim-persist-rate -5", 2},
+		{"PromoWrongCodesNegative", []string{"serve", "--promo-wrong-codes", "-1"}, nil, "--promo-wrong-codes -1 --promo-wrong-window 10m0s: want 1 or more", 2},
 		{"ShortSecret", []string{"serve", "--jwt-secret", "short"}, nil, "at least 32", 1},
 		{"TokenMerchantWithoutShop", []string{"token", "--role", "merchant"}, nil, "shop number", 1},
 		{"TokenUnknownRole", []string{"token", "--role", "root"}, nil, "unknown role", 1},

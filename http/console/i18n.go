@@ -146,6 +146,8 @@ var coreMessages = map[string]message{
 	"tpl.noLimit":         {"不限", "no limit"},
 	"tpl.initStock":       {"库存", "Stock"},
 	"tpl.codePrefix":      {"券码前缀（可选）", "Code prefix (optional)"},
+	"tpl.promoCode":       {"口令（可选，用户输入即可领券）", "Promo code (optional: users type it to claim)"},
+	"tpl.promoCode.short": {"口令", "Promo code"},
 	"tpl.shopNo":          {"店铺号", "Shop number"},
 	"tpl.preview":         {"优惠预览", "Discount preview"},
 	"tpl.preview.order":   {"示例订单金额（元）", "Example order (yuan)"},

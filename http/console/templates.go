@@ -41,7 +41,8 @@ func (c *Console) templateRoutes(page func(string, pageFunc)) {
 var templateInputs = []string{"name", "description", "kind", "rule.amount", "rule.threshold", "rule.rate",
 	"rule.cap", "rule.step", "source", "scope.type", "scope.ids", "issueStart", "issueEnd", "validity",
 	"validity.type", "validity.start", "validity.end", "validity.hours", "perUserLimit", "stock", "codePrefix", "shopNo", "stacking", "priority",
-	"budget", "perUserDaily", "perUserWeekly", "eligibility", "applies"}
+	"budget", "perUserDaily", "perUserWeekly", "eligibility", "applies",
+	"promoCode"}
 
 type templateListData struct {
 	Rows                template.HTML // see templateRows
@@ -181,6 +182,7 @@ type templateForm struct {
 	Stacking, Priority                     string
 	Budget, PerUserDaily, PerUserWeekly    string // budget in yuan, "" for none
 	Eligibility, Applies                   string // CEL rules, "" for none
+	PromoCode                              string // 口令券, "" for none
 	Example                                string // the preview's example order, in yuan
 }
 
@@ -249,6 +251,7 @@ func (f *templateForm) spec(v *view) (quan.TemplateSpec, int64, int64, []quan.Fi
 		Priority:    whole("priority", f.Priority),
 		Eligibility: strings.ReplaceAll(f.Eligibility, "\r\n", "\n"),
 		Applies:     strings.ReplaceAll(f.Applies, "\r\n", "\n"),
+		PromoCode:   strings.TrimSpace(f.PromoCode),
 	}
 	// Only the amounts of the kind apply; the others are not sent, as a
 	// form keeps what was typed into inputs that are hidden.
@@ -311,6 +314,7 @@ func readTemplateForm(r *http.Request) templateForm {
 		Stacking: g("stacking"), Priority: g("priority"),
 		Budget: g("budget"), PerUserDaily: g("perUserDaily"), PerUserWeekly: g("perUserWeekly"),
 		Eligibility: g("eligibility"), Applies: g("applies"),
+		PromoCode: g("promoCode"),
 	}
 }
 
@@ -508,6 +512,7 @@ func formOf(v *view, t *quan.Template) templateForm {
 		CodePrefix: t.CodePrefix, ShopNo: strconv.FormatInt(t.ShopNo, 10), Example: "100",
 		Stacking: string(cmp.Or(t.Stacking, quan.StackAny)), Priority: strconv.FormatInt(t.Priority, 10),
 		Eligibility: t.Eligibility, Applies: t.Applies,
+		PromoCode: t.PromoCode,
 	}
 	money := func(n int64) string {
 		if n == 0 {

@@ -37,6 +37,7 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, Time(&t.CreatedAt), Time(&t.UpdatedAt),
 		&before, &channels, &lead, &t.Stacking, &t.Priority,
 		&t.Budget, &t.PerUserDaily, &t.PerUserWeekly, &t.Eligibility, &t.Applies,
+		&t.PromoCode,
 	); err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 }
 
 // TemplateValues returns the values of t's columns after id and shop_no,
-// name … applies in ScanTemplate's order, for an INSERT (after shop_no)
+// name … promo_code in ScanTemplate's order, for an INSERT (after shop_no)
 // or an UPDATE (before id). at is how the store writes an instant;
 // validity_start and validity_end are NULL for the zero time.
 func TemplateValues[V any](t *quan.Template, at func(time.Time) V) ([]any, error) {
@@ -77,6 +78,7 @@ func TemplateValues[V any](t *quan.Template, at func(time.Time) V) ([]any, error
 		int64(time.Duration(t.RemindBefore) / time.Second), joinChannels(t.RemindChannels), int64(time.Duration(t.RemindLead) / time.Second),
 		t.Stacking, t.Priority,
 		t.Budget, t.PerUserDaily, t.PerUserWeekly, t.Eligibility, t.Applies,
+		t.PromoCode,
 	}, nil
 }
 

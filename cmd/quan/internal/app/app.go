@@ -220,7 +220,7 @@ func (a *App) build(ctx context.Context) error {
 	if b.ClaimBus != nil {
 		a.Refusals = &stats.RefusalCounter{Store: st, Logger: logger}
 		a.Claims = &claims.Service{Templates: st, Coupons: st, Claims: claimStore, Cache: b.ClaimCache, Bus: claimBus,
-			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
+			Limiter: b.Limiter, Limits: cfg.Claims.Limits, PromoLimit: cfg.Claims.Promo, PersistRate: cfg.Claims.PersistRate, Now: cfg.Now, Logger: logger,
 			Tracer: tracer, Refusals: a.Refusals, Shops: a.Shops, Rules: book, Facts: a.Facts}
 		// Claims know a template created here at once; one created by
 		// another process they look up.

@@ -173,6 +173,8 @@ func (h HTTP) validate() error {
 type Claims struct {
 	Limits      claims.Limits
 	PersistRate float64
+	// Promo bounds the wrong promo codes a user types (口令券).
+	Promo claims.PromoLimit
 }
 
 // DefaultClaimLimits are `quan serve`'s claim rate limits.
@@ -250,6 +252,8 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 	fs.IntVar(&l.UserBurst, "claim-burst-user", DefaultClaimLimits.UserBurst, "claims one user may make at once")
 	fs.Float64Var(&l.TemplateRate, "claim-rate-template", DefaultClaimLimits.TemplateRate, "claims a second of one template (0: no limit)")
 	fs.IntVar(&l.TemplateBurst, "claim-burst-template", DefaultClaimLimits.TemplateBurst, "claims of one template at once")
+	fs.IntVar(&c.Claims.Promo.Wrong, "promo-wrong-codes", claims.DefaultPromoWrong, "wrong promo codes one user may type at once, refilled at that many per --promo-wrong-window (a token bucket); while none is left every code the user types is refused 429")
+	fs.DurationVar(&c.Claims.Promo.Window, "promo-wrong-window", claims.DefaultPromoWindow, "the window of --promo-wrong-codes")
 }
 
 // withDefaults fills the fields the zero Config leaves empty.
@@ -304,6 +308,9 @@ const DefaultReconcileEvery = time.Minute
 
 // Validate reports the first setting that cannot work, naming its flag.
 func (c Config) Validate() error {
+	if p := c.Claims.Promo; p.Wrong < 0 || p.Window < 0 {
+		return cli.Usagef("--promo-wrong-codes %d --promo-wrong-window %v: want 1 or more in a positive window (0: the defaults, %d in %v)", p.Wrong, p.Window, claims.DefaultPromoWrong, claims.DefaultPromoWindow)
+	}
 	if p := c.Claims.PersistRate; p != 0 && !(p >= claims.MinPersistRate) {
 		return cli.Usagef("--claim-persist-rate %v: want 0 (no limit) or at least %d claims a second", p, claims.MinPersistRate)
 	}
