@@ -205,6 +205,18 @@ type TemplateSpec struct {
 	// type-checks them when the template is saved (checkRules).
 	Eligibility string `json:"eligibility,omitempty"`
 	Applies     string `json:"applies,omitempty"`
+
+	// What a shopper is shown of the template (TemplateDisplay), beside
+	// its name and description: a logo (an http or https URL), a
+	// category and the goods or product lines it is for (what shoppers
+	// and merchants search templates by), the usage instructions (使用说明)
+	// and free metadata for the platform's apps. See validateDisplay for
+	// their bounds.
+	LogoURL      string            `json:"logoUrl,omitempty"`
+	Category     string            `json:"category,omitempty"`
+	Goods        []string          `json:"goods,omitempty"`
+	Instructions string            `json:"instructions,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
 }
 
 // Template defines a coupon: its rule, scope, windows, limits and stock.
@@ -300,6 +312,7 @@ func (s *TemplateSpec) validate(v *Validation) {
 	}
 	s.validateReminders(v)
 	s.validateBudget(v)
+	s.validateDisplay(v)
 	// A rule may run over several lines; templates.Service compiles it.
 	v.Text("eligibility", s.Eligibility, ruleControls)
 	v.Text("applies", s.Applies, ruleControls)

@@ -33,7 +33,8 @@ const templateColumns = `id, shop_no, name, description, kind,
 	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 	remind_before, remind_channels, remind_lead, stacking, priority,
-	budget, per_user_daily, per_user_weekly, eligibility, applies`
+	budget, per_user_daily, per_user_weekly, eligibility, applies,
+	logo_url, category, goods, instructions, metadata`
 
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
 // in the same transaction. t.ID is left alone if anything fails.
@@ -53,8 +54,9 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 				validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 				per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 				remind_before, remind_channels, remind_lead, stacking, priority,
-				budget, per_user_daily, per_user_weekly, eligibility, applies
-			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				budget, per_user_daily, per_user_weekly, eligibility, applies,
+				logo_url, category, goods, instructions, metadata
+			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			append([]any{t.ShopNo}, vals...)...,
 		)
 		if err != nil {
@@ -109,9 +111,7 @@ func queryTemplate(ctx context.Context, q rowQueryer, shop, id int64, lock strin
 func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) (_ []*quan.Template, _ int, err error) {
 	defer s.db.unavailable(&err)
 	var w sqlrow.Where
-	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
-	w.If(f.Status != "", `status = ?`, f.Status)
-	w.If(f.Kind != "", `kind = ?`, f.Kind)
+	sqlrow.TemplateWhere(&w, f, escapeLike, `!`)
 	// The column's binary collation compares code points, so both
 	// sides are lowered: ASCII case is ignored, as the contract asks
 	// (and the case of other letters too, which it allows). The
@@ -174,7 +174,8 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 				remind_before = ?, remind_channels = ?, remind_lead = ?,
 				stacking = ?, priority = ?,
 				budget = ?, per_user_daily = ?, per_user_weekly = ?,
-				eligibility = ?, applies = ?
+				eligibility = ?, applies = ?,
+				logo_url = ?, category = ?, goods = ?, instructions = ?, metadata = ?
 			WHERE id = ?`,
 			append(vals, id)...,
 		); err != nil {

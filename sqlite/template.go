@@ -34,7 +34,8 @@ const templateColumns = `id, shop_no, name, description, kind,
 	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 	remind_before, remind_channels, remind_lead, stacking, priority,
-	budget, per_user_daily, per_user_weekly, eligibility, applies`
+	budget, per_user_daily, per_user_weekly, eligibility, applies,
+	logo_url, category, goods, instructions, metadata`
 
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
 // in the same transaction. t.ID is left alone if anything fails.
@@ -59,8 +60,9 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 			validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 			per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 			remind_before, remind_channels, remind_lead, stacking, priority,
-			budget, per_user_daily, per_user_weekly, eligibility, applies
-		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			budget, per_user_daily, per_user_weekly, eligibility, applies,
+			logo_url, category, goods, instructions, metadata
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
 		append([]any{t.ShopNo}, vals...)...,
 	).Scan(&id)
@@ -110,9 +112,7 @@ func queryTemplate(ctx context.Context, q rowQueryer, shop, id int64) (*quan.Tem
 func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) (_ []*quan.Template, _ int, err error) {
 	defer s.db.unavailable(&err)
 	var w sqlrow.Where
-	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
-	w.If(f.Status != "", `status = ?`, f.Status)
-	w.If(f.Kind != "", `kind = ?`, f.Kind)
+	sqlrow.TemplateWhere(&w, f, escapeLike, `\`)
 	// SQLite's LIKE ignores case for ASCII letters only, which is the
 	// contract; the escape makes % and _ in the search text literal.
 	w.If(f.NameContains != "", `name LIKE ? ESCAPE '\'`, "%"+escapeLike(f.NameContains)+"%")
@@ -174,7 +174,8 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 			remind_before = ?, remind_channels = ?, remind_lead = ?,
 			stacking = ?, priority = ?,
 			budget = ?, per_user_daily = ?, per_user_weekly = ?,
-			eligibility = ?, applies = ?
+			eligibility = ?, applies = ?,
+			logo_url = ?, category = ?, goods = ?, instructions = ?, metadata = ?
 		WHERE id = ?`,
 		append(vals, id)...,
 	); err != nil {

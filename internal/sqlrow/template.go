@@ -17,9 +17,11 @@ import (
 //	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 //	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 //	remind_before, remind_channels, remind_lead, stacking, priority,
-//	budget, per_user_daily, per_user_weekly, eligibility, applies
+//	budget, per_user_daily, per_user_weekly, eligibility, applies,
+//	logo_url, category, goods, instructions, metadata
 //
-// in that order, scope_ids a JSON array of strings, the reminders'
+// in that order, scope_ids and goods JSON arrays of strings, metadata a
+// JSON object of strings ('' reads as none in both), the reminders'
 // durations whole seconds and their channels a comma list. A template with no
 // scope ids reads them as nil, as the domain writes "no ids". The row's
 // own error (sql.ErrNoRows) is returned as it is.
@@ -29,6 +31,7 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 		ids          string
 		before, lead int64
 		channels     string
+		goods, meta  string
 	)
 	if err := row.Scan(&t.ID, &t.ShopNo, &t.Name, &t.Description, &t.Kind,
 		&t.Rule.Amount, &t.Rule.Threshold, &t.Rule.Rate, &t.Rule.Cap, &t.Rule.Step,
@@ -37,6 +40,7 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, Time(&t.CreatedAt), Time(&t.UpdatedAt),
 		&before, &channels, &lead, &t.Stacking, &t.Priority,
 		&t.Budget, &t.PerUserDaily, &t.PerUserWeekly, &t.Eligibility, &t.Applies,
+		&t.LogoURL, &t.Category, &goods, &t.Instructions, &meta,
 	); err != nil {
 		return nil, err
 	}
@@ -52,6 +56,22 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 	}
 	if len(t.Scope.IDs) == 0 {
 		t.Scope.IDs = nil
+	}
+	if goods != "" {
+		if err := json.Unmarshal([]byte(goods), &t.Goods); err != nil {
+			return nil, fmt.Errorf("template %d: goods: %w", t.ID, err)
+		}
+	}
+	if len(t.Goods) == 0 {
+		t.Goods = nil
+	}
+	if meta != "" {
+		if err := json.Unmarshal([]byte(meta), &t.Metadata); err != nil {
+			return nil, fmt.Errorf("template %d: metadata: %w", t.ID, err)
+		}
+	}
+	if len(t.Metadata) == 0 {
+		t.Metadata = nil
 	}
 	return &t, nil
 }
@@ -69,6 +89,21 @@ func TemplateValues[V any](t *quan.Template, at func(time.Time) V) ([]any, error
 		}
 		ids = string(b)
 	}
+	goods, meta := "[]", "{}"
+	if len(t.Goods) > 0 {
+		b, err := json.Marshal(t.Goods)
+		if err != nil {
+			return nil, fmt.Errorf("goods: %w", err)
+		}
+		goods = string(b)
+	}
+	if len(t.Metadata) > 0 {
+		b, err := json.Marshal(t.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("metadata: %w", err)
+		}
+		meta = string(b)
+	}
 	return []any{t.Name, t.Description, t.Kind,
 		t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
 		t.Source, t.Scope.Kind, ids, at(t.IssueStart), at(t.IssueEnd),
@@ -77,7 +112,36 @@ func TemplateValues[V any](t *quan.Template, at func(time.Time) V) ([]any, error
 		int64(time.Duration(t.RemindBefore) / time.Second), joinChannels(t.RemindChannels), int64(time.Duration(t.RemindLead) / time.Second),
 		t.Stacking, t.Priority,
 		t.Budget, t.PerUserDaily, t.PerUserWeekly, t.Eligibility, t.Applies,
+		t.LogoURL, t.Category, goods, t.Instructions, meta,
 	}, nil
+}
+
+// GoodsPattern returns the LIKE pattern that matches the goods column of
+// the templates listing g among their Goods: g as TemplateValues writes
+// it in the JSON array, quotes included, so that "tea" matches neither
+// "green tea" nor "teapot". escape makes the pattern's text literal (the
+// engine's escapeLike).
+func GoodsPattern(g string, escape func(string) string) string {
+	b, _ := json.Marshal(g) // a string always marshals
+	return "%" + escape(string(b)) + "%"
+}
+
+// TemplateWhere adds the conditions of f that read the same on every
+// engine (everything but the name search) to w.
+func TemplateWhere(w *Where, f quan.TemplateFilter, escape func(string) string, likeEscape string) {
+	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
+	w.If(f.Status != "", `status = ?`, f.Status)
+	w.If(f.Kind != "", `kind = ?`, f.Kind)
+	w.If(f.Category != "", `category = ?`, f.Category)
+	w.If(f.Goods != "", `goods LIKE ? ESCAPE '`+likeEscape+`'`, GoodsPattern(f.Goods, escape))
+	w.If(f.Before > 0, `id < ?`, f.Before)
+	if len(f.IDs) > 0 {
+		args := make([]any, len(f.IDs))
+		for i, id := range f.IDs {
+			args[i] = id
+		}
+		w.If(true, `id IN (?`+strings.Repeat(`, ?`, len(f.IDs)-1)+`)`, args...)
+	}
 }
 
 // joinChannels writes channels as a comma list.
