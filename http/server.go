@@ -178,12 +178,12 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 	if s.Claims != nil {
 		handle("POST /api/v1/templates/{id}/claim", s.claim)
 		handle("GET /api/v1/claims/{id}", s.getClaim)
+		handle("GET /api/v1/me/claimable", s.claimable)
 	}
 	if s.Wallet != nil {
 		handle("GET /api/v1/me/coupons", s.listCoupons)
 		handle("GET /api/v1/me/coupons/{id}", s.getCoupon)
 		handle("GET /api/v1/coupons/by-code/{code}", s.couponByCode)
-		handle("GET /api/v1/me/claimable", s.claimable)
 		handle("POST /api/v1/settlement/quote", s.quote)
 		handle("POST /api/v1/orders/{order}/lock", s.lockOrder)
 		handle("POST /api/v1/orders/{order}/redeem", s.orderStep(redeemStep))
