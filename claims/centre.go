@@ -150,7 +150,7 @@ func (s *Service) claimable(ctx context.Context, t *quan.Template, user int64, h
 	if t.HasPeriodLimits() && t.PeriodRefusal(h.period[t.ID], user, now) != "" {
 		return false, nil
 	}
-	switch err := s.eligible(ctx, t.ID, user, now); quan.ErrorCode(err) {
+	switch err := s.eligible(ctx, t.ID, user, now, true); quan.ErrorCode(err) {
 	case "":
 	case quan.ENOTELIGIBLE, quan.ENOTFOUND:
 		return false, nil

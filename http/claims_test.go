@@ -47,6 +47,7 @@ func newClaimServer(t *testing.T, setup func(ts *testServer)) *testServer {
 			setup(ts)
 		}
 		ts.api.Claims = ts.claims
+		ts.api.Centre = ts.claims
 		ts.api.Templates.Created = ts.claims // as cmd/quan wires them
 	})
 	quantest.ServeClaims(t, ts.claims)

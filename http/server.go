@@ -33,6 +33,10 @@ type Server struct {
 	Templates *templates.Service
 	Tasks     *tasks.Service    // nil serves no task routes
 	Claims    *claims.Service   // nil serves no claim routes
+	// Centre serves the claim centre (/me/claimable): the claims'
+	// service, which holds the checks a claim passes; it needs none of
+	// the bus. nil serves no claim centre.
+	Centre *claims.Service
 	Wallet    *wallet.Service   // nil serves no wallet and order routes
 	Codes     *codes.Service    // nil serves no code routes
 	Notices   *notify.Service   // nil serves no inbox, popup and contact routes
@@ -178,6 +182,8 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 	if s.Claims != nil {
 		handle("POST /api/v1/templates/{id}/claim", s.claim)
 		handle("GET /api/v1/claims/{id}", s.getClaim)
+	}
+	if s.Centre != nil {
 		handle("GET /api/v1/me/claimable", s.claimable)
 	}
 	if s.Wallet != nil {

@@ -103,7 +103,7 @@ func (s *Server) claimable(w http.ResponseWriter, r *http.Request) error {
 	if err := q.err("invalid list parameters"); err != nil {
 		return err
 	}
-	items, next, err := s.Claims.Centre(r.Context(), who, f)
+	items, next, err := s.Centre.Centre(r.Context(), who, f)
 	if err != nil {
 		return err
 	}
