@@ -31,12 +31,12 @@ import (
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
 type Server struct {
 	Templates *templates.Service
-	Tasks     *tasks.Service    // nil serves no task routes
-	Claims    *claims.Service   // nil serves no claim routes
+	Tasks     *tasks.Service  // nil serves no task routes
+	Claims    *claims.Service // nil serves no claim routes
 	// Centre serves the claim centre (/me/claimable): the claims'
 	// service, which holds the checks a claim passes; it needs none of
 	// the bus. nil serves no claim centre.
-	Centre *claims.Service
+	Centre    *claims.Service
 	Wallet    *wallet.Service   // nil serves no wallet and order routes
 	Codes     *codes.Service    // nil serves no code routes
 	Notices   *notify.Service   // nil serves no inbox, popup and contact routes
