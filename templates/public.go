@@ -47,4 +47,3 @@ func (s *Service) Search(ctx context.Context, f quan.TemplateFilter) ([]*quan.Pu
 	}
 	return out, total, nil
 }
-

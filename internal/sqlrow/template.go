@@ -21,7 +21,7 @@ import (
 //	logo_url, category, goods, instructions, metadata
 //
 // in that order, scope_ids and goods JSON arrays of strings, metadata a
-// JSON object of strings ('' reads as none in both), the reminders'
+// JSON object of strings (” reads as none in both), the reminders'
 // durations whole seconds and their channels a comma list. A template with no
 // scope ids reads them as nil, as the domain writes "no ids". The row's
 // own error (sql.ErrNoRows) is returned as it is.
