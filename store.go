@@ -73,6 +73,10 @@ type TemplateFilter struct {
 	Before int64
 	Offset int
 	Limit  int // 1 … MaxPageSize; 0 means DefaultPageSize
+	// SkipTotal spares the store the count of all matches (a scan of
+	// them): Templates then returns -1 for it. A caller paging by Before
+	// to the end needs none: a page shorter than Limit is the last.
+	SkipTotal bool
 }
 
 // Paging defaults.

@@ -56,7 +56,7 @@ func (s *Service) Centre(ctx context.Context, who quan.Identity, f CentreFilter)
 		return nil, 0, quan.Errorf(quan.EFORBIDDEN, "only users have a claim centre")
 	}
 	tf := quan.TemplateFilter{ShopNo: f.ShopNo, Category: f.Category, Status: quan.TemplateActive,
-		Before: f.Cursor, Limit: quan.MaxPageSize}
+		Before: f.Cursor, SkipTotal: true}
 	var v quan.Validation
 	if f.ShopNo < 0 {
 		v.Add("shop", "must be a positive shop number")
@@ -73,6 +73,9 @@ func (s *Service) Centre(ctx context.Context, who quan.Identity, f CentreFilter)
 	if limit == 0 {
 		limit = quan.DefaultPageSize
 	}
+	// Most templates are claimable: a batch a little larger than the
+	// page mostly fills it in one read.
+	tf.Limit = min(quan.MaxPageSize, limit+limit/2+1)
 	user := who.UserID
 	held, err := s.Coupons.UserCoupons(ctx, user, 0)
 	if err != nil {
@@ -83,7 +86,7 @@ func (s *Service) Centre(ctx context.Context, who quan.Identity, f CentreFilter)
 	caps := shopCapsSeen{}
 	out := []*CentreItem{}
 	for scanned := 0; scanned < maxCentreScan; {
-		ts, total, err := s.Templates.Templates(ctx, tf)
+		ts, _, err := s.Templates.Templates(ctx, tf)
 		if err != nil {
 			return nil, 0, fmt.Errorf("claim centre: %w", err)
 		}
@@ -97,7 +100,7 @@ func (s *Service) Centre(ctx context.Context, who quan.Identity, f CentreFilter)
 				out = append(out, &CentreItem{PublicTemplate: quan.PublicOf(t),
 					ClaimableNow: !now.Before(t.IssueStart), Held: h.count[t.ID]})
 			}
-			last := i == len(ts)-1 && len(ts) >= total
+			last := i == len(ts)-1 && len(ts) < tf.Limit
 			if len(out) == limit || scanned == maxCentreScan {
 				if last {
 					return out, 0, nil
@@ -105,7 +108,7 @@ func (s *Service) Centre(ctx context.Context, who quan.Identity, f CentreFilter)
 				return out, t.ID, nil
 			}
 		}
-		if len(ts) == 0 || len(ts) >= total {
+		if len(ts) < tf.Limit {
 			return out, 0, nil
 		}
 		tf.Before = ts[len(ts)-1].ID

@@ -118,7 +118,7 @@ func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) (_ []*quan
 	// escape, '!', makes % and _ in the search text literal; it is
 	// not a backslash, whose meaning in a literal depends on sql_mode.
 	w.If(f.NameContains != "", `LOWER(name) LIKE LOWER(?) ESCAPE '!'`, "%"+escapeLike(f.NameContains)+"%")
-	return sqlrow.Page(ctx, s.db.db, "templates", "templates", templateColumns, w, f.Offset, f.Limit, sqlrow.ScanTemplate)
+	return sqlrow.Templates(ctx, s.db.db, templateColumns, w, f)
 }
 
 // HighestTemplateID returns the highest template id, 0 if there is

@@ -116,7 +116,7 @@ func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) (_ []*quan
 	// SQLite's LIKE ignores case for ASCII letters only, which is the
 	// contract; the escape makes % and _ in the search text literal.
 	w.If(f.NameContains != "", `name LIKE ? ESCAPE '\'`, "%"+escapeLike(f.NameContains)+"%")
-	return sqlrow.Page(ctx, s.db.read, "templates", "templates", templateColumns, w, f.Offset, f.Limit, sqlrow.ScanTemplate)
+	return sqlrow.Templates(ctx, s.db.read, templateColumns, w, f)
 }
 
 // HighestTemplateID returns the highest template id, 0 if there is

@@ -1,6 +1,8 @@
 package sqlrow
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -184,4 +186,27 @@ func AuditValues[V any](e *quan.AuditEntry, at func(time.Time) V) ([]any, error)
 		return nil, fmt.Errorf("audit entry: %w", err)
 	}
 	return []any{e.TemplateID, e.ShopNo, e.Actor, e.Action, at(e.At), string(b)}, nil
+}
+
+// Templates returns the page of templates f asks for (see
+// quan.TemplateStore.Templates) on db, where w holds f's conditions:
+// Page, or for f.SkipTotal one SELECT and no count, the total -1.
+func Templates(ctx context.Context, db *sql.DB, columns string, w Where, f quan.TemplateFilter) ([]*quan.Template, int, error) {
+	if !f.SkipTotal {
+		return Page(ctx, db, "templates", "templates", columns, w, f.Offset, f.Limit, ScanTemplate)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = quan.DefaultPageSize
+	}
+	items, err := Query(ctx, db, "list templates", ScanTemplate,
+		`SELECT `+columns+` FROM templates`+w.String()+` ORDER BY id DESC LIMIT ? OFFSET ?`,
+		append(w.Args(), min(limit, quan.MaxPageSize), max(f.Offset, 0))...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if items == nil {
+		items = []*quan.Template{}
+	}
+	return items, -1, nil
 }
