@@ -72,7 +72,8 @@ var templateFieldOrder = []string{
 	"id", "shopNo", "name", "description", "kind", "rule", "source", "scope",
 	"issueStart", "issueEnd", "validity", "perUserLimit", "codePrefix",
 	"remindBefore", "remindChannels", "remindLead", "stacking", "priority",
-	"budget", "perUserDaily", "perUserWeekly", "eligibility", "applies", "promoCode", "stock", "totalStock",
+	"budget", "perUserDaily", "perUserWeekly", "eligibility", "applies", "promoCode",
+	"logoUrl", "category", "goods", "instructions", "metadata", "stock", "totalStock",
 	"status", "createdBy", "createdAt", "updatedAt",
 }
 

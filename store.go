@@ -68,8 +68,22 @@ type TemplateFilter struct {
 	Status       TemplateStatus // "" matches any
 	Kind         Kind           // "" matches any
 	NameContains string         // case-insensitive for ASCII; "" matches any
-	Offset       int
-	Limit        int // 1 … MaxPageSize; 0 means DefaultPageSize
+	Category     string         // exactly; "" matches any
+	Goods        string         // one of the template's Goods exactly; "" matches any
+	// IDs, if not empty, matches those templates only (at most
+	// MaxPageSize of them).
+	IDs []int64
+	// Before, if positive, matches templates of lower ids only: the
+	// cursor of a listing paged by id (a page's last id is the next
+	// page's Before), which neither skips nor repeats a template however
+	// many are created meanwhile.
+	Before int64
+	Offset int
+	Limit  int // 1 … MaxPageSize; 0 means DefaultPageSize
+	// SkipTotal spares the store the count of all matches (a scan of
+	// them): Templates then returns -1 for it. A caller paging by Before
+	// to the end needs none: a page shorter than Limit is the last.
+	SkipTotal bool
 }
 
 // Paging defaults.
@@ -268,6 +282,14 @@ func (f TemplateFilter) Validate() error {
 		v.Add("kind", fmt.Sprintf("%q is not a kind: use %s", f.Kind, KindNames))
 	}
 	v.Line("name", f.NameContains)
+	v.Line("category", f.Category)
+	v.Line("goods", f.Goods)
+	if len(f.IDs) > MaxPageSize {
+		v.Add("ids", fmt.Sprintf("must list at most %d ids", MaxPageSize))
+	}
+	if f.Before < 0 {
+		v.Add("cursor", "must not be negative")
+	}
 	v.Page(f.Offset, f.Limit)
 	return v.Err("invalid list parameters")
 }

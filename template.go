@@ -206,6 +206,17 @@ type TemplateSpec struct {
 	Eligibility string `json:"eligibility,omitempty"`
 	Applies     string `json:"applies,omitempty"`
 
+	// What a shopper is shown of the template (TemplateDisplay), beside
+	// its name and description: a logo (an http or https URL), a
+	// category and the goods or product lines it is for (what shoppers
+	// and merchants search templates by), the usage instructions (使用说明)
+	// and free metadata for the platform's apps. See validateDisplay for
+	// their bounds.
+	LogoURL      string            `json:"logoUrl,omitempty"`
+	Category     string            `json:"category,omitempty"`
+	Goods        []string          `json:"goods,omitempty"`
+	Instructions string            `json:"instructions,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
 	// PromoCode, if set, is the template's shared public code (口令券,
 	// promo.go): users claim its coupons by typing it. Kept upper-case
 	// (NormalizePromoCode); unique among active and paused templates.
@@ -310,6 +321,7 @@ func (s *TemplateSpec) validate(v *Validation) {
 			v.Add("promoCode", p)
 		}
 	}
+	s.validateDisplay(v)
 	// A rule may run over several lines; templates.Service compiles it.
 	v.Text("eligibility", s.Eligibility, ruleControls)
 	v.Text("applies", s.Applies, ruleControls)

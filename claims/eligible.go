@@ -14,13 +14,20 @@ import (
 // template's rules from the RuleBook and the user's facts from
 // Facts.Facts, both in memory once read: a template whose rules the
 // book does not hold yet is looked up only if it may exist (mayExist),
-// so unknown ids cost the store next to nothing.
-func (s *Service) eligible(ctx context.Context, template, user int64, now time.Time) error {
+// so unknown ids cost the store next to nothing. known says the caller
+// knows the template exists (it has just read it: Centre), so that it
+// need not ask.
+func (s *Service) eligible(ctx context.Context, template, user int64, now time.Time, known bool) error {
 	if s.Rules == nil {
 		return nil
 	}
 	tr, ok := s.Rules.Cached(template)
-	if !ok {
+	if !ok && known {
+		var err error
+		if tr, err = s.Rules.Rules(ctx, template); err != nil {
+			return err
+		}
+	} else if !ok {
 		exists, err := s.mayExist(ctx, template)
 		if err != nil {
 			return err

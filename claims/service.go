@@ -245,7 +245,7 @@ func (s *Service) claim(ctx context.Context, who quan.Identity, template int64, 
 	if s.Tracer != nil {
 		c.TraceParent = s.Tracer.TraceParent(ctx)
 	}
-	if err := s.eligible(ctx, template, who.UserID, now); err != nil {
+	if err := s.eligible(ctx, template, who.UserID, now, false); err != nil {
 		switch quan.ErrorCode(err) {
 		case quan.ENOTFOUND:
 			s.Counters.UnknownIDs.Add(1)

@@ -49,6 +49,7 @@ func newClaimServer(t *testing.T, setup func(ts *testServer)) *testServer {
 			setup(ts)
 		}
 		ts.api.Claims = ts.claims
+		ts.api.Centre = ts.claims
 		ts.api.Templates.Created = ts.claims // as cmd/quan wires them
 		// A process that takes claims reconciles its cache through a
 		// Reconciler, which tells drift from claims in flight: the

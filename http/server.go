@@ -32,8 +32,12 @@ import (
 // Server is quan's HTTP API. Set the fields, then Open; Close drains.
 type Server struct {
 	Templates *templates.Service
-	Tasks     *tasks.Service    // nil serves no task routes
-	Claims    *claims.Service   // nil serves no claim routes
+	Tasks     *tasks.Service  // nil serves no task routes
+	Claims    *claims.Service // nil serves no claim routes
+	// Centre serves the claim centre (/me/claimable): the claims'
+	// service, which holds the checks a claim passes; it needs none of
+	// the bus. nil serves no claim centre.
+	Centre    *claims.Service
 	Wallet    *wallet.Service   // nil serves no wallet and order routes
 	Codes     *codes.Service    // nil serves no code routes
 	Notices   *notify.Service   // nil serves no inbox, popup and contact routes
@@ -187,11 +191,13 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("POST /api/v1/promo-codes/{code}/claim", s.claimCode)
 		handle("GET /api/v1/claims/{id}", s.getClaim)
 	}
+	if s.Centre != nil {
+		handle("GET /api/v1/me/claimable", s.claimable)
+	}
 	if s.Wallet != nil {
 		handle("GET /api/v1/me/coupons", s.listCoupons)
 		handle("GET /api/v1/me/coupons/{id}", s.getCoupon)
 		handle("GET /api/v1/coupons/by-code/{code}", s.couponByCode)
-		handle("GET /api/v1/me/claimable", s.claimable)
 		handle("POST /api/v1/settlement/quote", s.quote)
 		handle("POST /api/v1/orders/{order}/lock", s.lockOrder)
 		handle("POST /api/v1/orders/{order}/redeem", s.orderStep(redeemStep))

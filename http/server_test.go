@@ -155,6 +155,9 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 	ts.api.Wallet.Rules, ts.api.Wallet.Facts = book, ts.api.Facts
 	ts.api.Codes.Rules, ts.api.Codes.Facts = book, ts.api.Facts
 	dist.Rules, dist.Facts = book, store
+	// The claim centre needs none of the claims' bus and cache.
+	ts.api.Centre = &claims.Service{Templates: store, Coupons: store, Now: clock,
+		Rules: book, Facts: ts.api.Facts, Shops: ts.api.Shops}
 	if setup != nil {
 		setup(ts)
 	}

@@ -27,10 +27,21 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getTemplate is GET /templates/{id}: the whole template for a merchant
+// of its shop or an admin, the public view of an active one for a
+// shopper.
 func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) error {
 	who, id, err := target(r, "template")
 	if err != nil {
 		return err
+	}
+	if who.Role == quan.RoleUser {
+		t, err := s.Templates.Public(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		s.writeJSON(w, http.StatusOK, t)
+		return nil
 	}
 	t, err := s.Templates.Get(r.Context(), who, id)
 	if err != nil {
@@ -40,12 +51,23 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// templatePage is one page of a template listing.
-type templatePage struct {
-	Items  []*quan.Template `json:"items"`
-	Total  int              `json:"total"`
-	Offset int              `json:"offset"`
-	Limit  int              `json:"limit"`
+// templatePage is one page of a template listing. NextCursor, the last
+// item's id when more match, is the cursor of the next page.
+type templatePage[T any] struct {
+	Items      []T   `json:"items"`
+	Total      int   `json:"total"`
+	Offset     int   `json:"offset"`
+	Limit      int   `json:"limit"`
+	NextCursor int64 `json:"nextCursor,omitempty"`
+}
+
+// nextCursor returns the cursor after a page whose last item has id
+// last, 0 when the page holds every match left (total from its cursor).
+func nextCursor(n, offset, total int, last int64) int64 {
+	if n == 0 || offset+n >= total {
+		return 0
+	}
+	return last
 }
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) error {
@@ -58,13 +80,33 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) error {
 		Status:       quan.TemplateStatus(q.str("status")),
 		Kind:         quan.Kind(q.str("kind")),
 		NameContains: q.str("name"),
+		Category:     q.str("category"),
+		Goods:        q.str("goods"),
+		Before:       q.positive("cursor", "a cursor (a page's nextCursor)"),
 	}
 	f.Offset, f.Limit = q.page()
-	if n := q.positive("shopNo", "a shop number"); who.Role == quan.RoleAdmin {
+	if n := q.positive("shopNo", "a shop number"); who.Role == quan.RoleAdmin || who.Role == quan.RoleUser {
 		f.ShopNo = n
 	}
 	if err := q.errWith("invalid list parameters", f.Validate); err != nil {
 		return err
+	}
+	limit := f.Limit
+	if limit == 0 {
+		limit = quan.DefaultPageSize
+	}
+	if who.Role == quan.RoleUser {
+		items, total, err := s.Templates.Search(r.Context(), f)
+		if err != nil {
+			return err
+		}
+		var last int64
+		if len(items) > 0 {
+			last = items[len(items)-1].ID
+		}
+		s.writeJSON(w, http.StatusOK, templatePage[*quan.PublicTemplate]{Items: items, Total: total, Offset: f.Offset, Limit: limit,
+			NextCursor: nextCursor(len(items), f.Offset, total, last)})
+		return nil
 	}
 	items, total, err := s.Templates.List(r.Context(), who, f)
 	if err != nil {
@@ -73,11 +115,12 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) error {
 	if items == nil {
 		items = []*quan.Template{}
 	}
-	limit := f.Limit
-	if limit == 0 {
-		limit = quan.DefaultPageSize
+	var last int64
+	if len(items) > 0 {
+		last = items[len(items)-1].ID
 	}
-	s.writeJSON(w, http.StatusOK, templatePage{Items: items, Total: total, Offset: f.Offset, Limit: limit})
+	s.writeJSON(w, http.StatusOK, templatePage[*quan.Template]{Items: items, Total: total, Offset: f.Offset, Limit: limit,
+		NextCursor: nextCursor(len(items), f.Offset, total, last)})
 	return nil
 }
 

@@ -4,12 +4,14 @@ import (
 	"net/http"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/claims"
 	"github.com/quanhq/quan/wallet"
 )
 
-// couponPage is one page of a wallet.
+// couponPage is one page of a wallet: each coupon with the display of
+// its template.
 type couponPage struct {
-	Items  []*quan.Coupon `json:"items"`
+	Items  []*wallet.Item `json:"items"`
 	Total  int            `json:"total"`
 	Offset int            `json:"offset"`
 	Limit  int            `json:"limit"`
@@ -32,7 +34,11 @@ func (s *Server) listCoupons(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, couponPage{Items: cs, Total: total, Offset: f.Offset, Limit: len(cs)})
+	items, err := s.Wallet.Items(r.Context(), cs)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, couponPage{Items: items, Total: total, Offset: f.Offset, Limit: len(cs)})
 	return nil
 }
 
@@ -45,7 +51,11 @@ func (s *Server) getCoupon(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, c)
+	items, err := s.Wallet.Items(r.Context(), []*quan.Coupon{c})
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, items[0])
 	return nil
 }
 
@@ -65,26 +75,43 @@ func (s *Server) couponByCode(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// claimable is GET /me/claimable?offset=&limit=: the templates the caller
-// may still claim, newest first.
+// centrePage is one page of the claim centre.
+type centrePage struct {
+	Items      []*claims.CentreItem `json:"items"`
+	Limit      int                  `json:"limit"`
+	NextCursor int64                `json:"nextCursor,omitempty"`
+}
+
+// claimable is GET /me/claimable?shop=&category=&cursor=&limit=: the
+// claim centre, every template the caller may claim now or soon, newest
+// first, page by page (claims.Service.Centre).
 func (s *Server) claimable(w http.ResponseWriter, r *http.Request) error {
 	who, err := identity(r)
 	if err != nil {
 		return err
 	}
 	q := newQuery(r)
-	offset, limit := q.page()
+	f := claims.CentreFilter{
+		ShopNo:   q.positive("shop", "a shop number"),
+		Category: q.str("category"),
+		Cursor:   q.positive("cursor", "a cursor (a page's nextCursor)"),
+	}
+	f.Limit = q.whole("limit", 1, quan.MaxPageSize, "must be a whole number from 1 to %d, the most items a page holds")
+	if q.q.Has("offset") {
+		q.add("offset", "the claim centre pages by cursor: give the nextCursor of the page before as cursor")
+	}
 	if err := q.err("invalid list parameters"); err != nil {
 		return err
 	}
-	ts, total, err := s.Wallet.Claimable(r.Context(), who, offset, limit)
+	items, next, err := s.Centre.Centre(r.Context(), who, f)
 	if err != nil {
 		return err
 	}
+	limit := f.Limit
 	if limit == 0 {
 		limit = quan.DefaultPageSize
 	}
-	s.writeJSON(w, http.StatusOK, templatePage{Items: ts, Total: total, Offset: offset, Limit: limit})
+	s.writeJSON(w, http.StatusOK, centrePage{Items: items, Limit: limit, NextCursor: next})
 	return nil
 }
 

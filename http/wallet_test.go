@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -80,65 +79,6 @@ func TestWalletListsCouponsAsTheyStand(t *testing.T) {
 	ts.do(t, "GET", "/api/v1/me/coupons?status=expired", u, nil).decode(t, &page)
 	if page.Total != 1 || page.Items[0].ID != c.ID || page.Items[0].Status != quan.CouponExpired {
 		t.Fatalf("expired coupons: %+v", page)
-	}
-}
-
-func TestClaimable(t *testing.T) {
-	ts := newTestServer(t)
-	m := ts.merchant(t, 1)
-	held := ts.activeTemplate(t, m, 100, 1)
-	open := ts.activeTemplate(t, m, 100, 1)
-	ts.create(t, m, validTemplate()) // a draft
-	ts.distribute(t, m, held.ID, "users.csv", []byte("userId\n7\n"), nil)
-	var got struct{ Items []quan.Template }
-	ts.do(t, "GET", "/api/v1/me/claimable", ts.user(t, 7), nil).decode(t, &got)
-	if len(got.Items) != 1 || got.Items[0].ID != open.ID {
-		t.Fatalf("claimable %+v, want only template %d", got.Items, open.ID)
-	}
-}
-
-// TestClaimablePages checks that the claimable list takes offset and limit
-// as the other lists do: the same defaults, maximum and errors.
-func TestClaimablePages(t *testing.T) {
-	ts := newTestServer(t)
-	m := ts.merchant(t, 1)
-	u := ts.user(t, 7)
-	var ids []int64 // newest first
-	for range 3 {
-		ids = append([]int64{ts.activeTemplate(t, m, 100, 1).ID}, ids...)
-	}
-	type page struct {
-		Items                []quan.Template
-		Total, Offset, Limit int
-	}
-	for _, tt := range []struct {
-		query         string
-		want          []int64
-		offset, limit int
-	}{
-		{"", ids, 0, quan.DefaultPageSize},
-		{"?limit=2", ids[:2], 0, 2},
-		{"?offset=1&limit=1", ids[1:2], 1, 1},
-		{"?offset=2", ids[2:], 2, quan.DefaultPageSize},
-		{"?offset=5&limit=100", nil, 5, 100},
-	} {
-		var got page
-		ts.do(t, "GET", "/api/v1/me/claimable"+tt.query, u, nil).decode(t, &got)
-		var gotIDs []int64
-		for _, tpl := range got.Items {
-			gotIDs = append(gotIDs, tpl.ID)
-		}
-		if !slices.Equal(gotIDs, tt.want) || got.Total != 3 || got.Offset != tt.offset || got.Limit != tt.limit || got.Items == nil {
-			t.Errorf("claimable%s: %v of %d at %d by %d, want %v of 3 at %d by %d", tt.query, gotIDs, got.Total, got.Offset, got.Limit, tt.want, tt.offset, tt.limit)
-		}
-	}
-	for _, query := range []string{"?limit=abc&offset=-4", "?offset=-4", "?limit=101", "?limit=-1", "?offset=x"} {
-		claimable := ts.do(t, "GET", "/api/v1/me/claimable"+query, u, nil)
-		claimable.want(t, http.StatusBadRequest, quan.EINVALID)
-		templates := ts.do(t, "GET", "/api/v1/templates"+query, m, nil)
-		if !reflect.DeepEqual(claimable.Problem.Errors, templates.Problem.Errors) || len(claimable.Problem.Errors) == 0 {
-			t.Errorf("claimable%s: errors %+v, the template list's %+v", query, claimable.Problem.Errors, templates.Problem.Errors)
-		}
 	}
 }
 

@@ -34,7 +34,8 @@ const templateColumns = `id, shop_no, name, description, kind,
 	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 	remind_before, remind_channels, remind_lead, stacking, priority,
-	budget, per_user_daily, per_user_weekly, eligibility, applies, promo_code`
+	budget, per_user_daily, per_user_weekly, eligibility, applies,
+	logo_url, category, goods, instructions, metadata, promo_code`
 
 // CreateTemplate stores t, sets t.ID, and records the create audit entry
 // in the same transaction. t.ID is left alone if anything fails.
@@ -55,8 +56,8 @@ func (s *Store) CreateTemplate(ctx context.Context, t *quan.Template, actor stri
 				per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 				remind_before, remind_channels, remind_lead, stacking, priority,
 				budget, per_user_daily, per_user_weekly, eligibility, applies,
-				promo_code
-			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				logo_url, category, goods, instructions, metadata, promo_code
+			) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			append([]any{t.ShopNo}, vals...)...,
 		)
 		if err != nil {
@@ -111,16 +112,14 @@ func queryTemplate(ctx context.Context, q rowQueryer, shop, id int64, lock strin
 func (s *Store) Templates(ctx context.Context, f quan.TemplateFilter) (_ []*quan.Template, _ int, err error) {
 	defer s.db.unavailable(&err)
 	var w sqlrow.Where
-	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
-	w.If(f.Status != "", `status = ?`, f.Status)
-	w.If(f.Kind != "", `kind = ?`, f.Kind)
+	sqlrow.TemplateWhere(&w, f, escapeLike, `!`)
 	// The column's binary collation compares code points, so both
 	// sides are lowered: ASCII case is ignored, as the contract asks
 	// (and the case of other letters too, which it allows). The
 	// escape, '!', makes % and _ in the search text literal; it is
 	// not a backslash, whose meaning in a literal depends on sql_mode.
 	w.If(f.NameContains != "", `LOWER(name) LIKE LOWER(?) ESCAPE '!'`, "%"+escapeLike(f.NameContains)+"%")
-	return sqlrow.Page(ctx, s.db.db, "templates", "templates", templateColumns, w, f.Offset, f.Limit, sqlrow.ScanTemplate)
+	return sqlrow.Templates(ctx, s.db.db, templateColumns, w, f)
 }
 
 // HighestTemplateID returns the highest template id, 0 if there is
@@ -205,7 +204,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 				stacking = ?, priority = ?,
 				budget = ?, per_user_daily = ?, per_user_weekly = ?,
 				eligibility = ?, applies = ?,
-				promo_code = ?
+				logo_url = ?, category = ?, goods = ?, instructions = ?, metadata = ?, promo_code = ?
 			WHERE id = ?`,
 			append(vals, id)...,
 		); err != nil {

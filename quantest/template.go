@@ -37,6 +37,9 @@ func TestTemplateStore(t *testing.T, newStore func(t *testing.T) quan.TemplateSt
 	run("Templates/NameContainsIgnoresASCIICase", testTemplatesNameCase)
 	run("Templates/NameContainsTakesWildcardsLiterally", testTemplatesNameWildcards)
 	run("Templates/CombinesFilters", testTemplatesCombined)
+	run("Templates/FiltersByCategoryAndGoods", testTemplatesByCategoryGoods)
+	run("Templates/FiltersByIDs", testTemplatesByIDs)
+	run("Templates/PagesByCursorWithoutGapsOrRepeats", testTemplatesCursor)
 	run("Templates/NewestFirst", testTemplatesNewestFirst)
 	run("Templates/PagesWithTotalOfAllMatches", testTemplatesPaging)
 	run("Templates/ZeroLimitMeansDefaultPageSize", testTemplatesDefaultLimit)
@@ -87,6 +90,11 @@ func testCreateStoresEveryField(t *testing.T, s quan.TemplateStore) {
 	want[1].UpdatedAt = base.Add(90 * time.Minute)
 	want[4].Eligibility = `user.level >= 2 && "vip" in user.tags`
 	want[4].Applies = `order.total >= 10000 && order.channel == "app"`
+	want[4].LogoURL = "https://cdn.example.com/logo/满减.png?v=2"
+	want[4].Category = "饮品"
+	want[4].Goods = []string{"奶茶", "coffee \"latte\"", `c\d`}
+	want[4].Instructions = "到店出示券码。\n\t不与其他优惠同享"
+	want[4].Metadata = map[string]string{"color": "#ff0000", "标签": "新客"}
 	seen := map[int64]bool{}
 	for _, tpl := range want {
 		create(t, s, tpl)
@@ -584,5 +592,75 @@ func testHistoryNotFound(t *testing.T, s quan.TemplateStore) {
 		if !errors.Is(err, quan.ErrNotFound) {
 			t.Errorf("TemplateHistory(%d, %d) = %d entries, error %v; want ErrNotFound", c.shop, c.id, len(es), err)
 		}
+	}
+}
+
+func testTemplatesByCategoryGoods(t *testing.T, s quan.TemplateStore) {
+	mk := func(shop int64, category string, goods ...string) *quan.Template {
+		tpl := newTemplate(t, shop, "display")
+		tpl.Category, tpl.Goods = category, goods
+		return create(t, s, tpl)
+	}
+	tea := mk(1, "饮品", "tea", "奶茶")
+	teapot := mk(1, "器具", "teapot")
+	green := mk(2, "饮品", "green tea", `50%_off`)
+	none := mk(1, "")
+	_ = none
+	assertList(t, s, quan.TemplateFilter{Category: "饮品"}, tea, green)
+	assertList(t, s, quan.TemplateFilter{ShopNo: 1, Category: "饮品"}, tea)
+	assertList(t, s, quan.TemplateFilter{Category: "饮"})
+	// Goods match whole entries: "tea" is neither "teapot" nor "green tea".
+	assertList(t, s, quan.TemplateFilter{Goods: "tea"}, tea)
+	assertList(t, s, quan.TemplateFilter{Goods: "奶茶"}, tea)
+	assertList(t, s, quan.TemplateFilter{Goods: "teapot"}, teapot)
+	assertList(t, s, quan.TemplateFilter{Goods: `50%_off`}, green)
+	assertList(t, s, quan.TemplateFilter{Goods: `%`})
+	assertList(t, s, quan.TemplateFilter{Goods: `"`})
+	assertList(t, s, quan.TemplateFilter{Category: "饮品", Goods: "green tea"}, green)
+	assertList(t, s, quan.TemplateFilter{Category: "器具", Goods: "green tea"})
+}
+
+func testTemplatesByIDs(t *testing.T, s quan.TemplateStore) {
+	var all []*quan.Template
+	for range 4 {
+		all = append(all, create(t, s, newTemplate(t, 1, "by id")))
+	}
+	assertList(t, s, quan.TemplateFilter{IDs: []int64{all[0].ID, all[2].ID, all[3].ID + 100}}, all[0], all[2])
+	assertList(t, s, quan.TemplateFilter{ShopNo: 2, IDs: []int64{all[0].ID}})
+}
+
+func testTemplatesCursor(t *testing.T, s quan.TemplateStore) {
+	var want []int64
+	for i := range 23 {
+		tpl := newTemplate(t, 1+int64(i%2), "paged")
+		create(t, s, tpl)
+		want = append(want, tpl.ID)
+	}
+	slices.Reverse(want)
+	var got []int64
+	f := quan.TemplateFilter{Limit: 5}
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatalf("paging did not end: %v", got)
+		}
+		ts, total := list(t, s, f)
+		got = append(got, ids(ts)...)
+		if total <= len(ts) {
+			break
+		}
+		f.Before = ts[len(ts)-1].ID
+		// A template created while paging is newer than every cursor: it
+		// is not on a later page.
+		create(t, s, newTemplate(t, 1, "created meanwhile"))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pages by cursor = %v, want %v", got, want)
+	}
+	// Without the count: the same page, and -1 for the total.
+	f = quan.TemplateFilter{Before: want[4], Limit: 5}
+	counted, _ := list(t, s, f)
+	f.SkipTotal = true
+	if ts, total := list(t, s, f); !slices.Equal(ids(ts), ids(counted)) || total != -1 {
+		t.Errorf("SkipTotal: %v, total %d; want %v, -1", ids(ts), total, ids(counted))
 	}
 }

@@ -222,71 +222,66 @@ func (s *Service) CouponByCode(ctx context.Context, who quan.Identity, code stri
 	return cp, nil
 }
 
-// Claimable returns the active templates, issuing now with stock left, of
-// which the user holds fewer than the limit, newest first: those from
-// offset on, at most limit of them (0 means DefaultPageSize), and how many
-// there are. It looks at the first MaxPageSize active templates only. A
-// bad offset or limit is EINVALID.
-func (s *Service) Claimable(ctx context.Context, who quan.Identity, offset, limit int) ([]*quan.Template, int, error) {
-	user, err := userOf(who)
-	if err != nil {
-		return nil, 0, err
-	}
-	var v quan.Validation
-	v.Page(offset, limit)
-	if err := v.Err("invalid list parameters"); err != nil {
-		return nil, 0, err
-	}
-	if limit == 0 {
-		limit = quan.DefaultPageSize
-	}
-	ts, _, err := s.Templates.Templates(ctx, quan.TemplateFilter{ShopNo: quan.AnyShop, Status: quan.TemplateActive, Limit: quan.MaxPageSize})
-	if err != nil {
-		return nil, 0, err
-	}
-	held, err := s.Coupons.UserCoupons(ctx, user, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	count := map[int64]int64{}
-	for _, c := range held {
-		count[c.TemplateID]++
-	}
-	now := s.Now.UTC()
-	out := []*quan.Template{}
-	for _, t := range ts {
-		if t.Stock > 0 && !now.Before(t.IssueStart) && now.Before(t.IssueEnd) && count[t.ID] < t.PerUserLimit {
-			out = append(out, t)
-		}
-	}
-	total := len(out)
-	if offset >= total {
-		return []*quan.Template{}, total, nil
-	}
-	return out[offset:min(total, offset+limit)], total, nil
-}
-
-// templatesOf returns the templates of coupons.
+// templatesOf returns the templates of coupons (nil for one that does
+// not exist): from the cache of specs, and those it lacks from the store
+// in one query a hundred, never one a coupon.
 func (s *Service) templatesOf(ctx context.Context, all []*quan.Coupon) (map[int64]*quan.Template, error) {
 	templates := map[int64]*quan.Template{}
+	var missing []int64
 	for _, c := range all {
 		if _, ok := templates[c.TemplateID]; ok {
 			continue
 		}
 		t := s.specs.get(c.TemplateID)
 		if t == nil {
-			var err error
-			t, err = s.Templates.Template(ctx, quan.AnyShop, c.TemplateID)
-			if err != nil && !errors.Is(err, quan.ErrNotFound) {
-				return nil, err
-			}
-			if t != nil {
-				s.specs.put(t)
-			}
+			missing = append(missing, c.TemplateID)
 		}
 		templates[c.TemplateID] = t
 	}
+	for len(missing) > 0 {
+		n := min(len(missing), quan.MaxPageSize)
+		ts, _, err := s.Templates.Templates(ctx, quan.TemplateFilter{ShopNo: quan.AnyShop, IDs: missing[:n], Limit: n})
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			s.specs.put(t)
+			templates[t.ID] = t
+		}
+		missing = missing[n:]
+	}
 	return templates, nil
+}
+
+// Item is a coupon as its holder's wallet shows it: the coupon, and the
+// display of its template (name, rule text, scope, logo, instructions …),
+// nil only if the template is gone.
+type Item struct {
+	*quan.Coupon
+	Template *quan.TemplateDisplay `json:"template"`
+}
+
+// Items returns cs with the displays of their templates, read as
+// templatesOf reads them: a page of a wallet costs at most one query of
+// templates, and none once they are cached.
+func (s *Service) Items(ctx context.Context, cs []*quan.Coupon) ([]*Item, error) {
+	ts, err := s.templatesOf(ctx, cs)
+	if err != nil {
+		return nil, fmt.Errorf("templates of the coupons: %w", err)
+	}
+	shown := make(map[int64]*quan.TemplateDisplay, len(ts))
+	out := make([]*Item, len(cs))
+	for i, c := range cs {
+		d, ok := shown[c.TemplateID]
+		if !ok {
+			if t := ts[c.TemplateID]; t != nil {
+				d = quan.DisplayOf(t)
+			}
+			shown[c.TemplateID] = d
+		}
+		out[i] = &Item{Coupon: c, Template: d}
+	}
+	return out, nil
 }
 
 // Quote prices items, to be ordered on channel ("" if unknown; an

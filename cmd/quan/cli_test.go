@@ -231,7 +231,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
 		{"nosuch", "quan: unknown command \"nosuch\"\nRun 'quan -h' for the commands.\n"},
 		{"help nosuch", "quan: unknown command \"nosuch\"\nRun 'quan -h' for the commands.\n"},
-		{"bench", "quan: bench: say what to measure: distribute, read, claim, wallet, stats, notify or conns\nRun 'quan bench -h' for its usage.\n"},
+		{"bench", "quan: bench: say what to measure: distribute, read, claim, wallet, stats, shopper, notify or conns\nRun 'quan bench -h' for its usage.\n"},
 		{"user", "quan: user: want an action: add, list, disable, enable or passwd\nRun 'quan user -h' for its usage.\n"},
 		{"distribute users.csv", "quan: distribute: --template is required\nRun 'quan distribute -h' for its usage.\n"},
 		{"gen-users -n -1", "quan: gen-users: -n must be ≥ 0 and -dup, -invalid shares in [0, 1) summing below 1\nRun 'quan gen-users -h' for its usage.\n"},

@@ -389,6 +389,13 @@ func TestConsoleBrowserFlow(t *testing.T) {
 		chromedp.SendKeys(css(form+`[name="promoCode"]`), "browser11"),
 		retype(`#example`, "150"),
 	)
+	b.do("fill the display fields (logo, category, goods, instructions, metadata)",
+		chromedp.SendKeys(css(form+`[name="logoUrl"]`), "https://cdn.example.com/logo.png"),
+		chromedp.SendKeys(css(form+`[name="category"]`), "饮品"),
+		chromedp.SendKeys(css(form+`[name="goods"]`), "奶茶\n咖啡"),
+		chromedp.SendKeys(css(form+`[name="instructions"]`), "到店出示券码"),
+		chromedp.SendKeys(css(form+`[name="metadata"]`), "color=#ff3300"),
+	)
 	preview := poll[string](b, "the preview of 20 off 150", `(function () {
 		var t = document.getElementById("preview-out").textContent;
 		return t.indexOf("20.00") >= 0 && t.indexOf("130.00") >= 0 && t; })()`, 10*time.Second)
@@ -411,6 +418,14 @@ func TestConsoleBrowserFlow(t *testing.T) {
 	// The promo code (口令券) typed in lower case is kept upper-case.
 	if code := eval[string](b, "read the promo code", `document.getElementById("tpl-promo").textContent`); code != "BROWSER11" {
 		t.Fatalf("the template's page shows the promo code %q, want BROWSER11", code)
+	}
+	saved, err := site.App.Templates.Get(t.Context(), quan.Identity{Role: quan.RoleMerchant, ShopNo: 1001, Subject: "browser-test"}, tplID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.LogoURL != "https://cdn.example.com/logo.png" || saved.Category != "饮品" || !slices.Equal(saved.Goods, []string{"奶茶", "咖啡"}) ||
+		saved.Instructions != "到店出示券码" || saved.Metadata["color"] != "#ff3300" {
+		t.Errorf("the form saved the display %q %q %q %q %v", saved.LogoURL, saved.Category, saved.Goods, saved.Instructions, saved.Metadata)
 	}
 	b.do("activate the template",
 		chromedp.Click(css(`form[action="`+tplPage+`/activate"] button`)),

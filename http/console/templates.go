@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"html"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +44,7 @@ var templateInputs = []string{"name", "description", "kind", "rule.amount", "rul
 	"rule.cap", "rule.step", "source", "scope.type", "scope.ids", "issueStart", "issueEnd", "validity",
 	"validity.type", "validity.start", "validity.end", "validity.hours", "perUserLimit", "stock", "codePrefix", "shopNo", "stacking", "priority",
 	"budget", "perUserDaily", "perUserWeekly", "eligibility", "applies",
-	"promoCode"}
+	"promoCode", "logoUrl", "category", "goods", "instructions", "metadata"}
 
 type templateListData struct {
 	Rows                template.HTML // see templateRows
@@ -183,7 +185,11 @@ type templateForm struct {
 	Budget, PerUserDaily, PerUserWeekly    string // budget in yuan, "" for none
 	Eligibility, Applies                   string // CEL rules, "" for none
 	PromoCode                              string // 口令券, "" for none
-	Example                                string // the preview's example order, in yuan
+	// The display: goods one a line or split by commas, metadata one
+	// key=value a line.
+	LogoURL, Category, Goods string
+	Instructions, Metadata   string
+	Example                  string // the preview's example order, in yuan
 }
 
 func (c *Console) templateNew(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -252,7 +258,13 @@ func (f *templateForm) spec(v *view) (quan.TemplateSpec, int64, int64, []quan.Fi
 		Eligibility: strings.ReplaceAll(f.Eligibility, "\r\n", "\n"),
 		Applies:     strings.ReplaceAll(f.Applies, "\r\n", "\n"),
 		PromoCode:   strings.TrimSpace(f.PromoCode),
+
+		LogoURL:      strings.TrimSpace(f.LogoURL),
+		Category:     strings.TrimSpace(f.Category),
+		Goods:        splitList(f.Goods),
+		Instructions: strings.ReplaceAll(f.Instructions, "\r\n", "\n"),
 	}
+	spec.Metadata, bad = readMetadata(f.Metadata, bad)
 	// Only the amounts of the kind apply; the others are not sent, as a
 	// form keeps what was typed into inputs that are hidden.
 	switch spec.Kind {
@@ -302,6 +314,48 @@ func splitIDs(s string) []string {
 	return ids
 }
 
+// splitList reads goods: one a line, or split by commas (，too); blanks
+// around each are dropped, and so are empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, g := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '，' || r == '\n' || r == '\r' }) {
+		if g = strings.TrimSpace(g); g != "" {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// readMetadata reads key=value lines; a line without "=" is a field error
+// of metadata.
+func readMetadata(s string, bad []quan.FieldError) (map[string]string, []quan.FieldError) {
+	var m map[string]string
+	for i, line := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			bad = append(bad, quan.FieldError{Field: "metadata", Message: fmt.Sprintf("line %d: %q is not key=value", i+1, line)})
+			continue
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return m, bad
+}
+
+// metadataText writes metadata as readMetadata reads it, keys in order.
+func metadataText(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s=%s\n", k, m[k])
+	}
+	return b.String()
+}
+
 func readTemplateForm(r *http.Request) templateForm {
 	g := r.PostFormValue
 	return templateForm{
@@ -315,6 +369,8 @@ func readTemplateForm(r *http.Request) templateForm {
 		Budget: g("budget"), PerUserDaily: g("perUserDaily"), PerUserWeekly: g("perUserWeekly"),
 		Eligibility: g("eligibility"), Applies: g("applies"),
 		PromoCode: g("promoCode"),
+		LogoURL:   g("logoUrl"), Category: g("category"), Goods: g("goods"),
+		Instructions: g("instructions"), Metadata: g("metadata"),
 	}
 }
 
@@ -513,6 +569,8 @@ func formOf(v *view, t *quan.Template) templateForm {
 		Stacking: string(cmp.Or(t.Stacking, quan.StackAny)), Priority: strconv.FormatInt(t.Priority, 10),
 		Eligibility: t.Eligibility, Applies: t.Applies,
 		PromoCode: t.PromoCode,
+		LogoURL:   t.LogoURL, Category: t.Category, Goods: strings.Join(t.Goods, "\n"),
+		Instructions: t.Instructions, Metadata: metadataText(t.Metadata),
 	}
 	money := func(n int64) string {
 		if n == 0 {

@@ -1,6 +1,8 @@
 package sqlrow
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -17,9 +19,11 @@ import (
 //	validity_kind, validity_start, validity_end, validity_hours, code_prefix,
 //	per_user_limit, stock, total_stock, status, created_by, created_at, updated_at,
 //	remind_before, remind_channels, remind_lead, stacking, priority,
-//	budget, per_user_daily, per_user_weekly, eligibility, applies
+//	budget, per_user_daily, per_user_weekly, eligibility, applies,
+//	logo_url, category, goods, instructions, metadata
 //
-// in that order, scope_ids a JSON array of strings, the reminders'
+// in that order, scope_ids and goods JSON arrays of strings, metadata a
+// JSON object of strings (” reads as none in both), the reminders'
 // durations whole seconds and their channels a comma list. A template with no
 // scope ids reads them as nil, as the domain writes "no ids". The row's
 // own error (sql.ErrNoRows) is returned as it is.
@@ -29,6 +33,7 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 		ids          string
 		before, lead int64
 		channels     string
+		goods, meta  string
 	)
 	if err := row.Scan(&t.ID, &t.ShopNo, &t.Name, &t.Description, &t.Kind,
 		&t.Rule.Amount, &t.Rule.Threshold, &t.Rule.Rate, &t.Rule.Cap, &t.Rule.Step,
@@ -37,6 +42,7 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 		&t.PerUserLimit, &t.Stock, &t.TotalStock, &t.Status, &t.CreatedBy, Time(&t.CreatedAt), Time(&t.UpdatedAt),
 		&before, &channels, &lead, &t.Stacking, &t.Priority,
 		&t.Budget, &t.PerUserDaily, &t.PerUserWeekly, &t.Eligibility, &t.Applies,
+		&t.LogoURL, &t.Category, &goods, &t.Instructions, &meta,
 		&t.PromoCode,
 	); err != nil {
 		return nil, err
@@ -54,6 +60,22 @@ func ScanTemplate(row Scanner) (*quan.Template, error) {
 	if len(t.Scope.IDs) == 0 {
 		t.Scope.IDs = nil
 	}
+	if goods != "" {
+		if err := json.Unmarshal([]byte(goods), &t.Goods); err != nil {
+			return nil, fmt.Errorf("template %d: goods: %w", t.ID, err)
+		}
+	}
+	if len(t.Goods) == 0 {
+		t.Goods = nil
+	}
+	if meta != "" {
+		if err := json.Unmarshal([]byte(meta), &t.Metadata); err != nil {
+			return nil, fmt.Errorf("template %d: metadata: %w", t.ID, err)
+		}
+	}
+	if len(t.Metadata) == 0 {
+		t.Metadata = nil
+	}
 	return &t, nil
 }
 
@@ -70,6 +92,21 @@ func TemplateValues[V any](t *quan.Template, at func(time.Time) V) ([]any, error
 		}
 		ids = string(b)
 	}
+	goods, meta := "[]", "{}"
+	if len(t.Goods) > 0 {
+		b, err := json.Marshal(t.Goods)
+		if err != nil {
+			return nil, fmt.Errorf("goods: %w", err)
+		}
+		goods = string(b)
+	}
+	if len(t.Metadata) > 0 {
+		b, err := json.Marshal(t.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("metadata: %w", err)
+		}
+		meta = string(b)
+	}
 	return []any{t.Name, t.Description, t.Kind,
 		t.Rule.Amount, t.Rule.Threshold, t.Rule.Rate, t.Rule.Cap, t.Rule.Step,
 		t.Source, t.Scope.Kind, ids, at(t.IssueStart), at(t.IssueEnd),
@@ -78,8 +115,37 @@ func TemplateValues[V any](t *quan.Template, at func(time.Time) V) ([]any, error
 		int64(time.Duration(t.RemindBefore) / time.Second), joinChannels(t.RemindChannels), int64(time.Duration(t.RemindLead) / time.Second),
 		t.Stacking, t.Priority,
 		t.Budget, t.PerUserDaily, t.PerUserWeekly, t.Eligibility, t.Applies,
+		t.LogoURL, t.Category, goods, t.Instructions, meta,
 		t.PromoCode,
 	}, nil
+}
+
+// GoodsPattern returns the LIKE pattern that matches the goods column of
+// the templates listing g among their Goods: g as TemplateValues writes
+// it in the JSON array, quotes included, so that "tea" matches neither
+// "green tea" nor "teapot". escape makes the pattern's text literal (the
+// engine's escapeLike).
+func GoodsPattern(g string, escape func(string) string) string {
+	b, _ := json.Marshal(g) // a string always marshals
+	return "%" + escape(string(b)) + "%"
+}
+
+// TemplateWhere adds the conditions of f that read the same on every
+// engine (everything but the name search) to w.
+func TemplateWhere(w *Where, f quan.TemplateFilter, escape func(string) string, likeEscape string) {
+	w.If(f.ShopNo != quan.AnyShop, `shop_no = ?`, f.ShopNo)
+	w.If(f.Status != "", `status = ?`, f.Status)
+	w.If(f.Kind != "", `kind = ?`, f.Kind)
+	w.If(f.Category != "", `category = ?`, f.Category)
+	w.If(f.Goods != "", `goods LIKE ? ESCAPE '`+likeEscape+`'`, GoodsPattern(f.Goods, escape))
+	w.If(f.Before > 0, `id < ?`, f.Before)
+	if len(f.IDs) > 0 {
+		args := make([]any, len(f.IDs))
+		for i, id := range f.IDs {
+			args[i] = id
+		}
+		w.If(true, `id IN (?`+strings.Repeat(`, ?`, len(f.IDs)-1)+`)`, args...)
+	}
 }
 
 // joinChannels writes channels as a comma list.
@@ -122,4 +188,27 @@ func AuditValues[V any](e *quan.AuditEntry, at func(time.Time) V) ([]any, error)
 		return nil, fmt.Errorf("audit entry: %w", err)
 	}
 	return []any{e.TemplateID, e.ShopNo, e.Actor, e.Action, at(e.At), string(b)}, nil
+}
+
+// Templates returns the page of templates f asks for (see
+// quan.TemplateStore.Templates) on db, where w holds f's conditions:
+// Page, or for f.SkipTotal one SELECT and no count, the total -1.
+func Templates(ctx context.Context, db *sql.DB, columns string, w Where, f quan.TemplateFilter) ([]*quan.Template, int, error) {
+	if !f.SkipTotal {
+		return Page(ctx, db, "templates", "templates", columns, w, f.Offset, f.Limit, ScanTemplate)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = quan.DefaultPageSize
+	}
+	items, err := Query(ctx, db, "list templates", ScanTemplate,
+		`SELECT `+columns+` FROM templates`+w.String()+` ORDER BY id DESC LIMIT ? OFFSET ?`,
+		append(w.Args(), min(limit, quan.MaxPageSize), max(f.Offset, 0))...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if items == nil {
+		items = []*quan.Template{}
+	}
+	return items, -1, nil
 }

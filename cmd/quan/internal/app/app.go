@@ -414,6 +414,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 		Templates:   a.Templates,
 		Tasks:       a.Tasks,
 		Claims:      a.Claims,
+		Centre:      a.Claims,
 		Wallet:      a.Wallet,
 		Codes:       a.Codes,
 		Notices:     a.Notices,

@@ -40,17 +40,18 @@ const usage = `Usage: quan bench BENCHMARK [flags]
   wallet sweep          the expiry sweep
   wallet remind         expiry reminders
   stats                 p99 of GET /templates/{id}/stats with 10 million coupons
+  shopper               p99 of the wallet with display and of the claim centre
   notify                SMS/s and emails/s of the dispatcher to a local gateway and SMTP server
   conns                 slow, stalled or idle connections held by quan serve, and their memory
 
 Run 'quan bench BENCHMARK -h' for a benchmark's flags.
 `
 
-// Run dispatches "distribute", "read", "claim", "wallet", "stats",
+// Run dispatches "distribute", "read", "claim", "wallet", "stats", "shopper",
 // "notify" and "conns"; -h prints the benchmarks to Stdout and returns cli.ErrHelp.
 func (c *Command) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return &cli.UsageError{Msg: "bench: say what to measure: distribute, read, claim, wallet, stats, notify or conns", Cmd: "bench"}
+		return &cli.UsageError{Msg: "bench: say what to measure: distribute, read, claim, wallet, stats, shopper, notify or conns", Cmd: "bench"}
 	}
 	if cli.IsHelp(args[0]) {
 		fmt.Fprint(c.Stdout, usage)
@@ -67,6 +68,8 @@ func (c *Command) Run(ctx context.Context, args []string) error {
 		return c.wallet(ctx, args[1:])
 	case "stats":
 		return c.stats(ctx, args[1:])
+	case "shopper":
+		return c.shopper(ctx, args[1:])
 	case "notify":
 		return c.notify(ctx, args[1:])
 	case "conns":
@@ -74,7 +77,7 @@ func (c *Command) Run(ctx context.Context, args []string) error {
 	case "read-child": // one measurement of "bench read", in a process of its own
 		return readChild(ctx, c.Stdout, args[1:])
 	}
-	return &cli.UsageError{Msg: fmt.Sprintf("bench: unknown benchmark %q: use distribute, read, claim, wallet, stats, notify or conns", args[0]), Cmd: "bench"}
+	return &cli.UsageError{Msg: fmt.Sprintf("bench: unknown benchmark %q: use distribute, read, claim, wallet, stats, shopper, notify or conns", args[0]), Cmd: "bench"}
 }
 
 // parse parses a benchmark's flags, with QUAN_* variables as fallback.
