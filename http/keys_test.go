@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quanhq/quan"
 	qhttp "github.com/quanhq/quan/http"
@@ -244,4 +245,16 @@ func TestPolicyCoversRoutes(t *testing.T) {
 			t.Errorf("http.Policy has a row for %s, which the test server does not serve", r)
 		}
 	}
+}
+
+// TestNoTokenIsAKey: a JWT signed with the server's secret that says it
+// is a service key, with every scope, is refused: only a key stored by an
+// admin is one.
+func TestNoTokenIsAKey(t *testing.T) {
+	ts := newTestServer(t)
+	forged, err := ts.tokens.Mint(quan.Identity{Role: quan.RoleService, KeyID: 1, Scopes: quan.NewScopeSet(quan.AllScopes()...)}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.do(t, "POST", "/api/v1/orders/F1/release", forged, map[string]any{"userId": 7}).want(t, http.StatusUnauthorized, quan.EUNAUTHORIZED)
 }
