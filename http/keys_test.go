@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quanhq/quan"
 	qhttp "github.com/quanhq/quan/http"
@@ -244,4 +245,46 @@ func TestPolicyCoversRoutes(t *testing.T) {
 			t.Errorf("http.Policy has a row for %s, which the test server does not serve", r)
 		}
 	}
+}
+
+// TestNoTokenIsAKey: a JWT signed with the server's secret that says it
+// is a service key, with every scope, is refused: only a key stored by an
+// admin is one.
+func TestNoTokenIsAKey(t *testing.T) {
+	ts := newTestServer(t)
+	forged, err := ts.tokens.Mint(quan.Identity{Role: quan.RoleService, KeyID: 1, Scopes: quan.NewScopeSet(quan.AllScopes()...)}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.do(t, "POST", "/api/v1/orders/F1/release", forged, map[string]any{"userId": 7}).want(t, http.StatusUnauthorized, quan.EUNAUTHORIZED)
+}
+
+// TestClaimByKey: a platform's key with the claims scope claims for the
+// user its body names and reads that claim; the user's own token sees
+// the coupon; without userId it is 400; a key of another scope is 403;
+// a user's token reads no other user's claim.
+func TestClaimByKey(t *testing.T) {
+	ts := newClaimServer(t, nil)
+	tpl := ts.activeTemplate(t, ts.merchant(t, 1), 10, 1)
+	path := fmt.Sprintf("/api/v1/templates/%d/claim", tpl.ID)
+	platform := ts.key(t, "app server", 0, quan.ScopeClaims)
+
+	ts.do(t, "POST", path, platform, map[string]any{}).want(t, http.StatusBadRequest, quan.EINVALID)
+	ts.do(t, "POST", path, ts.orderKey, map[string]any{"userId": 42}).want(t, http.StatusForbidden, quan.EFORBIDDEN)
+
+	r := ts.do(t, "POST", path, platform, map[string]any{"userId": 42})
+	r.want(t, http.StatusAccepted, "")
+	var c quan.Claim
+	r.decode(t, &c)
+	if c.UserID != 42 {
+		t.Fatalf("claimed for %d, want 42", c.UserID)
+	}
+	if got := ts.waitClaim(t, platform, c.ID); got.Status != quan.ClaimIssued {
+		t.Fatalf("claim by key: %+v", got)
+	}
+	if got := ts.waitClaim(t, ts.user(t, 42), c.ID); got.Status != quan.ClaimIssued {
+		t.Errorf("the user's own view of the claim: %+v", got)
+	}
+	ts.do(t, "GET", "/api/v1/claims/"+c.ID, ts.user(t, 43), nil).want(t, http.StatusNotFound, quan.ENOTFOUND)
+	ts.do(t, "POST", path, platform, map[string]any{"userId": 42}).want(t, http.StatusConflict, quan.ELIMIT)
 }

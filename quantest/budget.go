@@ -74,8 +74,9 @@ func wantUsage(t *testing.T, s WalletStores, tpl int64, reserved, spent int64) {
 func testBudgetMoves(t *testing.T, s WalletStores) {
 	now := walletNow
 	w := budgetWallet(s, func() time.Time { return now })
-	tpl, cs := budgetTemplate(t, s, 2*budgetOff+budgetOff/2, 3) // room for two and a half
-	user := func(i int) quan.Identity { return orderSystem.ForUser(int64(i + 1)) }
+	tpl, cs := budgetTemplate(t, s, 2*budgetOff+budgetOff/2, 3)                                              // room for two and a half
+	user := func(i int) quan.Identity { return orderSystem.ForUser(int64(i + 1)) }                           // settles
+	shopper := func(i int) quan.Identity { return quan.Identity{Role: quan.RoleUser, UserID: int64(i + 1)} } // quotes
 	lock := func(i int) error {
 		_, err := w.Lock(t.Context(), user(i), fmt.Sprintf("o-%d", i), wallet.LockRequest{
 			Items: budgetOrder, CouponIDs: []int64{cs[i].ID}, ExpectedDiscount: budgetOff})
@@ -94,7 +95,7 @@ func testBudgetMoves(t *testing.T, s WalletStores) {
 	if quan.ErrorCode(err) != quan.ENOTUSABLE || !strings.Contains(err.Error(), quan.ReasonBudgetSpent) {
 		t.Fatalf("lock over the budget: %v, want %s naming %s", err, quan.ENOTUSABLE, quan.ReasonBudgetSpent)
 	}
-	q, err := w.Quote(t.Context(), user(2), budgetOrder, "")
+	q, err := w.Quote(t.Context(), shopper(2), budgetOrder, "")
 	if err != nil || len(q.Coupons) != 1 || q.Coupons[0].Usable || q.Coupons[0].Reason != quan.ReasonBudgetSpent || len(q.Combination) != 0 {
 		t.Fatalf("quote over the budget: %+v, %v; want the coupon unusable: %s", q, err, quan.ReasonBudgetSpent)
 	}
@@ -107,7 +108,7 @@ func testBudgetMoves(t *testing.T, s WalletStores) {
 		t.Fatal(err)
 	}
 	wantUsage(t, s, tpl.ID, 0, budgetOff)
-	if q, err := w.Quote(t.Context(), user(2), budgetOrder, ""); err != nil || !q.Coupons[0].Usable {
+	if q, err := w.Quote(t.Context(), shopper(2), budgetOrder, ""); err != nil || !q.Coupons[0].Usable {
 		t.Fatalf("quote with the budget given back: %+v, %v", q, err)
 	}
 	if err := lock(2); err != nil {

@@ -130,7 +130,11 @@ func (b *claimBench) setup() string {
 	if b.PersistRate > 0 {
 		paced = fmt.Sprintf(", store writes paced at %s claims/s while claims arrive", cli.Thousands(int64(b.PersistRate)))
 	}
-	return fmt.Sprintf("store %s%s, cache %s, bus %s%s, auth %s", store, b.database(), cache, bus, paced, cmp.Or(b.Auth, AuthHS256))
+	auth := ""
+	if b.Auth == AuthKey {
+		auth = ", auth " + AuthKey
+	}
+	return fmt.Sprintf("store %s%s, cache %s, bus %s%s%s", store, b.database(), cache, bus, paced, auth)
 }
 
 // claim measures the claim API of a real server in this process: accepted
