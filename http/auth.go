@@ -99,8 +99,7 @@ func (t *Tokens) Mint(id quan.Identity, ttl time.Duration) (string, error) {
 // the JWKS allows them.
 func (t *Tokens) Verify(token string) (quan.Identity, error) {
 	if t.idp != nil {
-		if !isHS256(token) {
-			id, err := t.idp.verify(token)
+		if id, ok, err := t.idp.verify(token); ok {
 			t.verified("jwks", err)
 			return id, err
 		}

@@ -389,34 +389,33 @@ func headerOf(token string) (h tokenHeader, ok bool) {
 	return h, true
 }
 
-// isHS256 reports whether a token says it is signed with HS256, as the
-// tokens `quan token` mints are.
-func isHS256(token string) bool {
-	if strings.HasPrefix(token, mintedHeader+".") {
-		return true
-	}
-	h, ok := headerOf(token)
-	return ok && h.Alg == jwt.SigningMethodHS256.Alg()
-}
-
 // verify checks a token of the identity provider: its signature by a key
 // of the set (RS256 or ES256 only, the algorithm the key's type demands),
 // iss, aud, exp (required, in the future) and nbf (if present, past), and
 // returns the shopper it names by UserClaim. Any failure is EUNAUTHORIZED.
 // A token verified before with the keys in force is answered from memory
-// until it expires.
-func (j *JWKS) verify(token string) (quan.Identity, error) {
+// until it expires. ok is false, with nothing decided, for a token whose
+// header says HS256, as those `quan token` mints do: Tokens decides.
+func (j *JWKS) verify(token string) (id quan.Identity, ok bool, err error) {
+	if strings.HasPrefix(token, mintedHeader+".") {
+		return id, false, nil
+	}
 	if len(token) > maxExternalTokenSize {
-		return quan.Identity{}, invalidToken()
+		return id, true, invalidToken()
 	}
 	now := j.cfg.Now()
 	sum := sha256.Sum256([]byte(token))
+	// Only tokens that passed every check below are in the cache, so a
+	// hit needs no look at the header.
 	if id, ok := j.keys.Load().cache.get(&sum, now); ok {
-		return id, nil
+		return id, true, nil
+	}
+	if h, ok := headerOf(token); ok && h.Alg == jwt.SigningMethodHS256.Alg() {
+		return id, false, nil
 	}
 	var set *keySet
 	claims := jwt.MapClaims{}
-	_, err := jwt.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+	_, err = jwt.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
 		s, k, ok := j.key(kid, t.Method.Alg())
 		if !ok {
@@ -434,15 +433,15 @@ func (j *JWKS) verify(token string) (quan.Identity, error) {
 	)
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
-		return quan.Identity{}, quan.Errorf(quan.EUNAUTHORIZED, "the token has expired")
+		return id, true, quan.Errorf(quan.EUNAUTHORIZED, "the token has expired")
 	case err != nil:
-		return quan.Identity{}, invalidToken()
+		return id, true, invalidToken()
 	}
-	uid, ok := userIDClaim(claims[j.cfg.UserClaim])
-	if !ok {
-		return quan.Identity{}, quan.Errorf(quan.EUNAUTHORIZED, "the token's %s claim is not a user id (a positive whole number)", j.cfg.UserClaim)
+	uid, valid := userIDClaim(claims[j.cfg.UserClaim])
+	if !valid {
+		return id, true, quan.Errorf(quan.EUNAUTHORIZED, "the token's %s claim is not a user id (a positive whole number)", j.cfg.UserClaim)
 	}
-	id := quan.Identity{Role: quan.RoleUser, UserID: uid}
+	id = quan.Identity{Role: quan.RoleUser, UserID: uid}
 	id.Subject = id.String()
 	e := &tokenEntry{sum: sum, id: id}
 	exp, _ := claims.GetExpirationTime() // required and checked above
@@ -451,7 +450,7 @@ func (j *JWKS) verify(token string) (quan.Identity, error) {
 		e.notBefore = nbf.Time
 	}
 	set.cache.put(e)
-	return id, nil
+	return id, true, nil
 }
 
 func invalidToken() error { return quan.Errorf(quan.EUNAUTHORIZED, "the token is invalid") }
