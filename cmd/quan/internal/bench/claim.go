@@ -57,6 +57,10 @@ type claimBench struct {
 	// cache before the load.
 	Eligibility string
 	WarmFacts   bool
+	// Auth is the kinds of shoppers' token (claimauth.go), WarmTokens
+	// whether they are verified once before the load.
+	Auth       string
+	WarmTokens bool
 	freshDB
 }
 
@@ -76,6 +80,7 @@ func (b *claimBench) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.Eligibility, "eligibility", "", "claim a template with this eligibility rule (the typical one: 'user.level >= 2 && \"vip\" in user.tags'); every user of the run is given level 2 and the tag vip beforehand, so the rule lets all through and the claims differ from a run without it only by the rule's cost")
 	fs.BoolVar(&b.WarmFacts, "warm-facts", false, "with --eligibility: read every user's facts into the facts cache before the load (default: the first claim of each user reads them from the store, as after a restart)")
 	fs.StringVar(&b.CPUProfile, "cpuprofile", "", "write a CPU profile of the claims' load and drain (server and load generator: one process) to this file")
+	b.registerAuth(fs)
 	b.registerFreshDB(fs, "bench claim", "Without it, the run's template and coupons stay in the database and its cache keys under the prefix (claim records for 24 h), and its claims go on the stream --bus names, where another bench or quan serve on it takes them")
 }
 
@@ -101,6 +106,9 @@ func (b *claimBench) validate() error {
 		return cli.Usagef("bench claim: --rounds %d: want at least 1", b.Rounds)
 	case b.MetricsCompare && (b.Ceiling || b.CPUProfile != ""):
 		return cli.Usagef("bench claim: --metrics-compare runs the claims several times: run --ceiling and --cpuprofile without it")
+	}
+	if err := b.validateAuth(); err != nil {
+		return err
 	}
 	return b.checkFreshDB(b.Config)
 }
@@ -164,6 +172,9 @@ func (c *Command) claim(ctx context.Context, args []string) error {
 	if b.MetricsCompare {
 		return c.compareMetrics(ctx, &b, cfg, !cli.IsSet(fs, "data"))
 	}
+	if len(b.authList()) > 1 {
+		return c.compareAuth(ctx, &b, cfg, !cli.IsSet(fs, "data"))
+	}
 	srv, gen, res, err := c.claimPhase(ctx, &b, cfg)
 	if err != nil {
 		return err
@@ -203,7 +214,11 @@ func (c *Command) claim(ctx context.Context, args []string) error {
 // is open (idle); the caller closes it.
 func (c *Command) claimPhase(ctx context.Context, b *claimBench, cfg app.Config) (srv *server, gen *loadGen, res *loadResult, err error) {
 	out := c.Stdout
-	srv, err = startServer(ctx, c, cfg)
+	auth, err := newBenchAuth(b.Auth, cfg.DataDir)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
+	}
+	srv, err = startServerWith(ctx, c, cfg, auth.trust)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bench claim: start the server: %w", err)
 	}
@@ -225,15 +240,20 @@ func (c *Command) claimPhase(ctx context.Context, b *claimBench, cfg app.Config)
 			return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
 		}
 	}
-	gen, err = claimLoad(*b, srv.tokens)
+	gen, err = claimLoad(*b, auth, srv.tokens)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if b.WarmTokens {
+		if err := warmTokens(srv.tokens, gen.Auth); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	gen.URL = fmt.Sprintf("%s/api/v1/templates/%d/claim", srv.http.URL(), tpl.ID)
 	gen.WarmURL = srv.http.URL() + "/healthz"
-	fmt.Fprintf(out, "bench claim: %s; template %d, stock %s, %s users, %s requests on %s connections; client and server share the %d cores (GOMAXPROCS %d)\n",
+	fmt.Fprintf(out, "bench claim: %s; template %d, stock %s, %s users, %s requests on %s connections; client and server share the %d cores (GOMAXPROCS %d); %s tokens%s\n",
 		b.setup(), tpl.ID, cli.Thousands(b.Stock), cli.Thousands(int64(len(gen.Auth))), cli.Thousands(int64(len(gen.Order))),
-		cli.Thousands(int64(b.Conns)), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+		cli.Thousands(int64(b.Conns)), runtime.NumCPU(), runtime.GOMAXPROCS(0), b.Auth, warmed(b.WarmTokens))
 
 	runtime.GC()
 	if b.CPUProfile != "" {
@@ -397,18 +417,18 @@ func median(vs []float64) float64 {
 	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 }
 
-// claimLoad mints a token for each of b.Users users (as many as the
-// requests can name) with the server's tokens, and orders the
+// claimLoad makes a token for each of b.Users users (as many as the
+// requests can name) of the run's kind (benchAuth.mintAll), and orders the
 // requests: request k comes from user k mod Users, shuffled, so that
 // repeats are spread over the run.
-func claimLoad(b claimBench, tokens *qhttp.Tokens) (*loadGen, error) {
+func claimLoad(b claimBench, a *benchAuth, tokens *qhttp.Tokens) (*loadGen, error) {
 	users := min(b.Users, b.Requests)
+	toks, err := a.mintAll(tokens, users)
+	if err != nil {
+		return nil, err
+	}
 	auth := make([][]string, users)
-	for i := range auth {
-		tok, err := tokens.Mint(quan.Identity{Role: quan.RoleUser, UserID: int64(i) + 1}, 24*time.Hour)
-		if err != nil {
-			return nil, fmt.Errorf("bench claim: mint a token: %w", err)
-		}
+	for i, tok := range toks {
 		auth[i] = []string{"Bearer " + tok}
 	}
 	order := make([]int32, b.Requests)
@@ -869,6 +889,12 @@ type server struct {
 
 // startServer opens quan on cfg as a Server and serves its API.
 func startServer(ctx context.Context, c *Command, cfg app.Config) (*server, error) {
+	return startServerWith(ctx, c, cfg, nil)
+}
+
+// startServerWith is startServer; trust, if set, is given the server's
+// tokens before it serves (benchAuth.trust).
+func startServerWith(ctx context.Context, c *Command, cfg app.Config, trust func(context.Context, *qhttp.Tokens) error) (*server, error) {
 	a, err := c.openApp(ctx, cfg, app.Server)
 	if err != nil {
 		return nil, err
@@ -877,6 +903,9 @@ func startServer(ctx context.Context, c *Command, cfg app.Config) (*server, erro
 	secret, err := app.LoadSecret(a.Config.DataDir, "")
 	if err == nil {
 		s.tokens, err = qhttp.NewTokens(secret, c.Now)
+	}
+	if err == nil && trust != nil {
+		err = trust(ctx, s.tokens)
 	}
 	if err == nil {
 		err = a.Start()
