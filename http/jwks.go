@@ -416,6 +416,9 @@ func (j *JWKS) verify(token string) (id quan.Identity, ok bool, err error) {
 	var set *keySet
 	claims := jwt.MapClaims{}
 	_, err = jwt.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		if _, ok := t.Header["crit"]; ok { // extensions quan does not know (RFC 7515 §4.1.11)
+			return nil, errors.New("crit header")
+		}
 		kid, _ := t.Header["kid"].(string)
 		s, k, ok := j.key(kid, t.Method.Alg())
 		if !ok {

@@ -250,6 +250,12 @@ func TestJWKSTokens(t *testing.T) {
 				t.Fatal(err)
 			}
 			ts.wantRefused(t, s, "HS256 keyed with the public key")
+			crit := jwt.NewWithClaims(jwt.GetSigningMethod(alg), shopper("42", now))
+			crit.Header["kid"], crit.Header["crit"], crit.Header["exp-ext"] = "k1", []string{"exp-ext"}, true
+			if s, err = crit.SignedString(key.priv); err != nil {
+				t.Fatal(err)
+			}
+			ts.wantRefused(t, s, "a crit extension")
 			ts.wantRefused(t, ts.user(t, 42), "HS256 minted with the local secret")
 
 			// Expiry is checked again for a token the cache holds.
