@@ -61,6 +61,7 @@ type claimBench struct {
 	// whether they are verified once before the load.
 	Auth       string
 	WarmTokens bool
+	auths      map[string]*benchAuth // by kind, while compareAuth runs
 	freshDB
 }
 
@@ -214,7 +215,7 @@ func (c *Command) claim(ctx context.Context, args []string) error {
 // is open (idle); the caller closes it.
 func (c *Command) claimPhase(ctx context.Context, b *claimBench, cfg app.Config) (srv *server, gen *loadGen, res *loadResult, err error) {
 	out := c.Stdout
-	auth, err := newBenchAuth(b.Auth, cfg.DataDir)
+	auth, err := b.authFor(cfg.DataDir)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
 	}
