@@ -34,6 +34,10 @@ func BenchmarkVerifyKinds(b *testing.B) {
 			if cached {
 				slots = tokenCacheSlots
 			}
+			idpSlots := idpWays // 1000 tokens in turn through one set: each evicts another
+			if cached {
+				idpSlots = jwksCacheSlots
+			}
 			tk := newCachingTokens(b, clock, slots)
 			toks := make([]string, n)
 			if kind == "hs256" {
@@ -42,7 +46,7 @@ func BenchmarkVerifyKinds(b *testing.B) {
 				}
 			} else {
 				j, sign := benchIdP(b, kind, clock.now)
-				j.keys.Load().cache = newTokenCache(slots)
+				j.keys.Load().cache = newIDPCache(idpSlots)
 				tk.UseJWKS(j)
 				for i := range toks {
 					toks[i] = sign(strconv.Itoa(i + 1))
