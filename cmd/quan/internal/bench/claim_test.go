@@ -384,7 +384,7 @@ func TestBenchClaimAuth(t *testing.T) {
 	for _, kind := range []string{"hs256", "rs256", "es256"} {
 		for _, want := range []string{
 			`; ` + kind + ` tokens, each verified once before the load\n`,
-			`--auth ` + kind + `: [\d,]+ req/s, [\d,]+ accepted claims/s, p99 \S+`,
+			`--auth ` + kind + `: [\d,]+ req/s, [\d,]+ accepted claims/s, p99 \S+ .*, quan's CPU \d+ µs a request\n`,
 		} {
 			if !regexp.MustCompile(want).MatchString(out) {
 				t.Errorf("no line matching %q in:\n%s", want, out)
@@ -392,7 +392,7 @@ func TestBenchClaimAuth(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		`rs256/hs256 [\d.]+× requests/s \(rs256 costs -?[\d.]+%\)`,
+		`rs256/hs256 [\d.]+× requests/s \(rs256 costs -?[\d.]+%\).*; quan's CPU a request \d+ µs against \d+ µs \([+-][\d.]+%\)`,
 		`es256/hs256 [\d.]+× requests/s \(es256 costs -?[\d.]+%\)`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {

@@ -246,14 +246,33 @@ func (c *Command) compareAuth(ctx context.Context, b *claimBench, cfg app.Config
 			runs[kind] = append(runs[kind], res)
 		}
 	}
-	base := summarizeRuns(runs[kinds[0]])
+	base, baseCPU := summarizeRuns(runs[kinds[0]]), quanCPU(runs[kinds[0]])
 	for _, k := range kinds {
-		fmt.Fprintf(out, "bench claim: --auth %s: %s\n", k, summarizeRuns(runs[k]))
+		fmt.Fprintf(out, "bench claim: --auth %s: %s, quan's CPU %.0f µs a request\n", k, summarizeRuns(runs[k]), quanCPU(runs[k]))
 	}
 	for _, k := range kinds[1:] {
-		s := summarizeRuns(runs[k])
-		fmt.Fprintf(out, "bench claim: %s/%s %.3f× requests/s (%s costs %.1f%%), %.3f× accepted claims/s, p99 %s against %s (medians of %d runs each, warm tokens %v, %d cores)\n",
-			k, kinds[0], s.reqs/base.reqs, k, 100*(1-s.reqs/base.reqs), s.claims/base.claims, fmtLatency(s.p99), fmtLatency(base.p99), b.Rounds, b.WarmTokens, runtime.NumCPU())
+		s, cpu := summarizeRuns(runs[k]), quanCPU(runs[k])
+		fmt.Fprintf(out, "bench claim: %s/%s %.3f× requests/s (%s costs %.1f%%), %.3f× accepted claims/s, p99 %s against %s; quan's CPU a request %.0f µs against %.0f µs (%+.1f%%) (medians of %d runs each, warm tokens %v, %d cores)\n",
+			k, kinds[0], s.reqs/base.reqs, k, 100*(1-s.reqs/base.reqs), s.claims/base.claims, fmtLatency(s.p99), fmtLatency(base.p99),
+			cpu, baseCPU, 100*(cpu/baseCPU-1), b.Rounds, b.WarmTokens, runtime.NumCPU())
 	}
 	return nil
+}
+
+// quanCPU is the median over rs of the CPU this process (server and load
+// generator) used a request: on a machine shared with other work it moves
+// far less than requests/s do. 0 where the CPU was not sampled.
+func quanCPU(rs []*loadResult) float64 {
+	var us []float64
+	for _, r := range rs {
+		for _, u := range r.CPU {
+			if u.name == "quan" && r.Sent > 0 {
+				us = append(us, float64(u.used.Microseconds())/float64(r.Sent))
+			}
+		}
+	}
+	if len(us) == 0 {
+		return 0
+	}
+	return median(us)
 }
