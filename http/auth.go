@@ -34,6 +34,12 @@ type Tokens struct {
 	now    func() time.Time
 	cache  *tokenCache // nil remembers nothing
 	macs   sync.Pool   // of *macState
+	idp    *JWKS       // nil: HS256 tokens only (see UseJWKS)
+
+	// Verified, if set, is called with the kind of each token accepted:
+	// "hs256" (minted with the secret) or "jwks" (the identity
+	// provider's), so that a switch from one to the other can be watched.
+	Verified func(kind string)
 }
 
 // NewTokens returns Tokens signing with secret, which must be at least
@@ -89,7 +95,37 @@ func (t *Tokens) Mint(id quan.Identity, ttl time.Duration) (string, error) {
 // Verify checks a token's signature, algorithm, issuer and expiry and
 // returns its identity. Any failure is an EUNAUTHORIZED *quan.Error.
 // A token verified before is answered from memory until it expires.
+// With a JWKS in use (UseJWKS), a token not signed with HS256 is the
+// identity provider's (JWKS.verify), and an HS256 one is refused unless
+// the JWKS allows them.
 func (t *Tokens) Verify(token string) (quan.Identity, error) {
+	if t.idp != nil {
+		if id, ok, err := t.idp.verify(token); ok {
+			t.verified("jwks", err)
+			return id, err
+		}
+		if !t.idp.AllowsHS256() {
+			return quan.Identity{}, quan.Errorf(quan.EUNAUTHORIZED, "HS256 tokens are not accepted: use a token of the identity provider")
+		}
+	}
+	id, err := t.verifyHS256(token)
+	t.verified("hs256", err)
+	return id, err
+}
+
+// UseJWKS makes t accept the tokens of the identity provider whose keys
+// j holds, and refuse HS256 ones unless j allows them. Call it before t
+// verifies anything.
+func (t *Tokens) UseJWKS(j *JWKS) { t.idp = j }
+
+func (t *Tokens) verified(kind string, err error) {
+	if err == nil && t.Verified != nil {
+		t.Verified(kind)
+	}
+}
+
+// verifyHS256 is Verify for the tokens of Mint's algorithm and secret.
+func (t *Tokens) verifyHS256(token string) (quan.Identity, error) {
 	if id, ok, err := t.verifyMinted(token); ok {
 		return id, err
 	}

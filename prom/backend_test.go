@@ -391,3 +391,25 @@ func TestHTTPUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestTokensVerified: accepted bearer tokens are counted by kind; the
+// known kinds' series are there from the start, and another kind gets
+// one when first seen.
+func TestTokensVerified(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := prom.NewHTTP(reg)
+	for _, k := range prom.TokenKinds {
+		if v, ok := sample(t, reg, "quan_tokens_verified_total", "kind", k); !ok || v != 0 {
+			t.Errorf("quan_tokens_verified_total{kind=%q} %v (there: %v), want 0", k, v, ok)
+		}
+	}
+	h.TokenVerified("hs256")
+	h.TokenVerified("jwks")
+	h.TokenVerified("jwks")
+	h.TokenVerified("key")
+	for k, want := range map[string]float64{"hs256": 1, "jwks": 2, "key": 1} {
+		if v, _ := sample(t, reg, "quan_tokens_verified_total", "kind", k); v != want {
+			t.Errorf("quan_tokens_verified_total{kind=%q} %v, want %v", k, v, want)
+		}
+	}
+}

@@ -23,6 +23,7 @@ type ServeCommand struct {
 	Addr            string
 	AdminAddr       string
 	JWTSecret       string
+	JWKS            jwksFlags
 	ShutdownTimeout time.Duration
 	// DrainDelay is how long readiness fails before the drain begins, so
 	// that load balancers stop sending requests first.
@@ -35,6 +36,10 @@ type ServeCommand struct {
 	app       *app.App
 	server    *qhttp.Server
 	admin     *adminServer
+	// stopJWKS ends the refresh of the identity provider's keys, and
+	// jwksDone closes when it has; nil without --jwt-jwks.
+	stopJWKS func()
+	jwksDone chan struct{}
 }
 
 func (c *ServeCommand) role() app.Role {
@@ -50,6 +55,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	if !c.Worker {
 		fs.StringVar(&c.Addr, "addr", ":8080", "listen address")
 		fs.StringVar(&c.JWTSecret, "jwt-secret", "", "token signing secret, at least 32 bytes (default: generated once, kept in the data folder)")
+		c.JWKS.register(fs)
 	}
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:9090", `listen address of /metrics, /healthz, /readyz and /debug/pprof/ ("" for none; each process on a host needs its own)`)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to drain requests in flight on SIGINT/SIGTERM")
@@ -59,6 +65,11 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 		return err
 	}
 	c.Config.Now = c.Main.Now
+	if !c.Worker {
+		if err := c.JWKS.validate(); err != nil {
+			return err
+		}
+	}
 	return c.Config.Validate()
 }
 
@@ -78,6 +89,21 @@ func (c *ServeCommand) Open(ctx context.Context) error {
 		}
 		if tokens, err = qhttp.NewTokens(secret, c.Main.Now); err != nil {
 			return err
+		}
+		jwks, err := c.JWKS.open(ctx, logger, c.Main.Now)
+		if err != nil {
+			return err
+		}
+		if jwks != nil {
+			tokens.UseJWKS(jwks)
+			run, stop := context.WithCancel(context.Background())
+			c.stopJWKS, c.jwksDone = stop, make(chan struct{})
+			go func() {
+				defer close(c.jwksDone)
+				jwks.Run(run)
+			}()
+			logger.Info("shoppers' tokens from the identity provider", "jwks", c.JWKS.Source, "issuer", c.JWKS.Issuer,
+				"audience", c.JWKS.Audience, "user_claim", c.JWKS.UserClaim, "hs256", c.JWKS.AllowHS256)
 		}
 	}
 	if c.app, err = app.Open(ctx, c.Config, c.role(), logger); err != nil {
@@ -156,6 +182,11 @@ func (c *ServeCommand) Close() error {
 		errs = append(errs, c.admin.Close(ctx))
 		cancel()
 		c.admin = nil
+	}
+	if c.stopJWKS != nil {
+		c.stopJWKS()
+		<-c.jwksDone
+		c.stopJWKS = nil
 	}
 	if c.app != nil {
 		c.app.Close()

@@ -408,8 +408,12 @@ func (a *App) sweepSessions(ctx context.Context) error {
 
 // HTTPServer returns the API server over the app's use cases, signing and
 // checking tokens with tokens, with the operator console at /console. The
-// caller opens and closes it.
+// caller opens and closes it. With metrics on, the tokens tokens accepts
+// are counted (quan_tokens_verified_total).
 func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
+	if a.httpMetrics != nil && tokens != nil {
+		tokens.Verified = a.httpMetrics.TokenVerified
+	}
 	srv := &qhttp.Server{
 		Templates:   a.Templates,
 		Tasks:       a.Tasks,

@@ -58,16 +58,13 @@ type claimBench struct {
 	// cache before the load.
 	Eligibility string
 	WarmFacts   bool
-	// Auth is how each claim authenticates: AuthHS256 or AuthKey.
-	Auth string
+	// Auth is the kinds of shoppers' token (claimauth.go), WarmTokens
+	// whether they are verified once before the load.
+	Auth       string
+	WarmTokens bool
+	auths      map[string]*benchAuth // by kind, while compareAuth runs
 	freshDB
 }
-
-// How a bench's claims authenticate (--auth).
-const (
-	AuthHS256 = "hs256" // each user's HS256 token, as quan token mints
-	AuthKey   = "key"   // one platform service key of scope claims, naming the user in the body
-)
 
 func (b *claimBench) register(fs *flag.FlagSet) {
 	b.Config.RegisterBackends(fs, app.Local) // --data defaults to a fresh temporary folder, removed after
@@ -84,8 +81,8 @@ func (b *claimBench) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.Rounds, "rounds", 2, "with --metrics-compare: runs with metrics off and on, each (in the order off, on, then on, off, and so on)")
 	fs.StringVar(&b.Eligibility, "eligibility", "", "claim a template with this eligibility rule (the typical one: 'user.level >= 2 && \"vip\" in user.tags'); every user of the run is given level 2 and the tag vip beforehand, so the rule lets all through and the claims differ from a run without it only by the rule's cost")
 	fs.BoolVar(&b.WarmFacts, "warm-facts", false, "with --eligibility: read every user's facts into the facts cache before the load (default: the first claim of each user reads them from the store, as after a restart)")
-	fs.StringVar(&b.Auth, "auth", AuthHS256, "how each claim authenticates: hs256 (each user's own HS256 token) or key (one platform service key of scope claims, the user in the body as {\"userId\": N})")
 	fs.StringVar(&b.CPUProfile, "cpuprofile", "", "write a CPU profile of the claims' load and drain (server and load generator: one process) to this file")
+	b.registerAuth(fs)
 	b.registerFreshDB(fs, "bench claim", "Without it, the run's template and coupons stay in the database and its cache keys under the prefix (claim records for 24 h), and its claims go on the stream --bus names, where another bench or quan serve on it takes them")
 }
 
@@ -109,10 +106,11 @@ func (b *claimBench) validate() error {
 		return cli.Usagef("bench claim: --duration %s: want a positive duration", b.Duration)
 	case b.Rounds < 1:
 		return cli.Usagef("bench claim: --rounds %d: want at least 1", b.Rounds)
-	case b.Auth != AuthHS256 && b.Auth != AuthKey:
-		return cli.Usagef("bench claim: --auth %q: want hs256 or key", b.Auth)
 	case b.MetricsCompare && (b.Ceiling || b.CPUProfile != ""):
 		return cli.Usagef("bench claim: --metrics-compare runs the claims several times: run --ceiling and --cpuprofile without it")
+	}
+	if err := b.validateAuth(); err != nil {
+		return err
 	}
 	return b.checkFreshDB(b.Config)
 }
@@ -130,11 +128,7 @@ func (b *claimBench) setup() string {
 	if b.PersistRate > 0 {
 		paced = fmt.Sprintf(", store writes paced at %s claims/s while claims arrive", cli.Thousands(int64(b.PersistRate)))
 	}
-	auth := ""
-	if b.Auth == AuthKey {
-		auth = ", auth " + AuthKey
-	}
-	return fmt.Sprintf("store %s%s, cache %s, bus %s%s%s", store, b.database(), cache, bus, paced, auth)
+	return fmt.Sprintf("store %s%s, cache %s, bus %s%s", store, b.database(), cache, bus, paced)
 }
 
 // claim measures the claim API of a real server in this process: accepted
@@ -180,6 +174,9 @@ func (c *Command) claim(ctx context.Context, args []string) error {
 	if b.MetricsCompare {
 		return c.compareMetrics(ctx, &b, cfg, !cli.IsSet(fs, "data"))
 	}
+	if len(b.authList()) > 1 {
+		return c.compareAuth(ctx, &b, cfg, !cli.IsSet(fs, "data"))
+	}
 	srv, gen, res, err := c.claimPhase(ctx, &b, cfg)
 	if err != nil {
 		return err
@@ -219,7 +216,11 @@ func (c *Command) claim(ctx context.Context, args []string) error {
 // is open (idle); the caller closes it.
 func (c *Command) claimPhase(ctx context.Context, b *claimBench, cfg app.Config) (srv *server, gen *loadGen, res *loadResult, err error) {
 	out := c.Stdout
-	srv, err = startServer(ctx, c, cfg)
+	auth, err := b.authFor(cfg.DataDir)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
+	}
+	srv, err = startServerWith(ctx, c, cfg, auth.trust)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bench claim: start the server: %w", err)
 	}
@@ -241,19 +242,24 @@ func (c *Command) claimPhase(ctx context.Context, b *claimBench, cfg app.Config)
 			return nil, nil, nil, fmt.Errorf("bench claim: %w", err)
 		}
 	}
-	if b.Auth == AuthKey {
-		gen, err = keyClaimLoad(ctx, *b, srv.app.Keys)
+	if auth.kind == "key" {
+		gen, err = keyClaimLoad(ctx, *b, auth, srv.app.Keys)
 	} else {
-		gen, err = claimLoad(*b, srv.tokens)
+		gen, err = claimLoad(*b, auth, srv.tokens)
 	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if b.WarmTokens && auth.kind != "key" { // a key is remembered after its first request
+		if err := warmTokens(srv.tokens, gen.Auth); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	gen.URL = fmt.Sprintf("%s/api/v1/templates/%d/claim", srv.http.URL(), tpl.ID)
 	gen.WarmURL = srv.http.URL() + "/healthz"
-	fmt.Fprintf(out, "bench claim: %s; template %d, stock %s, %s users, %s requests on %s connections; client and server share the %d cores (GOMAXPROCS %d)\n",
+	fmt.Fprintf(out, "bench claim: %s; template %d, stock %s, %s users, %s requests on %s connections; client and server share the %d cores (GOMAXPROCS %d); %s%s\n",
 		b.setup(), tpl.ID, cli.Thousands(b.Stock), cli.Thousands(int64(len(gen.Auth))), cli.Thousands(int64(len(gen.Order))),
-		cli.Thousands(int64(b.Conns)), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+		cli.Thousands(int64(b.Conns)), runtime.NumCPU(), runtime.GOMAXPROCS(0), authWords(b.Auth), warmed(b.WarmTokens))
 
 	runtime.GC()
 	if b.CPUProfile != "" {
@@ -417,22 +423,22 @@ func median(vs []float64) float64 {
 	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 }
 
-// claimLoad mints a token for each of b.Users users (as many as the
-// requests can name) with the server's tokens (none if tokens is nil),
-// and orders the
+// claimLoad makes a token for each of b.Users users (as many as the
+// requests can name) of the run's kind (benchAuth.mintAll; none for a
+// key, which keyClaimLoad sets), and orders the
 // requests: request k comes from user k mod Users, shuffled, so that
 // repeats are spread over the run.
-func claimLoad(b claimBench, tokens *qhttp.Tokens) (*loadGen, error) {
+func claimLoad(b claimBench, a *benchAuth, tokens *qhttp.Tokens) (*loadGen, error) {
 	users := min(b.Users, b.Requests)
+	toks := make([]string, users)
+	if a.kind != "key" {
+		var err error
+		if toks, err = a.mintAll(tokens, users); err != nil {
+			return nil, err
+		}
+	}
 	auth := make([][]string, users)
-	for i := range auth {
-		if tokens == nil {
-			continue // keyClaimLoad sets them
-		}
-		tok, err := tokens.Mint(quan.Identity{Role: quan.RoleUser, UserID: int64(i) + 1}, 24*time.Hour)
-		if err != nil {
-			return nil, fmt.Errorf("bench claim: mint a token: %w", err)
-		}
+	for i, tok := range toks {
 		auth[i] = []string{"Bearer " + tok}
 	}
 	order := make([]int32, b.Requests)
@@ -448,13 +454,13 @@ func claimLoad(b claimBench, tokens *qhttp.Tokens) (*loadGen, error) {
 // scope claims, made on the run's store, sent by every request, each
 // naming its user in the body, as a platform's server claims for its
 // users.
-func keyClaimLoad(ctx context.Context, b claimBench, keys *apikeys.Service) (*loadGen, error) {
+func keyClaimLoad(ctx context.Context, b claimBench, a *benchAuth, keys *apikeys.Service) (*loadGen, error) {
 	_, key, err := keys.Create(ctx, quan.Identity{Subject: "bench", Role: quan.RoleAdmin},
 		apikeys.NewKey{Name: "bench claim", Scopes: []quan.KeyScope{quan.ScopeClaims}})
 	if err != nil {
 		return nil, fmt.Errorf("bench claim: make a service key: %w", err)
 	}
-	gen, err := claimLoad(b, nil)
+	gen, err := claimLoad(b, a, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -920,6 +926,12 @@ type server struct {
 
 // startServer opens quan on cfg as a Server and serves its API.
 func startServer(ctx context.Context, c *Command, cfg app.Config) (*server, error) {
+	return startServerWith(ctx, c, cfg, nil)
+}
+
+// startServerWith is startServer; trust, if set, is given the server's
+// tokens before it serves (benchAuth.trust).
+func startServerWith(ctx context.Context, c *Command, cfg app.Config, trust func(context.Context, *qhttp.Tokens) error) (*server, error) {
 	a, err := c.openApp(ctx, cfg, app.Server)
 	if err != nil {
 		return nil, err
@@ -928,6 +940,9 @@ func startServer(ctx context.Context, c *Command, cfg app.Config) (*server, erro
 	secret, err := app.LoadSecret(a.Config.DataDir, "")
 	if err == nil {
 		s.tokens, err = qhttp.NewTokens(secret, c.Now)
+	}
+	if err == nil && trust != nil {
+		err = trust(ctx, s.tokens)
 	}
 	if err == nil {
 		err = a.Start()

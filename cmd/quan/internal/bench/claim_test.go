@@ -380,11 +380,48 @@ func TestBenchClaimKey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench claim --auth key: %v\n%s%s", err, out, stderr)
 	}
-	if !strings.Contains(out, "auth key") {
+	if !strings.Contains(out, "; one platform service key of scope claims") {
 		t.Errorf("the run does not say it used a key:\n%s", out)
 	}
 	checkBenchClaim(t, out, 500)
-	if _, _, err := runBench(t, "bench", "claim", "-n", "10", "--auth", "rsa"); err == nil || !strings.Contains(err.Error(), `--auth "rsa": want hs256 or key`) {
+	if _, _, err := runBench(t, "bench", "claim", "-n", "10", "--auth", "rsa"); err == nil || !strings.Contains(err.Error(), `--auth "rsa": want hs256, rs256, es256, key`) {
 		t.Errorf("--auth rsa: %v", err)
+	}
+}
+
+// TestBenchClaimAuth runs the bench with the shoppers' tokens of a
+// made-up identity provider, RS256 and ES256 against its JWKS, beside
+// HS256 ones, in one comparison: every claim is decided as with HS256,
+// and the comparison is printed.
+func TestBenchClaimAuth(t *testing.T) {
+	t.Parallel()
+	out, stderr, err := runBench(t, "bench", "claim", "-c", "20", "-n", "600", "--stock", "200",
+		"--auth", "hs256,rs256,es256", "--rounds", "1", "--warm-tokens")
+	if err != nil {
+		t.Fatalf("bench claim: %v\n%s%s", err, out, stderr)
+	}
+	for _, kind := range []string{"hs256", "rs256", "es256"} {
+		for _, want := range []string{
+			`; ` + kind + ` tokens, each verified once before the load\n`,
+			`--auth ` + kind + `: [\d,]+ req/s, [\d,]+ accepted claims/s, p99 \S+ .*, quan's CPU \d+ µs a request\n`,
+		} {
+			if !regexp.MustCompile(want).MatchString(out) {
+				t.Errorf("no line matching %q in:\n%s", want, out)
+			}
+		}
+	}
+	for _, want := range []string{
+		`rs256/hs256 [\d.]+× requests/s \(rs256 costs -?[\d.]+%\).*; quan's CPU a request \d+ µs against \d+ µs \([+-][\d.]+%\)`,
+		`es256/hs256 [\d.]+× requests/s \(es256 costs -?[\d.]+%\)`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("no line matching %q in:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "verified: 200 coupons issued == 200 accepted claims"); n != 3 {
+		t.Errorf("%d runs verified, want 3:\n%s", n, out)
+	}
+	if _, _, err := runBench(t, "bench", "claim", "-n", "10", "--auth", "rs512"); err == nil || !strings.Contains(err.Error(), `--auth "rs512"`) {
+		t.Errorf("--auth rs512: %v", err)
 	}
 }
