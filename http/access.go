@@ -27,6 +27,8 @@ func Policy() map[string]Access {
 	staff := func(scope quan.KeyScope) Access { return Access{Merchant: true, Admin: true, Scope: scope} }
 	admin := Access{Admin: true}
 	key := func(scope quan.KeyScope) Access { return Access{Scope: scope} }
+	// A shopper searches and reads the public view of active templates.
+	shopperToo := func(a Access) Access { a.Shopper = true; return a }
 	return map[string]Access{
 		"GET /healthz":                               public,
 		"GET /readyz":                                public,
@@ -34,8 +36,8 @@ func Policy() map[string]Access {
 		"GET /api/v1/unsubscribe":                    public,
 		"POST /api/v1/unsubscribe":                   public,
 		"POST /api/v1/templates":                     staff(quan.ScopeTemplates),
-		"GET /api/v1/templates":                      staff(quan.ScopeTemplates),
-		"GET /api/v1/templates/{id}":                 staff(quan.ScopeTemplates),
+		"GET /api/v1/templates":                      shopperToo(staff(quan.ScopeTemplates)),
+		"GET /api/v1/templates/{id}":                 shopperToo(staff(quan.ScopeTemplates)),
 		"PATCH /api/v1/templates/{id}":               staff(quan.ScopeTemplates),
 		"POST /api/v1/templates/{id}/activate":       staff(quan.ScopeTemplates),
 		"POST /api/v1/templates/{id}/pause":          staff(quan.ScopeTemplates),
@@ -64,13 +66,14 @@ func Policy() map[string]Access {
 		"GET /api/v1/tasks/{id}/notifications/failures.csv":  staff(quan.ScopeTasks),
 		"GET /api/v1/tasks/{id}/notifications/failures.xlsx": staff(quan.ScopeTasks),
 
-		"POST /api/v1/templates/{id}/claim": {Shopper: true, Scope: quan.ScopeClaims},
-		"GET /api/v1/claims/{id}":           {Shopper: true, Scope: quan.ScopeClaims},
-		"POST /api/v1/codes/redeem":         shopper,
-		"GET /api/v1/me/coupons":            shopper,
-		"GET /api/v1/me/coupons/{id}":       shopper,
-		"GET /api/v1/me/claimable":          shopper,
-		"POST /api/v1/settlement/quote":     shopper,
+		"POST /api/v1/templates/{id}/claim":     {Shopper: true, Scope: quan.ScopeClaims},
+		"GET /api/v1/claims/{id}":               {Shopper: true, Scope: quan.ScopeClaims},
+		"POST /api/v1/codes/redeem":             shopper,
+		"POST /api/v1/promo-codes/{code}/claim": shopper,
+		"GET /api/v1/me/coupons":                shopper,
+		"GET /api/v1/me/coupons/{id}":           shopper,
+		"GET /api/v1/me/claimable":              shopper,
+		"POST /api/v1/settlement/quote":         shopper,
 
 		"POST /api/v1/orders/{order}/lock":    key(quan.ScopeSettlement),
 		"POST /api/v1/orders/{order}/redeem":  key(quan.ScopeSettlement),

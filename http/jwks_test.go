@@ -280,7 +280,7 @@ func TestJWKSMakesShoppersOnly(t *testing.T) {
 	c["role"], c["shop"], c["uid"] = "admin", 1, "1"
 	tok := key.sign(t, c)
 	ts.wantUser(t, tok, 42)
-	ts.do(t, "GET", "/api/v1/templates", tok, nil).want(t, http.StatusForbidden, "forbidden")
+	ts.do(t, "GET", "/api/v1/stats", tok, nil).want(t, http.StatusForbidden, "forbidden")
 	ts.do(t, "GET", "/api/v1/users/7/contact", tok, nil).want(t, http.StatusForbidden, "forbidden")
 }
 
