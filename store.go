@@ -286,6 +286,7 @@ type Store interface {
 	ShopStore
 	RulesStore
 	Archiver
+	EventStore
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 }

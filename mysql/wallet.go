@@ -53,6 +53,9 @@ func (s *Store) UpdateCoupons(ctx context.Context, user int64, ids []int64, fn f
 		if err := s.moveBudgets(ctx, tx, was, cs); err != nil {
 			return err
 		}
+		if err := sqlrow.RecordCouponEvents(ctx, tx, sqlrow.CouponStatuses(was), cs); err != nil {
+			return err
+		}
 		if err := addStats(ctx, tx, &d); err != nil {
 			return err
 		}
@@ -111,8 +114,9 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 	}
 	slot := rand.IntN(statsSlots)
 	counted := false // whether one statement tried the coupon and its counters
-	// A change that moves a budget goes in a transaction with it.
-	if len(after) == 1 && len(moves) == 0 {
+	// A change that moves a budget goes in a transaction with it, and so
+	// does a change of status: its event is recorded with it (the outbox).
+	if len(after) == 1 && len(moves) == 0 && quan.CouponEventType(before[0].Status, after[0].Status) == "" {
 		var (
 			ok  bool
 			err error
@@ -151,6 +155,9 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 			if err := sqlrow.MoveBudgets(ctx, tx, moves, budgets, `INSERT IGNORE`); err != nil {
 				return err
 			}
+		}
+		if err := sqlrow.RecordCouponEvents(ctx, tx, sqlrow.CouponStatuses(before), after); err != nil {
+			return err
 		}
 		return addStatsSlot(ctx, tx, &d, slot)
 	})
@@ -406,6 +413,9 @@ func (s *Store) lapseCoupons(ctx context.Context, now time.Time, limit int, lock
 		var d quan.StatsDelta
 		for i, c := range cs {
 			d.Moved(c.TemplateID, c.ShopNo, was[i], c.Status)
+		}
+		if err := sqlrow.RecordCouponEvents(ctx, tx, was, cs); err != nil {
+			return err
 		}
 		return addStats(ctx, tx, &d)
 	})

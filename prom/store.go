@@ -57,6 +57,7 @@ func (m *BackendMetrics) Store(s quan.Store) quan.Store {
 		factsOps:              newFactsOps(o),
 		shopOps:               newShopOps(o),
 		rulesOps:              newRulesOps(o),
+		eventOps:              newEventOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -87,6 +88,7 @@ type store struct {
 	factsOps
 	shopOps
 	rulesOps
+	eventOps
 }
 
 func (s *store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (_ int, err error) {
