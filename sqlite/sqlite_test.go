@@ -177,3 +177,16 @@ func TestStoreUnavailable(t *testing.T) {
 		return sqlite.NewStore(db), func() { db.Close() }
 	})
 }
+
+func TestEventStore(t *testing.T) {
+	quantest.TestEventStore(t, func(t *testing.T) quantest.EventStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.EventStores{
+			WalletStores: quantest.WalletStores{
+				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+				Wallet:      s,
+			},
+			Events: s,
+		}
+	})
+}
