@@ -95,8 +95,34 @@ type Event struct {
 	// Data is the object after the change, as the API shows it: a
 	// Coupon, Task or Template.
 	Data json.RawMessage `json:"data"`
+	// Previous is a coupon's status before the change; "" for one
+	// issued and for other objects.
+	Previous CouponStatus `json:"previousStatus,omitempty"`
 	// Attempts counts the times a relay took the event.
 	Attempts int `json:"-"`
+	// Coupon is Data decoded, for a coupon's event the store read.
+	Coupon *Coupon `json:"-"`
+}
+
+// EventSubjectPrefix starts the bus subject of every event but a
+// coupon's, which go on CouponEventSubject.
+const EventSubjectPrefix = "quan.events."
+
+// EventSubject is the bus subject of events of type t other than a
+// coupon's: "quan.events.task.finished".
+func EventSubject(t EventType) string { return EventSubjectPrefix + string(t) }
+
+// CouponEvent is a coupon event as CouponEventSubject carries it.
+func (e *Event) CouponEvent() (CouponEvent, error) {
+	c := e.Coupon
+	if c == nil {
+		c = new(Coupon)
+		if err := json.Unmarshal(e.Data, c); err != nil {
+			return CouponEvent{}, fmt.Errorf("event %s: %w", e.ID(), err)
+		}
+	}
+	return CouponEvent{ID: e.ID(), Type: e.Type, Seq: e.Seq, Coupon: c.ID, User: c.UserID, Template: c.TemplateID,
+		Old: e.Previous, New: c.Status, Order: c.OrderID, At: e.CreatedAt}, nil
 }
 
 // EventIDPrefix starts every event id.

@@ -142,8 +142,11 @@ func testCouponEvents(t *testing.T, s EventStores) {
 	if got := eventSummary(t, es); !slices.Equal(got, want) {
 		t.Fatalf("events\n got %q\nwant %q", got, want)
 	}
-	if redeemed := eventCoupon(t, es[3]); redeemed.OrderID != "order-2" || !es[3].CreatedAt.Equal(walletNow.Add(3*time.Second)) {
-		t.Errorf("the redemption's event: order %q at %s", redeemed.OrderID, es[3].CreatedAt)
+	if redeemed := eventCoupon(t, es[3]); redeemed.OrderID != "order-2" || !es[3].CreatedAt.Equal(walletNow.Add(3*time.Second)) || es[3].Previous != quan.CouponLocked {
+		t.Errorf("the redemption's event: order %q at %s, from %q", redeemed.OrderID, es[3].CreatedAt, es[3].Previous)
+	}
+	if es[4].Previous != quan.CouponUsed {
+		t.Errorf("the refund's event from %q, want used", es[4].Previous)
 	}
 	for i := 1; i < len(es); i++ {
 		if es[i].Seq <= es[i-1].Seq {

@@ -192,7 +192,6 @@ func (s *Service) Lock(ctx context.Context, who quan.Identity, order string, req
 		return nil, fmt.Errorf("lock coupons for order %s: %w", order, err)
 	}
 	s.Counters.Written(events)
-	s.publish(ctx, events)
 	return cs, nil
 }
 
@@ -324,7 +323,6 @@ func (s *Service) orderChange(ctx context.Context, who quan.Identity, order, ver
 		return nil, fmt.Errorf("%s order %s: %w", verb, order, err)
 	}
 	s.Counters.Written(events)
-	s.publish(ctx, events)
 	if cs == nil {
 		cs = []*quan.Coupon{}
 	}

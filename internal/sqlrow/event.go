@@ -13,48 +13,55 @@ import (
 
 // EventColumns are the columns ScanEvent reads, in its order.
 const EventColumns = `id, type, shop_no, user_id, object_id, created_at, attempts, data,
-	template_id, seq, status, valid_start, valid_end, source, task_id, order_id, locked_until, discount, coupon_created_at`
+	template_id, seq, status, valid_start, valid_end, source, task_id, order_id, locked_until, discount, coupon_created_at, old_status`
 
 // CouponEventsSQL records the events of the coupons a WHERE clause
-// appended to it selects, of the type bound first, each at its coupon's
+// appended to it selects, of the type bound first and from the status
+// bound second ("" for coupons issued), each at its coupon's
 // updated_at, as the change left the coupon: a copy of its columns into
 // the outbox, one statement for a whole batch of coupons, on either
 // engine.
 const CouponEventsSQL = `INSERT INTO events (type, shop_no, user_id, object_id, created_at,
-	template_id, seq, status, valid_start, valid_end, source, task_id, order_id, locked_until, discount, coupon_created_at)
+	template_id, seq, status, valid_start, valid_end, source, task_id, order_id, locked_until, discount, coupon_created_at, old_status)
 	SELECT ?, shop_no, user_id, id, updated_at,
-	template_id, seq, status, valid_start, valid_end, source, task_id, order_id, locked_until, discount, created_at
+	template_id, seq, status, valid_start, valid_end, source, task_id, order_id, locked_until, discount, created_at, ?
 	FROM coupons WHERE `
 
 // RecordCouponEvents records, in tx, the events of the coupons after
 // whose status changed from old[i], as they are stored now: one
 // INSERT … SELECT per event type.
 func RecordCouponEvents(ctx context.Context, tx Execer, old []quan.CouponStatus, after []*quan.Coupon) error {
-	byType := map[quan.EventType][]int64{}
-	var types []quan.EventType
+	type change struct {
+		t   quan.EventType
+		old quan.CouponStatus
+	}
+	by := map[change][]int64{}
+	var changes []change
 	for i, c := range after {
-		t := quan.CouponEventType(old[i], c.Status)
-		if t == "" {
+		k := change{quan.CouponEventType(old[i], c.Status), old[i]}
+		if k.t == "" {
 			continue
 		}
-		if _, ok := byType[t]; !ok {
-			types = append(types, t)
+		if _, ok := by[k]; !ok {
+			changes = append(changes, k)
 		}
-		byType[t] = append(byType[t], c.ID)
+		by[k] = append(by[k], c.ID)
 	}
-	for _, t := range types {
-		if err := RecordEventsOf(ctx, tx, t, byType[t]); err != nil {
+	for _, k := range changes {
+		if err := RecordEventsOf(ctx, tx, k.t, k.old, by[k]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// RecordEventsOf records, in tx, events of type t of the coupons ids as
-// they are stored now, batches of at most 500 a statement.
-func RecordEventsOf(ctx context.Context, tx Execer, t quan.EventType, ids []int64) error {
+// RecordEventsOf records, in tx, events of type t from status old of
+// the coupons ids as they are stored now, batches of at most 500 a
+// statement.
+func RecordEventsOf(ctx context.Context, tx Execer, t quan.EventType, old quan.CouponStatus, ids []int64) error {
 	for part := range slices.Chunk(ids, 500) {
-		if _, err := tx.ExecContext(ctx, CouponEventsSQL+`id IN (`+Params(len(part))+`)`, Args(t, part)...); err != nil {
+		args := append([]any{t, old}, Args(nil, part)[1:]...)
+		if _, err := tx.ExecContext(ctx, CouponEventsSQL+`id IN (`+Params(len(part))+`)`, args...); err != nil {
 			return fmt.Errorf("record %d %s events: %w", len(part), t, err)
 		}
 	}
@@ -93,20 +100,21 @@ type EventRow struct {
 // ScanEvent reads a row of EventColumns.
 func ScanEvent(row Scanner) (EventRow, error) {
 	var (
-		e                             quan.Event
-		data, status, source, order   sql.NullString
-		template, seq, task, discount sql.NullInt64
-		c                             quan.Coupon
+		e                                quan.Event
+		data, status, source, order, old sql.NullString
+		template, seq, task, discount    sql.NullInt64
+		c                                quan.Coupon
 	)
 	if err := row.Scan(&e.Seq, &e.Type, &e.ShopNo, &e.UserID, &e.ObjectID, Time(&e.CreatedAt), &e.Attempts, &data,
 		&template, &seq, &status, NullTime(&c.ValidStart), NullTime(&c.ValidEnd), &source, &task, &order,
-		NullTime(&c.LockedUntil), &discount, NullTime(&c.CreatedAt)); err != nil {
+		NullTime(&c.LockedUntil), &discount, NullTime(&c.CreatedAt), &old); err != nil {
 		return EventRow{}, err
 	}
 	if !e.Type.Coupon() {
 		e.Data = json.RawMessage(data.String)
 		return EventRow{Event: &e}, nil
 	}
+	e.Previous = quan.CouponStatus(old.String)
 	c.ID, c.ShopNo, c.UserID, c.UpdatedAt = e.ObjectID, e.ShopNo, e.UserID, e.CreatedAt
 	c.TemplateID, c.Seq, c.Status, c.Source = template.Int64, seq.Int64, quan.CouponStatus(status.String), quan.CouponSource(source.String)
 	c.TaskID, c.OrderID, c.Discount = task.Int64, order.String, discount.Int64
@@ -135,7 +143,7 @@ func EventData(ctx context.Context, q Queryer, codes *Codes, rs []EventRow) ([]*
 			if err != nil {
 				return nil, fmt.Errorf("event %d: %w", r.Event.Seq, err)
 			}
-			r.Event.Data = data
+			r.Event.Data, r.Event.Coupon = data, r.Coupon
 		}
 		out[i] = r.Event
 	}

@@ -18,7 +18,9 @@ CREATE TABLE events (
 	attempts    INT          NOT NULL DEFAULT 0,
 	relayed_at  DATETIME(6)  NULL,
 	data        MEDIUMTEXT   NULL,  -- JSON of the task or template; NULL for coupons
-	-- The coupon after the change (coupon events only).
+	-- The coupon after the change (coupon events only), and its status
+	-- before ('' for a coupon issued).
+	old_status   VARCHAR(32) NULL,
 	template_id  BIGINT      NULL,
 	seq          BIGINT      NULL,
 	status       VARCHAR(32) NULL,

@@ -23,7 +23,9 @@ CREATE TABLE events (
 	attempts    INTEGER NOT NULL DEFAULT 0,
 	relayed_at  INTEGER,
 	data        TEXT,   -- JSON of the task or template; NULL for coupons
-	-- The coupon after the change (coupon events only).
+	-- The coupon after the change (coupon events only), and its status
+	-- before ('' for a coupon issued).
+	old_status   TEXT,
 	template_id  INTEGER,
 	seq          INTEGER,
 	status       TEXT,
