@@ -193,4 +193,3 @@ func startRelayWorker(t *testing.T, bin string, env map[string]string) *dispatch
 	}
 	return startAdminProc(t, bin, args, nil)
 }
-
