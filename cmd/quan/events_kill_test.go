@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,100 @@ import (
 	"github.com/quanhq/quan/mysql/mysqltest"
 	"github.com/quanhq/quan/nats"
 )
+
+// TestEventsKill records coupon events in a data folder that `quan
+// serve` relays to its embedded bus, kills it with SIGKILL while the
+// events stream out and starts it again. Once it is done, every event is
+// in the embedded bus's stream, each id at least once; the duplicates
+// number at most one batch.
+func TestEventsKill(t *testing.T) {
+	env := testEnv(t)
+	bin := buildQuan(t)
+	const n = 50_000
+	recordCouponEvents(t, env, n)
+	serve := []string{"serve", "--data", env["QUAN_DATA"], "--addr", "127.0.0.1:0", "--event-lease", "3s"}
+	a := startAdminProc(t, bin, serve, nil)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if p, _ := pendingEvents(t, env); p <= n-n/5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the relay relayed too little within 2 minutes")
+		}
+	}
+	a.kill()
+	pending, _ := pendingEvents(t, env)
+	t.Logf("killed the relay with %d events not relayed", pending)
+	a = startAdminProc(t, bin, serve, nil)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if p, _ := pendingEvents(t, env); p == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			p, _ := pendingEvents(t, env)
+			t.Fatalf("%d events not relayed 2 minutes after the restart", p)
+		}
+	}
+	a.stop()
+
+	// The stream the relays published to, read as a consumer would.
+	srv, err := nats.StartEmbedded(t.Context(), filepath.Join(env["QUAN_DATA"], "nats"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	bus, err := srv.Bus(t.Context(), nats.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.Close() })
+	log := consumeCouponEvents(t, bus)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, d := log.count(); d >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, d := log.count()
+			t.Fatalf("%d of %d events in the stream", d, n)
+		}
+	}
+	if backlog, err := bus.Backlog(t.Context(), quan.CouponEventSubject, "points"); err != nil || backlog != 0 {
+		t.Fatalf("backlog %d, %v after every event was read", backlog, err)
+	}
+	received, distinct := log.count()
+	t.Logf("in all %d received, %d distinct, %d duplicates", received, distinct, received-distinct)
+	if distinct != n || received-distinct > events.DefaultBatch {
+		t.Fatalf("%d distinct events, %d duplicates; want %d, at most %d", distinct, received-distinct, n, events.DefaultBatch)
+	}
+}
+
+// consumeCouponEvents consumes quan.CouponEventSubject on bus as the
+// durable "points" until the test ends, counting the events by id.
+func consumeCouponEvents(t *testing.T, bus quan.Bus) *eventCount {
+	t.Helper()
+	log := &eventCount{seen: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		err := bus.Consume(ctx, quan.CouponEventSubject, "points", quan.ConsumeOptions{Concurrency: 1}, func(_ context.Context, m quan.Message) error {
+			es, err := quan.DecodeCouponEvents(m.Data)
+			if err != nil {
+				return err
+			}
+			log.add(es)
+			return nil
+		})
+		if err != nil {
+			t.Errorf("consume: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-consumed
+	})
+	return log
+}
 
 // TestEventsKillOnMySQL records coupon events in a MySQL store that two
 // `quan worker` processes on an external NATS bus relay, kills one with
@@ -41,29 +136,8 @@ func TestEventsKillOnMySQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bus.Close()
-	log := &eventCount{seen: map[string]int{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	consumed := make(chan struct{})
-	go func() {
-		defer close(consumed)
-		err := bus.Consume(ctx, quan.CouponEventSubject, "points", quan.ConsumeOptions{Concurrency: 1}, func(_ context.Context, m quan.Message) error {
-			es, err := quan.DecodeCouponEvents(m.Data)
-			if err != nil {
-				t.Error(err)
-				return nil
-			}
-			log.add(es)
-			return nil
-		})
-		if err != nil {
-			t.Errorf("consume: %v", err)
-		}
-	}()
-	defer func() {
-		cancel()
-		<-consumed
-	}()
+	t.Cleanup(func() { bus.Close() })
+	log := consumeCouponEvents(t, bus)
 
 	a := startRelayWorker(t, bin, env)
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
