@@ -641,9 +641,8 @@ func chunkEvents(ctx context.Context, tx *sql.Tx, c *quan.Chunk, template int64)
 	users := quan.IssuedUsers(c)
 	slices.Sort(users)
 	for part := range slices.Chunk(users, 500) {
-		args := append([]any{quan.EventCouponIssued, ""}, sqlrow.Args(nil, part)[1:]...)
-		args = append(args, template, c.TaskID, utc(c.Now))
-		if _, err := tx.ExecContext(ctx, sqlrow.CouponEventsSQL+`user_id IN (`+sqlrow.Params(len(part))+`)
+		args := append(sqlrow.Args(nil, part)[1:], template, c.TaskID, utc(c.Now))
+		if _, err := tx.ExecContext(ctx, sqlrow.IssuedEventsSQL+`user_id IN (`+sqlrow.Params(len(part))+`)
 			AND template_id = ? AND task_id = ? AND created_at = ?`, args...); err != nil {
 			return fmt.Errorf("record the events of %d coupons: %w", len(part), translate(err))
 		}

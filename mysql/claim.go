@@ -157,7 +157,7 @@ func (db *DB) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs 
 	for k, i := range issued {
 		ids[k] = cs[i].CouponID
 	}
-	if err := sqlrow.RecordEventsOf(ctx, tx, quan.EventCouponIssued, "", ids); err != nil {
+	if err := sqlrow.RecordIssued(ctx, tx, ids); err != nil {
 		return err
 	}
 	if err := insertClaims(ctx, tx, failed); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/quanhq/quan"
@@ -25,21 +26,27 @@ func (s *Store) TakeEvents(ctx context.Context, owner string, now, lease time.Ti
 	}
 	var out []*quan.Event
 	err = s.db.inTx(ctx, func(tx *sql.Tx) error {
-		rs, err := sqlrow.Query(ctx, tx, "due events", sqlrow.ScanEvent, `SELECT `+sqlrow.EventColumns+` FROM events
-			WHERE due_at <= ? ORDER BY due_at, id LIMIT ? FOR UPDATE SKIP LOCKED`, utc(now), limit)
-		if err != nil || len(rs) == 0 {
-			out = nil
+		out = nil
+		// The events alone are locked: a locking read of the join would
+		// lock the coupons too.
+		ids, err := sqlrow.Query(ctx, tx, "due events", func(r sqlrow.Scanner) (id int64, err error) { return id, r.Scan(&id) },
+			`SELECT id FROM events WHERE due_at <= ? ORDER BY due_at, id LIMIT ? FOR UPDATE SKIP LOCKED`, utc(now), limit)
+		if err != nil || len(ids) == 0 {
 			return err
 		}
-		ids := make([]int64, len(rs))
-		for i, r := range rs {
-			r.Event.Attempts++
-			ids[i] = r.Event.Seq
-		}
-		args := append([]any{utc(lease), owner}, sqlrow.Args(nil, ids)[1:]...)
-		if _, err := tx.ExecContext(ctx, `UPDATE events SET due_at = ?, owner = ?, attempts = attempts + 1
-			WHERE id IN (`+sqlrow.Params(len(ids))+`)`, args...); err != nil {
-			return err
+		var rs []sqlrow.EventRow
+		for part := range slices.Chunk(ids, 500) {
+			args := append([]any{utc(lease), owner}, sqlrow.Args(nil, part)[1:]...)
+			if _, err := tx.ExecContext(ctx, `UPDATE events SET due_at = ?, owner = ?, attempts = attempts + 1
+				WHERE id IN (`+sqlrow.Params(len(part))+`)`, args...); err != nil {
+				return err
+			}
+			got, err := sqlrow.Query(ctx, tx, "due events", sqlrow.ScanEvent,
+				`SELECT `+sqlrow.EventColumns+` FROM `+sqlrow.EventJoin+` WHERE e.id IN (`+sqlrow.Params(len(part))+`) ORDER BY e.id`, sqlrow.Args(nil, part)[1:]...)
+			if err != nil {
+				return err
+			}
+			rs = append(rs, got...)
 		}
 		out, err = sqlrow.EventData(ctx, tx, s.db.codes, rs)
 		return err
@@ -65,7 +72,7 @@ func (s *Store) FinishEvents(ctx context.Context, owner string, now time.Time, s
 func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []*quan.Event, err error) {
 	defer s.db.unavailable(&err)
 	rs, err := sqlrow.Query(ctx, s.db.db, "events", sqlrow.ScanEvent,
-		`SELECT `+sqlrow.EventColumns+` FROM events WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+		`SELECT `+sqlrow.EventColumns+` FROM `+sqlrow.EventJoin+` WHERE e.id > ? ORDER BY e.id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -292,7 +292,7 @@ func issueCoupons(ctx context.Context, tx *sql.Tx, c *quan.Chunk, t *quan.Templa
 		// The chunk's coupons are those above the floor: SQLite's one
 		// writer hands out rowids from the largest up. One statement
 		// copies them into the outbox, along the primary key.
-		if _, err := tx.ExecContext(ctx, sqlrow.CouponEventsSQL+`id > ?`, quan.EventCouponIssued, "", ins.floor); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlrow.IssuedEventsSQL+`id > ?`, ins.floor); err != nil {
 			return fmt.Errorf("record the events of %d coupons: %w", len(issues), translate(err))
 		}
 	}

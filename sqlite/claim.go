@@ -120,7 +120,7 @@ func (s *Store) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, c
 		for k, i := range issued {
 			ids[k] = cs[i].CouponID
 		}
-		if err := sqlrow.RecordEventsOf(ctx, tx, quan.EventCouponIssued, "", ids); err != nil {
+		if err := sqlrow.RecordIssued(ctx, tx, ids); err != nil {
 			return err
 		}
 		n := int64(len(issued))

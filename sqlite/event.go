@@ -18,7 +18,7 @@ var _ quan.EventStore = (*Store)(nil)
 // lowest due_at (0: never taken).
 const takeEventsSQL = `UPDATE events SET due_at = ?1, owner = ?2, attempts = attempts + 1
 	WHERE id IN (SELECT id FROM events WHERE due_at <= ?3 ORDER BY due_at, id LIMIT ?4)
-	RETURNING ` + sqlrow.EventColumns
+	RETURNING id`
 
 // TakeEvents implements quan.EventStore in one write transaction.
 func (s *Store) TakeEvents(ctx context.Context, owner string, now, lease time.Time, limit int) (_ []*quan.Event, err error) {
@@ -34,11 +34,20 @@ func (s *Store) TakeEvents(ctx context.Context, owner string, now, lease time.Ti
 		return nil, fmt.Errorf("take events: %w", err)
 	}
 	defer tx.Rollback()
-	rs, err := sqlrow.Query(ctx, tx, "take events", sqlrow.ScanEvent, takeEventsSQL, micros(lease), owner, micros(now), limit)
-	if err != nil {
+	ids, err := sqlrow.Query(ctx, tx, "take events", func(r sqlrow.Scanner) (id int64, err error) { return id, r.Scan(&id) },
+		takeEventsSQL, micros(lease), owner, micros(now), limit)
+	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	// RETURNING gives rows in no order the statement promises.
+	var rs []sqlrow.EventRow
+	for part := range slices.Chunk(ids, 500) {
+		got, err := sqlrow.Query(ctx, tx, "take events", sqlrow.ScanEvent,
+			`SELECT `+sqlrow.EventColumns+` FROM `+sqlrow.EventJoin+` WHERE e.id IN (`+sqlrow.Params(len(part))+`)`, sqlrow.Args(nil, part)[1:]...)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, got...)
+	}
 	sortEventRows(rs)
 	es, err := sqlrow.EventData(ctx, tx, s.db.codes, rs)
 	if err != nil {
@@ -72,7 +81,7 @@ func (s *Store) FinishEvents(ctx context.Context, owner string, now time.Time, s
 func (s *Store) Events(ctx context.Context, after int64, limit int) (_ []*quan.Event, err error) {
 	defer s.db.unavailable(&err)
 	rs, err := sqlrow.Query(ctx, s.db.read, "events", sqlrow.ScanEvent,
-		`SELECT `+sqlrow.EventColumns+` FROM events WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+		`SELECT `+sqlrow.EventColumns+` FROM `+sqlrow.EventJoin+` WHERE e.id > ? ORDER BY e.id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,41 @@ import (
 	"github.com/quanhq/quan"
 )
 
-// EventColumns are the columns ScanEvent reads, in its order.
-const EventColumns = `id, type, shop_no, user_id, object_id, created_at, attempts, data,
-	template_id, seq, status, valid_start, valid_end, source, task_id, order_id, locked_until, discount, coupon_created_at, old_status`
+// EventColumns are the columns ScanEvent reads, in its order, of events
+// e joined with EventJoin. A coupon.issued event is a slim row (its type,
+// shop, user, coupon and time): the coupon as issued is its columns that
+// never change (template, seq, window, source, task, creation) with the
+// status available and no order, read from coupons when the event is.
+// Issuing a million coupons then writes a million rows of five columns to
+// the outbox, not of twenty.
+const EventColumns = `e.id, e.type, e.shop_no, e.user_id, e.object_id, e.created_at, e.attempts, e.data,
+	COALESCE(e.template_id, c.template_id), COALESCE(e.seq, c.seq),
+	COALESCE(e.status, CASE WHEN c.id IS NOT NULL THEN 'available' END),
+	COALESCE(e.valid_start, c.valid_start), COALESCE(e.valid_end, c.valid_end), COALESCE(e.source, c.source),
+	COALESCE(e.task_id, c.task_id), e.order_id, e.locked_until, e.discount,
+	COALESCE(e.coupon_created_at, c.created_at), e.old_status`
+
+// EventJoin is the FROM clause of EventColumns. A coupon archived before
+// its coupon.issued event was read (a relay stopped for longer than
+// --archive-after) reads with its ids alone.
+const EventJoin = `events e LEFT JOIN coupons c ON e.type = 'coupon.issued' AND e.status IS NULL AND c.id = e.object_id`
+
+// IssuedEventsSQL records the coupon.issued events of the coupons a WHERE
+// clause appended to it selects, at their creation: slim rows (see
+// EventColumns).
+const IssuedEventsSQL = `INSERT INTO events (type, shop_no, user_id, object_id, created_at)
+	SELECT 'coupon.issued', shop_no, user_id, id, created_at FROM coupons WHERE `
+
+// RecordIssued records, in tx, the coupon.issued events of the coupons
+// ids, batches of at most 500 a statement.
+func RecordIssued(ctx context.Context, tx Execer, ids []int64) error {
+	for part := range slices.Chunk(ids, 500) {
+		if _, err := tx.ExecContext(ctx, IssuedEventsSQL+`id IN (`+Params(len(part))+`)`, Args(nil, part)[1:]...); err != nil {
+			return fmt.Errorf("record %d coupon.issued events: %w", len(part), err)
+		}
+	}
+	return nil
+}
 
 // CouponEventsSQL records the events of the coupons a WHERE clause
 // appended to it selects, of the type bound first and from the status
@@ -116,6 +148,9 @@ func ScanEvent(row Scanner) (EventRow, error) {
 	}
 	e.Previous = quan.CouponStatus(old.String)
 	c.ID, c.ShopNo, c.UserID, c.UpdatedAt = e.ObjectID, e.ShopNo, e.UserID, e.CreatedAt
+	if e.Type == quan.EventCouponIssued {
+		c.CreatedAt = e.CreatedAt
+	}
 	c.TemplateID, c.Seq, c.Status, c.Source = template.Int64, seq.Int64, quan.CouponStatus(status.String), quan.CouponSource(source.String)
 	c.TaskID, c.OrderID, c.Discount = task.Int64, order.String, discount.Int64
 	return EventRow{Event: &e, Coupon: &c}, nil
