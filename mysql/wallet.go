@@ -114,18 +114,38 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 	}
 	slot := rand.IntN(statsSlots)
 	counted := false // whether one statement tried the coupon and its counters
-	// A change that moves a budget goes in a transaction with it, and so
-	// does a change of status: its event is recorded with it (the outbox).
-	if len(after) == 1 && len(moves) == 0 && quan.CouponEventType(before[0].Status, after[0].Status) == "" {
+	// A change that moves a budget goes in a transaction with it.
+	if len(after) == 1 && len(moves) == 0 {
 		var (
 			ok  bool
 			err error
 		)
-		if d.Empty() {
-			ok, err = swapCoupon(ctx, s.db.db, user, before[0], after[0])
-		} else {
+		swap := func(db execer) (bool, error) {
+			if d.Empty() {
+				return swapCoupon(ctx, db, user, before[0], after[0])
+			}
 			counted = true
-			ok, err = swapCounted(ctx, s.db.db, user, before[0], after[0], &d, slot)
+			return swapCounted(ctx, db, user, before[0], after[0], &d, slot)
+		}
+		if quan.CouponEventType(before[0].Status, after[0].Status) == "" {
+			ok, err = swap(s.db.db)
+		} else {
+			// A change of status records its event with it (the outbox):
+			// the one statement and the event's INSERT in a transaction.
+			err = s.db.tryTx(ctx, func(tx *sql.Tx) error {
+				done, err := swap(tx)
+				if err != nil {
+					return err
+				}
+				if !done {
+					return errNotSwapped
+				}
+				return sqlrow.RecordCouponEvents(ctx, tx, sqlrow.CouponStatuses(before), after)
+			})
+			ok = err == nil
+			if errors.Is(err, errNotSwapped) {
+				err = nil
+			}
 		}
 		if retryable(err) {
 			s.db.retries.Add(1)
