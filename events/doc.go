@@ -1,5 +1,5 @@
 // Package events relays the outbox (quan.EventStore) to the systems
 // downstream: every event recorded with its change is published on the
-// bus, with a de-duplication id, and handed to the webhooks' deliveries,
-// at least once, by whichever process's Relay takes it.
+// bus with a de-duplication id, at least once, by whichever process's
+// Relay takes it.
 package events

@@ -38,13 +38,8 @@ const (
 // quan.EventSubject(type), its message id the event's id.
 type Relay struct {
 	Store quan.EventStore
-	// Bus publishes the events; nil publishes none (they are still
-	// handed to Deliver and marked relayed).
+	// Bus publishes the events; required.
 	Bus quan.Bus
-	// Deliver, if set, is handed every batch after it is published and
-	// before it is marked relayed: the webhooks' fan-out. An error leaves
-	// the batch to be taken again.
-	Deliver func(ctx context.Context, es []*quan.Event) error
 
 	Owner string        // names this relay among processes; required
 	Lease time.Duration // default DefaultLease; longer than a batch takes
@@ -86,8 +81,8 @@ func cmpOr[T int | time.Duration](v, def T) T {
 // Run relays events until ctx ends, then returns nil. A batch that fails
 // is logged and left to its lease.
 func (r *Relay) Run(ctx context.Context) error {
-	if r.Owner == "" {
-		return errors.New("event relay: no owner")
+	if r.Owner == "" || r.Bus == nil {
+		return errors.New("event relay: no owner or no bus")
 	}
 	for {
 		n, err := r.RelayOnce(ctx)
@@ -109,8 +104,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
-// RelayOnce takes one batch of due events, publishes and delivers it, and
-// marks it relayed; it returns how many events it took.
+// RelayOnce takes one batch of due events, publishes it and marks it
+// relayed; it returns how many events it took. A batch that fails to
+// publish stays held until its lease runs out, then is taken again.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	now := r.Now.UTC()
 	es, err := r.Store.TakeEvents(ctx, r.Owner, now, now.Add(r.lease()), r.batch())
@@ -122,21 +118,14 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 			r.Counters.Retaken.Add(1)
 		}
 	}
-	if r.Bus != nil {
-		ms, err := Messages(es)
-		if err != nil {
-			return len(es), err
-		}
-		if err := r.Bus.PublishMany(ctx, ms); err != nil {
-			return len(es), fmt.Errorf("publish %d events: %w", len(es), err)
-		}
-		r.Counters.Messages.Add(int64(len(ms)))
+	ms, err := Messages(es)
+	if err != nil {
+		return len(es), err
 	}
-	if r.Deliver != nil {
-		if err := r.Deliver(ctx, es); err != nil {
-			return len(es), fmt.Errorf("deliver %d events: %w", len(es), err)
-		}
+	if err := r.Bus.PublishMany(ctx, ms); err != nil {
+		return len(es), fmt.Errorf("publish %d events: %w", len(es), err)
 	}
+	r.Counters.Messages.Add(int64(len(ms)))
 	seqs := make([]int64, len(es))
 	for i, e := range es {
 		seqs[i] = e.Seq

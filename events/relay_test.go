@@ -3,7 +3,6 @@ package events_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -201,27 +200,5 @@ func TestRelayOtherEvents(t *testing.T) {
 	var tpl quan.Template
 	if err := json.Unmarshal(e.Data, &tpl); err != nil || e.Type != quan.EventTemplateStatusChanged || tpl.ID != r.Tpl.ID || tpl.Status != quan.TemplatePaused || e.ShopNo != 1 {
 		t.Fatalf("event %+v: %+v, %v", e, tpl, err)
-	}
-}
-
-// TestRelayDeliverFails: a batch Deliver refuses stays in the outbox,
-// to be taken again.
-func TestRelayDeliverFails(t *testing.T) {
-	r := testrig.NewClaimRig(t, 100)
-	issue(t, r, 1, 2)
-	clock := testrig.NewClock(testrig.ClaimAt)
-	relay := newRelay(r, "relay-a", clock)
-	relay.Deliver = func(context.Context, []*quan.Event) error { return errors.New("endpoint down") }
-	if _, err := relay.RelayOnce(t.Context()); err == nil {
-		t.Fatal("a failed delivery relayed")
-	}
-	if n, _, err := r.Store.PendingEvents(t.Context()); err != nil || n != 2 {
-		t.Fatalf("PendingEvents after a failed delivery = %d, %v", n, err)
-	}
-	var got []*quan.Event
-	relay.Deliver = func(_ context.Context, es []*quan.Event) error { got = es; return nil }
-	clock.Add(time.Minute)
-	if n, err := relay.RelayOnce(t.Context()); err != nil || n != 2 || len(got) != 2 || got[0].Attempts != 2 {
-		t.Fatalf("after the lease: %d, %v; delivered %d", n, err, len(got))
 	}
 }
