@@ -181,7 +181,12 @@ func (c *Coupon) transitionErr(verb string) error {
 const CouponEventSubject = "quan.coupon.status_changed"
 
 // CouponEvent says a coupon's status changed, for downstream systems.
+// ID and Type are those of the outbox's Event (its relay publishes
+// them): a consumer drops an ID it has seen.
 type CouponEvent struct {
+	ID       string       `json:"id,omitempty"`
+	Type     EventType    `json:"type,omitempty"`
+	Seq      int64        `json:"-"`
 	Coupon   int64        `json:"coupon"`
 	User     int64        `json:"user"`
 	Template int64        `json:"template"`

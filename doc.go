@@ -43,6 +43,7 @@
 //	  apikeys                 service keys: made, listed, revoked, checked
 //	  claims                  flash-sale claims: reserve, hand off, persist, reap
 //	  codes                   redemption code batches and their redemption
+//	  events                  the outbox's relay to the bus
 //	  facts                   users' facts, which rules decide on
 //	  notify                  dispatch, inbox and popups, contacts, reminders
 //	  reconcile               the cache held to the store

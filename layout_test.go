@@ -23,7 +23,7 @@ var (
 	adapters = []string{"disk", "inmem", "mail", "mysql", "nats", "prom", "redis", "report", "rules", "sheet", "sms", "sqlite", "tracing"}
 	// useCases are one use case each: they import the root, internal/
 	// and the use cases their arrows name.
-	useCases = []string{"accounts", "apikeys", "claims", "codes", "facts", "notify", "reconcile", "shops", "stats", "tasks", "templates", "wallet"}
+	useCases = []string{"accounts", "apikeys", "claims", "codes", "events", "facts", "notify", "reconcile", "shops", "stats", "tasks", "templates", "wallet"}
 	// arrows are the use cases a use case may import. None today: a use
 	// case needs another through a small interface of its own, wired by
 	// cmd/quan.

@@ -317,6 +317,7 @@ type Store interface {
 	APIKeyStore
 	RefundStore
 	Archiver
+	EventStore
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 }

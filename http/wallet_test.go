@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/events"
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/wallet"
 )
@@ -351,11 +352,30 @@ func (l *eventLog) wait(n int) [][]quan.CouponEvent {
 	}
 }
 
+// relayAll relays every event of ts's outbox to its claim bus, as the
+// relay of a serving process does, and returns how many.
+func relayAll(t *testing.T, ts *testServer) int {
+	t.Helper()
+	r := &events.Relay{Store: ts.store, Bus: ts.claims.Bus, Owner: "test-relay", Now: ts.clock}
+	total := 0
+	for {
+		n, err := r.RelayOnce(t.Context())
+		if err != nil {
+			t.Fatalf("relay: %v", err)
+		}
+		if n == 0 {
+			return total
+		}
+		total += n
+	}
+}
+
 // TestCouponEvents consumes coupon.status_changed as a downstream system
-// would: a lock, a payment, a refund and an expiry by the sweeper each
-// publish one event.
+// would: the issue, a lock, a payment, a refund and an expiry by the
+// sweeper each publish one event, recorded with the change and relayed
+// from the outbox, with its id and type.
 func TestCouponEvents(t *testing.T) {
-	ts := newClaimServer(t, func(ts *testServer) { ts.api.Wallet.Bus = ts.claims.Bus })
+	ts := newClaimServer(t, nil)
 	log := consumeEvents(t, ts.claims.Bus)
 
 	m := ts.merchant(t, 1)
@@ -363,17 +383,24 @@ func TestCouponEvents(t *testing.T) {
 	u := ts.user(t, 7)
 	cl := ts.claimed(t, u, tpl.ID)
 	body := map[string]any{"items": order(12_000), "couponIds": []int64{cl.CouponID}, "expectedDiscount": 1000}
+	relayAll(t, ts)
 	ts.settle(t, u, "/api/v1/orders/o-1/lock", body).want(t, http.StatusOK, "")
+	relayAll(t, ts)
 	ts.settle(t, u, "/api/v1/orders/o-1/redeem", nil).want(t, http.StatusOK, "")
+	relayAll(t, ts)
 	ts.settle(t, u, "/api/v1/orders/o-1/refund", nil).want(t, http.StatusOK, "")
+	relayAll(t, ts)
 	ts.setNow(testNow.Add(73 * time.Hour))
 	if n, err := ts.api.Wallet.Sweep(t.Context(), 100); err != nil || n != 1 {
 		t.Fatalf("Sweep = %d, %v; want the one coupon expired", n, err)
 	}
+	relayAll(t, ts)
 	want := [][2]quan.CouponStatus{
+		{"", quan.CouponAvailable},
 		{quan.CouponAvailable, quan.CouponLocked}, {quan.CouponLocked, quan.CouponUsed},
 		{quan.CouponUsed, quan.CouponAvailable}, {quan.CouponAvailable, quan.CouponExpired},
 	}
+	types := []quan.EventType{quan.EventCouponIssued, quan.EventCouponLocked, quan.EventCouponRedeemed, quan.EventCouponRefunded, quan.EventCouponExpired}
 	ms := log.wait(len(want))
 	var events []quan.CouponEvent
 	for _, m := range ms {
@@ -386,7 +413,7 @@ func TestCouponEvents(t *testing.T) {
 		t.Fatalf("%d events: %+v; want %d", len(events), events, len(want))
 	}
 	for i, e := range events {
-		if e.Coupon != cl.CouponID || e.User != 7 || e.Template != tpl.ID || e.Old != want[i][0] || e.New != want[i][1] || e.At.IsZero() {
+		if e.Coupon != cl.CouponID || e.User != 7 || e.Template != tpl.ID || e.Old != want[i][0] || e.New != want[i][1] || e.At.IsZero() || e.Type != types[i] || e.ID == "" {
 			t.Errorf("event %d: %+v, want %s -> %s of coupon %d", i, e, want[i][0], want[i][1], cl.CouponID)
 		}
 	}
@@ -395,7 +422,7 @@ func TestCouponEvents(t *testing.T) {
 // TestSweepEventsInMessagesOfAThousand: a sweep's events go out in
 // messages of up to quan.MaxEventsPerMessage, each change once.
 func TestSweepEventsInMessagesOfAThousand(t *testing.T) {
-	ts := newClaimServer(t, func(ts *testServer) { ts.api.Wallet.Bus = ts.claims.Bus })
+	ts := newClaimServer(t, nil)
 	log := consumeEvents(t, ts.claims.Bus)
 	m := ts.merchant(t, 1)
 	const n = 2500
@@ -410,14 +437,23 @@ func TestSweepEventsInMessagesOfAThousand(t *testing.T) {
 			t.Fatalf("distribution: %+v", task.Task)
 		}
 	}
+	// The coupons issued, the template's activation and the three tasks'
+	// ends.
+	if got := relayAll(t, ts); got != n+1+3 {
+		t.Fatalf("relayed %d events, want %d", got, n+4)
+	}
 	ts.setNow(testNow.Add(73 * time.Hour))
 	if got, err := ts.api.Wallet.Sweep(t.Context(), 5000); err != nil || got != n {
 		t.Fatalf("Sweep = %d, %v; want %d", got, err, n)
 	}
-	ms := log.wait(n)
+	relayAll(t, ts)
+	ms := log.wait(2 * n)
 	var sizes []int
 	seen := map[int64]bool{}
 	for _, m := range ms {
+		if m[0].Type == quan.EventCouponIssued {
+			continue
+		}
 		sizes = append(sizes, len(m))
 		for _, e := range m {
 			if seen[e.Coupon] || e.Template != tpl.ID || e.Old != quan.CouponAvailable || e.New != quan.CouponExpired {

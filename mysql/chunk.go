@@ -144,6 +144,9 @@ func (s *Store) applyChunk(ctx context.Context, c *quan.Chunk, locked bool) (qua
 			if take, err = s.db.issueChunk(ctx, tx, &work, task.template, locked); err != nil {
 				return err
 			}
+			if err := chunkEvents(ctx, tx, &work, task.template); err != nil {
+				return err
+			}
 		}
 		n = quan.ChunkCounts(&work, task.dryRun)
 		if err := insertFailures(ctx, tx, &work); err != nil {
@@ -624,6 +627,24 @@ func insertFailures(ctx context.Context, tx *sql.Tx, c *quan.Chunk) error {
 		}
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("record failed rows: %w", translate(err))
+		}
+	}
+	return nil
+}
+
+// chunkEvents records in tx the events of the coupons the chunk c of
+// template issued: the coupons of its issued users (distinct, as the
+// runner refuses repeats) of the template and task created at c.Now,
+// along the (user, template, seq) index, up to 500 users a statement
+// (below in_predicate_conversion_threshold).
+func chunkEvents(ctx context.Context, tx *sql.Tx, c *quan.Chunk, template int64) error {
+	users := quan.IssuedUsers(c)
+	slices.Sort(users)
+	for part := range slices.Chunk(users, 500) {
+		args := append(sqlrow.Args(nil, part)[1:], template, c.TaskID, utc(c.Now))
+		if _, err := tx.ExecContext(ctx, sqlrow.IssuedEventsSQL+`user_id IN (`+sqlrow.Params(len(part))+`)
+			AND template_id = ? AND task_id = ? AND created_at = ?`, args...); err != nil {
+			return fmt.Errorf("record the events of %d coupons: %w", len(part), translate(err))
 		}
 	}
 	return nil

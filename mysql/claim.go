@@ -153,6 +153,13 @@ func (db *DB) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, cs 
 			return err
 		}
 	}
+	ids := make([]int64, len(issued))
+	for k, i := range issued {
+		ids[k] = cs[i].CouponID
+	}
+	if err := sqlrow.RecordIssued(ctx, tx, ids); err != nil {
+		return err
+	}
 	if err := insertClaims(ctx, tx, failed); err != nil {
 		return err
 	}

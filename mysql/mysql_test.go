@@ -337,3 +337,16 @@ func TestRefundStore(t *testing.T) {
 		return quantest.RefundStores{WalletStores: quantest.WalletStores{ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}, Wallet: s}, Refunds: s}
 	})
 }
+
+func TestEventStore(t *testing.T) {
+	quantest.TestEventStore(t, func(t *testing.T) quantest.EventStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.EventStores{
+			WalletStores: quantest.WalletStores{
+				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+				Wallet:      s,
+			},
+			Events: s,
+		}
+	})
+}

@@ -102,7 +102,7 @@ func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Ta
 		if err != nil {
 			return err
 		}
-		shopNo := t.ShopNo
+		shopNo, old := t.ShopNo, t.Status
 		if err := fn(t); err != nil {
 			return fnError{err}
 		}
@@ -111,6 +111,13 @@ func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Ta
 		}
 		if err := saveTask(ctx, tx, t); err != nil {
 			return err
+		}
+		e, err := quan.TaskEvent(old, t)
+		if err != nil {
+			return err
+		}
+		if err := sqlrow.RecordEvent(ctx, tx, e, utc(t.UpdatedAt)); err != nil {
+			return translate(err)
 		}
 		saved = t
 		return nil

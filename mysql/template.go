@@ -220,6 +220,13 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 		}); err != nil {
 			return fmt.Errorf("update template %d: %w", id, err)
 		}
+		e, err := quan.TemplateEvent(before.Status, t)
+		if err != nil {
+			return err
+		}
+		if err := sqlrow.RecordEvent(ctx, tx, e, utc(t.UpdatedAt)); err != nil {
+			return translate(err)
+		}
 		saved = t
 		return nil
 	})

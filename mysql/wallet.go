@@ -65,6 +65,9 @@ func (s *Store) updateCoupons(ctx context.Context, tx *sql.Tx, user int64, ids [
 	if err := s.moveBudgets(ctx, tx, was, cs); err != nil {
 		return nil, err
 	}
+	if err := sqlrow.RecordCouponEvents(ctx, tx, sqlrow.CouponStatuses(was), cs); err != nil {
+		return nil, err
+	}
 	if err := addStats(ctx, tx, &d); err != nil {
 		return nil, err
 	}
@@ -123,11 +126,32 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 			ok  bool
 			err error
 		)
-		if d.Empty() {
-			ok, err = swapCoupon(ctx, s.db.db, user, before[0], after[0])
-		} else {
+		swap := func(db execer) (bool, error) {
+			if d.Empty() {
+				return swapCoupon(ctx, db, user, before[0], after[0])
+			}
 			counted = true
-			ok, err = swapCounted(ctx, s.db.db, user, before[0], after[0], &d, slot)
+			return swapCounted(ctx, db, user, before[0], after[0], &d, slot)
+		}
+		if quan.CouponEventType(before[0].Status, after[0].Status) == "" {
+			ok, err = swap(s.db.db)
+		} else {
+			// A change of status records its event with it (the outbox):
+			// the one statement and the event's INSERT in a transaction.
+			err = s.db.tryTx(ctx, func(tx *sql.Tx) error {
+				done, err := swap(tx)
+				if err != nil {
+					return err
+				}
+				if !done {
+					return errNotSwapped
+				}
+				return sqlrow.RecordCouponEvents(ctx, tx, sqlrow.CouponStatuses(before), after)
+			})
+			ok = err == nil
+			if errors.Is(err, errNotSwapped) {
+				err = nil
+			}
 		}
 		if retryable(err) {
 			s.db.retries.Add(1)
@@ -157,6 +181,9 @@ func (s *Store) SwapCoupons(ctx context.Context, user int64, before, after []*qu
 			if err := sqlrow.MoveBudgets(ctx, tx, moves, budgets, `INSERT IGNORE`); err != nil {
 				return err
 			}
+		}
+		if err := sqlrow.RecordCouponEvents(ctx, tx, sqlrow.CouponStatuses(before), after); err != nil {
+			return err
 		}
 		return addStatsSlot(ctx, tx, &d, slot)
 	})
@@ -412,6 +439,9 @@ func (s *Store) lapseCoupons(ctx context.Context, now time.Time, limit int, lock
 		var d quan.StatsDelta
 		for i, c := range cs {
 			d.Moved(c.TemplateID, c.ShopNo, was[i], c.Status)
+		}
+		if err := sqlrow.RecordCouponEvents(ctx, tx, was, cs); err != nil {
+			return err
 		}
 		return addStats(ctx, tx, &d)
 	})

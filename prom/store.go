@@ -59,6 +59,7 @@ func (m *BackendMetrics) Store(s quan.Store) quan.Store {
 		shopOps:               newShopOps(o),
 		keyOps:                newKeyOps(o),
 		rulesOps:              newRulesOps(o),
+		eventOps:              newEventOps(o),
 		taskStatuses:          o("TaskStatuses"),
 		oldestRunningTask:     o("OldestRunningTask"),
 		oldestAvailableEnd:    o("OldestAvailableEnd"),
@@ -90,6 +91,7 @@ type store struct {
 	shopOps
 	keyOps
 	rulesOps
+	eventOps
 }
 
 func (s *store) ArchiveCoupons(ctx context.Context, before, now time.Time, limit int) (_ int, err error) {

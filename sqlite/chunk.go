@@ -289,6 +289,12 @@ func issueCoupons(ctx context.Context, tx *sql.Tx, c *quan.Chunk, t *quan.Templa
 			return fmt.Errorf("take %d of the stock: the stock read in this transaction changed (%d rows, %v)", len(issues), n, err)
 		}
 		d.Issued(templateID, t.ShopNo, proto.Source, proto.Status, int64(len(issues)), proto.CreatedAt)
+		// The chunk's coupons are those above the floor: SQLite's one
+		// writer hands out rowids from the largest up. One statement
+		// copies them into the outbox, along the primary key.
+		if _, err := tx.ExecContext(ctx, sqlrow.IssuedEventsSQL+`id > ?`, ins.floor); err != nil {
+			return fmt.Errorf("record the events of %d coupons: %w", len(issues), translate(err))
+		}
 	}
 	return nil
 }

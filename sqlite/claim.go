@@ -116,6 +116,13 @@ func (s *Store) issueClaims(ctx context.Context, tx *sql.Tx, t *quan.Template, c
 				return err
 			}
 		}
+		ids := make([]int64, len(issued))
+		for k, i := range issued {
+			ids[k] = cs[i].CouponID
+		}
+		if err := sqlrow.RecordIssued(ctx, tx, ids); err != nil {
+			return err
+		}
 		n := int64(len(issued))
 		res, err := tx.ExecContext(ctx, `UPDATE templates SET stock = stock - ? WHERE id = ? AND stock >= ?`, n, t.ID, n)
 		if err != nil {

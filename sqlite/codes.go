@@ -175,6 +175,9 @@ func (s *Store) RedeemCode(ctx context.Context, code string, user int64, now tim
 		return nil, fmt.Errorf("redeem code: insert the coupon: %w", translate(err))
 	}
 	c.Code = s.db.codes.Key.Code(c.ID, t.CodePrefix)
+	if err := sqlrow.RecordIssued(ctx, tx, []int64{c.ID}); err != nil {
+		return nil, fmt.Errorf("redeem code: %w", err)
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE templates SET stock = stock - 1 WHERE id = ? AND stock >= 1`, template); err != nil {
 		return nil, fmt.Errorf("redeem code: take the stock: %w", translate(err))
 	}

@@ -190,3 +190,16 @@ func TestRefundStore(t *testing.T) {
 		return quantest.RefundStores{WalletStores: quantest.WalletStores{ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s}, Wallet: s}, Refunds: s}
 	})
 }
+
+func TestEventStore(t *testing.T) {
+	quantest.TestEventStore(t, func(t *testing.T) quantest.EventStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.EventStores{
+			WalletStores: quantest.WalletStores{
+				ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+				Wallet:      s,
+			},
+			Events: s,
+		}
+	})
+}

@@ -97,7 +97,7 @@ func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Ta
 	if err != nil {
 		return nil, err
 	}
-	shopNo := t.ShopNo
+	shopNo, old := t.ShopNo, t.Status
 	if err := fn(t); err != nil {
 		return nil, err
 	}
@@ -106,6 +106,13 @@ func (s *Store) UpdateTask(ctx context.Context, shop, id int64, fn func(*quan.Ta
 	}
 	if err := saveTask(ctx, tx, t); err != nil {
 		return nil, fmt.Errorf("update task %d: %w", id, err)
+	}
+	e, err := quan.TaskEvent(old, t)
+	if err != nil {
+		return nil, fmt.Errorf("update task %d: %w", id, err)
+	}
+	if err := sqlrow.RecordEvent(ctx, tx, e, micros(t.UpdatedAt)); err != nil {
+		return nil, fmt.Errorf("update task %d: %w", id, translate(err))
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("update task %d: commit: %w", id, translate(err))

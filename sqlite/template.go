@@ -221,6 +221,13 @@ func (s *Store) UpdateTemplate(ctx context.Context, shop, id int64, actor, actio
 	}); err != nil {
 		return nil, fmt.Errorf("update template %d: %w", id, err)
 	}
+	e, err := quan.TemplateEvent(before.Status, t)
+	if err != nil {
+		return nil, fmt.Errorf("update template %d: %w", id, err)
+	}
+	if err := sqlrow.RecordEvent(ctx, tx, e, micros(t.UpdatedAt)); err != nil {
+		return nil, fmt.Errorf("update template %d: %w", id, translate(err))
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("update template %d: commit: %w", id, translate(err))
 	}

@@ -60,6 +60,9 @@ func (s *Store) updateCoupons(ctx context.Context, tx *sql.Tx, user int64, ids [
 	if err := s.moveBudgets(ctx, tx, was, cs); err != nil {
 		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
 	}
+	if err := sqlrow.RecordCouponEvents(ctx, tx, sqlrow.CouponStatuses(was), cs); err != nil {
+		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
+	}
 	if err := s.addStats(ctx, tx, &d); err != nil {
 		return nil, fmt.Errorf("update coupons of user %d: %w", user, err)
 	}
@@ -317,6 +320,9 @@ func (s *Store) swapBatch(ctx context.Context, batch []*swapRequest) []swapResul
 			for j, c := range r.after {
 				d.Changed(r.before[j], c)
 			}
+			if err := sqlrow.RecordCouponEvents(ctx, tx, sqlrow.CouponStatuses(r.before), r.after); err != nil {
+				return fail(err)
+			}
 		}
 		out[i] = swapResult{ok: ok}
 	}
@@ -423,6 +429,9 @@ func (s *Store) LapseCoupons(ctx context.Context, now time.Time, limit int) (_ [
 	var d quan.StatsDelta
 	for i, c := range cs {
 		d.Moved(c.TemplateID, c.ShopNo, was[i], c.Status)
+	}
+	if err := sqlrow.RecordCouponEvents(ctx, tx, was, cs); err != nil {
+		return nil, nil, fmt.Errorf("lapse coupons: %w", err)
 	}
 	if err := s.addStats(ctx, tx, &d); err != nil {
 		return nil, nil, fmt.Errorf("lapse coupons: %w", err)

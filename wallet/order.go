@@ -204,7 +204,6 @@ func (s *Service) lock(ctx context.Context, who quan.Identity, user int64, order
 		return nil, fmt.Errorf("lock coupons for order %s: %w", order, err)
 	}
 	s.Counters.Written(events)
-	s.publish(ctx, events)
 	return cs, nil
 }
 
@@ -403,7 +402,6 @@ func (s *Service) orderChange(ctx context.Context, who quan.Identity, user int64
 		return nil, fmt.Errorf("%s order %s: %w", verb, order, err)
 	}
 	s.Counters.Written(events)
-	s.publish(ctx, events)
 	if cs == nil {
 		cs = []*quan.Coupon{}
 	}

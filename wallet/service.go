@@ -29,7 +29,6 @@ type Service struct {
 	// (Archive); nil moves none.
 	Archiver  quan.Archiver
 	Templates quan.TemplateStore
-	Bus       quan.Bus // nil publishes no events
 	Now       quan.Clock
 	Logger    *slog.Logger
 	LockTTL   time.Duration // 0 means DefaultLockTTL

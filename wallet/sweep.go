@@ -17,19 +17,6 @@ func (s *Service) Sweep(ctx context.Context, batch int) (_ int, err error) {
 		}
 	}()
 	now := s.Now.UTC()
-	// The events of a batch go out while the next batch is swept.
-	out := make(chan []quan.CouponEvent, 1)
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		for events := range out {
-			s.publish(ctx, events)
-		}
-	}()
-	defer func() {
-		close(out)
-		<-sent
-	}()
 	n := 0
 	for {
 		cs, was, err := s.Coupons.LapseCoupons(ctx, now, batch)
@@ -42,14 +29,6 @@ func (s *Service) Sweep(ctx context.Context, batch int) (_ int, err error) {
 			if was[i] == quan.CouponLocked {
 				s.Counters.LocksExpired.Add(1)
 			}
-		}
-		if s.Bus != nil && len(cs) > 0 {
-			events := make([]quan.CouponEvent, len(cs))
-			for i, c := range cs {
-				events[i] = c.Event(was[i], now)
-				events[i].Order = ""
-			}
-			out <- events
 		}
 		if len(cs) < batch {
 			return n, nil

@@ -219,8 +219,16 @@ func startDispatcher(t *testing.T, bin string, env map[string]string, gateway st
 			args = append(args, "--"+k, v)
 		}
 	}
+	return startAdminProc(t, bin, args, []string{"QUAN_SMS_SECRET=" + notifyKillSecret})
+}
+
+// startAdminProc starts quan with args and env added to the environment,
+// logging at info with an admin listener on a free port, and returns
+// once the admin listener is up.
+func startAdminProc(t *testing.T, bin string, args, env []string) *dispatcherProc {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "QUAN_LOG_LEVEL=info", "QUAN_ADMIN_ADDR=127.0.0.1:0", "QUAN_DRAIN_DELAY=0", "QUAN_SMS_SECRET="+notifyKillSecret)
+	cmd.Env = append(append(os.Environ(), "QUAN_LOG_LEVEL=info", "QUAN_ADMIN_ADDR=127.0.0.1:0", "QUAN_DRAIN_DELAY=0"), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/quanhq/quan/cmd/quan/internal/cli"
 	"github.com/quanhq/quan/codes"
 	"github.com/quanhq/quan/disk"
+	"github.com/quanhq/quan/events"
 	"github.com/quanhq/quan/facts"
 	qhttp "github.com/quanhq/quan/http"
 	"github.com/quanhq/quan/http/console"
@@ -53,6 +54,7 @@ type App struct {
 	Reconciler  *reconcile.Reconciler // nil for Local, without a cache, or with Config.ReconcileEvery 0
 	Notices     *notify.Service       // nil for Local
 	Dispatcher  *notify.Dispatcher    // nil for Local and without --smtp-url or --sms-url
+	Relay       *events.Relay         // the outbox's relay; nil for Local and without a bus
 	Stats       *stats.Service        // nil for Local
 	Reminders   *notify.Reminders     // nil for Local
 	Accounts    *accounts.Service     // the console's accounts and sessions
@@ -206,7 +208,7 @@ func (a *App) build(ctx context.Context) error {
 	if a.Role == Local {
 		return nil
 	}
-	a.Wallet = &wallet.Service{Coupons: st, Archiver: st, Templates: st, Bus: b.ClaimBus, Now: cfg.Now, Logger: logger,
+	a.Wallet = &wallet.Service{Coupons: st, Archiver: st, Templates: st, Now: cfg.Now, Logger: logger,
 		Rules: book, Facts: a.Facts, Refunds: st}
 	if a.Metrics != nil {
 		a.Metrics.MustRegister(prom.Wallet(&a.Wallet.Counters))
@@ -217,6 +219,7 @@ func (a *App) build(ctx context.Context) error {
 	if err := a.buildNotify(ctx); err != nil {
 		return err
 	}
+	a.buildRelay()
 	if b.ClaimBus != nil {
 		a.Refusals = &stats.RefusalCounter{Store: st, Logger: logger}
 		a.Claims = &claims.Service{Templates: st, Coupons: st, Claims: claimStore, Cache: b.ClaimCache, Bus: claimBus,
@@ -318,6 +321,7 @@ func (a *App) Start() error {
 		loop("reconciler", func(ctx context.Context) error { return a.Reconciler.Run(ctx, every) })
 	}
 	a.startNotify(loop)
+	a.startRelay(loop)
 	if a.Role == Server {
 		if err := a.Codes.Resume(ctx); err != nil {
 			a.Logger.Warn("resume code batches", "err", err)

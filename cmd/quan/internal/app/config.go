@@ -62,6 +62,7 @@ type Config struct {
 	Runner Runner
 	Claims Claims
 	Notify Notify
+	Events Events
 
 	// SweepEvery is how often expired coupons and locks that ran out are
 	// written down (0: never); ArchiveAfter, if set, how old spent coupons
@@ -239,6 +240,7 @@ func (c *Config) Register(fs *flag.FlagSet, role Role) {
 	})
 	c.Tracing.register(fs)
 	c.Notify.register(fs)
+	c.Events.register(fs)
 	fs.DurationVar(&c.SweepEvery, "sweep-every", time.Minute, "how often to write down expired coupons and locks that ran out (0: never)")
 	fs.DurationVar(&c.ReconcileEvery, "reconcile-every", DefaultReconcileEvery, "how often to compare the cache's stock and holdings with the store's for active templates, report the drift and correct the cache from the store (0: never)")
 	fs.DurationVar(&c.ArchiveAfter, "archive-after", 0, "move used, expired and revoked coupons of ended templates this long unchanged to the history table (0: never)")
@@ -316,6 +318,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReconcileEvery < 0 {
 		return cli.Usagef("--reconcile-every %v: want 0 (never) or more", c.ReconcileEvery)
+	}
+	if err := c.Events.validate(); err != nil {
+		return err
 	}
 	if err := c.Notify.validate(); err != nil {
 		return err
