@@ -147,9 +147,14 @@ func (c *Coupon) Expire(now time.Time) error {
 	return nil
 }
 
-// Revoke takes back an available or locked coupon.
+// Revoke takes back an available coupon. A locked one is refused: its
+// order holds it and may be paid, so the order must release it first.
 func (c *Coupon) Revoke(now time.Time) error {
-	if c.Status != CouponAvailable && c.Status != CouponLocked {
+	c.Lapse(now) // a lock that ran out no longer holds it
+	if c.Status == CouponLocked {
+		return Errorf(ETRANSITION, "cannot revoke coupon %d: order %s holds it (locked): release the order first", c.ID, c.OrderID)
+	}
+	if c.Status != CouponAvailable {
 		return c.transitionErr("revoke")
 	}
 	c.OrderID, c.LockedUntil, c.LockKey, c.Discount = "", time.Time{}, "", 0

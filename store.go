@@ -301,6 +301,7 @@ type Store interface {
 	TemplateStore
 	TaskStore
 	CouponStore
+	CouponSearcher
 	ClaimStore
 	WalletStore
 	CodeStore

@@ -33,6 +33,10 @@ func (m *BackendMetrics) Store(s quan.Store) quan.Store {
 		failures:              o("Failures"),
 		userCoupons:           o("UserCoupons"),
 		coupon:                o("Coupon"),
+		searchCoupons:         o("SearchCoupons"),
+		couponEvents:          o("CouponEvents"),
+		couponAudits:          o("CouponAudits"),
+		reviseCoupon:          o("ReviseCoupon"),
 		couponStats:           o("CouponStats"),
 		holdings:              o("Holdings"),
 		issueClaims:           o("IssueClaims"),
@@ -78,6 +82,7 @@ type store struct {
 	createTemplate, template, templates, updateTemplate, adjustStock, templateHistory    *op
 	createTask, task, tasks, updateTask, claimTask, applyChunk, appliedChunks, failures  *op
 	userCoupons, coupon, couponStats, holdings                                           *op
+	searchCoupons, couponEvents, couponAudits, reviseCoupon                              *op
 	issueClaims, failClaim, claim                                                        *op
 	updateCoupons, orderCoupons, swapCoupons, lapseCoupons, budgetUsage                  *op
 	createCodeBatch, codeBatch, addCodes, generatingCodeBatches, codes, code, redeemCode *op
@@ -189,6 +194,26 @@ func (s *store) UserCoupons(ctx context.Context, user, template int64) (_ []*qua
 func (s *store) Coupon(ctx context.Context, shop, id int64) (_ *quan.Coupon, err error) {
 	defer s.coupon.done(ctx, time.Now(), &err)
 	return s.s.Coupon(ctx, shop, id)
+}
+
+func (s *store) SearchCoupons(ctx context.Context, f quan.CouponFilter) (_ []*quan.Coupon, err error) {
+	defer s.searchCoupons.done(ctx, time.Now(), &err)
+	return s.s.SearchCoupons(ctx, f)
+}
+
+func (s *store) CouponEvents(ctx context.Context, shop, id int64) (_ []*quan.Event, err error) {
+	defer s.couponEvents.done(ctx, time.Now(), &err)
+	return s.s.CouponEvents(ctx, shop, id)
+}
+
+func (s *store) CouponAudits(ctx context.Context, shop, id int64) (_ []*quan.CouponAudit, err error) {
+	defer s.couponAudits.done(ctx, time.Now(), &err)
+	return s.s.CouponAudits(ctx, shop, id)
+}
+
+func (s *store) ReviseCoupon(ctx context.Context, shop, id int64, a *quan.CouponAudit, fn func(*quan.Coupon) error) (_ *quan.Coupon, err error) {
+	defer s.reviseCoupon.done(ctx, time.Now(), &err)
+	return s.s.ReviseCoupon(ctx, shop, id, a, fn)
 }
 
 func (s *store) CodeKey() *quan.CodeKey { return s.s.CodeKey() }
