@@ -81,6 +81,9 @@ func Policy() map[string]Access {
 		"POST /api/v1/orders/{order}/refund":  key(quan.ScopeSettlement),
 
 		"GET /api/v1/coupons/by-code/{code}":         staff(quan.ScopeCouponsRead),
+		"GET /api/v1/coupons":                        staff(quan.ScopeCouponsRead),
+		"GET /api/v1/coupons/{id}":                   staff(quan.ScopeCouponsRead),
+		"POST /api/v1/coupons/{id}/revoke":           {Merchant: true, Admin: true},
 		"POST /api/v1/coupons/by-code/{code}/redeem": key(quan.ScopeRedeem),
 
 		"GET /api/v1/me/contact":              shopper,

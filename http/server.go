@@ -37,8 +37,11 @@ type Server struct {
 	// Centre serves the claim centre (/me/claimable): the claims'
 	// service, which holds the checks a claim passes; it needs none of
 	// the bus. nil serves no claim centre.
-	Centre    *claims.Service
-	Wallet    *wallet.Service   // nil serves no wallet and order routes
+	Centre *claims.Service
+	Wallet *wallet.Service // nil serves no wallet and order routes
+	// Staff, if set, serves the shop's coupon search, history and
+	// revocation (customer service).
+	Staff     *wallet.Staff
 	Codes     *codes.Service    // nil serves no code routes
 	Notices   *notify.Service   // nil serves no inbox, popup and contact routes
 	Stats     *stats.Service    // nil serves no statistics routes
@@ -204,6 +207,11 @@ func (s *Server) muxes() (mux, routes *http.ServeMux) {
 		handle("POST /api/v1/orders/{order}/release", s.orderStep(releaseStep))
 		handle("POST /api/v1/orders/{order}/refund", s.orderStep(refundStep))
 		handle("POST /api/v1/coupons/by-code/{code}/redeem", s.redeemByCode)
+	}
+	if s.Staff != nil {
+		handle("GET /api/v1/coupons", s.searchCoupons)
+		handle("GET /api/v1/coupons/{id}", s.couponHistory)
+		handle("POST /api/v1/coupons/{id}/revoke", s.revokeCoupon)
 	}
 	if s.Codes != nil {
 		handle("POST /api/v1/templates/{id}/code-batches", s.createCodeBatch)

@@ -122,6 +122,7 @@ func newServer(t *testing.T, setup func(ts *testServer)) *testServer {
 		Checks:      map[string]func(context.Context) error{"store": db.Ping},
 		Now:         clock,
 		Wallet:      &wallet.Service{Coupons: store, Archiver: store, Templates: store, Now: clock},
+		Staff:       &wallet.Staff{Coupons: store, Now: clock},
 		Notices:     &notify.Service{Store: store, Contacts: store, Now: clock},
 		Codes:       &codes.Service{Codes: store, Templates: store, Cache: ts.cache, Now: clock, Chunk: 10},
 		Stats:       &stats.Service{Store: store, Now: clock},

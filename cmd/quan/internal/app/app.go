@@ -48,8 +48,9 @@ type App struct {
 	Templates   *templates.Service
 	Tasks       *tasks.Service
 	Distributor *tasks.Runner
-	Claims      *claims.Service       // nil without a claim bus (Local, or a Worker on the embedded bus)
-	Wallet      *wallet.Service       // nil for Local
+	Claims      *claims.Service // nil without a claim bus (Local, or a Worker on the embedded bus)
+	Wallet      *wallet.Service // nil for Local
+	Staff       *wallet.Staff
 	Codes       *codes.Service        // nil for Local
 	Reconciler  *reconcile.Reconciler // nil for Local, without a cache, or with Config.ReconcileEvery 0
 	Notices     *notify.Service       // nil for Local
@@ -208,6 +209,7 @@ func (a *App) build(ctx context.Context) error {
 	if a.Role == Local {
 		return nil
 	}
+	a.Staff = &wallet.Staff{Coupons: st, Now: cfg.Now}
 	a.Wallet = &wallet.Service{Coupons: st, Archiver: st, Templates: st, Now: cfg.Now, Logger: logger,
 		Rules: book, Facts: a.Facts, Refunds: st}
 	if a.Metrics != nil {
@@ -424,6 +426,7 @@ func (a *App) HTTPServer(tokens *qhttp.Tokens) (*qhttp.Server, error) {
 		Claims:      a.Claims,
 		Centre:      a.Claims,
 		Wallet:      a.Wallet,
+		Staff:       a.Staff,
 		Codes:       a.Codes,
 		Notices:     a.Notices,
 		Stats:       a.Stats,
