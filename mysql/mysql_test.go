@@ -350,3 +350,19 @@ func TestEventStore(t *testing.T) {
 		}
 	})
 }
+
+func TestCouponSearcher(t *testing.T) {
+	quantest.TestCouponSearcher(t, func(t *testing.T) quantest.SearchStores {
+		s := mysql.NewStore(openDB(t))
+		return quantest.SearchStores{
+			EventStores: quantest.EventStores{
+				WalletStores: quantest.WalletStores{
+					ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+					Wallet:      s,
+				},
+				Events: s,
+			},
+			Search: s,
+		}
+	})
+}

@@ -203,3 +203,19 @@ func TestEventStore(t *testing.T) {
 		}
 	})
 }
+
+func TestCouponSearcher(t *testing.T) {
+	quantest.TestCouponSearcher(t, func(t *testing.T) quantest.SearchStores {
+		s := sqlite.NewStore(openDB(t, filepath.Join(t.TempDir(), "quan.db")))
+		return quantest.SearchStores{
+			EventStores: quantest.EventStores{
+				WalletStores: quantest.WalletStores{
+					ClaimStores: quantest.ClaimStores{TaskStores: quantest.TaskStores{Templates: s, Tasks: s, Coupons: s}, Claims: s},
+					Wallet:      s,
+				},
+				Events: s,
+			},
+			Search: s,
+		}
+	})
+}
