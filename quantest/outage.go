@@ -64,6 +64,17 @@ func TestStoreUnavailable(t *testing.T, open func(t *testing.T) (s quan.Store, d
 		}},
 		{"AppliedChunks", func(ctx context.Context) error { _, err := s.AppliedChunks(ctx, task.ID); return err }},
 		{"UserCoupons", func(ctx context.Context) error { _, err := s.UserCoupons(ctx, 7, 0); return err }},
+		{"SearchCoupons", func(ctx context.Context) error {
+			_, err := s.SearchCoupons(ctx, quan.CouponFilter{UserID: 7})
+			return err
+		}},
+		{"CouponEvents", func(ctx context.Context) error { _, err := s.CouponEvents(ctx, 1, 1); return err }},
+		{"CouponAudits", func(ctx context.Context) error { _, err := s.CouponAudits(ctx, 1, 1); return err }},
+		{"ReviseCoupon", func(ctx context.Context) error {
+			_, err := s.ReviseCoupon(ctx, 1, 1, &quan.CouponAudit{Actor: "test", Action: quan.ActionRevokeCoupon, Reason: "down", At: now},
+				func(c *quan.Coupon) error { return c.Revoke(now) })
+			return err
+		}},
 		{"Claim", func(ctx context.Context) error { _, err := s.Claim(ctx, claim.ID); return err }},
 		{"IssueClaims", func(ctx context.Context) error {
 			c := &quan.Claim{ID: quan.NewClaimID(tpl.ID, 8), TemplateID: tpl.ID, UserID: 8, Status: quan.ClaimPending, At: now}
