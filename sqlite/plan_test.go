@@ -6,7 +6,23 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/quanhq/quan"
+	"github.com/quanhq/quan/internal/sqlrow"
 )
+
+// searchSQL is the query SearchCoupons runs for f.
+func searchSQL(f quan.CouponFilter) string {
+	where, _ := sqlrow.SearchWhere(f, func(t time.Time) any { return micros(t) })
+	return `SELECT ` + couponColumns + ` FROM coupons WHERE ` + where + ` ORDER BY id DESC LIMIT ?`
+}
+
+// historySQL is the query CouponEvents runs.
+func historySQL() string {
+	q, _ := sqlrow.CouponHistorySQL(1, 1)
+	return q + ` ORDER BY e.id`
+}
 
 // TestQueryPlans pins the index each hot query searches, so that a schema
 // change that turns a search into a scan fails here rather than at a
@@ -33,10 +49,10 @@ func TestQueryPlans(t *testing.T) {
 		{"claim issued", issuedOneSQL, []string{
 			"SEARCH coupons USING INDEX coupons_user_template_seq (user_id=? AND template_id=?)"}},
 		{"last coupon id", `SELECT coalesce(max(id), 0) FROM coupons`, []string{"SEARCH coupons"}},
-		{"UserCoupons", `SELECT ` + couponColumns + ` FROM coupons WHERE user_id = ? AND template_id = ? ORDER BY id DESC`, []string{
+		{"UserCoupons", `SELECT ` + couponColumns + ` FROM coupons INDEXED BY coupons_user_template_seq WHERE user_id = ? AND template_id = ? ORDER BY id DESC`, []string{
 			"SEARCH coupons USING INDEX coupons_user_template_seq (user_id=? AND template_id=?)"}},
-		// No index by template: the pass reads the whole user index.
-		{"CouponStats", statsSQL, []string{"SCAN coupons USING COVERING INDEX coupons_user_template_seq"}},
+		// A range of the template's coupons, grouped in a sort.
+		{"CouponStats", statsSQL, []string{"SEARCH coupons USING INDEX coupons_template_id (template_id=?)"}},
 		{"LapseCoupons available", lapseAvailableSQL, []string{
 			"SEARCH coupons USING COVERING INDEX coupons_available_valid_end (status=? AND valid_end<?)"}},
 		{"LapseCoupons locked", lapseLockedSQL, []string{
@@ -48,6 +64,19 @@ func TestQueryPlans(t *testing.T) {
 		{"TaskStatuses", taskStatusesSQL, []string{"SCAN tasks USING COVERING INDEX tasks_status_send_at"}},
 		{"OldestRunningTask", oldestRunningSQL, []string{"SEARCH tasks USING INDEX tasks_status_send_at (status=?)"}},
 		{"OldestAvailableEnd", oldestAvailableSQL, []string{"SEARCH coupons USING COVERING INDEX coupons_available_valid_end"}},
+		{"SearchCoupons by user", searchSQL(quan.CouponFilter{UserID: 7, ShopNo: 1, Before: 9}), []string{
+			"SEARCH coupons USING INDEX coupons_user_template_seq (user_id=?)"}},
+		{"SearchCoupons by code", searchSQL(quan.CouponFilter{ID: 7, ShopNo: 1}), []string{
+			"SEARCH coupons USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"SearchCoupons by template", searchSQL(quan.CouponFilter{TemplateID: 7, ShopNo: 1, Before: 9}), []string{
+			"SEARCH coupons USING INDEX coupons_template_id (template_id=? AND id<?)"}},
+		{"SearchCoupons by template and status", searchSQL(quan.CouponFilter{TemplateID: 7, Status: quan.CouponUsed, ShopNo: 1, Before: 9}), []string{
+			"SEARCH coupons USING INDEX coupons_template_status_id (template_id=? AND status=? AND id<?)"}},
+		{"SearchCoupons by task", searchSQL(quan.CouponFilter{TaskID: 7, ShopNo: 1, Before: 9}), []string{
+			"SEARCH coupons USING INDEX coupons_task_id (task_id=? AND id<?)"}},
+		{"CouponEvents", historySQL(), []string{"SEARCH e USING INDEX events_object (object_id=?)"}},
+		{"CouponAudits", `SELECT id FROM coupon_audit WHERE coupon_id = ? AND shop_no = ? ORDER BY id`, []string{
+			"SEARCH coupon_audit USING INDEX coupon_audit_coupon (coupon_id=?)"}},
 		{"Tasks", `SELECT ` + taskColumns + ` FROM tasks WHERE shop_no = ? AND status = ? ORDER BY id DESC LIMIT ? OFFSET ?`, []string{
 			"SEARCH tasks USING INDEX tasks_shop_id (shop_no=?)"}},
 	} {

@@ -3,6 +3,7 @@
 -- is a range of one index, newest first; InnoDB appends the primary key
 -- to every secondary index, so (template_id, status) is ordered by id.
 ALTER TABLE coupons
+	ADD INDEX coupons_template_id (template_id, id),
 	ADD INDEX coupons_template_status_id (template_id, status, id),
 	ADD INDEX coupons_task_id (task_id, id);
 
