@@ -51,7 +51,8 @@
 //	  stats                   statistics, and the refusals counted for them
 //	  tasks                   bulk distributions: the service and the Runner
 //	  templates               templates' life and rules (RuleBook)
-//	  wallet                  users' coupons and their settlement
+//	  wallet                  users' coupons, their settlement, and the
+//	                          shop's search and revocation of them
 //
 //	adapters → quan, internal/ (never a use case, never each other)
 //	  sqlite, mysql           the store

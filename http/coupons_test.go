@@ -206,6 +206,12 @@ func TestCouponRevokeAndHistory(t *testing.T) {
 		h.Audit[0].Action != quan.ActionRevokeCoupon {
 		t.Fatalf("audit: %+v", h.Audit)
 	}
+	// The template's statistics count it revoked, no longer available.
+	var st quan.TemplateStats
+	ts.do(t, "GET", fmt.Sprintf("/api/v1/templates/%d/stats", c.TemplateID), m, nil).decode(t, &st)
+	if st.Revoked != 1 || st.Available != 0 {
+		t.Fatalf("statistics after the revocation: %+v", st.StatsCounts)
+	}
 	// The revoked coupon counts in the search by status.
 	if ids := ts.searchAll(t, m, "userId=7&status=revoked", 100); len(ids) != 1 || ids[0] != c.ID {
 		t.Fatalf("revoked coupons of user 7: %v", ids)
