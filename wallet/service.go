@@ -53,7 +53,14 @@ type Service struct {
 // cache is bounded and starts again when full.
 type specCache struct {
 	mu sync.Mutex
-	m  map[int64]*quan.Template
+	m  map[int64]spec
+}
+
+// spec is a template the cache holds and its display, made once: every
+// wallet page that shows the template shares it, read only.
+type spec struct {
+	t *quan.Template
+	d *quan.TemplateDisplay
 }
 
 // maxSpecs bounds specCache: a few hundred KB of templates.
@@ -62,19 +69,32 @@ const maxSpecs = 4096
 func (c *specCache) get(id int64) *quan.Template {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[id]
+	return c.m[id].t
+}
+
+// display returns the display of t: the one made when t was cached, or,
+// for a template the cache does not hold as it is, a new one.
+func (c *specCache) display(t *quan.Template) *quan.TemplateDisplay {
+	c.mu.Lock()
+	sp := c.m[t.ID]
+	c.mu.Unlock()
+	if sp.t == t {
+		return sp.d
+	}
+	return quan.DisplayOf(t)
 }
 
 func (c *specCache) put(t *quan.Template) {
 	if t.Status == quan.TemplateDraft {
 		return
 	}
+	d := quan.DisplayOf(t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxSpecs {
-		c.m = make(map[int64]*quan.Template)
+		c.m = make(map[int64]spec)
 	}
-	c.m[t.ID] = t
+	c.m[t.ID] = spec{t, d}
 }
 
 func (s *Service) logger() *slog.Logger {
@@ -287,7 +307,7 @@ func (s *Service) Items(ctx context.Context, cs []*quan.Coupon) ([]*Item, error)
 		d, ok := shown[c.TemplateID]
 		if !ok {
 			if t := ts[c.TemplateID]; t != nil {
-				d = quan.DisplayOf(t)
+				d = s.specs.display(t)
 			}
 			shown[c.TemplateID] = d
 		}
