@@ -167,6 +167,15 @@ type CouponStore interface {
 	// UserCoupons returns the coupons user holds of template (0: of every
 	// template), newest first.
 	UserCoupons(ctx context.Context, user, template int64) ([]*Coupon, error)
+	// UserCouponPage returns the page of the coupons user holds (of every
+	// template) that UserCoupons would list from offset on, at most limit
+	// of them, newest first, and how many coupons user holds in all: what
+	// a wallet shows without reading the coupons it does not show.
+	UserCouponPage(ctx context.Context, user int64, offset, limit int) ([]*Coupon, int, error)
+	// UserHeld returns how many coupons user holds of each template it
+	// holds any of (none: an empty map): the counts UserCoupons' list
+	// adds up to, without reading the coupons.
+	UserHeld(ctx context.Context, user int64) (map[int64]int64, error)
 	// Coupon returns coupon id if it is of shop (AnyShop: of any shop), or
 	// ErrNotFound, also for a coupon archived.
 	Coupon(ctx context.Context, shop, id int64) (*Coupon, error)

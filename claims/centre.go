@@ -77,11 +77,11 @@ func (s *Service) Centre(ctx context.Context, who quan.Identity, f CentreFilter)
 	// page mostly fills it in one read.
 	tf.Limit = min(quan.MaxPageSize, limit+limit/2+1)
 	user := who.UserID
-	held, err := s.Coupons.UserCoupons(ctx, user, 0)
+	held, err := s.Coupons.UserHeld(ctx, user)
 	if err != nil {
 		return nil, 0, fmt.Errorf("claim centre: %w", err)
 	}
-	h := holdingsOf(held)
+	h := holdings{count: held, period: map[int64]*quan.PeriodHeld{}}
 	now := s.Now.UTC()
 	caps := shopCapsSeen{}
 	out := []*CentreItem{}
@@ -116,25 +116,32 @@ func (s *Service) Centre(ctx context.Context, who quan.Identity, f CentreFilter)
 	return out, tf.Before, nil
 }
 
-// holdings are the coupons a user holds, counted per template, and when
-// each was received, for the period limits.
+// holdings are the coupons a user holds, counted per template, and, read
+// only for the templates with period limits the page meets, when each was
+// received.
 type holdings struct {
 	count  map[int64]int64
 	period map[int64]*quan.PeriodHeld
 }
 
-func holdingsOf(cs []*quan.Coupon) holdings {
-	h := holdings{count: map[int64]int64{}, period: map[int64]*quan.PeriodHeld{}}
-	for _, c := range cs {
-		h.count[c.TemplateID]++
-		p := h.period[c.TemplateID]
-		if p == nil {
-			p = &quan.PeriodHeld{}
-			h.period[c.TemplateID] = p
-		}
-		p.Add(c.UserID, c.CreatedAt)
+// periodOf returns when user received each coupon of template t, read
+// once a page.
+func (s *Service) periodOf(ctx context.Context, h holdings, t, user int64) (*quan.PeriodHeld, error) {
+	if p, ok := h.period[t]; ok {
+		return p, nil
 	}
-	return h
+	p := &quan.PeriodHeld{}
+	if h.count[t] > 0 {
+		cs, err := s.Coupons.UserCoupons(ctx, user, t)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			p.Add(c.UserID, c.CreatedAt)
+		}
+	}
+	h.period[t] = p
+	return p, nil
 }
 
 // shopCapsSeen keeps, for one page, whether each shop met has reached
@@ -150,8 +157,14 @@ func (s *Service) claimable(ctx context.Context, t *quan.Template, user int64, h
 	if h.count[t.ID] >= t.PerUserLimit {
 		return false, nil
 	}
-	if t.HasPeriodLimits() && t.PeriodRefusal(h.period[t.ID], user, now) != "" {
-		return false, nil
+	if t.HasPeriodLimits() {
+		p, err := s.periodOf(ctx, h, t.ID, user)
+		if err != nil {
+			return false, err
+		}
+		if t.PeriodRefusal(p, user, now) != "" {
+			return false, nil
+		}
 	}
 	switch err := s.eligible(ctx, t.ID, user, now, true); quan.ErrorCode(err) {
 	case "":

@@ -38,7 +38,7 @@ func (s *Server) listCoupons(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, couponPage{Items: items, Total: total, Offset: f.Offset, Limit: len(cs)})
+	s.writeCouponPage(w, http.StatusOK, couponPage{Items: items, Total: total, Offset: f.Offset, Limit: len(cs)})
 	return nil
 }
 

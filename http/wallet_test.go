@@ -687,3 +687,52 @@ func TestLockSharesByPriority(t *testing.T) {
 		t.Fatalf("shares %v: want the shop coupon (priority 5) 1000, the platform's 500", shares)
 	}
 }
+
+// TestWalletPagesWithoutAFilter: with no status the store reads only the
+// page; the pages still add up to the user's coupons, newest first, each
+// as it stands at now, and the total counts them all, never another
+// user's.
+func TestWalletPagesWithoutAFilter(t *testing.T) {
+	ts := newTestServer(t)
+	var want []int64 // newest first
+	for range 5 {
+		want = append([]int64{ts.walletCoupon(t, 7).ID}, want...)
+	}
+	other := ts.walletCoupon(t, 8)
+	ts.setNow(testNow.Add(72 * time.Hour)) // every coupon's window closed
+	u := ts.user(t, 7)
+
+	type page struct {
+		Items []quan.Coupon
+		Total int
+	}
+	var got []int64
+	for offset := 0; offset < 7; offset += 2 {
+		var p page
+		ts.do(t, "GET", fmt.Sprintf("/api/v1/me/coupons?limit=2&offset=%d", offset), u, nil).decode(t, &p)
+		if p.Total != 5 {
+			t.Fatalf("offset %d: total %d, want 5", offset, p.Total)
+		}
+		if len(p.Items) != min(2, max(0, 5-offset)) {
+			t.Fatalf("offset %d: %d items, want %d", offset, len(p.Items), min(2, max(0, 5-offset)))
+		}
+		for _, c := range p.Items {
+			if c.Status != quan.CouponExpired || c.UserID != 7 {
+				t.Errorf("offset %d: coupon %d of user %d is %s, want expired of user 7", offset, c.ID, c.UserID, c.Status)
+			}
+			got = append(got, c.ID)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pages of user 7: %v, want %v (newest first)", got, want)
+	}
+	var p page
+	ts.do(t, "GET", "/api/v1/me/coupons", ts.user(t, 8), nil).decode(t, &p)
+	if p.Total != 1 || len(p.Items) != 1 || p.Items[0].ID != other.ID {
+		t.Errorf("user 8's wallet: %+v, want only coupon %d", p, other.ID)
+	}
+	ts.do(t, "GET", "/api/v1/me/coupons", ts.user(t, 9), nil).decode(t, &p)
+	if p.Total != 0 || len(p.Items) != 0 {
+		t.Errorf("user 9 holds nothing, but sees %+v", p)
+	}
+}

@@ -53,6 +53,48 @@ func (s *Store) UserCoupons(ctx context.Context, user, template int64) (_ []*qua
 	return cs, nil
 }
 
+// UserCouponPage implements quan.CouponStore: the count is a range of the
+// (user, template, seq) index, the page its rows sorted by id.
+func (s *Store) UserCouponPage(ctx context.Context, user int64, offset, limit int) (_ []*quan.Coupon, _ int, err error) {
+	defer s.db.unavailable(&err)
+	var total int
+	if err := s.db.db.QueryRowContext(ctx, `SELECT count(*) FROM coupons WHERE user_id = ?`, user).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("coupons of user %d: %w", user, err)
+	}
+	if offset >= total || limit <= 0 {
+		return []*quan.Coupon{}, total, nil
+	}
+	cs, err := s.queryCoupons(ctx, `SELECT `+couponColumns+` FROM coupons WHERE user_id = ?
+		ORDER BY id DESC LIMIT ? OFFSET ?`, user, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("coupons of user %d: %w", user, err)
+	}
+	return cs, total, nil
+}
+
+// UserHeld implements quan.CouponStore: one range of the (user, template,
+// seq) index, which holds every column it reads.
+func (s *Store) UserHeld(ctx context.Context, user int64) (_ map[int64]int64, err error) {
+	defer s.db.unavailable(&err)
+	rows, err := s.db.db.QueryContext(ctx, `SELECT template_id, count(*) FROM coupons WHERE user_id = ? GROUP BY template_id`, user)
+	if err != nil {
+		return nil, fmt.Errorf("holdings of user %d: %w", user, err)
+	}
+	defer rows.Close()
+	held := map[int64]int64{}
+	for rows.Next() {
+		var template, n int64
+		if err := rows.Scan(&template, &n); err != nil {
+			return nil, fmt.Errorf("holdings of user %d: %w", user, err)
+		}
+		held[template] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("holdings of user %d: %w", user, err)
+	}
+	return held, nil
+}
+
 // OrderCoupons implements quan.WalletStore.
 func (s *Store) OrderCoupons(ctx context.Context, user int64, order string, ids []int64) (_ []*quan.Coupon, err error) {
 	defer s.db.unavailable(&err)

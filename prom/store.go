@@ -32,6 +32,8 @@ func (m *BackendMetrics) Store(s quan.Store) quan.Store {
 		appliedChunks:         o("AppliedChunks"),
 		failures:              o("Failures"),
 		userCoupons:           o("UserCoupons"),
+		userCouponPage:        o("UserCouponPage"),
+		userHeld:              o("UserHeld"),
 		coupon:                o("Coupon"),
 		searchCoupons:         o("SearchCoupons"),
 		couponEvents:          o("CouponEvents"),
@@ -81,7 +83,7 @@ type store struct {
 
 	createTemplate, template, templates, updateTemplate, adjustStock, templateHistory    *op
 	createTask, task, tasks, updateTask, claimTask, applyChunk, appliedChunks, failures  *op
-	userCoupons, coupon, couponStats, holdings                                           *op
+	userCoupons, userCouponPage, userHeld, coupon, couponStats, holdings                 *op
 	searchCoupons, couponEvents, couponAudits, reviseCoupon                              *op
 	issueClaims, failClaim, claim                                                        *op
 	updateCoupons, orderCoupons, swapCoupons, lapseCoupons, budgetUsage                  *op
@@ -189,6 +191,16 @@ func (s *store) Failures(ctx context.Context, taskID, afterLine int64, limit int
 func (s *store) UserCoupons(ctx context.Context, user, template int64) (_ []*quan.Coupon, err error) {
 	defer s.userCoupons.done(ctx, time.Now(), &err)
 	return s.s.UserCoupons(ctx, user, template)
+}
+
+func (s *store) UserCouponPage(ctx context.Context, user int64, offset, limit int) (_ []*quan.Coupon, _ int, err error) {
+	defer s.userCouponPage.done(ctx, time.Now(), &err)
+	return s.s.UserCouponPage(ctx, user, offset, limit)
+}
+
+func (s *store) UserHeld(ctx context.Context, user int64) (_ map[int64]int64, err error) {
+	defer s.userHeld.done(ctx, time.Now(), &err)
+	return s.s.UserHeld(ctx, user)
 }
 
 func (s *store) Coupon(ctx context.Context, shop, id int64) (_ *quan.Coupon, err error) {

@@ -3,6 +3,7 @@ package quantest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -781,4 +782,58 @@ func testCouponsAgree(t *testing.T, s TaskStores) {
 	}
 	assertInvariants(t, s, a, ta1, ta2)
 	assertInvariants(t, s, b, tb)
+}
+
+// testCouponPageAndHeld checks UserCouponPage and UserHeld against
+// UserCoupons: every page of every size is the list's slice from its
+// offset, whole coupons with codes; the total and the counts per template
+// are the list's; another user's coupons are in neither.
+func testCouponPageAndHeld(t *testing.T, s TaskStores) {
+	a := activeTemplate(t, s, "a", 100, 3)
+	b := activeTemplate(t, s, "b", 100, 1)
+	ta, tb := runningTask(t, s, a, "a"), runningTask(t, s, b, "b")
+	apply(t, s, chunk(ta, 1, user(2, 1), user(3, 2)), issued(2))
+	apply(t, s, chunk(tb, 1, user(2, 1), user(3, 2)), issued(2))
+	apply(t, s, chunk(ta, 2, user(2, 1)), issued(1))
+	apply(t, s, chunk(ta, 3, user(2, 1)), issued(1))
+	ctx := t.Context()
+
+	for _, u := range []int64{1, 2, 999} {
+		all := coupons(t, s, u, 0)
+		for limit := 1; limit <= len(all)+1; limit++ {
+			for offset := 0; offset <= len(all)+1; offset++ {
+				page, total, err := s.Coupons.UserCouponPage(ctx, u, offset, limit)
+				if err != nil {
+					t.Fatalf("UserCouponPage(%d, %d, %d): %v", u, offset, limit, err)
+				}
+				if total != len(all) {
+					t.Errorf("UserCouponPage(%d, %d, %d): total %d, want %d", u, offset, limit, total, len(all))
+				}
+				want := all[min(offset, len(all)):min(offset+limit, len(all))]
+				if len(page) != len(want) {
+					t.Errorf("UserCouponPage(%d, %d, %d): %d coupons, want %d", u, offset, limit, len(page), len(want))
+					continue
+				}
+				for i := range want {
+					if !reflect.DeepEqual(page[i], want[i]) {
+						t.Errorf("UserCouponPage(%d, %d, %d)[%d] = %+v, want %+v", u, offset, limit, i, page[i], want[i])
+					}
+				}
+			}
+		}
+		held, err := s.Coupons.UserHeld(ctx, u)
+		if err != nil {
+			t.Fatalf("UserHeld(%d): %v", u, err)
+		}
+		want := map[int64]int64{}
+		for _, c := range all {
+			want[c.TemplateID]++
+		}
+		if !maps.Equal(held, want) {
+			t.Errorf("UserHeld(%d) = %v, want %v", u, held, want)
+		}
+	}
+	if held, _ := s.Coupons.UserHeld(ctx, 1); held[a.ID] != 3 || held[b.ID] != 1 || len(held) != 2 {
+		t.Errorf("UserHeld(1) = %v, want {%d:3 %d:1}", held, a.ID, b.ID)
+	}
 }

@@ -75,6 +75,8 @@ func TestStoreUnavailable(t *testing.T, open func(t *testing.T) (s quan.Store, d
 				func(c *quan.Coupon) error { return c.Revoke(now) })
 			return err
 		}},
+		{"UserCouponPage", func(ctx context.Context) error { _, _, err := s.UserCouponPage(ctx, 7, 0, 10); return err }},
+		{"UserHeld", func(ctx context.Context) error { _, err := s.UserHeld(ctx, 7); return err }},
 		{"Claim", func(ctx context.Context) error { _, err := s.Claim(ctx, claim.ID); return err }},
 		{"IssueClaims", func(ctx context.Context) error {
 			c := &quan.Claim{ID: quan.NewClaimID(tpl.ID, 8), TemplateID: tpl.ID, UserID: 8, Status: quan.ClaimPending, At: now}

@@ -67,6 +67,7 @@ func TestTaskStore(t *testing.T, newStores func(t *testing.T) TaskStores) {
 	run("ApplyChunk/DryRunIssuesNothing", testApplyDryRun)
 	run("Failures/LineOrderAndPaging", testFailuresPaging)
 	run("Coupons/UserCouponsAndStatsAgree", testCouponsAgree)
+	run("Coupons/PageAndHeldAgreeWithList", testCouponPageAndHeld)
 
 	run("Stampede/TasksAndClaimsNeverOversell", testDistributionStampede)
 }

@@ -1,7 +1,9 @@
 package wallet_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/quanhq/quan"
@@ -56,8 +58,20 @@ func TestItemsReadTemplatesAPageAtATime(t *testing.T) {
 			t.Fatalf("item %d: %+v with %+v, want coupon %d with the display of template %d (%v)", i, it.Coupon, it.Template, cs[i].ID, cs[i].TemplateID, want)
 		}
 	}
-	if _, err := s.Items(t.Context(), cs); err != nil {
+	again, err := s.Items(t.Context(), cs)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// A cached template's display is shared, and its JSON is what
+	// encoding/json makes of it.
+	for i, it := range again {
+		want, err := json.Marshal(it.Template)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.Template != items[i].Template || !bytes.Equal(it.TemplateJSON, want) {
+			t.Fatalf("item %d: display %p (first %p), JSON %s, want the first's, %s", i, it.Template, items[i].Template, it.TemplateJSON, want)
+		}
 	}
 	if count.one != 0 || count.pages != 2 {
 		t.Errorf("known templates read again: %d and %d reads", count.one, count.pages)

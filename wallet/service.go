@@ -2,6 +2,7 @@ package wallet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,7 +54,15 @@ type Service struct {
 // cache is bounded and starts again when full.
 type specCache struct {
 	mu sync.Mutex
-	m  map[int64]*quan.Template
+	m  map[int64]spec
+}
+
+// spec is a template the cache holds and its display, made and encoded
+// once: every wallet page that shows the template shares them, read only.
+type spec struct {
+	t *quan.Template
+	d *quan.TemplateDisplay
+	j []byte // d as encoding/json writes it; nil if it would not
 }
 
 // maxSpecs bounds specCache: a few hundred KB of templates.
@@ -62,19 +71,37 @@ const maxSpecs = 4096
 func (c *specCache) get(id int64) *quan.Template {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[id]
+	return c.m[id].t
+}
+
+// display returns the display of t and its JSON: the ones made when t was
+// cached, or, for a template the cache does not hold as it is, a new
+// display and no JSON.
+func (c *specCache) display(t *quan.Template) (*quan.TemplateDisplay, []byte) {
+	c.mu.Lock()
+	sp := c.m[t.ID]
+	c.mu.Unlock()
+	if sp.t == t {
+		return sp.d, sp.j
+	}
+	return quan.DisplayOf(t), nil
 }
 
 func (c *specCache) put(t *quan.Template) {
 	if t.Status == quan.TemplateDraft {
 		return
 	}
+	d := quan.DisplayOf(t)
+	j, err := json.Marshal(d)
+	if err != nil {
+		j = nil // the page's encoder meets the error, as without a cache
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxSpecs {
-		c.m = make(map[int64]*quan.Template)
+		c.m = make(map[int64]spec)
 	}
-	c.m[t.ID] = t
+	c.m[t.ID] = spec{t, d, j}
 }
 
 func (s *Service) logger() *slog.Logger {
@@ -150,11 +177,24 @@ func (s *Service) List(ctx context.Context, who quan.Identity, f Filter) ([]*qua
 	if limit == 0 {
 		limit = quan.DefaultPageSize
 	}
+	now := s.Now.UTC()
+	if f.Status == "" {
+		// Every coupon matches: the store reads the page alone. A status
+		// is what Lapse makes of the stored one at now, so a filter by
+		// status reads them all.
+		page, total, err := s.Coupons.UserCouponPage(ctx, user, f.Offset, limit)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, c := range page {
+			c.Lapse(now)
+		}
+		return page, total, nil
+	}
 	all, err := s.Coupons.UserCoupons(ctx, user, 0)
 	if err != nil {
 		return nil, 0, err
 	}
-	now := s.Now.UTC()
 	var match []*quan.Coupon
 	for _, c := range all {
 		c.Lapse(now)
@@ -258,6 +298,10 @@ func (s *Service) templatesOf(ctx context.Context, all []*quan.Coupon) (map[int6
 type Item struct {
 	*quan.Coupon
 	Template *quan.TemplateDisplay `json:"template"`
+	// TemplateJSON is Template as encoding/json writes it, when the
+	// service has it already (nil otherwise): a writer may copy it rather
+	// than encode Template again.
+	TemplateJSON []byte `json:"-"`
 }
 
 // Items returns cs with the displays of their templates, read as
@@ -268,17 +312,22 @@ func (s *Service) Items(ctx context.Context, cs []*quan.Coupon) ([]*Item, error)
 	if err != nil {
 		return nil, fmt.Errorf("templates of the coupons: %w", err)
 	}
-	shown := make(map[int64]*quan.TemplateDisplay, len(ts))
-	out := make([]*Item, len(cs))
+	type shown struct {
+		d *quan.TemplateDisplay
+		j []byte
+	}
+	seen := make(map[int64]shown, len(ts))
+	out, items := make([]*Item, len(cs)), make([]Item, len(cs))
 	for i, c := range cs {
-		d, ok := shown[c.TemplateID]
+		sh, ok := seen[c.TemplateID]
 		if !ok {
 			if t := ts[c.TemplateID]; t != nil {
-				d = quan.DisplayOf(t)
+				sh.d, sh.j = s.specs.display(t)
 			}
-			shown[c.TemplateID] = d
+			seen[c.TemplateID] = sh
 		}
-		out[i] = &Item{Coupon: c, Template: d}
+		items[i] = Item{Coupon: c, Template: sh.d, TemplateJSON: sh.j}
+		out[i] = &items[i]
 	}
 	return out, nil
 }
