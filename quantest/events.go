@@ -113,7 +113,9 @@ func testCouponEvents(t *testing.T, s EventStores) {
 	steps := []func(*quan.Coupon) error{
 		func(x *quan.Coupon) error { return x.Lock("order-1", walletNow, walletNow.Add(time.Hour)) },
 		func(x *quan.Coupon) error { x.Release(walletNow.Add(time.Second)); return nil },
-		func(x *quan.Coupon) error { return x.Lock("order-2", walletNow.Add(2*time.Second), walletNow.Add(time.Hour)) },
+		func(x *quan.Coupon) error {
+			return x.Lock("order-2", walletNow.Add(2*time.Second), walletNow.Add(time.Hour))
+		},
 		func(x *quan.Coupon) error { return x.Redeem(walletNow.Add(3 * time.Second)) },
 		func(x *quan.Coupon) error { return x.Refund(walletNow.Add(4 * time.Second)) },
 		func(x *quan.Coupon) error { return x.Revoke(walletNow.Add(5 * time.Second)) },
