@@ -150,19 +150,6 @@ type APIKeyStore interface {
 	TouchAPIKey(ctx context.Context, id int64, at time.Time) error
 }
 
-// RefundStore keeps which orders were refunded, so that a refund applies
-// to an order once and a refunded order settles nothing more.
-type RefundStore interface {
-	// RefundOrder records order of user as refunded at at and, in the
-	// same transaction, changes coupons ids of user as
-	// WalletStore.UpdateCoupons does. EREFUNDED, with nothing written, if
-	// the order was recorded refunded before; fn's error, with nothing
-	// written, if it fails.
-	RefundOrder(ctx context.Context, user int64, order string, at time.Time, ids []int64, fn func([]*Coupon) error) ([]*Coupon, error)
-	// OrderRefunded reports whether order of user was refunded.
-	OrderRefunded(ctx context.Context, user int64, order string) (bool, error)
-}
-
 // ScopeSet is a set of scopes as one comparable value, as an Identity
 // carries them.
 type ScopeSet uint32

@@ -247,6 +247,19 @@ type WalletStore interface {
 	BudgetUsage(ctx context.Context, template int64) (BudgetUsage, error)
 }
 
+// RefundStore keeps which orders were refunded, so that a refund applies
+// to an order once and a refunded order settles nothing more.
+type RefundStore interface {
+	// RefundOrder records order of user as refunded at at and, in the
+	// same transaction, changes coupons ids of user as
+	// WalletStore.UpdateCoupons does. EREFUNDED, with nothing written, if
+	// the order was recorded refunded before; fn's error, with nothing
+	// written, if it fails.
+	RefundOrder(ctx context.Context, user int64, order string, at time.Time, ids []int64, fn func([]*Coupon) error) ([]*Coupon, error)
+	// OrderRefunded reports whether order of user was refunded.
+	OrderRefunded(ctx context.Context, user int64, order string) (bool, error)
+}
+
 // Archiver moves old coupons out of the way.
 type Archiver interface {
 	// ArchiveCoupons moves up to limit used, expired or revoked coupons
